@@ -1,0 +1,1 @@
+"""transformer-lab: a modular Hydra + Lightning framework for comparing Transformer architectures."""

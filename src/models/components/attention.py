@@ -1,0 +1,150 @@
+"""Multi-head attention: self (causal / bidirectional / prefix) and cross, with GQA/MQA.
+
+Vaswani et al. 2017, §3.2: Attention(Q, K, V) = softmax(Q Kᵀ / √D) V. Dividing by √D
+keeps the scores' variance near 1 whatever the head size, so softmax does not saturate.
+Grouped-query attention (Ainslie et al. 2023) shares each K/V head among H/K query heads;
+K = 1 is multi-query attention (Shazeer 2019).
+
+Two numerically equivalent paths:
+
+* ``sdpa`` — ``F.scaled_dot_product_attention`` (flash / memory-efficient kernels on GPU);
+* ``explicit`` — the textbook formula, which can also return the probabilities
+  [B, H, T, S] for analysis (``need_weights=True``).
+
+Cross-attention (encoder-decoder): Q comes from the decoder stream, K and V from the
+encoder output (``memory``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from src.models.components.kv_cache import KVCache
+from src.models.components.positions import Position
+
+
+@dataclass
+class AttentionBias:
+    """What a stack computes once per forward and every layer reuses.
+
+    ``mask``: None, a boolean [B|1, 1, T, S] (True = attend) or an additive float
+    [B|1, H|1, T, S]; ``is_causal``: the kernel may apply its own causal mask (then
+    ``mask`` is None).
+    """
+
+    mask: Tensor | None = None
+    is_causal: bool = False
+
+
+@dataclass
+class AttentionOutput:
+    out: Tensor  # [B, T, C]
+    probs: Tensor | None = None  # [B, H, T, S] when asked for
+
+
+def explicit_attention(
+    q: Tensor, k: Tensor, v: Tensor, bias: AttentionBias, dropout: float = 0.0, training: bool = False
+) -> tuple[Tensor, Tensor]:
+    """q: [B, H, T, D], k/v: [B, H, S, D] -> (out [B, H, T, D], probs [B, H, T, S])."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # [B, H, T, S]
+    if bias.is_causal:
+        T, S = scores.shape[-2:]
+        keep = torch.ones(T, S, dtype=torch.bool, device=q.device).tril(S - T)
+        scores = scores.masked_fill(~keep, float("-inf"))
+    if bias.mask is not None:
+        if bias.mask.dtype == torch.bool:
+            scores = scores.masked_fill(~bias.mask, float("-inf"))
+        else:
+            scores = scores + bias.mask
+    probs = scores.float().softmax(dim=-1).to(q.dtype)
+    probs = torch.nan_to_num(probs)  # rows with no visible key (padding queries) -> 0
+    out = F.dropout(probs, dropout, training) @ v  # [B, H, T, S] @ [B, H, S, D] -> [B, H, T, D]
+    return out, probs
+
+
+def sdpa_attention(q: Tensor, k: Tensor, v: Tensor, bias: AttentionBias, dropout: float = 0.0, training: bool = False) -> Tensor:
+    """Same contract as ``explicit_attention`` without the probabilities; K/V heads may be fewer."""
+    gqa = k.shape[1] != q.shape[1]
+    return F.scaled_dot_product_attention(
+        q, k, v, attn_mask=bias.mask, dropout_p=dropout if training else 0.0, is_causal=bias.is_causal, enable_gqa=gqa
+    )
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with ``n_kv_head`` K/V heads (= ``n_head`` for classic MHA).
+
+    Self-attention projects Q, K, V with one fused matrix [C -> (H + 2K)·D]; cross-attention
+    projects Q from the decoder and K, V (fused) from the encoder memory.
+    """
+
+    def __init__(self, d_model: int, n_head: int, n_kv_head: int, bias: bool = True, dropout: float = 0.0, cross: bool = False) -> None:
+        super().__init__()
+        if d_model % n_head:
+            raise ValueError(f"d_model={d_model} is not divisible by n_head={n_head}")
+        if n_head % n_kv_head:
+            raise ValueError(f"n_head={n_head} is not divisible by n_kv_head={n_kv_head}")
+        self.n_head, self.n_kv_head, self.head_dim = n_head, n_kv_head, d_model // n_head
+        self.cross, self.dropout = cross, dropout
+        q_dim, kv_dim = n_head * self.head_dim, n_kv_head * self.head_dim
+        if cross:
+            self.q = nn.Linear(d_model, q_dim, bias=bias)
+            self.kv = nn.Linear(d_model, 2 * kv_dim, bias=bias)
+        else:
+            self.qkv = nn.Linear(d_model, q_dim + 2 * kv_dim, bias=bias)
+        self.out = nn.Linear(q_dim, d_model, bias=bias)
+        self.out_dropout = nn.Dropout(dropout)
+
+    def _heads(self, x: Tensor, n: int) -> Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, n, self.head_dim).transpose(1, 2)  # [B, T, n·D] -> [B, n, T, D]
+
+    def _project_kv(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        k, v = self.kv(src).split(self.n_kv_head * self.head_dim, dim=-1)  # [B, S, 2·K·D] -> 2 × [B, S, K·D]
+        return self._heads(k, self.n_kv_head), self._heads(v, self.n_kv_head)
+
+    def forward(
+        self,
+        x: Tensor,
+        bias: AttentionBias,
+        *,
+        position: Position | None = None,
+        positions: Tensor | None = None,
+        memory: Tensor | None = None,
+        cache: KVCache | None = None,
+        layer_idx: int = 0,
+        need_weights: bool = False,
+    ) -> AttentionOutput:
+        """x: [B, T, C]; memory: [B, S, C] (cross only) -> AttentionOutput(out [B, T, C])."""
+        B, T, C = x.shape
+        if self.cross:
+            q = self._heads(self.q(x), self.n_head)  # [B, H, T, D]
+            if cache is not None and cache.cross[layer_idx] is not None:
+                k, v = cache.cross[layer_idx]  # type: ignore[misc]
+            else:
+                assert memory is not None, "cross-attention needs the encoder output (memory)"
+                k, v = self._project_kv(memory)  # [B, K, S, D]
+                if cache is not None:
+                    cache.cross[layer_idx] = (k, v)
+        else:
+            q, k, v = self.qkv(x).split([self.n_head * self.head_dim, self.n_kv_head * self.head_dim, self.n_kv_head * self.head_dim], dim=-1)
+            q, k, v = self._heads(q, self.n_head), self._heads(k, self.n_kv_head), self._heads(v, self.n_kv_head)
+            if position is not None:
+                q, k = position.rotate(q, k, positions, positions)  # the new tokens, at their own positions
+            if cache is not None:
+                k, v = cache.update(layer_idx, k, v)  # [B, K, offset+T, D]
+
+        p = self.dropout if self.training else 0.0
+        probs = None
+        if need_weights:
+            if self.n_kv_head != self.n_head:  # [B, K, S, D] -> [B, H, S, D]
+                rep = self.n_head // self.n_kv_head
+                k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+            y, probs = explicit_attention(q, k, v, bias, p, self.training)
+        else:
+            y = sdpa_attention(q, k, v, bias, p, self.training)
+        y = y.transpose(1, 2).reshape(B, T, self.n_head * self.head_dim)  # [B, H, T, D] -> [B, T, H·D]
+        return AttentionOutput(out=self.out_dropout(self.out(y)), probs=probs)

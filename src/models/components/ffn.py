@@ -1,0 +1,74 @@
+"""Position-wise feed-forward networks, registered by name (``model/ffn=gelu|relu|swiglu``)."""
+from __future__ import annotations
+
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from src.models.registry import Registry
+
+FFNS: Registry[nn.Module] = Registry("ffn")
+
+
+class MLP(nn.Module):
+    """Two-layer MLP: C -> F -> C with an elementwise activation (subclasses pick it)."""
+
+    def __init__(self, d_model: int, d_ff: int, bias: bool = True, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.up = nn.Linear(d_model, d_ff, bias=bias)
+        self.down = nn.Linear(d_ff, d_model, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def act(self, x: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def forward(self, x: Tensor) -> Tensor:  # [B, T, C] -> [B, T, F] -> [B, T, C]
+        return self.dropout(self.down(self.act(self.up(x))))
+
+
+@FFNS.register("gelu")
+class GeluMLP(MLP):
+    """GELU MLP (Hendrycks & Gimpel 2016). ``approximate='tanh'`` is GPT-2's ``gelu_new``;
+    ``'none'`` is the exact erf form BERT uses."""
+
+    def __init__(self, d_model: int, d_ff: int, bias: bool = True, dropout: float = 0.0, approximate: str = "tanh") -> None:
+        super().__init__(d_model, d_ff, bias, dropout)
+        if approximate not in ("tanh", "none"):
+            raise ValueError(f"ffn.approximate='{approximate}' is not known; use 'tanh' (GPT-2) or 'none' (BERT)")
+        self.approximate = approximate
+
+    def act(self, x: Tensor) -> Tensor:
+        return F.gelu(x, approximate=self.approximate)
+
+
+@FFNS.register("relu")
+class ReluMLP(MLP):
+    """ReLU MLP, the 2017 Transformer's FFN(x) = max(0, xW1 + b1)W2 + b2 (Vaswani et al., eq. 2)."""
+
+    def act(self, x: Tensor) -> Tensor:
+        return F.relu(x)
+
+
+@FFNS.register("silu")
+class SiluMLP(MLP):
+    """SiLU / swish MLP (Marian's ``activation_function=swish``)."""
+
+    def act(self, x: Tensor) -> Tensor:
+        return F.silu(x)
+
+
+@FFNS.register("swiglu")
+class SwiGLU(nn.Module):
+    """SwiGLU (Shazeer 2020, arXiv:2002.05202): down(silu(gate(x)) * up(x)), as Llama.
+
+    Three matrices instead of two: at equal parameters d_ff is about 2/3 of a GELU MLP's.
+    """
+
+    def __init__(self, d_model: int, d_ff: int, bias: bool = False, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.gate = nn.Linear(d_model, d_ff, bias=bias)
+        self.up = nn.Linear(d_model, d_ff, bias=bias)
+        self.down = nn.Linear(d_ff, d_model, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:  # [B, T, C] -> [B, T, F] -> [B, T, C]
+        return self.dropout(self.down(F.silu(self.gate(x)) * self.up(x)))

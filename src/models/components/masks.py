@@ -1,0 +1,54 @@
+"""Self-attention mask variants, registered by name (``model/mask=causal|bidirectional|prefix_lm``).
+
+A mask says which key positions each query may attend to; padding is handled apart
+(``attention_mask`` in the forward). Raffel et al. 2020 (T5, §3.2.1, Fig. 3) compare the
+three: a causal decoder, a prefix LM (bidirectional over the prefix, causal after it) and
+an encoder-decoder.
+"""
+from __future__ import annotations
+
+from torch import Tensor
+
+from src.models.registry import Registry
+
+MASKS: Registry["AttentionMask"] = Registry("mask")
+
+
+class AttentionMask:
+    """Base class. ``causal`` tells the attention kernel it may use its causal fast path."""
+
+    causal: bool = False
+
+    def allowed(self, q_pos: Tensor, k_pos: Tensor, prefix_length: Tensor | None = None) -> Tensor | None:
+        """Boolean [1 or B, T, S] (True = may attend), or None when every key is visible."""
+        return None
+
+
+@MASKS.register("bidirectional")
+class Bidirectional(AttentionMask):
+    """Every token sees every token (BERT, the 2017 encoder)."""
+
+
+@MASKS.register("causal")
+class Causal(AttentionMask):
+    """Token i sees tokens j <= i only, so the output at i cannot depend on later tokens."""
+
+    causal = True
+
+    def allowed(self, q_pos: Tensor, k_pos: Tensor, prefix_length: Tensor | None = None) -> Tensor:
+        return (k_pos[None, :] <= q_pos[:, None])[None]  # [1, T, S]
+
+
+@MASKS.register("prefix_lm")
+class PrefixLM(AttentionMask):
+    """Bidirectional over the first ``prefix_length[b]`` tokens, causal after them."""
+
+    def allowed(self, q_pos: Tensor, k_pos: Tensor, prefix_length: Tensor | None = None) -> Tensor:
+        causal = (k_pos[None, :] <= q_pos[:, None])[None]  # [1, T, S]
+        if prefix_length is None:
+            raise ValueError(
+                "model/mask=prefix_lm needs prefix_length (a [B] tensor: tokens of bidirectional prefix) in the "
+                "forward call; the seq2seq-on-decoder task passes the source length"
+            )
+        in_prefix = k_pos[None, None, :] < prefix_length.view(-1, 1, 1)  # [B, 1, S]
+        return causal | in_prefix  # [B, T, S]

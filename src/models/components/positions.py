@@ -1,0 +1,196 @@
+"""Position information, behind one interface with two hooks.
+
+Every position variant implements both hooks; blocks never ask which kind they hold:
+
+* ``add_to_embeddings(x, positions)`` — absolute schemes add a vector per position to the
+  token embeddings (learned table, sinusoidal); relative schemes return ``x`` unchanged.
+* ``rotate(q, k, q_pos, k_pos)`` / ``score_bias(q_pos, k_pos)`` — relative schemes act
+  inside attention: RoPE rotates queries and keys, ALiBi adds a bias to the scores.
+
+Without any of them (``none``, NoPE) attention is permutation-equivariant over the
+tokens of a bidirectional encoder; only the causal mask then carries order.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from src.models.registry import Registry
+
+POSITIONS: Registry["Position"] = Registry("position")
+
+
+class PositionLimitError(ValueError):
+    """A sequence is longer than a learned position table."""
+
+
+class Position(nn.Module):
+    """Base class: the identity for both hooks."""
+
+    #: Rows of an absolute table, or ``None`` when any length is accepted.
+    max_positions: int | None = None
+
+    def check_length(self, length: int) -> None:
+        if self.max_positions is not None and length > self.max_positions:
+            raise PositionLimitError(
+                f"sequence length {length} exceeds the learned position table ({self.max_positions} rows, "
+                f"model.max_seq_len={self.max_positions}); shorten the input (data.block_size / context_length) "
+                f"or use a relative scheme such as model/position=rope"
+            )
+
+    def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
+        """x: [B, T, C], positions: [T] or [B, T] (absolute indices) -> [B, T, C]."""
+        return x
+
+    def rotate(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
+        """q: [B, H, T, D], k: [B, K, S, D] -> same shapes."""
+        return q, k
+
+    def score_bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor | None:
+        """Additive score bias [H, T, S] (or None)."""
+        return None
+
+
+@POSITIONS.register("none")
+class NoPosition(Position):
+    """NoPE: no position information at all (Kazemnejad et al. 2023)."""
+
+
+@POSITIONS.register("learned")
+class LearnedPosition(Position):
+    """An absolute position table, as GPT-2's ``wpe`` and BERT's position embeddings.
+
+    The table hard-limits context to its rows: longer inputs raise ``PositionLimitError``
+    instead of wrapping around or indexing out of range.
+    """
+
+    def __init__(self, d_model: int, max_seq_len: int) -> None:
+        super().__init__()
+        self.max_positions = max_seq_len
+        self.table = nn.Embedding(max_seq_len, d_model)
+
+    def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
+        self.check_length(int(positions.max()) + 1 if positions.numel() else 0)
+        return x + self.table(positions)  # [T, C] or [B, T, C] broadcasts over B
+
+
+def sinusoid_table(n_pos: int, d_model: int, layout: str, base: float = 10000.0) -> Tensor:
+    """Vaswani et al. 2017, §3.5: PE(pos, 2i) = sin(pos / base^(2i/C)), PE(pos, 2i+1) = cos(...).
+
+    ``interleaved`` puts sin/cos in even/odd channels (the paper's formula);
+    ``concat`` puts all sines first, then all cosines ([sin | cos], tensor2tensor and Marian).
+    """
+    half = d_model // 2
+    inv_freq = base ** (-torch.arange(half, dtype=torch.float64) * 2.0 / d_model)  # [C/2]
+    angles = torch.arange(n_pos, dtype=torch.float64)[:, None] * inv_freq[None, :]  # [P, C/2]
+    table = torch.zeros(n_pos, d_model, dtype=torch.float64)
+    if layout == "interleaved":
+        table[:, 0 : 2 * half : 2] = angles.sin()
+        table[:, 1 : 2 * half : 2] = angles.cos()
+    elif layout == "concat":
+        table[:, :half] = angles.sin()
+        table[:, half : 2 * half] = angles.cos()
+    else:
+        raise ValueError(f"position.layout='{layout}' is not known; use 'interleaved' or 'concat'")
+    return table.float()
+
+
+@POSITIONS.register("sinusoidal")
+class SinusoidalPosition(Position):
+    """Fixed sinusoids added to the embeddings (Vaswani et al. 2017); any length works."""
+
+    def __init__(self, d_model: int, layout: str = "interleaved", base: float = 10000.0) -> None:
+        super().__init__()
+        if layout not in ("interleaved", "concat"):
+            raise ValueError(f"position.layout='{layout}' is not known; use 'interleaved' or 'concat'")
+        self.d_model, self.layout, self.base = d_model, layout, base
+        self._table: Tensor = torch.empty(0)  # grown on demand; not part of the state dict
+
+    def _get(self, n: int, device: torch.device) -> Tensor:
+        if self._table.shape[0] < n or self._table.device != device:
+            size = max(n, 2 * self._table.shape[0], 1024)
+            self._table = sinusoid_table(size, self.d_model, self.layout, self.base).to(device)
+        return self._table
+
+    def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
+        table = self._get(int(positions.max()) + 1 if positions.numel() else 1, x.device)
+        return x + table[positions].to(x.dtype)
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    """[x1 | x2] -> [-x2 | x1] over the last dim (the GPT-NeoX / Llama layout)."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+@POSITIONS.register("rope")
+class RotaryPosition(Position):
+    """Rotary position embedding (Su et al. 2021, RoFormer, arXiv:2104.09864).
+
+    Rotates each (q, k) channel pair by an angle proportional to the position, so the
+    score q_m·k_n depends only on m - n. Channels are paired as [first half | second half]
+    (GPT-NeoX / Llama layout). ``rotary_fraction`` < 1 rotates only the first part of
+    each head (partial rotary, GPT-NeoX / Phi).
+    """
+
+    def __init__(self, head_dim: int, theta: float = 10000.0, rotary_fraction: float = 1.0) -> None:
+        super().__init__()
+        rot = int(head_dim * rotary_fraction)
+        rot -= rot % 2
+        if rot <= 0 or head_dim % 2:
+            raise ValueError(
+                f"RoPE needs an even head dimension to pair channels: head_dim={head_dim} "
+                f"(d_model / n_head), rotary_fraction={rotary_fraction}; choose d_model and n_head "
+                f"so that d_model / n_head is even"
+            )
+        self.head_dim, self.rot_dim, self.theta = head_dim, rot, theta
+        inv_freq = 1.0 / (theta ** (torch.arange(0, rot, 2, dtype=torch.float32) / rot))  # [R/2]
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def _cos_sin(self, pos: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        freqs = pos.float()[..., None] * self.inv_freq  # [..., T, R/2]
+        emb = torch.cat((freqs, freqs), dim=-1)  # [..., T, R]
+        cos, sin = emb.cos().to(dtype), emb.sin().to(dtype)
+        if pos.dim() == 2:  # per-example positions [B, T] -> [B, 1, T, R]
+            cos, sin = cos[:, None], sin[:, None]
+        return cos, sin
+
+    def _apply(self, x: Tensor, pos: Tensor) -> Tensor:
+        cos, sin = self._cos_sin(pos, x.dtype)
+        if self.rot_dim == self.head_dim:
+            return x * cos + rotate_half(x) * sin
+        x_rot, x_pass = x[..., : self.rot_dim], x[..., self.rot_dim :]
+        return torch.cat((x_rot * cos + rotate_half(x_rot) * sin, x_pass), dim=-1)
+
+    def rotate(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
+        return self._apply(q, q_pos), self._apply(k, k_pos)
+
+
+def alibi_slopes(n_head: int) -> Tensor:
+    """Press et al. 2022 (ALiBi), §3: geometric slopes 2^(-8/n), 2^(-16/n) …; for n not a
+    power of two, interleave the slopes of the next power of two (as the reference code)."""
+
+    def pow2(n: int) -> list[float]:
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        return [start * start**i for i in range(n)]
+
+    if math.log2(n_head).is_integer():
+        return torch.tensor(pow2(n_head))
+    closest = 2 ** math.floor(math.log2(n_head))
+    return torch.tensor(pow2(closest) + pow2(2 * closest)[0::2][: n_head - closest])
+
+
+@POSITIONS.register("alibi")
+class ALiBiPosition(Position):
+    """Attention with Linear Biases (Press et al. 2022, arXiv:2108.12409): score += -m_h·|i - j|."""
+
+    def __init__(self, n_head: int) -> None:
+        super().__init__()
+        self.register_buffer("slopes", alibi_slopes(n_head), persistent=False)  # [H]
+
+    def score_bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:
+        dist = (q_pos[..., :, None] - k_pos[..., None, :]).abs().float()  # [T, S] (or [B, T, S])
+        bias = -self.slopes[:, None, None] * dist.unsqueeze(-3)  # [H, T, S] (or [B, H, T, S])
+        return bias

@@ -1,0 +1,118 @@
+"""The plain model config: names and numbers, the same keys for every family.
+
+A checkpoint stores this dict; ``build_model`` turns it back into modules, so checkpoints
+reload after code moves. Unknown keys fail loudly, with the accepted ones listed.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A model config that cannot be built; the message names the key, the value and the fix."""
+
+
+@dataclass
+class ModelConfig:
+    family: str = "decoder_only"
+    vocab_size: int = 50257
+    d_model: int = 768
+    n_layer: int = 12
+    n_encoder_layer: int | None = None  # encoder_decoder only (defaults to n_layer)
+    n_decoder_layer: int | None = None
+    n_head: int = 12
+    n_kv_head: int | None = None  # None = n_head (MHA); 1 = MQA; otherwise GQA
+    d_ff: int = 3072
+    max_seq_len: int = 1024
+    dropout: float = 0.0
+    bias: bool = True
+    tie_embeddings: bool = True
+    norm_placement: str = "pre"
+    embedding_norm: bool = False  # BERT normalises the summed embeddings
+    scale_embeddings: bool = False  # Vaswani et al. §3.4: multiply embeddings by √d_model
+    vocab_pad_multiple: int = 1  # pad embedding/head rows to a multiple (64 speeds up matmuls)
+    init_std: float = 0.02
+    pad_token_id: int | None = None
+    bos_token_id: int | None = None
+    eos_token_id: int | None = None
+    decoder_start_token_id: int | None = None
+    position: dict[str, Any] = field(default_factory=lambda: {"name": "learned"})
+    norm: dict[str, Any] = field(default_factory=lambda: {"name": "layernorm", "eps": 1e-5})
+    ffn: dict[str, Any] = field(default_factory=lambda: {"name": "gelu"})
+    mask: dict[str, Any] | None = None  # None = the family's default
+    name: str = "custom"  # a label for tables; never consulted when building
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ModelConfig":
+        d = dict(d)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(k for k in d if k not in known and not k.startswith("_"))
+        if unknown:
+            raise ConfigError(f"unknown model config key(s) {unknown}; accepted keys: {', '.join(sorted(known))}")
+        d = {k: v for k, v in d.items() if k in known}
+        for group in ("position", "norm", "ffn", "mask"):
+            if d.get(group) is not None:
+                if isinstance(d[group], str):
+                    d[group] = {"name": d[group]}
+                d[group] = dict(d[group])
+        cfg = cls(**d)
+        cfg.validate()
+        return cfg
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_head or self.n_head
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_head
+
+    @property
+    def padded_vocab_size(self) -> int:
+        m = max(1, self.vocab_pad_multiple)
+        return (self.vocab_size + m - 1) // m * m
+
+    @property
+    def encoder_layers(self) -> int:
+        return self.n_encoder_layer if self.n_encoder_layer is not None else self.n_layer
+
+    @property
+    def decoder_layers(self) -> int:
+        return self.n_decoder_layer if self.n_decoder_layer is not None else self.n_layer
+
+    def validate(self) -> None:
+        def need(cond: bool, msg: str) -> None:
+            if not cond:
+                raise ConfigError(msg)
+
+        for key in ("vocab_size", "d_model", "n_layer", "n_head", "d_ff", "max_seq_len"):
+            v = getattr(self, key)
+            need(isinstance(v, int) and v > 0, f"model.{key}={v!r} must be a positive integer")
+        need(
+            self.d_model % self.n_head == 0,
+            f"model.d_model={self.d_model} is not divisible by model.n_head={self.n_head}; "
+            f"choose n_head among the divisors of d_model (e.g. {self.d_model // 64 or 1} for 64-dim heads)",
+        )
+        need(
+            self.kv_heads > 0 and self.n_head % self.kv_heads == 0,
+            f"model.n_head={self.n_head} is not divisible by model.n_kv_head={self.n_kv_head}; "
+            f"n_kv_head must divide n_head (n_kv_head=1 is multi-query, n_kv_head=n_head is multi-head)",
+        )
+        need(0.0 <= self.dropout < 1.0, f"model.dropout={self.dropout} must be in [0, 1)")
+        need(self.norm_placement in ("pre", "post"), f"model.norm_placement='{self.norm_placement}' is not known; use 'pre' or 'post'")
+        need(self.family in ("decoder_only", "encoder_only", "encoder_decoder"),
+             f"model.family='{self.family}' is not known; use decoder_only, encoder_only or encoder_decoder")
+        if self.family == "encoder_decoder":
+            need(self.mask is None, "model.mask is for decoder_only / encoder_only; an encoder_decoder's encoder is "
+                 "bidirectional and its decoder causal. Remove model/mask from the defaults")
+        if self.position.get("name") == "rope" and self.head_dim % 2:
+            raise ConfigError(
+                f"model/position=rope needs an even head dimension, but d_model/n_head = {self.d_model}/{self.n_head} "
+                f"= {self.head_dim}; change model.n_head or model.d_model"
+            )

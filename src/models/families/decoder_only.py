@@ -1,0 +1,50 @@
+"""Decoder-only language model (GPT-2, Llama): one causal stack and an LM head.
+
+::
+
+    ids ─ tok_embed ─ (+positions) ─ blocks × N ─ final norm ─ head (tied to tok_embed) ─ logits
+"""
+from __future__ import annotations
+
+from torch import Tensor
+
+from src.models.components.kv_cache import KVCache
+from src.models.config import ModelConfig
+from src.models.families.base import FAMILIES, TransformerModel
+from src.models.outputs import ModelOutput
+
+
+@FAMILIES.register("decoder_only")
+class DecoderOnly(TransformerModel):
+    default_mask = "causal"
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.decoder = self.make_stack(config.n_layer, self.make_mask())
+        self.head = self.make_head()
+        self.init_weights()
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        labels: Tensor | None = None,
+        *,
+        prefix_length: Tensor | None = None,
+        cache: KVCache | None = None,
+        output_attentions: bool = False,
+    ) -> ModelOutput:
+        """input_ids: [B, T]; attention_mask: [B, offset+T] (1 = token, 0 = padding);
+        labels: [B, T] (shifted inside: position t predicts labels[t+1], as transformers)."""
+        out = self.decoder(
+            self.embed(input_ids),
+            key_padding=attention_mask,
+            prefix_length=prefix_length,
+            cache=cache,
+            need_weights=output_attentions,
+        )
+        logits = self.logits(out.hidden)  # [B, T, V]
+        loss = None
+        if labels is not None:
+            loss = self.cross_entropy(logits[:, :-1], labels[:, 1:])
+        return ModelOutput(logits=logits, loss=loss, hidden_states=out.hidden, attentions=out.attentions, cache=cache)

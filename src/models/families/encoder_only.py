@@ -1,0 +1,58 @@
+"""Encoder-only masked language model (BERT): a bidirectional stack and an MLM head.
+
+::
+
+    ids ─ tok_embed ─ (+positions) ─ [embedding norm] ─ blocks × N ─ [final norm]
+        ─ transform (dense, GELU, norm) ─ decoder (tied to tok_embed, + bias) ─ logits
+"""
+from __future__ import annotations
+
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from src.models.components.kv_cache import KVCache
+from src.models.config import ModelConfig
+from src.models.families.base import FAMILIES, TransformerModel
+from src.models.outputs import ModelOutput
+
+
+class MLMTransform(nn.Module):
+    """BERT's prediction-head transform (Devlin et al. 2019): dense C->C, GELU (erf), norm."""
+
+    def __init__(self, d_model: int, norm: nn.Module) -> None:
+        super().__init__()
+        self.dense = nn.Linear(d_model, d_model)
+        self.norm = norm
+
+    def forward(self, x: Tensor) -> Tensor:  # [B, T, C] -> [B, T, C]
+        return self.norm(F.gelu(self.dense(x)))
+
+
+@FAMILIES.register("encoder_only")
+class EncoderOnly(TransformerModel):
+    default_mask = "bidirectional"
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        self.encoder = self.make_stack(config.n_layer, self.make_mask())
+        self.transform = MLMTransform(config.d_model, self.make_norm())
+        self.head = self.make_head(bias=True)
+        self.init_weights()
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        labels: Tensor | None = None,
+        *,
+        prefix_length: Tensor | None = None,
+        cache: KVCache | None = None,
+        output_attentions: bool = False,
+    ) -> ModelOutput:
+        """input_ids: [B, T]; attention_mask: [B, T]; labels: [B, T] with -100 where not masked (no shift)."""
+        if cache is not None:
+            raise ValueError("an encoder_only model has no incremental decoding; call it without cache")
+        out = self.encoder(self.embed(input_ids), key_padding=attention_mask, prefix_length=prefix_length, need_weights=output_attentions)
+        logits = self.logits(self.transform(out.hidden))  # [B, T, V]
+        loss = self.cross_entropy(logits, labels) if labels is not None else None
+        return ModelOutput(logits=logits, loss=loss, hidden_states=out.hidden, attentions=out.attentions)

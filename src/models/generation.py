@@ -1,0 +1,100 @@
+"""Autoregressive decoding with the KV cache: greedy, temperature, top-k, top-p (nucleus).
+
+Works for decoder-only models (continues ``input_ids``) and encoder-decoders (encodes
+``input_ids`` once, decodes from ``decoder_start_token_id``). Returns the token ids of the
+whole decoded sequence (prompt included for decoder-only, as transformers does).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from src.models.components.kv_cache import KVCache
+from src.models.families import TransformerModel
+from src.models.families.encoder_decoder import EncoderDecoder
+from src.models.families.encoder_only import EncoderOnly
+
+
+def filter_logits(logits: Tensor, top_k: int | None = None, top_p: float | None = None) -> Tensor:
+    """logits [B, V] -> logits with the tokens outside top-k / the top-p nucleus set to -inf."""
+    if top_k is not None and top_k > 0:
+        kth = torch.topk(logits, min(top_k, logits.shape[-1])).values[:, -1:]  # [B, 1]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None and 0.0 < top_p < 1.0:
+        sorted_logits, idx = logits.sort(dim=-1, descending=True)
+        probs = sorted_logits.softmax(-1)
+        cum = probs.cumsum(-1)
+        drop = cum - probs > top_p  # keep the smallest prefix whose mass reaches top_p
+        sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
+        logits = torch.full_like(logits, float("-inf")).scatter(-1, idx, sorted_logits)
+    return logits
+
+
+def next_token(logits: Tensor, do_sample: bool, temperature: float, top_k: int | None, top_p: float | None,
+               generator: torch.Generator | None) -> Tensor:
+    """logits [B, V] -> token ids [B]."""
+    if not do_sample or temperature == 0.0:
+        return logits.argmax(dim=-1)
+    logits = filter_logits(logits.float() / temperature, top_k, top_p)
+    return torch.multinomial(logits.softmax(-1), 1, generator=generator).squeeze(-1)
+
+
+@torch.inference_mode()
+def generate(
+    model: TransformerModel,
+    input_ids: Tensor,
+    max_new_tokens: int,
+    *,
+    attention_mask: Tensor | None = None,
+    do_sample: bool = False,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    eos_token_id: int | None = None,
+    use_cache: bool = True,
+    generator: torch.Generator | None = None,
+    on_token: Callable[[Tensor], None] | None = None,
+) -> Tensor:
+    """input_ids [B, T] -> [B, T + new] (decoder-only) or [B, 1 + new] (encoder-decoder).
+
+    ``on_token`` is called with each step's new tokens [B] (for streaming to a console).
+    Rows that emitted ``eos_token_id`` are padded with it afterwards.
+    """
+    if isinstance(model, EncoderOnly):
+        raise ValueError("an encoder_only (masked LM) model cannot generate text; use a decoder_only or encoder_decoder model")
+    was_training = model.training
+    model.eval()
+    B = input_ids.shape[0]
+    is_seq2seq = isinstance(model, EncoderDecoder)
+    memory = model.encode(input_ids, attention_mask) if is_seq2seq else None
+    seq = model.start_tokens(B, input_ids.device) if is_seq2seq else input_ids
+    n_layer = len(model.decoder.blocks)
+    max_len = seq.shape[1] + max_new_tokens
+    cache = KVCache(n_layer, max_length=max_len) if use_cache else None
+    finished = torch.zeros(B, dtype=torch.bool, device=input_ids.device)
+    step_input = seq
+    for _ in range(max_new_tokens):
+        kwargs = {}
+        if is_seq2seq:
+            kwargs = dict(encoder_hidden_states=memory, attention_mask=attention_mask, decoder_input_ids=step_input if use_cache else seq)
+            out = model(cache=cache, **kwargs)
+        else:
+            ids = step_input if use_cache else seq
+            mask = attention_mask
+            if mask is not None and seq.shape[1] > mask.shape[1]:  # extend padding mask over generated tokens
+                mask = torch.cat([mask, mask.new_ones(B, seq.shape[1] - mask.shape[1])], dim=1)
+            out = model(ids, attention_mask=mask, cache=cache)
+        tok = next_token(out.logits[:, -1, :], do_sample, temperature, top_k, top_p, generator)  # [B]
+        if eos_token_id is not None:
+            tok = torch.where(finished, torch.full_like(tok, eos_token_id), tok)
+            finished |= tok == eos_token_id
+        seq = torch.cat([seq, tok[:, None]], dim=1)
+        step_input = tok[:, None]
+        if on_token is not None:
+            on_token(tok)
+        if eos_token_id is not None and bool(finished.all()):
+            break
+    model.train(was_training)
+    return seq
