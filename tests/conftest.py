@@ -13,6 +13,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 from pathlib import Path  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
@@ -46,6 +47,12 @@ def tiny_model_dict(**overrides: Any) -> dict[str, Any]:
 def tiny_config() -> dict[str, Any]:
     """A fresh tiny decoder-only config dict (mutate freely)."""
     return tiny_model_dict()
+
+
+@pytest.fixture
+def make_tiny_config() -> Callable[..., dict[str, Any]]:
+    """A factory: ``make_tiny_config(family="encoder_only", position={"name": "rope"})``."""
+    return tiny_model_dict
 
 
 @pytest.fixture

@@ -1,0 +1,75 @@
+"""Incremental decoding with the KV cache gives the logits of a full forward pass."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+from src.models import build_model
+from src.models.components.kv_cache import KVCache
+from src.models.generation import generate
+
+MakeConfig = Callable[..., dict[str, Any]]
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"position": {"name": "rope"}, "n_kv_head": 2, "norm": {"name": "rmsnorm"}, "ffn": {"name": "swiglu"}},
+        {"position": {"name": "alibi"}, "n_kv_head": 1},
+        {"position": {"name": "sinusoidal"}, "norm_placement": "post"},
+    ],
+    ids=["gpt2", "llama_gqa", "alibi_mqa", "sinusoidal_post"],
+)
+@pytest.mark.parametrize("preallocated", [True, False])
+def test_decoder_only_cache_matches_full_forward(make_tiny_config: MakeConfig, overrides: dict, preallocated: bool) -> None:
+    model = build_model(make_tiny_config(**overrides)).eval()
+    ids = torch.randint(0, 97, (2, 12))
+    with torch.no_grad():
+        full = model(ids).logits  # [B, T, V]
+        cache = KVCache(2, max_length=16 if preallocated else None)
+        steps = [model(ids[:, :5], cache=cache).logits]  # a prompt, then one token at a time
+        steps += [model(ids[:, t : t + 1], cache=cache).logits for t in range(5, 12)]
+    assert cache.offset == 12
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+
+
+def test_encoder_decoder_cache_matches_full_forward(make_tiny_config: MakeConfig) -> None:
+    cfg = make_tiny_config(family="encoder_decoder", position={"name": "sinusoidal"}, norm_placement="post", decoder_start_token_id=0)
+    model = build_model(cfg).eval()
+    src = torch.randint(1, 97, (2, 9))
+    src_mask = torch.ones(2, 9, dtype=torch.long)
+    src_mask[1, 6:] = 0  # the second source is padded on the right
+    tgt = torch.randint(1, 97, (2, 6))
+    with torch.no_grad():
+        full = model(src, src_mask, decoder_input_ids=tgt).logits
+        memory = model.encode(src, src_mask)  # [B, S, C], computed once
+        cache = KVCache(2, max_length=8)
+        steps = [
+            model(encoder_hidden_states=memory, attention_mask=src_mask, decoder_input_ids=tgt[:, t : t + 1], cache=cache).logits
+            for t in range(6)
+        ]
+    assert all(kv is not None for kv in cache.cross)  # cross-attention K/V kept after the first step
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("family", ["decoder_only", "encoder_decoder"])
+def test_greedy_generation_same_with_and_without_cache(make_tiny_config: MakeConfig, family: str) -> None:
+    model = build_model(make_tiny_config(family=family, decoder_start_token_id=0)).eval()
+    prompt = torch.randint(1, 97, (2, 5))
+    with_cache = generate(model, prompt, 6, use_cache=True)
+    without = generate(model, prompt, 6, use_cache=False)
+    assert torch.equal(with_cache, without)
+    assert with_cache.shape == ((2, 11) if family == "decoder_only" else (2, 7))
+
+
+def test_cache_overflow_raises() -> None:
+    cache = KVCache(1, max_length=4)
+    kv = torch.zeros(1, 2, 3, 8)  # [B, K, T, D]
+    cache.update(0, kv, kv)
+    cache.advance(3)
+    with pytest.raises(ValueError, match="KV cache holds 4 positions"):
+        cache.update(0, kv, kv)

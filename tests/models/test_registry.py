@@ -1,0 +1,85 @@
+"""Fail loudly: unknown component names list what is registered; unknown keys list what is accepted."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from src.models import ConfigError, ModelConfig, build_model
+from src.models.registry import Registry, RegistryError
+
+MakeConfig = Callable[..., dict[str, Any]]
+
+
+@pytest.mark.parametrize(
+    ("group", "bad", "listed"),
+    [
+        ("position", "rotary", "alibi, learned, none, rope, sinusoidal"),
+        ("norm", "batchnorm", "layernorm, rmsnorm"),
+        ("ffn", "geglu", "gelu, relu, silu, swiglu"),
+        ("mask", "sliding", "bidirectional, causal, prefix_lm"),
+    ],
+)
+def test_unknown_component_name_lists_registered(make_tiny_config: MakeConfig, group: str, bad: str, listed: str) -> None:
+    with pytest.raises(RegistryError, match=f"unknown {group} '{bad}'; registered {group}s: {listed}"):
+        build_model(make_tiny_config(**{group: {"name": bad}}))
+
+
+def test_unknown_family_and_placement(make_tiny_config: MakeConfig) -> None:
+    with pytest.raises(ConfigError, match="family='decoder' is not known; use decoder_only, encoder_only or encoder_decoder"):
+        build_model(make_tiny_config(family="decoder"))
+    with pytest.raises(ConfigError, match="norm_placement='sandwich' is not known; use 'pre' or 'post'"):
+        build_model(make_tiny_config(norm_placement="sandwich"))
+
+
+def test_unknown_top_level_key(make_tiny_config: MakeConfig) -> None:
+    with pytest.raises(ConfigError, match=r"unknown model config key\(s\) \['n_layers'\]; accepted keys: .*n_layer"):
+        build_model(make_tiny_config(n_layers=2))
+
+
+@pytest.mark.parametrize(
+    ("group", "node", "accepts"),
+    [
+        ("position", {"name": "rope", "base": 500.0}, "accepts: theta, rotary_fraction"),
+        ("norm", {"name": "rmsnorm", "bias": False}, "accepts: eps"),
+        ("ffn", {"name": "gelu", "approx": "tanh"}, "accepts: approximate"),
+        ("position", {"name": "learned", "size": 8}, r"accepts: \(no keys\)"),
+    ],
+)
+def test_unknown_component_key(make_tiny_config: MakeConfig, group: str, node: dict, accepts: str) -> None:
+    bad = next(k for k in node if k != "name")
+    with pytest.raises(RegistryError, match=rf"{group} '{node['name']}' got unknown key\(s\) \['{bad}'\]; it {accepts}"):
+        build_model(make_tiny_config(**{group: node}))
+
+
+def test_component_config_without_name(make_tiny_config: MakeConfig) -> None:
+    with pytest.raises(RegistryError, match="position config needs a 'name' key"):
+        build_model(make_tiny_config(position={"theta": 1.0}))
+
+
+def test_invalid_sizes_explain_the_fix(make_tiny_config: MakeConfig) -> None:
+    with pytest.raises(ConfigError, match="d_model=32 is not divisible by model.n_head=5"):
+        build_model(make_tiny_config(n_head=5))
+    with pytest.raises(ConfigError, match="n_head=4 is not divisible by model.n_kv_head=3"):
+        build_model(make_tiny_config(n_kv_head=3))
+    with pytest.raises(ConfigError, match="rope needs an even head dimension"):
+        ModelConfig.from_dict(make_tiny_config(d_model=36, n_head=4, position={"name": "rope"}))
+    with pytest.raises(ConfigError, match="model.mask is for decoder_only / encoder_only"):
+        build_model(make_tiny_config(family="encoder_decoder", mask={"name": "causal"}))
+
+
+def test_registry_refuses_a_second_class_under_one_name() -> None:
+    reg: Registry[object] = Registry("widget")
+
+    @reg.register("a")
+    class A:
+        pass
+
+    with pytest.raises(RegistryError, match="widget 'a' is already registered by"):
+
+        @reg.register("a")
+        class B:
+            pass
+
+    assert reg.names() == ["a"] and reg.get("a") is A
