@@ -157,7 +157,7 @@ class RotaryPosition(Position):
             cos, sin = cos[:, None], sin[:, None]
         return cos, sin
 
-    def _apply(self, x: Tensor, pos: Tensor) -> Tensor:
+    def _rotate_one(self, x: Tensor, pos: Tensor) -> Tensor:  # not ``_apply``: that is nn.Module's hook for .to()
         cos, sin = self._cos_sin(pos, x.dtype)
         if self.rot_dim == self.head_dim:
             return x * cos + rotate_half(x) * sin
@@ -165,7 +165,7 @@ class RotaryPosition(Position):
         return torch.cat((x_rot * cos + rotate_half(x_rot) * sin, x_pass), dim=-1)
 
     def rotate(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
-        return self._apply(q, q_pos), self._apply(k, k_pos)
+        return self._rotate_one(q, q_pos), self._rotate_one(k, k_pos)
 
 
 def alibi_slopes(n_head: int) -> Tensor:
