@@ -1,0 +1,298 @@
+"""Tokenize once, cache on disk, read back through ``np.memmap``.
+
+Layout of a token directory (the token cache and ``python -m src.prepare`` both write it;
+it is nanoGPT's ``train.bin``/``val.bin`` format plus a ``meta.json``)::
+
+    <dir>/train.bin  val.bin  [test.bin]   flat token ids, uint16 (uint32 if vocab_size > 65535)
+    <dir>/meta.json                        {"dtype", "vocab_size", "tokenizer": state, "tokens": {split: n}, ...}
+
+Cached directories live at ``<cache_dir>/tokens/<source>-<key>/`` where ``key`` hashes the
+source's fingerprint (file contents or dataset fingerprint, and its split settings) and the
+tokenizer's state. ``meta.json`` is written last, so a directory without it is incomplete
+and rebuilt; every file is written under a temporary name and renamed into place, so
+concurrent writers (several ranks) never see half a file.
+
+Pair caches (translation) hold ragged arrays: ``{split}.npz`` with ``src``/``tgt`` flat
+token ids and ``src_offsets``/``tgt_offsets`` (int64, length n+1).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from src.data.errors import DataError
+from src.data.tokenizers import Tokenizer, tokenizer_from_state
+
+CACHE_VERSION = 1
+_CHUNK_DOCS = 256  # documents per encode_batch call
+_PROGRESS_MIN_CHARS = 4_000_000  # show a progress bar above this much text
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    """uint16 holds ids of vocabularies up to 65,535 (GPT-2's 50,257); larger ones need uint32."""
+    return np.dtype(np.uint16 if vocab_size <= 65535 else np.uint32)
+
+
+def cache_key(*parts: Any) -> str:
+    """16 hex digits of blake2b over the JSON of ``parts`` (sorted keys)."""
+    blob = json.dumps([CACHE_VERSION, *parts], sort_keys=True, default=str).encode()
+    return hashlib.blake2b(blob, digest_size=8).hexdigest()
+
+
+def _replace_atomically(tmp: Path, dest: Path) -> None:
+    os.replace(tmp, dest)
+
+
+def _tmp(dest: Path) -> Path:
+    return dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+
+
+def write_meta(out_dir: Path, meta: Mapping[str, Any]) -> None:
+    dest = out_dir / "meta.json"
+    tmp = _tmp(dest)
+    tmp.write_text(json.dumps(meta, indent=1, sort_keys=True))
+    _replace_atomically(tmp, dest)
+
+
+def read_meta(out_dir: Path) -> dict[str, Any] | None:
+    p = Path(out_dir) / "meta.json"
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def _progress(total: int, desc: str, unit: str = "char"):  # -> tqdm
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=total < _PROGRESS_MIN_CHARS, leave=False)
+
+
+def fit_if_needed(tokenizer: Tokenizer, splits: Mapping[str, Iterable[str]]) -> None:
+    """Fit a vocabulary-from-data tokenizer (``char``) on the corpus if it has none yet.
+
+    The character set is taken from every split (as nanoGPT's shakespeare_char does), so
+    val/test text never holds a character the tokenizer cannot encode; it is a function of
+    the corpus alone, hence deterministic across ranks and runs.
+    """
+    if getattr(tokenizer, "fitted", True):
+        return
+    chars: set[str] = set()
+    for docs in splits.values():
+        for doc in _iter_texts(docs):
+            chars.update(doc)
+    if not chars:
+        raise DataError("empty_corpus", source="?", split="train", detail="no characters to build a vocabulary from")
+    tokenizer.fit("".join(sorted(chars)))  # type: ignore[attr-defined]
+
+
+def _iter_texts(docs: Any) -> Iterator[str]:
+    if isinstance(docs, (list, tuple)):
+        yield from docs
+    else:  # datasets.Dataset / IterableDataset with a "text" column
+        for row in docs:
+            yield row["text"]
+
+
+def _encode_rows(batch: dict[str, list[str]], state: dict[str, Any], eos: int | None) -> dict[str, list]:
+    """``datasets.map`` worker: rebuild the tokenizer from its state (once per process), encode."""
+    tok = _worker_tokenizer(json.dumps(state, sort_keys=True))
+    ids = tok.encode_batch(batch["text"], num_threads=1)
+    if eos is not None:
+        ids = [x + [eos] for x in ids]
+    return {"ids": ids, "len": [len(x) for x in ids]}
+
+
+_WORKER_TOKENIZERS: dict[str, Tokenizer] = {}
+
+
+def _worker_tokenizer(state_json: str) -> Tokenizer:
+    if state_json not in _WORKER_TOKENIZERS:
+        _WORKER_TOKENIZERS[state_json] = tokenizer_from_state(json.loads(state_json))
+    return _WORKER_TOKENIZERS[state_json]
+
+
+def encode_split(
+    docs: Any, tokenizer: Tokenizer, dest: Path, *, separate: bool, desc: str, num_proc: int = 1, num_threads: int | None = None
+) -> int:
+    """Tokenize ``docs`` into the flat file ``dest``; returns the token count.
+
+    ``docs`` is a list of strings (encoded in chunks with ``encode_batch`` threads), a
+    ``datasets.Dataset`` (``map`` with ``num_proc`` processes, nanoGPT's recipe) or a
+    streaming ``datasets.IterableDataset`` (read once, in chunks). With ``separate`` the
+    tokenizer's eos follows every document.
+    """
+    dtype = token_dtype(tokenizer.vocab_size)
+    eos = tokenizer.eos_token_id if separate else None
+    num_threads = num_threads or os.cpu_count() or 1
+    tmp = _tmp(dest)
+    n = 0
+    if isinstance(docs, (list, tuple)):
+        with open(tmp, "wb") as f, _progress(sum(map(len, docs)), desc) as bar:
+            for i in range(0, len(docs), _CHUNK_DOCS):
+                chunk = list(docs[i : i + _CHUNK_DOCS])
+                for ids in tokenizer.encode_batch(chunk, num_threads=num_threads):
+                    if eos is not None:
+                        ids = [*ids, eos]
+                    f.write(np.asarray(ids, dtype=dtype).tobytes())
+                    n += len(ids)
+                bar.update(sum(map(len, chunk)))
+    elif hasattr(docs, "num_rows"):  # datasets.Dataset: many processes, then one memmap written in shards
+        from tqdm.auto import tqdm
+
+        mapped = docs.map(
+            _encode_rows, batched=True, remove_columns=list(docs.column_names), num_proc=num_proc if num_proc > 1 else None,
+            fn_kwargs={"state": tokenizer.state_dict(), "eos": eos}, desc=f"tokenizing {desc}",
+        )
+        total = int(np.sum(mapped["len"], dtype=np.int64)) if mapped.num_rows else 0
+        if total:
+            arr = np.memmap(tmp, dtype=dtype, mode="w+", shape=(total,))
+            shards = max(1, min(1024, mapped.num_rows // 1000))
+            for s in tqdm(range(shards), desc=f"writing {dest.name}", leave=False, disable=total < _PROGRESS_MIN_CHARS):
+                part = mapped.shard(num_shards=shards, index=s, contiguous=True).with_format("numpy")
+                ids = np.concatenate(list(part["ids"])) if part.num_rows else np.zeros(0, dtype)
+                arr[n : n + len(ids)] = ids
+                n += len(ids)
+            arr.flush()
+            del arr
+        else:
+            tmp.write_bytes(b"")
+    else:  # streaming: read once, encode in chunks
+        from tqdm.auto import tqdm
+
+        with open(tmp, "wb") as f, tqdm(desc=f"tokenizing {desc}", unit="doc", leave=False) as bar:
+            buf: list[str] = []
+            for text in _iter_texts(docs):
+                buf.append(text)
+                if len(buf) == _CHUNK_DOCS * 4:
+                    n += _write_chunk(f, tokenizer, buf, eos, dtype, num_threads)
+                    bar.update(len(buf))
+                    buf = []
+            n += _write_chunk(f, tokenizer, buf, eos, dtype, num_threads)
+            bar.update(len(buf))
+    _replace_atomically(tmp, dest)
+    return n
+
+
+def _write_chunk(f: Any, tok: Tokenizer, texts: list[str], eos: int | None, dtype: np.dtype, threads: int) -> int:
+    n = 0
+    for ids in tok.encode_batch(texts, num_threads=threads) if texts else []:
+        if eos is not None:
+            ids = [*ids, eos]
+        f.write(np.asarray(ids, dtype=dtype).tobytes())
+        n += len(ids)
+    return n
+
+
+def _is_empty(docs: Any) -> bool:
+    if isinstance(docs, (list, tuple)):
+        return not any(docs)
+    return getattr(docs, "num_rows", 1) == 0
+
+
+def write_token_dir(
+    splits: Mapping[str, Any],
+    tokenizer: Tokenizer,
+    out_dir: Path,
+    *,
+    source: str,
+    separate: bool,
+    fingerprint: Any = None,
+    num_proc: int = 1,
+    num_threads: int | None = None,
+) -> dict[str, Any]:
+    """Fit the tokenizer if it learns from data, tokenize every split into ``out_dir``; returns ``meta``."""
+    for split in ("train", "val"):
+        if split not in splits or _is_empty(splits[split]):
+            raise DataError("empty_corpus", source=source, split=split, detail="no text")
+    fit_if_needed(tokenizer, splits)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, int] = {}
+    for split, docs in splits.items():
+        counts[split] = encode_split(
+            docs, tokenizer, out_dir / f"{split}.bin", separate=separate, desc=f"{source}/{split}",
+            num_proc=num_proc, num_threads=num_threads,
+        )
+        if counts[split] == 0 and split in ("train", "val"):
+            raise DataError("empty_corpus", source=source, split=split, detail="0 tokens after tokenizing")
+    meta = {
+        "version": CACHE_VERSION, "dtype": token_dtype(tokenizer.vocab_size).name, "vocab_size": tokenizer.vocab_size,
+        "tokenizer": tokenizer.state_dict(), "source": source, "fingerprint": fingerprint, "tokens": counts,
+    }
+    write_meta(out_dir, meta)
+    return meta
+
+
+def open_tokens(out_dir: Path, split: str, meta: Mapping[str, Any]) -> np.ndarray:
+    """The split's tokens as a read-only ``np.memmap`` (no copy; pages in on demand)."""
+    return np.memmap(Path(out_dir) / f"{split}.bin", dtype=np.dtype(meta["dtype"]), mode="r")
+
+
+# ---------------------------------------------------------------- pairs (translation)
+
+
+class Ragged:
+    """Variable-length token sequences stored flat: sequence i is ``tokens[offsets[i]:offsets[i+1]]``."""
+
+    def __init__(self, tokens: np.ndarray, offsets: np.ndarray) -> None:
+        self.tokens, self.offsets = tokens, offsets
+
+    @classmethod
+    def from_lists(cls, seqs: Sequence[Sequence[int]], dtype: np.dtype) -> "Ragged":
+        lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
+        offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        flat = np.fromiter((t for s in seqs for t in s), dtype=dtype, count=int(offsets[-1]))
+        return cls(flat, offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.tokens[self.offsets[i] : self.offsets[i + 1]]
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+
+def write_pair_dir(
+    pairs: Mapping[str, tuple[list[str], list[str]]], tokenizer: Tokenizer, out_dir: Path, *, source: str, fingerprint: Any = None,
+    num_threads: int | None = None,
+) -> dict[str, Any]:
+    """Tokenize each split's source and target sentences into ``{split}.npz`` (ragged arrays)."""
+    for split in ("train", "val"):
+        if split not in pairs or not pairs[split][0]:
+            raise DataError("empty_corpus", source=source, split=split, detail="no sentence pairs")
+    fit_if_needed(tokenizer, {s: list(src) + list(tgt) for s, (src, tgt) in pairs.items()})
+    out_dir.mkdir(parents=True, exist_ok=True)
+    dtype = token_dtype(tokenizer.vocab_size)
+    threads = num_threads or os.cpu_count() or 1
+    counts = {}
+    for split, (src, tgt) in pairs.items():
+        arrays = {}
+        for side, sents in (("src", src), ("tgt", tgt)):
+            r = Ragged.from_lists(tokenizer.encode_batch(list(sents), num_threads=threads), dtype)
+            arrays[side], arrays[f"{side}_offsets"] = r.tokens, r.offsets
+        dest = out_dir / f"{split}.npz"
+        tmp = _tmp(dest).with_suffix(".npz")
+        np.savez(tmp, **arrays)
+        _replace_atomically(tmp, dest)
+        counts[split] = len(src)
+    meta = {
+        "version": CACHE_VERSION, "dtype": dtype.name, "vocab_size": tokenizer.vocab_size, "tokenizer": tokenizer.state_dict(),
+        "source": source, "fingerprint": fingerprint, "pairs": counts,
+    }
+    write_meta(out_dir, meta)
+    return meta
+
+
+def open_pairs(out_dir: Path, split: str) -> tuple[Ragged, Ragged]:
+    with np.load(Path(out_dir) / f"{split}.npz") as z:
+        return Ragged(z["src"], z["src_offsets"]), Ragged(z["tgt"], z["tgt_offsets"])

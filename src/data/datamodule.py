@@ -1,0 +1,285 @@
+"""Lightning datamodules: ``LMDataModule`` (text -> token windows) and ``PairDataModule``
+(sentence pairs -> padded batches), and ``build_datamodule`` which picks one by source kind.
+
+Order of calls (train.py)::
+
+    dm = build_datamodule(cfg.data, tokenizer, block_size=..., batch_size=..., seed=...)
+    dm.prepare_tokenizer()        # fits a char vocabulary on the corpus (cached); no-op for gpt2/hf
+    model = build_model(..., vocab_size=tokenizer.vocab_size)
+    trainer.fit(task, datamodule=dm, ckpt_path=...)   # prepare_data -> setup -> loaders
+
+Batches follow docs/CONTRACTS.md. Training batches are functions of (seed, rank, batch
+index) (``src.data.windows``); the train loader is stateful, so Lightning's checkpoint
+carries its position and ``fit(ckpt_path=...)`` resumes on the exact next batch.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+from torch.utils.data import DataLoader
+
+from src.data.cache import cache_key, open_pairs, open_tokens, read_meta, write_pair_dir, write_token_dir
+from src.data.errors import DataError
+from src.data.pairs import PairEvalBatches, PairTrainBatches
+from src.data.sources import SOURCES, build_source
+from src.data.sources.base import LMSource, PairSource, Source
+from src.data.sources.openwebtext import BinDir
+from src.data.tokenizers import Tokenizer, tokenizer_from_state
+from src.data.windows import BatchStream, EvalStream, FixedWindows, RandomWindows, ResumableLoader, SizedBatchStream, resolve_rank
+
+log = logging.getLogger(__name__)
+
+
+def adopt_vocabulary(tokenizer: Tokenizer, state: Mapping[str, Any]) -> None:
+    """Give an unfitted tokenizer (``char``) the vocabulary stored with a token cache."""
+    if getattr(tokenizer, "fitted", True) or state.get("name") != tokenizer.name:
+        return
+    tokenizer.__dict__.update(tokenizer_from_state(state).__dict__)
+
+
+class _BaseDataModule(L.LightningDataModule):
+    """Shared: the token cache directory, the tokenizer check, rank resolution, loaders."""
+
+    def __init__(
+        self, source: Source, tokenizer: Tokenizer, *, block_size: int, batch_size: int, seed: int = 0, num_workers: int = 0,
+        pin_memory: bool = False, epoch_batches: int | None = None, val_batch_size: int | None = None,
+        rank: int | None = None, world_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        for key, value in (("block_size", block_size), ("batch_size", batch_size)):
+            if int(value) < 1:
+                raise DataError("bad_value", key=key, value=value, fix="it must be a positive integer")
+        if epoch_batches is not None and int(epoch_batches) < 1:
+            raise DataError("bad_value", key="epoch_batches", value=epoch_batches, fix="a positive number of batches, or null")
+        self.source, self.tokenizer = source, tokenizer
+        self.block_size, self.batch_size, self.seed = int(block_size), int(batch_size), int(seed)
+        self.val_batch_size = int(val_batch_size or batch_size)
+        self.num_workers, self.pin_memory = int(num_workers), bool(pin_memory)
+        self.epoch_batches = None if epoch_batches is None else int(epoch_batches)
+        self._rank, self._world_size = rank, world_size
+        self._dir: Path | None = None
+        self.meta: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------ where and who
+
+    def rank_world(self) -> tuple[int, int]:
+        """(rank, world size): explicit arguments, else the trainer's, else torch.distributed's."""
+        rank, world = resolve_rank(getattr(self, "trainer", None))
+        return (self._rank if self._rank is not None else rank), (self._world_size if self._world_size is not None else world)
+
+    @property
+    def token_dir(self) -> Path:
+        """Directory of the tokenized corpus (the cache entry, or a prepared bin directory)."""
+        if self._dir is None:
+            src = self.source
+            if isinstance(src, BinDir):
+                self._dir = src.dir
+            else:  # keyed by content and the tokenizer state *before* any fitting (fitting is deterministic)
+                key = cache_key(src.name, src.fingerprint(), getattr(src, "separate_documents", None), self.tokenizer.state_dict())
+                self._dir = src.cache_dir / "tokens" / f"{src.name}-{key}"
+        return self._dir
+
+    def _check_tokenizer(self, meta: Mapping[str, Any]) -> None:
+        adopt_vocabulary(self.tokenizer, meta["tokenizer"])
+        if dict(meta["tokenizer"]) != self.tokenizer.state_dict():
+            raise DataError(
+                "tokenizer_mismatch", dir=self.token_dir, saved=meta["tokenizer"], current=self.tokenizer.state_dict(),
+                saved_name=meta["tokenizer"].get("name"),
+            )
+
+    def _build(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def ensure_tokens(self) -> dict[str, Any]:
+        """Tokenize into the cache unless done; fit the tokenizer's vocabulary from it. Returns ``meta``."""
+        if self.meta is None:
+            d = self.token_dir
+            meta = read_meta(d)
+            if meta is None:
+                log.info("tokenizing data=%s into %s", self.source.name, d)
+                meta = self._build()
+            self._check_tokenizer(meta)
+            self.meta = meta
+        return self.meta
+
+    # ------------------------------------------------------------ Lightning hooks
+
+    def prepare_tokenizer(self) -> Tokenizer:
+        """Make ``tokenizer.vocab_size`` final before the model is built (fits ``char`` on the corpus)."""
+        if not getattr(self.tokenizer, "fitted", True):
+            self.ensure_tokens()
+        return self.tokenizer
+
+    def prepare_data(self) -> None:
+        self.ensure_tokens()
+
+    def _train_loader(self, make_batch: Any, epoch_batches: int | None) -> ResumableLoader:
+        stream = SizedBatchStream(make_batch, epoch_batches) if epoch_batches else BatchStream(make_batch, None)
+        # Lightning fetches one batch ahead only for loaders without a length
+        lookahead = 1 if epoch_batches is None and getattr(self, "trainer", None) is not None else 0
+        return ResumableLoader(stream, num_workers=self.num_workers, pin_memory=self.pin_memory, lookahead=lookahead)
+
+    def _eval_loader(self, make_batch: Any, n_batches: int) -> DataLoader:
+        return DataLoader(EvalStream(make_batch, n_batches), batch_size=None, num_workers=self.num_workers, pin_memory=self.pin_memory)
+
+
+class LMDataModule(_BaseDataModule):
+    """Text corpus -> ``{"tokens": LongTensor [B, block_size+1]}`` batches.
+
+    Train: random windows (endless, or ``epoch_batches`` per epoch). Val/test: the fixed
+    windows of the split, sharded across ranks (``max_val_windows`` caps them).
+    """
+
+    config_keys = ("epoch_batches", "val_batch_size", "max_val_windows", "num_proc")
+
+    def __init__(
+        self, source: LMSource | BinDir, tokenizer: Tokenizer, *, block_size: int, batch_size: int, seed: int = 0,
+        num_workers: int = 0, pin_memory: bool = False, epoch_batches: int | None = None, val_batch_size: int | None = None,
+        max_val_windows: int | None = None, num_proc: int = 1, rank: int | None = None, world_size: int | None = None,
+    ) -> None:
+        super().__init__(
+            source, tokenizer, block_size=block_size, batch_size=batch_size, seed=seed, num_workers=num_workers,
+            pin_memory=pin_memory, epoch_batches=epoch_batches, val_batch_size=val_batch_size, rank=rank, world_size=world_size,
+        )
+        self.max_val_windows = max_val_windows
+        self.num_proc = int(num_proc)
+
+    def _build(self) -> dict[str, Any]:
+        src = self.source
+        if isinstance(src, BinDir):
+            src.bin_path("train"), src.bin_path("val")  # raise "run src.prepare first"
+            raise DataError("bins_missing", dir=src.dir, filename="meta.json", name=src.name)
+        return write_token_dir(
+            src.splits(), self.tokenizer, self.token_dir, source=src.name, separate=src.separate_documents,
+            fingerprint=src.fingerprint(), num_proc=self.num_proc,
+        )
+
+    def setup(self, stage: str | None = None) -> None:
+        meta = self.ensure_tokens()
+        self.tokens = {s: open_tokens(self.token_dir, s, meta) for s in meta["tokens"]}
+        if "test" not in self.tokens:
+            self.tokens["test"] = self.tokens["val"]  # documented: val doubles as test
+        need = self.block_size + 1
+        for split in ("train", "val", "test"):
+            if len(self.tokens[split]) < need:
+                raise DataError("too_short", source=self.source.name, split=split, n_tokens=len(self.tokens[split]), needed=need)
+
+    def _windows(self, split: str) -> FixedWindows:
+        rank, world = self.rank_world()
+        w = FixedWindows(self.tokens[split], self.block_size, self.val_batch_size, rank, world, self.max_val_windows)
+        if w.per_rank == 0:
+            raise DataError(
+                "too_few_windows", source=self.source.name, split=split, n_windows=w.n_windows, needed=self.block_size + 1,
+                world_size=world,
+            )
+        return w
+
+    def train_dataloader(self) -> ResumableLoader:
+        rank, _ = self.rank_world()
+        return self._train_loader(RandomWindows(self.tokens["train"], self.block_size, self.batch_size, self.seed, rank), self.epoch_batches)
+
+    def val_dataloader(self) -> DataLoader:
+        w = self._windows("val")
+        return self._eval_loader(w, len(w))
+
+    def test_dataloader(self) -> DataLoader:
+        w = self._windows("test")
+        return self._eval_loader(w, len(w))
+
+
+class PairDataModule(_BaseDataModule):
+    """Sentence pairs -> ``{"src_ids","src_mask","tgt_ids","tgt_mask"}`` batches (``src.data.pairs``).
+
+    ``epoch_batches`` null means one pass over the training pairs per epoch.
+    ``max_src_len``/``max_tgt_len`` (default ``block_size``) include the final eos.
+    """
+
+    config_keys = ("epoch_batches", "val_batch_size", "max_src_len", "max_tgt_len", "bucket_batches")
+
+    def __init__(
+        self, source: PairSource, tokenizer: Tokenizer, *, block_size: int, batch_size: int, seed: int = 0,
+        num_workers: int = 0, pin_memory: bool = False, epoch_batches: int | None = None, val_batch_size: int | None = None,
+        max_src_len: int | None = None, max_tgt_len: int | None = None, bucket_batches: int = 0,
+        rank: int | None = None, world_size: int | None = None,
+    ) -> None:
+        super().__init__(
+            source, tokenizer, block_size=block_size, batch_size=batch_size, seed=seed, num_workers=num_workers,
+            pin_memory=pin_memory, epoch_batches=epoch_batches, val_batch_size=val_batch_size, rank=rank, world_size=world_size,
+        )
+        if tokenizer.eos_token_id is None or tokenizer.pad_token_id is None:
+            raise DataError("needs_special_tokens", source=source.name, tokenizer=tokenizer.name, eos=tokenizer.eos_token_id, pad=tokenizer.pad_token_id)
+        self.max_src_len = int(max_src_len or block_size)
+        self.max_tgt_len = int(max_tgt_len or block_size)
+        self.bucket_batches = int(bucket_batches or 0)
+
+    def _build(self) -> dict[str, Any]:
+        src = self.source
+        assert isinstance(src, PairSource)
+        return write_pair_dir(src.pairs(), self.tokenizer, self.token_dir, source=src.name, fingerprint=src.fingerprint())
+
+    @property
+    def _collate_kw(self) -> dict[str, int]:
+        return {"pad_id": int(self.tokenizer.pad_token_id), "eos_id": int(self.tokenizer.eos_token_id),  # type: ignore[arg-type]
+                "max_src_len": self.max_src_len, "max_tgt_len": self.max_tgt_len}
+
+    def setup(self, stage: str | None = None) -> None:
+        meta = self.ensure_tokens()
+        self.pairs = {s: open_pairs(self.token_dir, s) for s in meta["pairs"]}
+        if "test" not in self.pairs:
+            self.pairs["test"] = self.pairs["val"]
+
+    def train_dataloader(self) -> ResumableLoader:
+        rank, world = self.rank_world()
+        src, tgt = self.pairs["train"]
+        batches = PairTrainBatches(src, tgt, batch_size=self.batch_size, seed=self.seed, rank=rank, world_size=world,
+                                   bucket_batches=self.bucket_batches, **self._collate_kw)
+        if batches.per_epoch == 0:
+            raise DataError("too_few_pairs", source=self.source.name, split="train", n_pairs=len(src),
+                            needed=self.batch_size * world, why=f"batch_size {self.batch_size} x world size {world}")
+        return self._train_loader(batches, self.epoch_batches or batches.per_epoch)
+
+    def _eval(self, split: str) -> DataLoader:
+        rank, world = self.rank_world()
+        src, tgt = self.pairs[split]
+        batches = PairEvalBatches(src, tgt, batch_size=self.val_batch_size, rank=rank, world_size=world, **self._collate_kw)
+        if batches.per_rank == 0:
+            raise DataError("too_few_pairs", source=self.source.name, split=split, n_pairs=len(src), needed=world,
+                            why=f"one per rank, world size {world}")
+        return self._eval_loader(batches, len(batches))
+
+    def val_dataloader(self) -> DataLoader:
+        return self._eval("val")
+
+    def test_dataloader(self) -> DataLoader:
+        return self._eval("test")
+
+
+def build_datamodule(
+    data_cfg: Mapping[str, Any], tokenizer: Tokenizer, *, block_size: int, batch_size: int, seed: int,
+    num_workers: int = 0, pin_memory: bool = False, rank: int | None = None, world_size: int | None = None,
+) -> LMDataModule | PairDataModule:
+    """From the ``data`` config node: the source by ``name``, the datamodule by the source's kind.
+
+    ``rank``/``world_size`` default to the trainer's (or torch.distributed's) at loader time;
+    pass them only to simulate ranks.
+    """
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        node = OmegaConf.to_container(data_cfg, resolve=True) if isinstance(data_cfg, DictConfig) else dict(data_cfg)
+    except ImportError:  # pragma: no cover
+        node = dict(data_cfg)
+    name = node.get("name")
+    if name not in SOURCES:
+        raise DataError("unknown_source", name=name, names=", ".join(SOURCES.names()))
+    cls = PairDataModule if SOURCES.get(name).kind == "pairs" else LMDataModule
+    dm_kwargs = {k: node.pop(k) for k in cls.config_keys if k in node}
+    source = build_source(node)
+    return cls(
+        source, tokenizer, block_size=block_size, batch_size=batch_size, seed=seed, num_workers=num_workers,  # type: ignore[arg-type]
+        pin_memory=pin_memory, rank=rank, world_size=world_size, **dm_kwargs,
+    )

@@ -1,0 +1,36 @@
+"""Data sources, registered by name (``data=<name>`` picks ``conf/data/<name>.yaml``).
+
+Importing this package registers every source; ``build_source(cfg)`` builds one from a
+config node and fails loudly on unknown names or keys.
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from src.data.errors import DataError
+from src.models.registry import Registry
+from src.data.sources.base import LMSource, PairSource, Source
+
+SOURCES: Registry[Source] = Registry("source")
+
+# register the built-in sources (each module adds itself to SOURCES)
+from src.data.sources import embedded, hf, multi30k, openwebtext, text, tinyshakespeare  # noqa: E402,F401
+
+
+def build_source(cfg: Mapping[str, Any]) -> Source:
+    """From ``{name: <source>, <its keys>...}`` (datamodule keys already removed)."""
+    node = dict(cfg)
+    name = node.pop("name", None)
+    if name not in SOURCES:
+        raise DataError("unknown_source", name=name, names=", ".join(SOURCES.names()))
+    cls = SOURCES.get(name)
+    accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    unknown = sorted(k for k in node if k not in accepted)
+    if unknown:
+        raise DataError("unknown_key", name=name, unknown=unknown, accepted=", ".join(accepted))
+    return cls(**node)
+
+
+__all__ = ["SOURCES", "Source", "LMSource", "PairSource", "build_source"]

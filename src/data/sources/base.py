@@ -1,0 +1,176 @@
+"""What a data source is, plus the helpers every source shares (reading, splitting, downloading).
+
+Two kinds of source:
+
+* ``LMSource`` — documents of text per split (``train``, ``val`` and optionally ``test``);
+  the datamodule tokenizes them once into a cached token stream.
+* ``PairSource`` — aligned (source sentence, target sentence) pairs per split, for translation.
+
+A source only reads; tokenizing, caching and batching live in ``src.data.cache`` and
+``src.data.datamodule``.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from src.data.errors import DataError
+
+DEFAULT_CACHE_DIR = "~/.cache/transformer-lab"
+SPLITS = ("train", "val", "test")
+_HASH_CONTENT_LIMIT = 64 * 2**20  # files up to this size are keyed by content, bigger ones by (size, mtime)
+
+
+class Source:
+    """Base of all sources: a name (the registry key), a cache directory and a fingerprint."""
+
+    kind: ClassVar[str] = "base"
+    registry_name: ClassVar[str]
+
+    def __init__(self, cache_dir: str | None = None) -> None:
+        self.cache_dir = Path(os.path.expanduser(cache_dir or DEFAULT_CACHE_DIR))
+
+    @property
+    def name(self) -> str:
+        return type(self).registry_name
+
+    def fingerprint(self) -> dict[str, Any]:
+        """JSON-able description of the content and configuration (part of the token-cache key)."""
+        raise NotImplementedError
+
+
+class LMSource(Source):
+    """Text documents per split, for language modelling."""
+
+    kind: ClassVar[str] = "lm"
+    #: put the tokenizer's eos between documents (independent documents); False for one long text cut in parts
+    separate_documents: bool = True
+
+    def splits(self) -> dict[str, Sequence[str]]:
+        """``{"train": docs, "val": docs[, "test": docs]}``; a missing ``test`` means "use val"."""
+        raise NotImplementedError
+
+
+class PairSource(Source):
+    """Aligned sentence pairs per split, for sequence-to-sequence tasks."""
+
+    kind: ClassVar[str] = "pairs"
+
+    def pairs(self) -> dict[str, tuple[list[str], list[str]]]:
+        """``{"train": (src_sentences, tgt_sentences), "val": ..., "test": ...}``, aligned by index."""
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------- reading
+
+
+def decode_bytes(data: bytes, path: str | Path, encoding: str = "utf-8") -> str:
+    """Decode, naming the file and byte offset of the first bad byte on failure."""
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as e:
+        raise DataError("undecodable", path=path, offset=e.start, encoding=encoding, reason=e.reason) from None
+
+
+def read_text(path: str | Path, encoding: str = "utf-8") -> str:
+    """A text file (gzip-compressed if it ends in ``.gz``) decoded strictly."""
+    path = Path(path)
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    return decode_bytes(data, path, encoding)
+
+
+def read_lines(path: str | Path, encoding: str = "utf-8") -> list[str]:
+    """One sentence per line (trailing newline stripped)."""
+    text = read_text(path, encoding)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
+def require_file(path: str | Path, key: str, fix: str) -> Path:
+    p = Path(os.path.expanduser(str(path)))
+    if not p.is_file():
+        raise DataError("missing_file", key=key, value=path, fix=fix)
+    return p
+
+
+def file_fingerprint(path: str | Path) -> dict[str, Any]:
+    """Content hash for files up to 64 MiB, else (size, mtime); plus the resolved path."""
+    p = Path(path).resolve()
+    st = p.stat()
+    fp: dict[str, Any] = {"path": str(p), "size": st.st_size}
+    if st.st_size <= _HASH_CONTENT_LIMIT:
+        fp["blake2b"] = hashlib.blake2b(p.read_bytes(), digest_size=16).hexdigest()
+    else:
+        fp["mtime_ns"] = st.st_mtime_ns
+    return fp
+
+
+# ---------------------------------------------------------------- splitting
+
+
+def check_fractions(**fractions: float) -> None:
+    for key, value in fractions.items():
+        if not 0.0 <= float(value) < 1.0:
+            raise DataError("bad_fraction", key=key, value=value)
+    if sum(fractions.values()) >= 1.0:
+        key = " + ".join(fractions)
+        raise DataError("bad_fraction", key=key, value=sum(fractions.values()))
+
+
+def split_text(text: str, val_fraction: float, test_fraction: float = 0.0) -> dict[str, list[str]]:
+    """Cut one text by characters: the first part trains, then val, then test (nanoGPT's
+    ``data[:int(n*0.9)]``). Without a test fraction the result has no ``test`` (use val)."""
+    n = len(text)
+    a = int(n * (1.0 - val_fraction - test_fraction))
+    b = int(n * (1.0 - test_fraction))
+    out = {"train": [text[:a]], "val": [text[a:b]]}
+    if test_fraction > 0:
+        out["test"] = [text[b:]]
+    return out
+
+
+def split_documents(
+    docs: Sequence[tuple[str, str]], val_fraction: float, test_fraction: float = 0.0
+) -> dict[str, list[str]]:
+    """Assign whole documents ``(key, text)`` to splits by a stable hash of their key, so
+    the split never depends on the order, the platform or Python's hash seed."""
+    out: dict[str, list[str]] = {"train": [], "val": []}
+    if test_fraction > 0:
+        out["test"] = []
+    for key, text in docs:
+        u = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big") / 2.0**64
+        split = "val" if u < val_fraction else "test" if u < val_fraction + test_fraction else "train"
+        out[split].append(text)
+    return out
+
+
+# ---------------------------------------------------------------- downloading
+
+
+def download(url: str, dest: Path, *, what: str, key: str, sha256: str | None = None, timeout: float = 30.0) -> Path:
+    """Fetch ``url`` to ``dest`` (atomically); on failure say where to put the file instead."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r, open(tmp, "wb") as f:
+            while chunk := r.read(1 << 20):
+                f.write(chunk)
+    except OSError as e:  # URLError, timeouts, refused connections, DNS failures
+        tmp.unlink(missing_ok=True)
+        raise DataError(
+            "download_failed", what=what, url=url, reason=getattr(e, "reason", e), dest=dest, key=key, filename=dest.name
+        ) from None
+    if sha256 is not None:
+        actual = hashlib.sha256(tmp.read_bytes()).hexdigest()
+        if actual != sha256:
+            tmp.unlink(missing_ok=True)
+            raise DataError("checksum_mismatch", path=url, actual=actual, expected=sha256, what=what, key=key)
+    os.replace(tmp, dest)
+    return dest

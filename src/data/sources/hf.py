@@ -1,0 +1,113 @@
+"""Any Hugging Face ``datasets`` dataset: ``datasets.load_dataset`` with its own caching.
+
+``path`` is a hub name (``wikitext``) or a builder (``text``, ``json``, ``parquet``…) with
+``data_files``; ``config`` its configuration name; ``splits`` maps our split names to the
+dataset's (``val: validation``). Without a val split, ``val_fraction`` of train is held
+out (``train_test_split`` with ``seed``). ``streaming: true`` never downloads the whole
+dataset: the stream is read once and tokenized into our cache (``max_documents`` caps it).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from src.data.errors import DataError
+from src.data.sources import SOURCES
+from src.data.sources.base import LMSource, check_fractions
+
+
+@SOURCES.register("hf")
+class HFDataset(LMSource):
+    """Documents are the rows' ``text_column``; each document ends with the tokenizer's eos."""
+
+    def __init__(
+        self,
+        path: str = "",
+        config: str | None = None,
+        data_files: Any = None,
+        splits: Mapping[str, str | None] | None = None,
+        text_column: str = "text",
+        val_fraction: float = 0.0005,
+        seed: int = 2357,
+        streaming: bool = False,
+        streaming_val_documents: int = 1000,
+        max_documents: int | None = None,
+        revision: str | None = None,
+        builder_kwargs: Mapping[str, Any] | None = None,
+        separate_documents: bool = True,
+        cache_dir: str | None = None,
+    ) -> None:
+        super().__init__(cache_dir)
+        if not path:
+            raise DataError("bad_value", key="path", value=path, fix="give a dataset name or builder, e.g. data.path=wikitext")
+        self.path, self.config, self.data_files, self.revision = path, config, data_files, revision
+        self.split_names = dict(splits) if splits is not None else {"train": "train", "val": "validation", "test": "test"}
+        self.text_column, self.val_fraction, self.seed = text_column, val_fraction, seed
+        self.streaming, self.streaming_val_documents, self.max_documents = streaming, streaming_val_documents, max_documents
+        self.builder_kwargs = dict(builder_kwargs or {})
+        self.separate_documents = separate_documents
+        if not self.split_names.get("val"):
+            check_fractions(val_fraction=val_fraction)
+        self._loaded: dict[str, Any] | None = None
+
+    def _load(self) -> dict[str, Any]:
+        if self._loaded is not None:
+            return self._loaded
+        import datasets
+
+        try:
+            dd = datasets.load_dataset(
+                self.path, self.config, data_files=self._plain(self.data_files), revision=self.revision,
+                streaming=self.streaming, **self.builder_kwargs,
+            )
+        except Exception as e:  # the loader's own errors vary by version; report them with the fix
+            raise DataError("hf_load_failed", path=self.path, config=self.config, reason=f"{type(e).__name__}: {e}") from None
+        out: dict[str, Any] = {}
+        for ours, theirs in self.split_names.items():
+            if theirs and theirs in dd:
+                out[ours] = dd[theirs]
+        if "train" not in out:
+            raise DataError("bad_value", key="splits", value=self.split_names, fix=f"the dataset's splits are {list(dd)}")
+        if "val" not in out:
+            if self.streaming:
+                n = self.streaming_val_documents
+                out["val"], out["train"] = out["train"].take(n), out["train"].skip(n)
+            else:
+                parts = out["train"].train_test_split(test_size=self.val_fraction, seed=self.seed, shuffle=True)
+                out["train"], out["val"] = parts["train"], parts["test"]
+        for split, ds in out.items():
+            columns = list(ds.column_names or [])
+            if self.text_column not in columns:
+                raise DataError("hf_missing_column", column=self.text_column, path=self.path, split=split, columns=columns)
+            ds = ds.select_columns([self.text_column])
+            if self.text_column != "text":
+                ds = ds.rename_column(self.text_column, "text")
+            if self.max_documents is not None:
+                ds = ds.take(self.max_documents)
+            out[split] = ds
+        self._loaded = out
+        return out
+
+    @staticmethod
+    def _plain(x: Any) -> Any:
+        """OmegaConf containers -> plain lists/dicts (datasets type-checks them)."""
+        if isinstance(x, Mapping):
+            return {k: HFDataset._plain(v) for k, v in x.items()}
+        if isinstance(x, Sequence) and not isinstance(x, str):
+            return [HFDataset._plain(v) for v in x]
+        return x
+
+    def fingerprint(self) -> dict[str, Any]:
+        fp: dict[str, Any] = {
+            "path": self.path, "config": self.config, "data_files": self._plain(self.data_files), "splits": self.split_names,
+            "column": self.text_column, "val_fraction": self.val_fraction, "seed": self.seed, "revision": self.revision,
+            "streaming": self.streaming, "max_documents": self.max_documents, "builder_kwargs": self._plain(self.builder_kwargs),
+            "separate": self.separate_documents,
+        }
+        if not self.streaming:  # datasets' own content fingerprint of each split
+            fp["datasets"] = {k: getattr(ds, "_fingerprint", None) for k, ds in self._load().items()}
+        return fp
+
+    def splits(self) -> dict[str, Sequence[str]]:
+        """``datasets.Dataset`` (or ``IterableDataset`` when streaming) per split, one ``text`` column."""
+        return self._load()

@@ -1,0 +1,90 @@
+"""Any local text files: ``data.paths`` (files or globs), one document per file.
+
+Validation comes from ``val_paths`` when given, else from the last ``val_fraction`` of
+the training text (cut by characters across the concatenated files, like tinyshakespeare);
+``test_paths`` likewise, else the val split doubles as test.
+"""
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from src.data.errors import DataError
+from src.data.sources import SOURCES
+from src.data.sources.base import LMSource, check_fractions, file_fingerprint, read_text
+
+
+def expand(patterns: Sequence[str] | str, key: str) -> list[Path]:
+    """Files matching ``patterns`` (sorted within each glob, globs in the given order)."""
+    if isinstance(patterns, (str, os.PathLike)):
+        patterns = [str(patterns)]
+    files: list[Path] = []
+    for pattern in patterns:
+        pattern = os.path.expanduser(str(pattern))
+        if glob.has_magic(pattern):
+            files += [Path(p) for p in sorted(glob.glob(pattern, recursive=True)) if os.path.isfile(p)]
+        elif os.path.isfile(pattern):
+            files.append(Path(pattern))
+        else:
+            raise DataError("missing_file", key=key, value=pattern, fix=f"give existing text files or globs in data.{key}")
+    if not files:
+        raise DataError("no_files_match", key=key, value=list(patterns))
+    return files
+
+
+@SOURCES.register("text")
+class TextFiles(LMSource):
+    """Local UTF-8 (or ``encoding``) text files; ``.gz`` files are decompressed."""
+
+    def __init__(
+        self,
+        paths: Sequence[str] | str = (),
+        val_paths: Sequence[str] | str | None = None,
+        test_paths: Sequence[str] | str | None = None,
+        val_fraction: float = 0.1,
+        encoding: str = "utf-8",
+        cache_dir: str | None = None,
+    ) -> None:
+        super().__init__(cache_dir)
+        self.files = expand(paths, "paths")
+        self.val_files = expand(val_paths, "val_paths") if val_paths else None
+        self.test_files = expand(test_paths, "test_paths") if test_paths else None
+        if self.val_files is None:
+            check_fractions(val_fraction=val_fraction)
+        self.val_fraction, self.encoding = val_fraction, encoding
+
+    def fingerprint(self) -> dict[str, Any]:
+        fp = lambda fs: None if fs is None else [file_fingerprint(f) for f in fs]  # noqa: E731
+        return {
+            "train": fp(self.files), "val": fp(self.val_files), "test": fp(self.test_files),
+            "val_fraction": None if self.val_files else self.val_fraction, "encoding": self.encoding,
+        }
+
+    def _read(self, files: list[Path]) -> list[str]:
+        return [read_text(f, self.encoding) for f in files]
+
+    def splits(self) -> dict[str, Sequence[str]]:
+        docs = self._read(self.files)
+        if self.val_files is not None:
+            out: dict[str, Sequence[str]] = {"train": docs, "val": self._read(self.val_files)}
+        else:  # cut the last val_fraction of the characters off the end of the file sequence
+            cut = int(sum(map(len, docs)) * (1.0 - self.val_fraction))
+            train: list[str] = []
+            val: list[str] = []
+            seen = 0
+            for d in docs:
+                if seen + len(d) <= cut:
+                    train.append(d)
+                elif seen >= cut:
+                    val.append(d)
+                else:
+                    train.append(d[: cut - seen])
+                    val.append(d[cut - seen :])
+                seen += len(d)
+            out = {"train": train, "val": val}
+        if self.test_files is not None:
+            out["test"] = self._read(self.test_files)
+        return out
