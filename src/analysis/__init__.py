@@ -1,0 +1,1 @@
+"""Analysis tools: parameter tables, FLOPs and memory estimates, block diagrams, attention maps."""
