@@ -276,6 +276,14 @@ def test_legacy_gpt2_bin_checkpoint(pairs, tmp_path: Path) -> None:
     torch.testing.assert_close(logits(from_hf(tmp_path), "gpt2", src), logits(ref, "gpt2", src), atol=ATOL, rtol=0)
 
 
+def test_sharded_checkpoint(pairs, tmp_path: Path) -> None:
+    ref = pairs["llama"][0]
+    ref.save_pretrained(tmp_path, max_shard_size="40KB")
+    assert (tmp_path / "model.safetensors.index.json").exists() and not (tmp_path / "model.safetensors").exists()
+    src = ids(2, 8, seed=25)
+    torch.testing.assert_close(logits(from_hf(tmp_path), "llama", src), logits(ref, "llama", src), atol=ATOL, rtol=0)
+
+
 def test_bf16_dtype(pairs) -> None:
     ref, _, folder = pairs["llama"]
     model = from_hf(folder, dtype=torch.bfloat16)
