@@ -679,9 +679,12 @@ def _resolve(name_or_path: str | Path) -> Path:
     from huggingface_hub import snapshot_download
 
     try:
-        folder = Path(snapshot_download(str(name_or_path), allow_patterns=["config.json", "model.safetensors*"]))
-        if not any(folder.glob("model.safetensors*")):  # older repos only have pickled weights
-            folder = Path(snapshot_download(str(name_or_path), allow_patterns=["config.json", "pytorch_model.bin*"]))
+        # weights in one file, or shards listed in an index (model-00001-of-00002.safetensors …)
+        safetensors = ["config.json", "model.safetensors", "model.safetensors.index.json", "model-*-of-*.safetensors"]
+        folder = Path(snapshot_download(str(name_or_path), allow_patterns=safetensors))
+        if not any(folder.glob("model*.safetensors*")):  # older repos only have pickled weights
+            pickled = ["config.json", "pytorch_model.bin", "pytorch_model.bin.index.json", "pytorch_model-*-of-*.bin"]
+            folder = Path(snapshot_download(str(name_or_path), allow_patterns=pickled))
     except Exception as e:  # offline, unknown repo, gated …
         raise HFConversionError(
             f"{str(name_or_path)!r} is not a local directory and could not be fetched from the Hugging Face Hub "
