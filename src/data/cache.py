@@ -74,7 +74,7 @@ def _progress(total: int, desc: str, unit: str = "char"):  # -> tqdm
     return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=total < _PROGRESS_MIN_CHARS, leave=False)
 
 
-def fit_if_needed(tokenizer: Tokenizer, splits: Mapping[str, Iterable[str]]) -> None:
+def fit_if_needed(tokenizer: Tokenizer, splits: Mapping[str, Iterable[str]], source: str = "?") -> None:
     """Fit a vocabulary-from-data tokenizer (``char``) on the corpus if it has none yet.
 
     The character set is taken from every split (as nanoGPT's shakespeare_char does), so
@@ -88,7 +88,7 @@ def fit_if_needed(tokenizer: Tokenizer, splits: Mapping[str, Iterable[str]]) -> 
         for doc in _iter_texts(docs):
             chars.update(doc)
     if not chars:
-        raise DataError("empty_corpus", source="?", split="train", detail="no characters to build a vocabulary from")
+        raise DataError("empty_corpus", source=source, split="train", detail="no characters to build a vocabulary from")
     tokenizer.fit("".join(sorted(chars)))  # type: ignore[attr-defined]
 
 
@@ -211,7 +211,7 @@ def write_token_dir(
     for split in ("train", "val"):
         if split not in splits or _is_empty(splits[split]):
             raise DataError("empty_corpus", source=source, split=split, detail="no text")
-    fit_if_needed(tokenizer, splits)
+    fit_if_needed(tokenizer, splits, source)
     out_dir.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
     for split, docs in splits.items():
@@ -270,7 +270,7 @@ def write_pair_dir(
     for split in ("train", "val"):
         if split not in pairs or not pairs[split][0]:
             raise DataError("empty_corpus", source=source, split=split, detail="no sentence pairs")
-    fit_if_needed(tokenizer, {s: list(src) + list(tgt) for s, (src, tgt) in pairs.items()})
+    fit_if_needed(tokenizer, {s: list(src) + list(tgt) for s, (src, tgt) in pairs.items()}, source)
     out_dir.mkdir(parents=True, exist_ok=True)
     dtype = token_dtype(tokenizer.vocab_size)
     threads = num_threads or os.cpu_count() or 1

@@ -31,3 +31,23 @@ def small_text(tmp_path: Path) -> Path:
     p = tmp_path / "small.txt"
     p.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return p
+
+
+def write_gz_lines(path: Path, lines: list[str]) -> Path:
+    import gzip
+
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode("utf-8")))
+    return path
+
+
+@pytest.fixture
+def tiny_multi30k(tmp_path: Path) -> Path:
+    """A Multi30k-shaped folder (train 40 / val 9 / test 7 pairs) of synthetic sentences."""
+    folder = tmp_path / "m30k"
+    folder.mkdir()
+    en = "a man rides a red bike down the busy street".split()
+    de = "ein Mann fährt ein rotes Fahrrad die belebte Straße hinunter".split()
+    for split, n in (("train", 40), ("val", 9), ("test_2016_flickr", 7)):
+        write_gz_lines(folder / f"{split}.en.gz", [" ".join(en[: 2 + (i * 3) % 8]) + f" {split} {i}." for i in range(n)])
+        write_gz_lines(folder / f"{split}.de.gz", [" ".join(de[: 2 + (i * 5) % 9]) + f" {split} {i}." for i in range(n)])
+    return folder

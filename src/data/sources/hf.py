@@ -76,9 +76,9 @@ class HFDataset(LMSource):
                 parts = out["train"].train_test_split(test_size=self.val_fraction, seed=self.seed, shuffle=True)
                 out["train"], out["val"] = parts["train"], parts["test"]
         for split, ds in out.items():
-            columns = list(ds.column_names or [])
-            if self.text_column not in columns:
-                raise DataError("hf_missing_column", column=self.text_column, path=self.path, split=split, columns=columns)
+            columns = ds.column_names  # None for a stream whose features are unknown until read
+            if columns is not None and self.text_column not in columns:
+                raise DataError("hf_missing_column", column=self.text_column, path=self.path, split=split, columns=list(columns))
             ds = ds.select_columns([self.text_column])
             if self.text_column != "text":
                 ds = ds.rename_column(self.text_column, "text")

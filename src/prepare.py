@@ -1,0 +1,72 @@
+"""One-time tokenization of a corpus into ``train.bin``/``val.bin`` (nanoGPT's prepare step).
+
+    python -m src.prepare data=openwebtext                       # ~54 GB download, many processes
+    python -m src.prepare data=text data.paths=[books/*.txt] out_dir=data/books
+    python -m src.train data=bin data.dir=data/books ...          # training reads them via np.memmap
+
+For ``data=bin``/``data=openwebtext`` the text comes from ``data.raw`` (a data config node,
+e.g. the hub's openwebtext) and lands in ``data.dir``; for any other text source it lands
+in ``out_dir``, or, by default, in the token cache entry that training with the same
+``data``/``tokenizer`` will find. ``datasets`` inputs are tokenized with ``datasets.map``
+over ``num_proc`` processes; every step shows a progress bar.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from src.data.cache import read_meta, write_token_dir
+from src.data.datamodule import LMDataModule, build_datamodule
+from src.data.errors import DataError
+from src.data.sources import build_source
+from src.data.sources.base import LMSource
+from src.data.sources.openwebtext import BinDir
+from src.data.tokenizers import build_tokenizer
+
+log = logging.getLogger(__name__)
+
+
+def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | None = None, num_proc: int = 8,
+            overwrite: bool = False) -> Path:
+    """Tokenize the corpus described by ``data`` with ``tokenizer_cfg``; returns the output directory."""
+    tokenizer = build_tokenizer(tokenizer_cfg)
+    dm = build_datamodule(data, tokenizer, block_size=1, batch_size=1, seed=0)
+    assert isinstance(dm, LMDataModule)
+    source = dm.source
+    if isinstance(source, BinDir):
+        if not source.raw:
+            raise DataError("bad_value", key="raw", value=source.raw, fix="give the text source to prepare from, e.g. data.raw={name:text,paths:[corpus.txt]}")
+        raw = {"cache_dir": str(source.cache_dir), **source.raw}
+        text = build_source({k: v for k, v in raw.items() if k not in LMDataModule.config_keys})
+        out = Path(out_dir).expanduser() if out_dir else source.dir
+    else:
+        text, out = source, (Path(out_dir).expanduser() if out_dir else dm.token_dir)
+    if not isinstance(text, LMSource):
+        raise DataError("bad_value", key="name", value=text.name, fix="src.prepare tokenizes text sources (tinyshakespeare, text, hf, embedded)")
+    if not overwrite and (meta := read_meta(out)) is not None:
+        log.info("%s is already prepared (%s); pass overwrite=true to redo it", out, meta["tokens"])
+        return out
+    meta = write_token_dir(
+        text.splits(), tokenizer, out, source=text.name, separate=text.separate_documents, fingerprint=text.fingerprint(),
+        num_proc=int(num_proc),
+    )
+    for split, n in meta["tokens"].items():
+        log.info("%s/%s.bin: %d tokens (%s)", out, split, n, meta["dtype"])
+    return out
+
+
+@hydra.main(config_path="../conf", config_name="prepare", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    out = prepare(
+        OmegaConf.to_container(cfg.data, resolve=True), OmegaConf.to_container(cfg.tokenizer, resolve=True),  # type: ignore[arg-type]
+        cfg.out_dir, cfg.num_proc, cfg.overwrite,
+    )
+    print(out)
+
+
+if __name__ == "__main__":
+    main()
