@@ -1,0 +1,370 @@
+"""The three things every evaluation task asks of a model, batched by length.
+
+* ``loglikelihood``: log p(continuation | context) and whether greedy decoding would have
+  produced the continuation (lm-evaluation-harness's ``loglikelihood`` request);
+* ``window_nll``: strided sliding-window negative log-likelihood of one long token
+  sequence (the transformers perplexity guide);
+* ``generate``: batched decoding with the KV cache (translation, the harness's
+  ``generate_until``).
+
+Decoder-only models read ``context + continuation`` in one causal forward pass;
+encoder-decoders encode the context and score the continuation with the decoder.
+Right padding never changes a causal model's scores, so batches need no attention mask.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+from torch.nn import functional as F
+
+from src.data.tokenizers import Tokenizer
+from src.evaluation.batching import length_batches, pad_right, progress_bar
+from src.evaluation.loading import PairFormat
+from src.models.families import TransformerModel
+from src.models.families.decoder_only import DecoderOnly
+from src.models.families.encoder_decoder import EncoderDecoder
+from src.models.families.encoder_only import EncoderOnly
+from src.models.generation import generate
+
+
+@dataclass
+class LogLikelihood:
+    """Score of one continuation."""
+
+    logprob: float  # Σ log p(token) over the continuation's tokens (natural log)
+    is_greedy: bool  # every continuation token is the argmax at its position
+    n_tokens: int  # continuation tokens scored
+
+
+@dataclass
+class WindowWork:
+    """One sliding window: tokens[begin:end] is read, the last ``n_target`` positions are scored."""
+
+    begin: int
+    end: int
+    n_target: int
+
+
+def sliding_windows(n_tokens: int, context_length: int, stride: int) -> list[WindowWork]:
+    """Windows of the transformers perplexity guide (``docs/transformers/perplexity``).
+
+    Window k reads ``tokens[k·stride : k·stride + context_length]`` and scores only the
+    targets after the previous window's end, so every token is scored once, with as much
+    context as the stride allows. The very first token has no context and is never scored.
+    """
+    if context_length < 2:
+        raise ValueError(f"context_length={context_length} must be >= 2")
+    if not 0 < stride <= context_length:
+        raise ValueError(f"stride={stride} must be in [1, context_length={context_length}]")
+    windows: list[WindowWork] = []
+    prev_end = 0
+    for begin in range(0, n_tokens, stride):
+        end = min(begin + context_length, n_tokens)
+        trg_len = end - prev_end  # tokens not scored by the previous window
+        n_target = min(trg_len, end - begin - 1)  # the window's first token has no prediction
+        if n_target > 0:
+            windows.append(WindowWork(begin, end, n_target))
+        prev_end = end
+        if end == n_tokens:
+            break
+    return windows
+
+
+def is_prefix_lm(model: TransformerModel) -> bool:
+    """A decoder-only model whose mask is not causal (a prefix LM needs ``prefix_length``)."""
+    mask = model.decoder.mask if isinstance(model, DecoderOnly) else None
+    return mask is not None and not mask.causal
+
+
+@contextmanager
+def prompt_prefix(model: TransformerModel, prompt_len: int, batch: int) -> Iterator[None]:
+    """While generating, a prefix-LM decoder sees the whole prompt bidirectionally: every
+    forward call gets ``prefix_length = prompt length`` (a no-op after the first step, where
+    each new token sees all earlier ones anyway). ``generate`` has no ``prefix_length``
+    argument, so the model's forward is wrapped for the duration; other models are untouched."""
+    if not is_prefix_lm(model):
+        yield
+        return
+    prefix = torch.full((batch,), prompt_len, dtype=torch.long, device=model.device)
+    model.forward = functools.partial(type(model).forward, model, prefix_length=prefix)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del model.forward  # back to the class's forward
+
+
+class Scorer:
+    """A model and its tokenizer, ready to score evaluation requests."""
+
+    def __init__(
+        self,
+        model: TransformerModel,
+        tokenizer: Tokenizer,
+        *,
+        batch_size: int = 32,
+        max_batch_tokens: int = 16384,
+        show_progress: bool = True,
+        pair_format: PairFormat | None = None,
+        mask_token_id: int | None = None,
+    ) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
+        self.show_progress = show_progress
+        self.is_seq2seq = isinstance(model, EncoderDecoder)
+        self.is_masked_lm = isinstance(model, EncoderOnly)
+        self.mask_token_id = mask_token_id if mask_token_id is not None else tokenizer.mask_token_id
+        self.max_length = model.config.max_seq_len
+        self.prefix_lm = is_prefix_lm(model)  # bidirectional over the context
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self.pair_format = pair_format  # how the model reads a translation source, when trained on pairs
+        self.tokens_read = 0  # input tokens fed to the model (for throughput reports)
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.device
+
+    def _hidden(self, ids: Tensor, prefix_length: Tensor | None = None) -> Tensor:
+        """Decoder-only forward up to the final norm: ids [B, T] -> hidden [B, T, C].
+
+        This is ``DecoderOnly.forward`` without the LM head, which callers apply (through
+        ``model.logits``) only at the positions they score: a LAMBADA passage of ~100 tokens
+        needs the head at 1–3 of them. The parity tests against transformers cover this path.
+        """
+        return self.model.decoder(self.model.embed(ids), prefix_length=prefix_length).hidden
+
+    # -- tokenisation -----------------------------------------------------------------
+    def prefix_token(self) -> int:
+        """The token given as context when a continuation has none (GPT-2's <|endoftext|>)."""
+        tok = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
+        if tok is None:
+            raise ValueError(
+                f"the '{self.tokenizer.name}' tokenizer has neither bos nor eos; an empty context cannot be scored"
+            )
+        return tok
+
+    def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """Tokenise as lm-evaluation-harness: trailing spaces of the context move to the
+        continuation, the whole string is encoded once and split at the context's length."""
+        n_spaces = len(context) - len(context.rstrip())
+        if n_spaces:
+            continuation = context[-n_spaces:] + continuation
+            context = context[:-n_spaces]
+        if self.is_seq2seq:
+            return self.tokenizer.encode(context), self.tokenizer.encode(continuation)
+        whole = self.tokenizer.encode(context + continuation)
+        n_ctx = len(self.tokenizer.encode(context))
+        return whole[:n_ctx], whole[n_ctx:]
+
+    # -- log-likelihood ----------------------------------------------------------------
+    def _require_generative(self, what: str) -> None:
+        if self.is_masked_lm:
+            raise ValueError(f"{what} needs a decoder_only or encoder_decoder model; this is an encoder_only masked LM, "
+                             f"which defines no left-to-right likelihood (it can run the perplexity task: pseudo-perplexity)")
+
+    @torch.inference_mode()
+    def loglikelihood(self, requests: Sequence[tuple[list[int], list[int]]], description: str = "scoring") -> list[LogLikelihood]:
+        """(context ids, continuation ids) pairs -> their scores, in the same order."""
+        self._require_generative("scoring continuations (lambada, hellaswag, …)")
+        for i, (_, cont) in enumerate(requests):
+            if not cont:
+                raise ValueError(f"request {i} has an empty continuation; there is nothing to score")
+        if self.is_seq2seq:
+            return self._loglikelihood_seq2seq(requests, description)
+        L = self.max_length
+        inputs: list[list[int]] = []
+        n_scored: list[int] = []
+        n_context: list[int] = []
+        for ctx, cont in requests:
+            ctx = list(ctx) or [self.prefix_token()]
+            whole = (ctx + list(cont))[-(L + 1):]  # keep the end; the context loses its start
+            inputs.append(whole[:-1])  # position t predicts whole[t + 1]
+            n_scored.append(min(len(cont), len(whole) - 1))
+            n_context.append(len(whole) - 1 - n_scored[-1] + 1)
+        results: list[LogLikelihood | None] = [None] * len(requests)
+        batches = length_batches([len(x) for x in inputs], self.batch_size, self.max_batch_tokens)
+        with progress_bar(len(requests), description, self.show_progress) as advance:
+            for batch in batches:
+                ids, _ = pad_right([inputs[i] for i in batch], self.pad_id)  # [B, T]
+                kwargs = {}
+                if self.prefix_lm:
+                    kwargs["prefix_length"] = torch.tensor([n_context[i] for i in batch], device=self.device)
+                hidden = self._hidden(ids.to(self.device), **kwargs)  # [B, T, C]
+                self.tokens_read += sum(len(inputs[i]) for i in batch)
+                rows = [hidden[row, len(inputs[i]) - n_scored[i] : len(inputs[i])] for row, i in enumerate(batch)]
+                logits = self.model.logits(torch.cat(rows))  # [Σn, V]: the head only where a token is scored
+                targets = [torch.tensor(requests[i][1][-n_scored[i]:], device=self.device) for i in batch]
+                for i, lg, tg in zip(batch, logits.split([n_scored[i] for i in batch]), targets):
+                    results[i] = self._score(lg, tg)
+                advance(len(batch))
+        return results  # type: ignore[return-value]
+
+    def _loglikelihood_seq2seq(self, requests: Sequence[tuple[list[int], list[int]]], description: str) -> list[LogLikelihood]:
+        L = self.max_length
+        model: EncoderDecoder = self.model  # type: ignore[assignment]
+        start = int(model.start_tokens(1, torch.device("cpu")).item())
+        sources = [list(ctx)[-L:] or [self.prefix_token()] for ctx, _ in requests]
+        targets = [list(cont)[:L] for _, cont in requests]
+        lengths = [len(s) + len(t) for s, t in zip(sources, targets)]
+        results: list[LogLikelihood | None] = [None] * len(requests)
+        with progress_bar(len(requests), description, self.show_progress) as advance:
+            for batch in length_batches(lengths, self.batch_size, self.max_batch_tokens):
+                src, src_mask = pad_right([sources[i] for i in batch], self.pad_id)  # [B, S]
+                dec, dec_mask = pad_right([[start] + targets[i][:-1] for i in batch], self.pad_id)  # [B, T]
+                out = self.model(
+                    input_ids=src.to(self.device), attention_mask=src_mask.to(self.device),
+                    decoder_input_ids=dec.to(self.device), decoder_attention_mask=dec_mask.to(self.device),
+                )
+                self.tokens_read += sum(lengths[i] for i in batch)
+                for row, i in enumerate(batch):
+                    n = len(targets[i])
+                    results[i] = self._score(out.logits[row, :n], torch.tensor(targets[i], device=self.device))
+                advance(len(batch))
+        return results  # type: ignore[return-value]
+
+    @staticmethod
+    def _score(logits: Tensor, target: Tensor) -> LogLikelihood:
+        """logits [n, V] at the positions predicting target [n] -> LogLikelihood."""
+        logp = logits.float().log_softmax(-1)  # [n, V]
+        lp = logp.gather(-1, target[:, None]).squeeze(-1)  # [n]
+        greedy = bool((logp.argmax(-1) == target).all())
+        return LogLikelihood(float(lp.double().sum()), greedy, int(target.numel()))
+
+    # -- sliding-window perplexity ---------------------------------------------------------
+    @torch.inference_mode()
+    def window_nll(self, tokens: Sequence[int] | Tensor, context_length: int | None = None, stride: int | None = None,
+                   description: str = "perplexity") -> tuple[float, int]:
+        """Strided sliding-window NLL of one token sequence -> (Σ NLL in nats, tokens scored).
+
+        An encoder-only masked LM gets the pseudo-log-likelihood instead (Salazar et al.
+        2020): each scored token is masked in its own copy of the window and predicted from
+        both sides.
+        """
+        if self.is_seq2seq:
+            raise ValueError("perplexity of a text needs a decoder_only (or, as pseudo-perplexity, encoder_only) model; "
+                             "an encoder_decoder scores targets given sources: use the translation, lambada or hellaswag tasks")
+        tokens = torch.as_tensor(tokens, dtype=torch.long)
+        context_length = context_length or self.max_length
+        if context_length > self.max_length:
+            raise ValueError(f"context_length={context_length} exceeds the model's max_seq_len={self.max_length}; "
+                             f"lower tasks.<name>.context_length")
+        stride = stride or context_length
+        windows = sliding_windows(len(tokens), context_length, stride)
+        if self.is_masked_lm:
+            return self._pseudo_nll(tokens, windows, description)
+        total, count = 0.0, 0
+        batches = length_batches([w.end - w.begin for w in windows], self.batch_size, self.max_batch_tokens)
+        with progress_bar(len(windows), description, self.show_progress) as advance:
+            for batch in batches:
+                ids, _ = pad_right([tokens[windows[i].begin : windows[i].end].tolist() for i in batch], self.pad_id)
+                ids = ids.to(self.device)  # [B, T]
+                kwargs = {"prefix_length": torch.zeros(len(batch), dtype=torch.long, device=self.device)} if self.prefix_lm else {}
+                hidden = self._hidden(ids, **kwargs)  # [B, T, C]
+                rows, targets = [], []
+                for row, i in enumerate(batch):
+                    w = windows[i]
+                    T = w.end - w.begin
+                    rows.append(hidden[row, T - 1 - w.n_target : T - 1])  # [n, C] predicting the last n tokens
+                    targets.append(ids[row, T - w.n_target : T])
+                    count += w.n_target
+                logits = self.model.logits(torch.cat(rows))  # [Σn, V]
+                total += float(F.cross_entropy(logits.float(), torch.cat(targets), reduction="sum").double())
+                self.tokens_read += sum(windows[i].end - windows[i].begin for i in batch)
+                advance(len(batch))
+        return total, count
+
+    def _pseudo_nll(self, tokens: Tensor, windows: list[WindowWork], description: str) -> tuple[float, int]:
+        if self.mask_token_id is None:
+            raise ValueError("pseudo-perplexity of a masked LM needs its [MASK] id; the tokenizer has none and the "
+                             "checkpoint's task.mask_token_id is unset")
+        total, count = 0.0, 0
+        with progress_bar(len(windows), description, self.show_progress) as advance:
+            for w in windows:
+                ids = tokens[w.begin : w.end].to(self.device)  # [T]
+                T = ids.shape[0]
+                scored = torch.arange(T - w.n_target, T, device=self.device)
+                per_batch = max(1, min(self.batch_size, self.max_batch_tokens // T))
+                for chunk in scored.split(per_batch):
+                    x = ids.repeat(len(chunk), 1)  # [n, T]: one copy per scored position
+                    x[torch.arange(len(chunk)), chunk] = self.mask_token_id
+                    logits = self.model(x).logits[torch.arange(len(chunk)), chunk]  # [n, V]
+                    total += float(F.cross_entropy(logits.float(), ids[chunk], reduction="sum").double())
+                    self.tokens_read += x.numel()
+                count += w.n_target
+                advance(1)
+        return total, count
+
+    # -- decoding ---------------------------------------------------------------------------
+    @torch.inference_mode()
+    def generate(
+        self,
+        prompts: Sequence[list[int]],
+        max_new_tokens: int,
+        stop_ids: Sequence[int] = (),
+        *,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        generator: torch.Generator | None = None,
+        description: str = "generating",
+    ) -> list[list[int]]:
+        """Continue each prompt (greedy unless ``do_sample``); new tokens only, cut before eos
+        or the first of ``stop_ids``.
+
+        Encoder-decoder prompts are right-padded sources with an attention mask; decoder-only
+        prompts are batched only with prompts of the same length, so no padding enters the
+        context and positions stay where the model was trained to see them.
+        """
+        self._require_generative("generation")
+        eos = self.tokenizer.eos_token_id
+        stops = set(stop_ids) | ({eos} if eos is not None else set())
+        out: list[list[int] | None] = [None] * len(prompts)
+        L = self.max_length
+        if self.is_seq2seq:
+            prompts = [list(p)[-L:] for p in prompts]
+            groups = length_batches([len(p) for p in prompts], self.batch_size, self.max_batch_tokens)
+        else:
+            prompts = [list(p)[-(L - 1):] or [self.prefix_token()] for p in prompts]  # leave room for one token
+            by_len: dict[int, list[int]] = {}
+            for i, p in enumerate(prompts):
+                by_len.setdefault(len(p), []).append(i)
+            groups = [idx[k : k + self.batch_size] for _, idx in sorted(by_len.items(), reverse=True)
+                      for k in range(0, len(idx), self.batch_size)]
+        sampling = dict(do_sample=do_sample, temperature=temperature, top_k=top_k, top_p=top_p, generator=generator,
+                        eos_token_id=eos)
+        with progress_bar(len(prompts), description, self.show_progress) as advance:
+            for batch in groups:
+                ids, mask = pad_right([prompts[i] for i in batch], self.pad_id)
+                if self.is_seq2seq:
+                    seq = generate(self.model, ids.to(self.device), min(max_new_tokens, L - 1),
+                                   attention_mask=mask.to(self.device), **sampling)
+                    new = seq[:, 1:]  # drop the decoder start token
+                else:
+                    with prompt_prefix(self.model, ids.shape[1], len(batch)):
+                        seq = generate(self.model, ids.to(self.device), min(max_new_tokens, L - ids.shape[1]), **sampling)
+                    new = seq[:, ids.shape[1]:]
+                self.tokens_read += int(mask.sum()) + new.numel()
+                for row, i in enumerate(batch):
+                    toks = new[row].tolist()
+                    cut = next((k for k, t in enumerate(toks) if t in stops), len(toks))
+                    out[i] = toks[:cut]
+                advance(len(batch))
+        return out  # type: ignore[return-value]
+
+
+def perplexity_metrics(nll: float, n_tokens: int, n_bytes: int | None = None, n_words: int | None = None) -> dict[str, float]:
+    """Σ NLL (nats) over ``n_tokens`` -> loss, token ppl, bits per byte, word ppl."""
+    out = {"loss": nll / n_tokens, "ppl": math.exp(nll / n_tokens)}
+    if n_bytes:
+        out["bits_per_byte"] = nll / n_bytes / math.log(2)
+    if n_words:
+        out["word_ppl"] = math.exp(nll / n_words)
+    return out

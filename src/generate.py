@@ -1,0 +1,107 @@
+"""Sample text from a pretrained model or one of our checkpoints, with the KV cache.
+
+    python -m src.generate pretrained=gpt2 prompt="Hello, I'm a language model," max_new_tokens=40
+    python -m src.generate ckpt_path=outputs/.../last.ckpt prompt="ROMEO:" temperature=0.8 top_k=200
+    python -m src.generate ckpt_path=<encoder-decoder>.ckpt prompt="A man is riding a bike." greedy=true
+
+Decoder-only models continue the prompt; encoder-decoders read it as the source and
+write the target. Tokens are streamed to the console as they are produced (the first
+sample; the others are printed when done).
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import hydra
+import torch
+from omegaconf import DictConfig
+from torch import Tensor
+
+from src.data.tokenizers import Tokenizer
+from src.evaluation.loading import load_model
+from src.evaluation.scorer import prompt_prefix
+from src.models.families.encoder_decoder import EncoderDecoder
+from src.models.generation import generate
+
+
+class StreamPrinter:
+    """``on_token`` callback that prints the text of row 0 as it grows.
+
+    Tokens are decoded together (a BPE token can hold half of a UTF-8 character), and text
+    is written only once it no longer ends in an incomplete character.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, write: Callable[[str], object] = sys.stdout.write, eos: int | None = None) -> None:
+        self.tokenizer, self.write, self.eos = tokenizer, write, eos
+        self.ids: list[int] = []
+        self.printed = 0
+        self.done = False
+
+    def __call__(self, tokens: Tensor) -> None:
+        tok = int(tokens[0])
+        if self.done or tok == self.eos:
+            self.done = True
+            return
+        self.ids.append(tok)
+        text = self.tokenizer.decode(self.ids)
+        if not text.endswith("\ufffd"):
+            self.write(text[self.printed :])
+            self.printed = len(text)
+            sys.stdout.flush()
+
+
+def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -> list[str]:
+    """Generate ``num_samples`` continuations of the prompt; returns their texts (new tokens only)."""
+    loaded = load_model(cfg.pretrained, cfg.ckpt_path, cfg.tokenizer, cfg.device, cfg.dtype)
+    model, tok = loaded.model, loaded.tokenizer
+    prompt = Path(cfg.prompt_file).read_text() if cfg.prompt_file else str(cfg.prompt)
+    ids = tok.encode(prompt)
+    is_seq2seq = isinstance(model, EncoderDecoder)
+    if loaded.pair_format is not None:  # trained on sentence pairs: the source as in training
+        ids = ids + loaded.pair_format.source_suffix
+    elif is_seq2seq and tok.eos_token_id is not None:
+        ids = ids + [tok.eos_token_id]  # sources end with eos
+    if not ids:
+        if tok.eos_token_id is None:
+            raise ValueError("prompt is empty and the tokenizer has no eos token to start from; give a prompt=...")
+        ids = [tok.eos_token_id]
+    limit = model.config.max_seq_len
+    if not is_seq2seq and len(ids) + cfg.max_new_tokens > limit:
+        raise ValueError(f"prompt ({len(ids)} tokens) + max_new_tokens={cfg.max_new_tokens} exceeds the model's "
+                         f"max_seq_len={limit}; shorten the prompt or lower max_new_tokens")
+    input_ids = torch.tensor([ids] * cfg.num_samples, device=model.device)  # [N, T]
+    generator = torch.Generator(device=model.device).manual_seed(int(cfg.seed))
+    eos = tok.eos_token_id if cfg.stop_at_eos else None
+    streamer = StreamPrinter(tok, write, eos) if cfg.stream else None
+    if not is_seq2seq and loaded.pair_format is None:
+        write(prompt)  # a continuation: show it after its prompt
+    with prompt_prefix(model, len(ids), cfg.num_samples):
+        out = generate(
+            model, input_ids, min(cfg.max_new_tokens, limit - 1) if is_seq2seq else cfg.max_new_tokens,
+            do_sample=not cfg.greedy, temperature=float(cfg.temperature), top_k=cfg.top_k, top_p=cfg.top_p,
+            eos_token_id=eos, generator=generator, on_token=streamer,
+        )
+    new = out[:, 1:] if is_seq2seq else out[:, len(ids):]
+    texts = []
+    for row in new.tolist():
+        if eos is not None and eos in row:
+            row = row[: row.index(eos)]
+        texts.append(tok.decode(row))
+    for i, text in enumerate(texts):
+        if i == 0 and streamer is not None:
+            write("\n")
+            continue
+        continuation = not is_seq2seq and loaded.pair_format is None
+        write(("" if i == 0 else f"\n---------- sample {i + 1}\n") + (prompt if continuation and i > 0 else "") + text + "\n")
+    return texts
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="generate")
+def main(cfg: DictConfig) -> None:
+    sample(cfg)
+
+
+if __name__ == "__main__":
+    main()
