@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -66,7 +67,8 @@ def load_model_config(cfg: DictConfig) -> tuple[ModelConfig, str]:
 
 def run(cfg: DictConfig, console: Console | None = None) -> None:
     """Print the report for ``cfg`` (conf/inspect.yaml) to ``console`` (stdout by default)."""
-    console = console or Console(width=None if sys.stdout.isatty() else 120)
+    # Piped output gets 120 columns (rich's default is 80) unless COLUMNS says otherwise.
+    console = console or Console(width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120)
     if cfg.format not in FORMATS:
         raise ValueError(f"format='{cfg.format}' is not known; use one of: {', '.join(FORMATS)}")
     model_cfg, source = load_model_config(cfg)

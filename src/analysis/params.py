@@ -274,6 +274,7 @@ class FlopsEstimate:
     n_head: int  # H
     head_dim: int  # Q
     seq_len: int  # T
+    untied_input_embedding: int = 0  # an untied token embedding, counted in N as nanoGPT's formula would
 
     @property
     def param_flops(self) -> int:
@@ -303,6 +304,10 @@ def flops_per_token(model: nn.Module, seq_len: int) -> FlopsEstimate:
     if not attn:
         raise ValueError("the model has no MultiHeadAttention modules")
     excluded = position_parameters(model)
+    tok, head = getattr(model, "tok_embed", None), getattr(model, "head", None)
+    untied = 0
+    if isinstance(tok, nn.Embedding) and isinstance(head, nn.Linear) and head.weight is not tok.weight:
+        untied = tok.weight.numel()
     return FlopsEstimate(
         n_params=sum(p.numel() for p in model.parameters()) - excluded,
         excluded_params=excluded,
@@ -310,6 +315,7 @@ def flops_per_token(model: nn.Module, seq_len: int) -> FlopsEstimate:
         n_head=attn[0].n_head,
         head_dim=attn[0].head_dim,
         seq_len=seq_len,
+        untied_input_embedding=untied,
     )
 
 
@@ -385,11 +391,18 @@ def render_summary(total: int, flops: FlopsEstimate, memory: AttentionMemory, dt
         f"= 6N + 12·L·H·Q·T = {flops.param_flops:,} + {flops.attention_flops:,}, with N = {flops.n_params:,}, "
         f"L = {flops.n_attention_layers}, H = {flops.n_head}, Q = {flops.head_dim}, T = {flops.seq_len}",
     )
-    out.add_row(
-        "",
-        f"N excludes the {flops.excluded_params:,} learned position-embedding parameters "
-        "(as nanoGPT's estimate_mfu / get_num_params(non_embedding=True)); the token embedding stays in N",
-    )
+    if flops.excluded_params:
+        n_note = (f"N excludes the {flops.excluded_params:,} learned position-embedding parameters (as nanoGPT's "
+                  "estimate_mfu / get_num_params(non_embedding=True)); the token embedding stays in N")
+    else:
+        n_note = "N = all parameters (nanoGPT's estimate_mfu leaves out only a learned position table, and there is none)"
+    out.add_row("", n_note)
+    if flops.untied_input_embedding:
+        out.add_row(
+            "",
+            f"untied head: N also holds the {flops.untied_input_embedding:,} input-embedding parameters, a lookup "
+            f"without FLOPs; leaving them out gives {flops.total - 6 * flops.untied_input_embedding:,}",
+        )
     out.add_row(
         "attention weights",
         f"{format_bytes(memory.per_layer)} per layer, {format_bytes(memory.total)} for {memory.n_layers} attention layers "
