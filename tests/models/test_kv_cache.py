@@ -37,6 +37,22 @@ def test_decoder_only_cache_matches_full_forward(make_tiny_config: MakeConfig, o
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("position", ["learned", "rope", "alibi"])
+def test_chunked_prefill_matches_full_forward(make_tiny_config: MakeConfig, position: str) -> None:
+    """Several tokens at once on top of a non-empty cache (T > 1, S > T): the causal mask is offset."""
+    model = build_model(make_tiny_config(position={"name": position})).eval()
+    ids = torch.randint(0, 97, (2, 12))
+    with torch.no_grad():
+        full = model(ids).logits
+        cache = KVCache(2, max_length=12)
+        chunks = [(0, 5), (5, 8), (8, 9), (9, 12)]
+        steps = [model(ids[:, a:b], cache=cache).logits for a, b in chunks]
+        cache_e = KVCache(2)  # and the explicit path, which builds the offset mask itself
+        steps_e = [model(ids[:, a:b], cache=cache_e, output_attentions=True).logits for a, b in chunks]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(torch.cat(steps_e, dim=1), full, atol=1e-5, rtol=1e-5)
+
+
 def test_encoder_decoder_cache_matches_full_forward(make_tiny_config: MakeConfig) -> None:
     cfg = make_tiny_config(family="encoder_decoder", position={"name": "sinusoidal"}, norm_placement="post", decoder_start_token_id=0)
     model = build_model(cfg).eval()
