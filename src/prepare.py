@@ -19,10 +19,9 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from src.data.cache import read_meta, write_token_dir
-from src.data.datamodule import LMDataModule, build_datamodule
+from src.data.cache import read_meta, token_dir_for, write_token_dir
 from src.data.errors import DataError
-from src.data.sources import build_source
+from src.data.sources import build_source, split_config
 from src.data.sources.base import LMSource
 from src.data.sources.openwebtext import BinDir
 from src.data.tokenizers import build_tokenizer
@@ -34,19 +33,21 @@ def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | 
             overwrite: bool = False) -> Path:
     """Tokenize the corpus described by ``data`` with ``tokenizer_cfg``; returns the output directory."""
     tokenizer = build_tokenizer(tokenizer_cfg)
-    dm = build_datamodule(data, tokenizer, block_size=1, batch_size=1, seed=0)
-    assert isinstance(dm, LMDataModule)
-    source = dm.source
+    kind, node, _ = split_config(data)
+    source = build_source(node)
     if isinstance(source, BinDir):
         if not source.raw:
-            raise DataError("bad_value", key="raw", value=source.raw, fix="give the text source to prepare from, e.g. data.raw={name:text,paths:[corpus.txt]}")
-        raw = {"cache_dir": str(source.cache_dir), **source.raw}
-        text = build_source({k: v for k, v in raw.items() if k not in LMDataModule.config_keys})
+            raise DataError("bad_value", key="raw", value=source.raw,
+                            fix="give the text source to prepare from, e.g. data.raw={name:text,paths:[corpus.txt]}")
+        _, raw, _ = split_config({"cache_dir": str(source.cache_dir), **source.raw})
+        text = build_source(raw)
         out = Path(out_dir).expanduser() if out_dir else source.dir
     else:
-        text, out = source, (Path(out_dir).expanduser() if out_dir else dm.token_dir)
+        text = source
+        out = Path(out_dir).expanduser() if out_dir else token_dir_for(source, tokenizer)
     if not isinstance(text, LMSource):
-        raise DataError("bad_value", key="name", value=text.name, fix="src.prepare tokenizes text sources (tinyshakespeare, text, hf, embedded)")
+        raise DataError("bad_value", key="name", value=text.name,
+                        fix="src.prepare tokenizes text sources (tinyshakespeare, text, hf, embedded)")
     if not overwrite and (meta := read_meta(out)) is not None:
         log.info("%s is already prepared (%s); pass overwrite=true to redo it", out, meta["tokens"])
         return out

@@ -45,6 +45,14 @@ def cache_key(*parts: Any) -> str:
     return hashlib.blake2b(blob, digest_size=8).hexdigest()
 
 
+def token_dir_for(source: Any, tokenizer: Tokenizer) -> Path:
+    """``<cache_dir>/tokens/<source>-<key>``: the key hashes the source's fingerprint and the
+    tokenizer's state *before* any fitting (a fitted char vocabulary is a function of the
+    corpus, so every rank and every rerun finds the same entry)."""
+    key = cache_key(source.name, source.fingerprint(), getattr(source, "separate_documents", None), tokenizer.state_dict())
+    return Path(source.cache_dir) / "tokens" / f"{source.name}-{key}"
+
+
 def _replace_atomically(tmp: Path, dest: Path) -> None:
     os.replace(tmp, dest)
 

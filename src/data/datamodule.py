@@ -22,10 +22,10 @@ from typing import Any
 import lightning as L
 from torch.utils.data import DataLoader
 
-from src.data.cache import cache_key, open_pairs, open_tokens, read_meta, write_pair_dir, write_token_dir
+from src.data.cache import open_pairs, open_tokens, read_meta, token_dir_for, write_pair_dir, write_token_dir
 from src.data.errors import DataError
 from src.data.pairs import PairEvalBatches, PairTrainBatches
-from src.data.sources import SOURCES, build_source
+from src.data.sources import build_source, split_config
 from src.data.sources.base import LMSource, PairSource, Source
 from src.data.sources.openwebtext import BinDir
 from src.data.tokenizers import Tokenizer, tokenizer_from_state
@@ -76,11 +76,7 @@ class _BaseDataModule(L.LightningDataModule):
         """Directory of the tokenized corpus (the cache entry, or a prepared bin directory)."""
         if self._dir is None:
             src = self.source
-            if isinstance(src, BinDir):
-                self._dir = src.dir
-            else:  # keyed by content and the tokenizer state *before* any fitting (fitting is deterministic)
-                key = cache_key(src.name, src.fingerprint(), getattr(src, "separate_documents", None), self.tokenizer.state_dict())
-                self._dir = src.cache_dir / "tokens" / f"{src.name}-{key}"
+            self._dir = src.dir if isinstance(src, BinDir) else token_dir_for(src, self.tokenizer)
         return self._dir
 
     def _check_tokenizer(self, meta: Mapping[str, Any]) -> None:
@@ -133,8 +129,6 @@ class LMDataModule(_BaseDataModule):
     Train: random windows (endless, or ``epoch_batches`` per epoch). Val/test: the fixed
     windows of the split, sharded across ranks (``max_val_windows`` caps them).
     """
-
-    config_keys = ("epoch_batches", "val_batch_size", "max_val_windows", "num_proc")
 
     def __init__(
         self, source: LMSource | BinDir, tokenizer: Tokenizer, *, block_size: int, batch_size: int, seed: int = 0,
@@ -197,8 +191,6 @@ class PairDataModule(_BaseDataModule):
     ``epoch_batches`` null means one pass over the training pairs per epoch.
     ``max_src_len``/``max_tgt_len`` (default ``block_size``) include the final eos.
     """
-
-    config_keys = ("epoch_batches", "val_batch_size", "max_src_len", "max_tgt_len", "bucket_batches")
 
     def __init__(
         self, source: PairSource, tokenizer: Tokenizer, *, block_size: int, batch_size: int, seed: int = 0,
@@ -273,11 +265,8 @@ def build_datamodule(
         node = OmegaConf.to_container(data_cfg, resolve=True) if isinstance(data_cfg, DictConfig) else dict(data_cfg)
     except ImportError:  # pragma: no cover
         node = dict(data_cfg)
-    name = node.get("name")
-    if name not in SOURCES:
-        raise DataError("unknown_source", name=name, names=", ".join(SOURCES.names()))
-    cls = PairDataModule if SOURCES.get(name).kind == "pairs" else LMDataModule
-    dm_kwargs = {k: node.pop(k) for k in cls.config_keys if k in node}
+    kind, node, dm_kwargs = split_config(node)
+    cls = PairDataModule if kind == "pairs" else LMDataModule
     source = build_source(node)
     return cls(
         source, tokenizer, block_size=block_size, batch_size=batch_size, seed=seed, num_workers=num_workers,  # type: ignore[arg-type]

@@ -19,6 +19,25 @@ SOURCES: Registry[Source] = Registry("source")
 from src.data.sources import embedded, hf, multi30k, openwebtext, text, tinyshakespeare  # noqa: E402,F401
 
 
+#: keys of a data config node that configure batching (the datamodule), by source kind; the rest build the source
+DATAMODULE_KEYS: dict[str, tuple[str, ...]] = {
+    "lm": ("epoch_batches", "val_batch_size", "max_val_windows", "num_proc"),
+    "pairs": ("epoch_batches", "val_batch_size", "max_src_len", "max_tgt_len", "bucket_batches"),
+}
+DATAMODULE_KEYS["bin"] = DATAMODULE_KEYS["lm"]
+
+
+def split_config(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """``(kind, source node, datamodule kwargs)`` from a plain data config node."""
+    node = dict(cfg)
+    name = node.get("name")
+    if name not in SOURCES:
+        raise DataError("unknown_source", name=name, names=", ".join(SOURCES.names()))
+    kind = SOURCES.get(name).kind
+    dm_kwargs = {k: node.pop(k) for k in DATAMODULE_KEYS[kind] if k in node}
+    return kind, node, dm_kwargs
+
+
 def build_source(cfg: Mapping[str, Any]) -> Source:
     """From ``{name: <source>, <its keys>...}`` (datamodule keys already removed)."""
     node = dict(cfg)
@@ -33,4 +52,4 @@ def build_source(cfg: Mapping[str, Any]) -> Source:
     return cls(**node)
 
 
-__all__ = ["SOURCES", "Source", "LMSource", "PairSource", "build_source"]
+__all__ = ["SOURCES", "DATAMODULE_KEYS", "Source", "LMSource", "PairSource", "build_source", "split_config"]

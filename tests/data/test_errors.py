@@ -1,0 +1,158 @@
+"""Every data error, triggered for real, with its exact text (the table is src/data/errors.py)."""
+from __future__ import annotations
+
+import gzip
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from src.data.cache import write_meta
+from src.data.datamodule import build_datamodule
+from src.data.errors import MESSAGES, DataError
+from src.data.sources import build_source
+from src.data.sources.base import download
+from src.data.tokenizers import build_tokenizer
+
+
+def dm(cfg: dict, tok: str = "char", block_size: int = 8, batch_size: int = 2, **kw):
+    return build_datamodule(cfg, build_tokenizer({"name": tok}), block_size=block_size, batch_size=batch_size, seed=0, **kw)
+
+
+def setup(cfg: dict, tok: str = "char", **kw) -> None:
+    d = dm(cfg, tok, **kw)
+    d.prepare_tokenizer()
+    d.setup("fit")
+    d.val_dataloader()
+    d.train_dataloader()
+
+
+def gz(path: Path, n: int) -> None:
+    path.write_bytes(gzip.compress("".join(f"line {i}\n" for i in range(n)).encode()))
+
+
+def multi30k(folder: Path, de_train_lines: int = 3) -> Path:
+    folder.mkdir(exist_ok=True)
+    for split in ("train", "val", "test_2016_flickr"):
+        gz(folder / f"{split}.en.gz", 3)
+        gz(folder / f"{split}.de.gz", de_train_lines if split == "train" else 3)
+    return folder
+
+
+def bins(folder: Path, tokenizer_state: dict) -> Path:
+    """A prepared token directory (as src.prepare writes it) made with ``tokenizer_state``."""
+    folder.mkdir()
+    for split in ("train", "val"):
+        np.arange(100, dtype=np.uint16).tofile(folder / f"{split}.bin")
+    write_meta(folder, {"dtype": "uint16", "tokenizer": tokenizer_state, "tokens": {"train": 100, "val": 100}})
+    return folder
+
+
+# (case id, error code, trigger(tmp_path, cache_dir), expected text with {tmp} for tmp_path)
+CASES: list[tuple[str, str, Callable[[Path, str], object], str]] = [
+    ("missing_file", "missing_file",
+     lambda t, c: build_source({"name": "tinyshakespeare", "path": f"{t}/nope.txt"}).splits(),
+     "data.path='{tmp}/nope.txt': no such file. give the char-rnn input.txt, or leave data.path unset to download it"),
+    ("missing_text_file", "missing_file",
+     lambda t, c: build_source({"name": "text", "paths": [f"{t}/nope.txt"]}),
+     "data.paths='{tmp}/nope.txt': no such file. give existing text files or globs in data.paths"),
+    ("no_files_match", "no_files_match",
+     lambda t, c: build_source({"name": "text", "paths": [f"{t}/*.md"]}),
+     "data.paths=['{tmp}/*.md'] matches no files; give existing text files or globs, e.g. data.paths=[notes/*.txt]"),
+    ("missing_multi30k_file", "missing_file",
+     lambda t, c: build_source({"name": "multi30k", "path": str(t)}).pairs(),
+     "data.path='{tmp}/train.en.gz': no such file. data.path must be a folder with train.en.gz, train.de.gz, val.en.gz, "
+     "val.de.gz, test_2016_flickr.en.gz, test_2016_flickr.de.gz; leave it unset to download them"),
+    ("empty_corpus", "empty_corpus",
+     lambda t, c: (t.joinpath("e.txt").write_text(""), setup({"name": "text", "paths": [f"{t}/e.txt"], "cache_dir": c})),
+     "data=text: the train split is empty (no text); give a corpus with text in it"),
+    ("too_short", "too_short",
+     lambda t, c: (t.joinpath("s.txt").write_text("x" * 60), setup({"name": "text", "paths": [f"{t}/s.txt"], "cache_dir": c}, block_size=64)),
+     "data=text: the train split has 54 tokens but one window needs block_size+1 = 65; use more text or a smaller block_size (model.max_seq_len)"),
+    ("too_short_val", "too_short",
+     lambda t, c: (t.joinpath("s.txt").write_text("ab" * 100), setup({"name": "text", "paths": [f"{t}/s.txt"], "cache_dir": c}, block_size=32)),
+     "data=text: the val split has 20 tokens but one window needs block_size+1 = 33; use more text or a smaller block_size (model.max_seq_len)"),
+    ("too_few_windows", "too_few_windows",
+     lambda t, c: (t.joinpath("s.txt").write_text("ab" * 100), setup({"name": "text", "paths": [f"{t}/s.txt"], "cache_dir": c},
+                                                                    block_size=9, world_size=4, rank=0)),
+     "data=text: the val split has 2 windows of block_size+1 = 10 tokens, fewer than the world size 4, so some rank would get none; "
+     "use more val text, a smaller block_size or fewer devices"),
+    ("undecodable", "undecodable",
+     lambda t, c: (t.joinpath("b.txt").write_bytes(b"caf\xc3\xa9 ok \xff\xfe"), build_source({"name": "text", "paths": [f"{t}/b.txt"]}).splits()),
+     "{tmp}/b.txt: bytes at offset 9 are not valid utf-8 (invalid start byte); convert the file to utf-8 or set data.encoding to its encoding"),
+    ("line_count_mismatch", "line_count_mismatch",
+     lambda t, c: build_source({"name": "multi30k", "path": str(multi30k(t / "m", de_train_lines=2))}).pairs(),
+     "{tmp}/m/train.en.gz has 3 lines but {tmp}/m/train.de.gz has 2; translation files must align line by line"),
+    ("download_failed", "download_failed",
+     lambda t, c: build_source({"name": "tinyshakespeare", "cache_dir": str(t), "url": "http://127.0.0.1:9/input.txt"}).splits(),
+     "could not download tinyshakespeare from http://127.0.0.1:9/input.txt ({reason}). Put the file at {tmp}/tinyshakespeare/input.txt "
+     "or pass data.path=/path/to/input.txt; without internet, data=embedded works offline"),
+    ("needs_special_tokens", "needs_special_tokens",
+     lambda t, c: dm({"name": "multi30k", "path": str(multi30k(t / "m"))}, "char"),
+     "data=multi30k needs a tokenizer with eos and pad ids (pair batches end the target with eos and pad on the right); "
+     "tokenizer=char has eos=None, pad=None; use tokenizer=gpt2 or tokenizer=hf"),
+    ("too_few_pairs", "too_few_pairs",
+     lambda t, c: setup({"name": "multi30k", "path": str(multi30k(t / "m")), "cache_dir": c}, "gpt2", batch_size=4),
+     "data=multi30k: the train split has 3 pairs, fewer than 4 (batch_size 4 x world size 1); use a smaller batch size or fewer devices"),
+    ("unknown_source", "unknown_source",
+     lambda t, c: dm({"name": "wiki"}),
+     "unknown data source 'wiki'; registered sources: bin, embedded, hf, multi30k, openwebtext, text, tinyshakespeare "
+     "(data=<name> picks conf/data/<name>.yaml)"),
+    ("unknown_key", "unknown_key",
+     lambda t, c: dm({"name": "embedded", "val_frac": 0.2}),
+     "data=embedded got unknown key(s) ['val_frac']; it accepts: cache_dir, val_fraction, test_fraction, piece_chars"),
+    ("bad_fraction", "bad_fraction",
+     lambda t, c: dm({"name": "tinyshakespeare", "val_fraction": 1.5}),
+     "data.val_fraction=1.5 must be in [0, 1) and the held-out fractions must sum below 1"),
+    ("bad_value", "bad_value",
+     lambda t, c: dm({"name": "multi30k", "src_lang": "fr"}, "gpt2"),
+     "data.src_lang='fr' is invalid: Multi30k task 1 has 'en' and 'de'"),
+    ("hf_missing_column", "hf_missing_column",
+     lambda t, c: (t.joinpath("r.jsonl").write_text('{"body": "x"}\n' * 20),
+                   build_source({"name": "hf", "path": "json", "data_files": str(t / "r.jsonl"), "val_fraction": 0.1}).splits()),
+     "data.text_column='text' is not a column of json split 'train'; its columns are ['body']"),
+    ("checksum_mismatch", "checksum_mismatch",
+     lambda t, c: (t.joinpath("f.txt").write_text("hello"),
+                   download(f"file://{t}/f.txt", t / "d" / "f.txt", what="a test file", key="path", sha256="0" * 64)),
+     "file://{tmp}/f.txt: sha256 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824 does not match the expected "
+     + "0" * 64 + " for a test file; delete the file and retry, or pass data.path= a good copy"),
+    ("bins_missing", "bins_missing",
+     lambda t, c: setup({"name": "bin", "dir": str(t / "nothing")}, "gpt2"),
+     "data.dir='{tmp}/nothing' has no train.bin; run the one-time step first: python -m src.prepare data=bin "
+     "(it tokenizes the corpus into train.bin/val.bin there), or point data.dir at a prepared directory"),
+    ("tokenizer_mismatch", "tokenizer_mismatch",
+     lambda t, c: (bins(t / "b", {"name": "gpt2"}), build_datamodule({"name": "bin", "dir": str(t / "b")},
+                   build_tokenizer({"name": "char", "chars": "abc"}), block_size=8, batch_size=2, seed=0).setup("fit")),
+     "{tmp}/b was tokenized with {{'name': 'gpt2'}} but the run uses {{'name': 'char', 'chars': 'abc'}}; "
+     "re-run python -m src.prepare with this tokenizer or choose tokenizer=gpt2"),
+]
+
+
+@pytest.mark.parametrize(("case", "code", "trigger", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_error_text(case: str, code: str, trigger, expected: str, tmp_path: Path, cache_dir: str) -> None:
+    with pytest.raises(DataError) as e:
+        trigger(tmp_path, cache_dir)
+    assert e.value.code == code
+    fields = {"tmp": tmp_path, "reason": e.value.fields.get("reason")}
+    assert str(e.value) == expected.format(**fields)
+
+
+def test_every_message_is_exercised() -> None:
+    """Each template of the table is raised by a case above (hf_load_failed by the test below)."""
+    assert set(MESSAGES) == {c[1] for c in CASES} | {"hf_load_failed"}
+
+
+def test_download_to_the_cache(tmp_path: Path) -> None:
+    """The download path itself, offline: a file:// URL, checksum verified, then reused."""
+    (tmp_path / "input.txt").write_text("To be, or not to be\n" * 10)
+    cfg = {"name": "tinyshakespeare", "cache_dir": str(tmp_path / "c"), "url": f"file://{tmp_path}/input.txt"}
+    s = build_source(cfg).splits()
+    assert (tmp_path / "c" / "tinyshakespeare" / "input.txt").is_file() and s["train"][0].startswith("To be")
+
+
+def test_hf_offline_unknown_dataset_says_what_works(cache_dir: str) -> None:
+    with pytest.raises(DataError) as e:
+        build_source({"name": "hf", "path": "surely/not-a-cached-dataset-xyz", "cache_dir": cache_dir}).splits()
+    assert str(e.value).startswith("datasets.load_dataset('surely/not-a-cached-dataset-xyz', None) failed: ")
+    assert str(e.value).endswith("without internet, data=embedded works")

@@ -1,0 +1,126 @@
+"""Every source loads: the public files when present (else skipped), local and built-in ones always."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from src.data.datamodule import build_datamodule
+from src.data.sources import SOURCES, build_source
+from src.data.tokenizers import build_tokenizer
+from tests.data.conftest import shared
+
+
+def test_registered_sources_have_configs(conf_dir: Path) -> None:
+    from omegaconf import OmegaConf
+
+    assert set(SOURCES.names()) == {p.stem for p in (conf_dir / "data").glob("*.yaml")}
+    for name in SOURCES.names():
+        node = OmegaConf.to_container(OmegaConf.load(conf_dir / "data" / f"{name}.yaml"))
+        assert node["name"] == name and "cache_dir" in node
+
+
+def test_embedded_is_deterministic_and_offline(cache_dir: str) -> None:
+    a = build_source({"name": "embedded", "cache_dir": cache_dir}).splits()
+    b = build_source({"name": "embedded", "cache_dir": cache_dir}).splits()
+    assert a == b and set(a) == {"train", "val", "test"}
+    sizes = {k: sum(map(len, v)) for k, v in a.items()}
+    total = sum(sizes.values())
+    assert total > 300_000 and 0.04 < sizes["val"] / total < 0.2 and 0.04 < sizes["test"] / total < 0.2
+
+
+def test_tinyshakespeare_from_a_local_copy(cache_dir: str) -> None:
+    path = shared("tinyshakespeare", "input.txt")
+    src = build_source({"name": "tinyshakespeare", "path": str(path), "cache_dir": cache_dir})
+    s = src.splits()
+    assert set(s) == {"train", "val"} and len(s["train"][0]) == 1003854 and len(s["val"][0]) == 111540  # 90/10
+    dm = build_datamodule({"name": "tinyshakespeare", "path": str(path), "cache_dir": cache_dir}, build_tokenizer({"name": "char"}),
+                          block_size=32, batch_size=2, seed=0)
+    assert dm.prepare_tokenizer().vocab_size == 65
+    dm.setup("fit")
+    assert dm.tokens["test"] is dm.tokens["val"]  # val doubles as test
+
+
+def test_tinyshakespeare_gpt2_token_counts_match_nanogpt(cache_dir: str) -> None:
+    path = shared("tinyshakespeare", "input.txt")
+    dm = build_datamodule({"name": "tinyshakespeare", "path": str(path), "cache_dir": cache_dir}, build_tokenizer({"name": "gpt2"}),
+                          block_size=32, batch_size=2, seed=0)
+    dm.setup("fit")
+    assert (len(dm.tokens["train"]), len(dm.tokens["val"])) == (301966, 36059)  # nanoGPT data/shakespeare/prepare.py
+
+
+def test_tinyshakespeare_uses_the_cached_download(tmp_path: Path) -> None:
+    """With no path, <cache_dir>/tinyshakespeare/input.txt is used (downloaded there once when online)."""
+    dest = tmp_path / "tinyshakespeare" / "input.txt"
+    dest.parent.mkdir()
+    dest.write_text("First Citizen:\nBefore we proceed any further, hear me speak.\n")
+    src = build_source({"name": "tinyshakespeare", "cache_dir": str(tmp_path), "url": "http://127.0.0.1:9/never"})
+    assert src.file() == dest
+
+
+def test_text_files_globs_and_val_paths(tmp_path: Path, small_text: Path, cache_dir: str) -> None:
+    (tmp_path / "a").mkdir()
+    for i in range(3):
+        (tmp_path / "a" / f"{i}.txt").write_text(f"document {i}\n" * 50)
+    src = build_source({"name": "text", "paths": [str(tmp_path / "a" / "*.txt")], "val_paths": [str(small_text)], "cache_dir": cache_dir})
+    s = src.splits()
+    assert s["train"] == [f"document {i}\n" * 50 for i in range(3)] and s["val"] == [small_text.read_text()]
+    # fraction split: the last 10% of the characters
+    s = build_source({"name": "text", "paths": [str(tmp_path / "a" / "*.txt")], "cache_dir": cache_dir}).splits()
+    assert "".join(s["train"]) + "".join(s["val"]) == "".join(f"document {i}\n" * 50 for i in range(3))
+    assert len("".join(s["val"])) == 165
+
+
+def test_cache_key_follows_content(tmp_path: Path, cache_dir: str) -> None:
+    f = tmp_path / "c.txt"
+    f.write_text("abcdefgh" * 100)
+    cfg = {"name": "text", "paths": [str(f)], "cache_dir": cache_dir}
+    d1 = build_datamodule(cfg, build_tokenizer({"name": "char"}), block_size=4, batch_size=1, seed=0).token_dir
+    f.write_text("abcdefgi" * 100)
+    d2 = build_datamodule(cfg, build_tokenizer({"name": "char"}), block_size=4, batch_size=1, seed=0).token_dir
+    d3 = build_datamodule(cfg, build_tokenizer({"name": "gpt2"}), block_size=4, batch_size=1, seed=0).token_dir
+    assert len({d1, d2, d3}) == 3
+
+
+def test_hf_source_on_a_local_json_file(tmp_path: Path, cache_dir: str) -> None:
+    rows = [{"body": f"record number {i} says hello", "id": i} for i in range(60)]
+    f = tmp_path / "rows.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in rows))
+    cfg = {"name": "hf", "path": "json", "data_files": {"train": [str(f)]}, "text_column": "body", "val_fraction": 0.1,
+           "seed": 1, "cache_dir": cache_dir}
+    src = build_source(cfg)
+    s = src.splits()
+    assert s["train"].num_rows == 54 and s["val"].num_rows == 6 and s["train"].column_names == ["text"]
+    tok = build_tokenizer({"name": "gpt2"})
+    dm = build_datamodule(cfg, tok, block_size=8, batch_size=2, seed=0)
+    dm.setup("fit")
+    val = np.asarray(dm.tokens["val"])
+    assert (val == tok.eos_token_id).sum() == 6  # one eos after every document
+    assert next(iter(dm.train_dataloader()))["tokens"].shape == (2, 9)
+
+
+def test_hf_streaming_reads_the_stream_once(tmp_path: Path, small_text: Path, cache_dir: str) -> None:
+    cfg = {"name": "hf", "path": "text", "data_files": {"train": [str(small_text)]}, "streaming": True,
+           "streaming_val_documents": 40, "max_documents": 200, "cache_dir": cache_dir}
+    tok = build_tokenizer({"name": "gpt2"})
+    dm = build_datamodule(cfg, tok, block_size=8, batch_size=2, seed=0)
+    dm.setup("fit")
+    lines = small_text.read_text().splitlines()
+    n = [len(tok.encode(line)) + 1 for line in lines]  # + eos per document (line)
+    assert dm.meta["tokens"]["val"] == sum(n[:40])  # the first 40 documents validate
+    assert dm.meta["tokens"]["train"] == sum(n[40:240])  # then at most 200 train documents
+
+
+def test_multi30k_line_files_when_present(cache_dir: str) -> None:
+    src = build_source({"name": "multi30k", "path": str(shared("multi30k_en_de")), "src_lang": "de", "tgt_lang": "en",
+                        "cache_dir": cache_dir})
+    de, en = src.pairs()["test"]
+    assert len(de) == len(en) == 1000 and en[0].startswith("A man in an orange hat")
+
+
+@pytest.mark.parametrize("name", ["openwebtext", "bin"])
+def test_bin_sources_default_to_the_cache(name: str, cache_dir: str) -> None:
+    src = build_source({"name": name, "cache_dir": cache_dir, **({"dir": None} if name == "openwebtext" else {"dir": "/x"})})
+    assert src.kind == "bin"
