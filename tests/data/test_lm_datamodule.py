@@ -111,3 +111,19 @@ def test_val_windows_cover_the_split_without_overlap(cache_dir: str) -> None:
     n = (len(val) - 1) // 16
     assert rows.shape == (n, 17)
     assert torch.equal(rows[:, :-1].reshape(-1), val[: n * 16])  # consecutive windows share exactly one token
+
+
+def test_large_vocabularies_are_stored_as_uint32(tmp_path) -> None:
+    from src.data.cache import open_tokens, token_dtype, write_token_dir
+    from src.data.tokenizers import Tokenizer
+
+    class Big(Tokenizer):
+        name, vocab_size, eos_token_id = "big", 100_000, 99_999
+
+        def encode(self, text: str) -> list[int]:
+            return [70_000 + ord(c) for c in text]
+
+    assert token_dtype(50257) == np.uint16 and token_dtype(65535) == np.uint16 and token_dtype(65536) == np.uint32
+    meta = write_token_dir({"train": ["ab"], "val": ["c"]}, Big(), tmp_path, source="t", separate=True)
+    assert meta["dtype"] == "uint32"
+    assert open_tokens(tmp_path, "train", meta).tolist() == [70_097, 70_098, 99_999]
