@@ -97,11 +97,11 @@ if LM is not None:
                                  pair_format=loaded.pair_format, mask_token_id=loaded.mask_token_id)
             self.max_gen_toks = int(max_gen_toks)
 
-        def loglikelihood(self, requests: list[Any]) -> list[tuple[float, bool]]:
+        def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[tuple[float, bool]]:
             return loglikelihood(self.scorer, [tuple(r.args[:2]) for r in requests])
 
-        def loglikelihood_rolling(self, requests: list[Any]) -> list[float]:
+        def loglikelihood_rolling(self, requests: list[Any], disable_tqdm: bool = False) -> list[float]:
             return loglikelihood_rolling(self.scorer, [r.args[0] for r in requests])
 
-        def generate_until(self, requests: list[Any]) -> list[str]:
+        def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
             return generate_until(self.scorer, [(r.args[0], r.args[1]) for r in requests], self.max_gen_toks)

@@ -294,7 +294,9 @@ class Scorer:
                 for chunk in scored.split(per_batch):
                     x = ids.repeat(len(chunk), 1)  # [n, T]: one copy per scored position
                     x[torch.arange(len(chunk)), chunk] = self.mask_token_id
-                    logits = self.model(x).logits[torch.arange(len(chunk)), chunk]  # [n, V]
+                    model: EncoderOnly = self.model  # type: ignore[assignment]
+                    hidden = model.encoder(model.embed(x)).hidden[torch.arange(len(chunk)), chunk]  # [n, C]
+                    logits = model.logits(model.transform(hidden))  # [n, V]: the MLM head at the masked tokens only
                     total += float(F.cross_entropy(logits.float(), ids[chunk], reduction="sum").double())
                     self.tokens_read += x.numel()
                 count += w.n_target
