@@ -15,6 +15,7 @@ carries its position and ``fit(ckpt_path=...)`` resumes on the exact next batch.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,10 @@ from src.data.tokenizers import Tokenizer, tokenizer_from_state
 from src.data.windows import BatchStream, EvalStream, FixedWindows, RandomWindows, ResumableLoader, SizedBatchStream, resolve_rank
 
 log = logging.getLogger(__name__)
+
+# Lightning warns for every IterableDataset with __len__ that workers might duplicate data; ours
+# split batch indices across workers, so the length is exact with any number of workers.
+warnings.filterwarnings("ignore", message=r"Your `IterableDataset` has `__len__` defined")
 
 
 def adopt_vocabulary(tokenizer: Tokenizer, state: Mapping[str, Any]) -> None:
