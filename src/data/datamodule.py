@@ -68,6 +68,7 @@ class _BaseDataModule(L.LightningDataModule):
         self._rank, self._world_size = rank, world_size
         self._dir: Path | None = None
         self.meta: dict[str, Any] | None = None
+        self._last_train_loader: ResumableLoader | None = None
 
     # ------------------------------------------------------------ where and who
 
@@ -119,10 +120,14 @@ class _BaseDataModule(L.LightningDataModule):
         self.ensure_tokens()
 
     def _train_loader(self, make_batch: Any, epoch_batches: int | None) -> ResumableLoader:
-        stream = SizedBatchStream(make_batch, epoch_batches) if epoch_batches else BatchStream(make_batch, None)
+        # a reloaded train loader (reload_dataloaders_every_n_epochs) continues where the last one stopped
+        start = self._last_train_loader.batches_consumed if self._last_train_loader is not None else 0
+        stream = SizedBatchStream(make_batch, epoch_batches, start) if epoch_batches else BatchStream(make_batch, None, start)
         # Lightning fetches one batch ahead only for loaders without a length
         lookahead = 1 if epoch_batches is None and getattr(self, "trainer", None) is not None else 0
-        return ResumableLoader(stream, num_workers=self.num_workers, pin_memory=self.pin_memory, lookahead=lookahead)
+        loader = ResumableLoader(stream, num_workers=self.num_workers, pin_memory=self.pin_memory, lookahead=lookahead)
+        self._last_train_loader = loader
+        return loader
 
     def _eval_loader(self, make_batch: Any, n_batches: int) -> DataLoader:
         return DataLoader(EvalStream(make_batch, n_batches), batch_size=None, num_workers=self.num_workers, pin_memory=self.pin_memory)

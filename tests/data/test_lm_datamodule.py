@@ -127,3 +127,11 @@ def test_large_vocabularies_are_stored_as_uint32(tmp_path) -> None:
     meta = write_token_dir({"train": ["ab"], "val": ["c"]}, Big(), tmp_path, source="t", separate=True)
     assert meta["dtype"] == "uint32"
     assert open_tokens(tmp_path, "train", meta).tolist() == [70_097, 70_098, 99_999]
+
+
+def test_a_reloaded_train_loader_continues_the_stream(cache_dir: str) -> None:
+    ref = take(make(cache_dir).train_dataloader(), 5)
+    dm = make(cache_dir)
+    first = take(dm.train_dataloader(), 2)
+    again = take(dm.train_dataloader(), 3)  # as with Trainer(reload_dataloaders_every_n_epochs=1)
+    assert all(torch.equal(x, y) for x, y in zip(first + again, ref))
