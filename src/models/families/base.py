@@ -85,12 +85,24 @@ class TransformerModel(nn.Module):
                 nn.init.normal_(module.weight, 0.0, std)
 
     # -- shared forward pieces --------------------------------------------------------
+    def check_ids(self, input_ids: Tensor) -> None:
+        """Fail loudly on ids outside the vocabulary. On CPU a plain check; on an accelerator
+        an asynchronous device assert (``int(max)`` there would stall every step on a
+        host-device sync); skipped inside ``torch.compile`` (it would break the graph)."""
+        if not input_ids.numel() or torch.compiler.is_compiling():
+            return
+        V = self.config.vocab_size
+        if input_ids.device.type == "cpu":
+            if int(input_ids.max()) >= V:
+                raise ValueError(
+                    f"token id {int(input_ids.max())} is out of range for model.vocab_size={V}; "
+                    f"the tokenizer's vocabulary is larger than the model's"
+                )
+        else:
+            torch._assert_async(input_ids.max() < V, f"a token id is out of range for model.vocab_size={V}")
+
     def embed(self, input_ids: Tensor) -> Tensor:
-        if input_ids.numel() and int(input_ids.max()) >= self.config.vocab_size:
-            raise ValueError(
-                f"token id {int(input_ids.max())} is out of range for model.vocab_size={self.config.vocab_size}; "
-                f"the tokenizer's vocabulary is larger than the model's"
-            )
+        self.check_ids(input_ids)
         x = self.tok_embed(input_ids)  # [B, T] -> [B, T, C]
         return x * self.embed_scale if self.embed_scale != 1.0 else x
 

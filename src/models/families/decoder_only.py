@@ -7,10 +7,11 @@
 from __future__ import annotations
 
 from torch import Tensor
+from torch.nn import functional as F
 
 from src.models.components.kv_cache import KVCache
 from src.models.config import ModelConfig
-from src.models.families.base import FAMILIES, TransformerModel
+from src.models.families.base import FAMILIES, IGNORE_INDEX, TransformerModel
 from src.models.outputs import ModelOutput
 
 
@@ -46,5 +47,7 @@ class DecoderOnly(TransformerModel):
         logits = self.logits(out.hidden)  # [B, T, V]
         loss = None
         if labels is not None:
-            loss = self.cross_entropy(logits[:, :-1], labels[:, 1:])
+            # Shift the labels, not the logits: logits[:, :-1] would copy [B, T-1, V] forward
+            # and scatter it back in backward; the last position is simply not scored.
+            loss = self.cross_entropy(logits, F.pad(labels[:, 1:], (0, 1), value=IGNORE_INDEX))
         return ModelOutput(logits=logits, loss=loss, hidden_states=out.hidden, attentions=out.attentions, cache=cache)
