@@ -1,0 +1,88 @@
+"""Throughput: Lightning's ``ThroughputMonitor`` counting tokens, and a progress bar showing them.
+
+``TokenThroughput`` logs (every ``log_every_n_steps``, once ``window_size`` steps are in the
+window) ``train|device/items_per_sec`` (= tokens/s per device), ``train|device/flops_per_sec``
+and ``train|device/mfu``. FLOPs per batch come from the task (nanoGPT's ``6N + 12·L·H·Q·T``
+per token); MFU divides by the device's peak, ``peak_tflops`` when given (A100 312, H100/H200
+989 TFLOP/s dense bf16), else Lightning's own table. On CPU there is no peak, so only tokens/s.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import lightning.pytorch as pl
+from lightning.pytorch.callbacks import RichProgressBar, ThroughputMonitor
+
+
+class TokenThroughput(ThroughputMonitor):
+    """``ThroughputMonitor`` whose items are tokens (``pl_module.batch_tokens(batch)``)."""
+
+    def __init__(self, window_size: int = 20, peak_tflops: float | None = None) -> None:
+        super().__init__(batch_size_fn=_batch_size, length_fn=None, window_size=window_size)
+        self.peak_tflops = peak_tflops
+        self.tokens_per_s: float | None = None  # latest per-device figure, read by the progress bar
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if not callable(getattr(pl_module, "batch_tokens", None)):
+            raise TypeError(f"{type(self).__name__} needs a task with batch_tokens(batch) (an src.tasks.LMTask)")
+        self.length_fn = pl_module.batch_tokens  # type: ignore[assignment]
+        super().setup(trainer, pl_module, stage)
+        if self.peak_tflops:
+            self.available_flops = int(float(self.peak_tflops) * 1e12)
+            for t in self._throughputs.values():
+                t.available_flops = self.available_flops
+
+    def _compute(self, trainer: pl.Trainer, iter_num: int | None = None) -> None:
+        super()._compute(trainer, iter_num)
+        stage = trainer.state.stage
+        if stage is not None and stage.value == "train" and trainer._logger_connector.should_update_logs:
+            rate = self._throughputs[stage].compute().get("device/items_per_sec")
+            if rate is not None:
+                self.tokens_per_s = float(rate)
+
+
+def _batch_size(batch: Any) -> int:
+    if "tokens" in batch:
+        return int(batch["tokens"].shape[0])
+    return int(batch["src_ids"].shape[0])
+
+
+class TokensPerSecondBar(RichProgressBar):
+    """Lightning's ``RichProgressBar`` plus ``tok/s`` (per device, training only).
+
+    Reads the figure from a ``TokenThroughput`` callback when present, else measures wall
+    time between batches itself.
+    """
+
+    def __init__(self, refresh_rate: int = 1, leave: bool = False) -> None:
+        super().__init__(refresh_rate=refresh_rate, leave=leave)
+        self._t0: float | None = None
+        self._tokens = 0
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        super().on_train_start(trainer, pl_module)
+        self._t0, self._tokens = time.perf_counter(), 0
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        fn = getattr(pl_module, "batch_tokens", None)
+        if callable(fn):
+            self._tokens += fn(batch)
+        super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+
+    def _get_train_description(self, current_epoch: int) -> str:
+        # runs are counted in steps (max_epochs=-1): Lightning would print "Epoch 0/-2"
+        if self.trainer.max_epochs is None or self.trainer.max_epochs < 0:
+            return f"Epoch {current_epoch}"
+        return super()._get_train_description(current_epoch)
+
+    def get_metrics(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> dict[str, Any]:
+        metrics = super().get_metrics(trainer, pl_module)
+        metrics.pop("v_num", None)
+        rate = next((c.tokens_per_s for c in trainer.callbacks if isinstance(c, TokenThroughput)), None)
+        if rate is None and self._t0 is not None and self._tokens:
+            rate = self._tokens / max(time.perf_counter() - self._t0, 1e-9)
+        if rate is not None:
+            metrics["tok/s"] = f"{rate:,.0f}"
+        return metrics

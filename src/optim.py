@@ -1,0 +1,128 @@
+"""Optimiser and learning-rate schedules, built from plain config (``optim=…``, ``scheduler=…``).
+
+Weight decay follows nanoGPT's rule (``configure_optimizers`` in karpathy/nanoGPT model.py):
+every parameter with ``dim >= 2`` is decayed (the matrices of attention, FFN, head) and
+everything else is not (biases, norm gains). Embedding tables are matrices but are *not*
+decayed here (nanoGPT decays them; GPT-3 / many LLM recipes, and BERT's ``no_decay`` list
+for norms, argue against shrinking rarely-updated rows): an ``nn.Embedding`` weight, and a
+head tied to it, is in the no-decay group. ``optim.decay_embeddings=true`` restores nanoGPT.
+
+Schedules (all per optimiser step, so gradient accumulation does not stretch them):
+
+* ``cosine`` — linear warmup, then cosine decay from ``lr`` to ``min_lr`` at ``decay_steps``,
+  constant after (nanoGPT's ``get_lr``, step ``it`` counted from 0: ``lr·(it+1)/(warmup+1)``).
+* ``constant`` — linear warmup, then ``lr``.
+* ``none`` — ``lr`` from the first step.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+OPTIMIZERS = ("adamw",)
+SCHEDULERS = ("cosine", "constant", "none")
+
+
+def param_groups(model: nn.Module, weight_decay: float, decay_embeddings: bool = False) -> list[dict[str, Any]]:
+    """Split trainable parameters into a decayed group (matrices) and a non-decayed one.
+
+    Tied parameters (the head sharing the token embedding) are counted once.
+    """
+    embedding_ids = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
+    seen: set[int] = set()
+    for p in model.parameters():  # nn.Module.parameters() already yields a shared tensor once
+        if not p.requires_grad or id(p) in seen:
+            continue
+        seen.add(id(p))
+        is_embedding = id(p) in embedding_ids
+        if p.dim() >= 2 and (decay_embeddings or not is_embedding):
+            decay.append(p)
+        else:
+            no_decay.append(p)
+    return [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+
+
+def build_optimizer(model: nn.Module, cfg: Mapping[str, Any], device: torch.device) -> torch.optim.Optimizer:
+    """``optim`` config -> optimiser. ``fused: auto`` uses the fused CUDA AdamW kernel on CUDA."""
+    name = cfg.get("name", "adamw")
+    if name not in OPTIMIZERS:
+        raise ValueError(f"optim.name='{name}' is not known; available: {', '.join(OPTIMIZERS)}")
+    fused = cfg.get("fused", "auto")
+    if fused == "auto":
+        fused = device.type == "cuda"
+    if fused and device.type != "cuda":
+        raise ValueError(f"optim.fused=true needs a CUDA device, but the model is on {device}; set optim.fused=auto")
+    groups = param_groups(model, float(cfg["weight_decay"]), bool(cfg.get("decay_embeddings", False)))
+    return torch.optim.AdamW(
+        groups,
+        lr=float(cfg["lr"]),
+        betas=tuple(float(b) for b in cfg["betas"]),  # type: ignore[arg-type]
+        eps=float(cfg.get("eps", 1e-8)),
+        fused=bool(fused),
+    )
+
+
+class WarmupCosine:
+    """LR multiplier for ``LambdaLR``: linear warmup, cosine to ``min_ratio``, then flat.
+
+    A class (not a closure) so that ``LambdaLR.state_dict()`` stores its plain attributes.
+    """
+
+    def __init__(self, warmup_steps: int, decay_steps: int | None, min_ratio: float, cosine: bool = True) -> None:
+        self.warmup_steps = int(warmup_steps)
+        self.decay_steps = int(decay_steps) if decay_steps is not None else None
+        self.min_ratio = float(min_ratio)
+        self.cosine = bool(cosine)
+
+    def __call__(self, step: int) -> float:
+        if step < self.warmup_steps:
+            return (step + 1) / (self.warmup_steps + 1)
+        if not self.cosine:
+            return 1.0
+        assert self.decay_steps is not None
+        if step > self.decay_steps:
+            return self.min_ratio
+        span = max(1, self.decay_steps - self.warmup_steps)
+        coeff = 0.5 * (1.0 + math.cos(math.pi * (step - self.warmup_steps) / span))  # 1 -> 0
+        return self.min_ratio + coeff * (1.0 - self.min_ratio)
+
+
+def build_scheduler(
+    optimizer: torch.optim.Optimizer, cfg: Mapping[str, Any], lr: float, max_steps: int | None
+) -> torch.optim.lr_scheduler.LRScheduler | None:
+    """``scheduler`` config -> a per-step ``LambdaLR`` (or ``None`` for ``scheduler=none``)."""
+    name = cfg.get("name", "none")
+    if name not in SCHEDULERS:
+        raise ValueError(f"scheduler.name='{name}' is not known; available: {', '.join(SCHEDULERS)}")
+    if name == "none":
+        return None
+    warmup = int(cfg.get("warmup_steps", 0))
+    if name == "constant":
+        fn = WarmupCosine(warmup, None, 1.0, cosine=False)
+    else:
+        decay_steps = cfg.get("decay_steps")
+        if decay_steps is None:
+            decay_steps = max_steps
+        if decay_steps is None or decay_steps <= 0:
+            raise ValueError(
+                "scheduler=cosine needs a horizon: set scheduler.decay_steps, or trainer.max_steps (it defaults to it)"
+            )
+        min_lr = cfg.get("min_lr")
+        min_ratio = 0.1 if min_lr is None else float(min_lr) / lr
+        if not 0.0 <= min_ratio <= 1.0:
+            raise ValueError(f"scheduler.min_lr={min_lr} must lie in [0, optim.lr={lr}]")
+        fn = WarmupCosine(warmup, int(decay_steps), min_ratio)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, fn)
+
+
+def count_params(params: Iterable[nn.Parameter]) -> int:
+    return sum(p.numel() for p in params)

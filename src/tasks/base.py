@@ -1,0 +1,271 @@
+"""What every training objective shares: the model built from plain config, metrics,
+optimiser/scheduler, FLOPs/token accounting, RNG state in checkpoints.
+
+A task is a ``LightningModule`` constructed from *plain data only* — the resolved run
+config (a dict) and the tokenizer's ``state_dict()`` — never from an injected
+``nn.Module``. ``save_hyperparameters`` stores both, so ``load_from_checkpoint`` and
+``src.tasks.checkpoint.load_checkpoint`` rebuild the exact model and tokenizer, and the
+checkpoint loads with ``torch.load(weights_only=True)``.
+
+Subclasses implement ``prepare(batch) -> Prepared``: the model inputs, the labels
+(``-100`` = not scored) aligned with the logits, and the number of tokens processed.
+Loss, metrics and logging are shared.
+
+Metrics (torchmetrics, reset per epoch, synced across ranks): ``{stage}/loss`` (mean
+cross-entropy per scored token, ``MeanMetric`` weighted by token count), ``{stage}/ppl``
+(``exp`` of that mean, i.e. per-token perplexity) and ``{stage}/acc`` (top-1 accuracy on the
+scored tokens). ``train/loss`` is logged per step, without any host-device sync.
+"""
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from torch import Tensor
+from torchmetrics import MeanMetric
+
+from src.data.tokenizers import Tokenizer, tokenizer_from_state
+from src.models import ModelConfig, TransformerModel, build_model
+from src.models.families.base import IGNORE_INDEX
+from src.optim import build_optimizer, build_scheduler
+
+
+class TaskError(ValueError):
+    """A task that cannot run with this model / data / tokenizer; the message says the fix."""
+
+
+@dataclass
+class Prepared:
+    """A batch turned into model inputs and scored labels."""
+
+    inputs: dict[str, Any]  # kwargs for the model's forward
+    labels: Tensor  # [B, T] aligned with the logits (no shift left to do); IGNORE_INDEX = not scored
+    tokens: int  # tokens the model processed (from shapes only: no device sync)
+    seq_len: int  # the longest sequence the model attended over (for the FLOPs estimate)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SpecialIds:
+    """Token ids a task needs beyond the tokenizer's, and how many were reserved.
+
+    Reserved ids are appended after the tokenizer's vocabulary (``tokenizer.vocab_size``,
+    ``+1`` …); ``model.vocab_size`` then grows by ``n_reserved`` (see ``src.training.setup``).
+    """
+
+    ids: dict[str, int | None] = field(default_factory=dict)
+    n_reserved: int = 0
+
+    def pick(self, name: str, *candidates: int | None, base: int) -> int:
+        """The first non-None candidate, else a new reserved id ``base + n_reserved``."""
+        for c in candidates:
+            if c is not None:
+                self.ids[name] = int(c)
+                return int(c)
+        self.ids[name] = base + self.n_reserved
+        self.n_reserved += 1
+        return self.ids[name]
+
+
+class LMTask(pl.LightningModule):
+    """Base class. ``families`` lists the model families the objective fits."""
+
+    name: ClassVar[str] = "base"
+    families: ClassVar[tuple[str, ...]] = ()
+    batch_formats: ClassVar[tuple[str, ...]] = ("text",)  # "text" {"tokens"} and/or "pairs" {"src_ids", ...}
+
+    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None) -> None:
+        """cfg: the plain resolved run config (``model``, ``task``, ``optim``, ``scheduler``, ``trainer`` …);
+        tokenizer: ``Tokenizer.state_dict()`` (or None for a tokenizer-less model)."""
+        super().__init__()
+        self.save_hyperparameters()  # plain dicts only -> weights_only-loadable checkpoints
+        self.cfg = cfg
+        self.task_cfg: dict[str, Any] = dict(cfg.get("task") or {})
+        self.model_config = ModelConfig.from_dict(cfg["model"])
+        self.check_family(self.model_config)
+        self.tokenizer: Tokenizer | None = tokenizer_from_state(tokenizer) if tokenizer else None
+        self.model: TransformerModel = build_model(self.model_config)
+        for stage in ("val", "test"):
+            # nan_strategy="disable": no per-update NaN check (a host sync); a NaN loss shows in the mean
+            setattr(self, f"{stage}_loss", MeanMetric(nan_strategy="disable"))
+            setattr(self, f"{stage}_acc", MeanMetric(nan_strategy="disable"))
+        self.tokens_seen = 0  # training tokens over all ranks (python int, saved in checkpoints)
+        self._rng_to_restore: dict[str, Any] | None = None
+
+    # ---------------------------------------------------------------- checks
+    @classmethod
+    def check_family(cls, model: ModelConfig) -> None:
+        if model.family not in cls.families:
+            raise TaskError(
+                f"task={cls.name} needs model.family in {list(cls.families)}, but the model is {model.family} "
+                f"({model.name}); {cls.family_hint()}"
+            )
+
+    @classmethod
+    def family_hint(cls) -> str:
+        return "choose a model of that family, or the task that fits this model: causal_lm / decoder_translation " \
+               "(decoder_only), masked_lm (encoder_only), seq2seq (encoder_decoder)"
+
+    @classmethod
+    def check_batch_format(cls, fmt: str, data_name: str = "the data") -> None:
+        """fmt: "text" or "pairs" (what the datamodule yields)."""
+        if fmt not in cls.batch_formats:
+            hint = {"pairs": "translation pairs fit task=seq2seq (encoder_decoder) or task=decoder_translation "
+                             "(decoder_only)", "text": "text windows fit task=causal_lm, masked_lm or seq2seq"}[fmt]
+            raise TaskError(f"task={cls.name} cannot train on {data_name}, which yields {fmt} batches; {hint}")
+
+    @classmethod
+    def special_ids(cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]) -> SpecialIds:
+        """Ids this task needs (resolved into ``task`` config before the task is built)."""
+        return SpecialIds()
+
+    @classmethod
+    def data_block_size(cls, block_size: int, max_seq_len: int, batch_format: str) -> int:
+        """Tokens per window/side to ask the datamodule for, so inputs fit ``max_seq_len``."""
+        return block_size
+
+    # ---------------------------------------------------------------- to implement
+    def prepare(self, batch: Mapping[str, Tensor]) -> Prepared:
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- shared steps
+    def forward(self, **inputs: Any):  # -> ModelOutput
+        return self.model(**inputs)
+
+    def shared_step(self, batch: Mapping[str, Tensor]) -> tuple[Tensor, Tensor, Tensor, Prepared]:
+        """-> (mean loss, per-token correct [N] bool, scored-token mask count tensor, prepared)."""
+        prep = self.prepare(batch)
+        out = self.model(**prep.inputs)
+        logits = out.logits  # [B, T, V]
+        if logits.shape[:2] != prep.labels.shape:
+            raise RuntimeError(f"{type(self).__name__}: logits {tuple(logits.shape)} and labels "
+                               f"{tuple(prep.labels.shape)} are not aligned")
+        loss = TransformerModel.cross_entropy(logits, prep.labels)
+        scored = prep.labels != IGNORE_INDEX  # [B, T]
+        correct = (logits.argmax(-1) == prep.labels) & scored
+        return loss, correct, scored, prep
+
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
+        self._maybe_restore_rng()
+
+    def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
+        loss, _, _, prep = self.shared_step(batch)
+        self.tokens_seen += prep.tokens * self.trainer.world_size
+        self.flops_per_batch = self.flops_per_token(prep.seq_len) * prep.tokens  # read by ThroughputMonitor
+        self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True)
+        return loss
+
+    def _eval_step(self, stage: str, batch: Mapping[str, Tensor], batch_idx: int = 0) -> Tensor:
+        loss, correct, scored, prep = self.shared_step(batch)
+        self.flops_per_batch = self.flops_per_token(prep.seq_len) * prep.tokens // 3  # forward only
+        n = scored.sum()
+        loss_metric: MeanMetric = getattr(self, f"{stage}_loss")
+        acc_metric: MeanMetric = getattr(self, f"{stage}_acc")
+        loss_metric.update(loss, weight=n)  # token-weighted mean over the epoch
+        acc_metric.update(correct.sum() / n.clamp(min=1), weight=n)
+        return loss
+
+    def _log_epoch(self, stage: str) -> None:
+        loss_metric: MeanMetric = getattr(self, f"{stage}_loss")
+        acc_metric: MeanMetric = getattr(self, f"{stage}_acc")
+        mean = loss_metric.compute()
+        # MeanMetric.compute() has already reduced over ranks; sync_dist only keeps Lightning quiet
+        self.log(f"{stage}/loss", mean, prog_bar=stage == "val", sync_dist=True)
+        self.log(f"{stage}/ppl", torch.exp(mean.clamp(max=50.0)), sync_dist=True)  # clamp: no inf early on
+        self.log(f"{stage}/acc", acc_metric.compute(), sync_dist=True)
+        loss_metric.reset()
+        acc_metric.reset()
+
+    def validation_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
+        return self._eval_step("val", batch, batch_idx)
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_epoch("val")
+
+    def test_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
+        return self._eval_step("test", batch, batch_idx)
+
+    def on_test_epoch_end(self) -> None:
+        self._log_epoch("test")
+
+    # ---------------------------------------------------------------- throughput
+    def batch_tokens(self, batch: Mapping[str, Tensor]) -> int:
+        """Tokens the model processes for this batch (shapes only). Used by ThroughputMonitor."""
+        if "tokens" in batch:
+            b, t1 = batch["tokens"].shape
+            return b * (t1 - 1)
+        return int(batch["src_ids"].numel() + batch["tgt_ids"].numel())
+
+    def flops_per_token(self, seq_len: int) -> int:
+        """Training FLOPs per token, nanoGPT's ``estimate_mfu`` (PaLM appendix B):
+        6N + 12·L·H·Q·T (forward + backward), N = parameters without position tables."""
+        if getattr(self, "_n_flop_params", None) is None:
+            self._n_flop_params = self.model.num_parameters() - sum(
+                p.numel() for n, p in self.model.named_parameters() if ".position." in f".{n}"
+            )
+        c = self.model_config
+        layers = c.encoder_layers + c.decoder_layers if c.family == "encoder_decoder" else c.n_layer
+        return 6 * self._n_flop_params + 12 * layers * c.n_head * c.head_dim * seq_len
+
+    # ---------------------------------------------------------------- optimisation
+    def configure_model(self) -> None:
+        """``compile: true`` compiles the model in place (state-dict keys unchanged)."""
+        if self.cfg.get("compile") and not getattr(self, "_compiled", False):
+            self.model.compile()
+            self._compiled = True
+
+    def configure_optimizers(self) -> Any:
+        optimizer = build_optimizer(self.model, self.cfg["optim"], self.device)
+        max_steps = (self.cfg.get("trainer") or {}).get("max_steps")
+        scheduler = build_scheduler(optimizer, self.cfg.get("scheduler") or {"name": "none"}, float(self.cfg["optim"]["lr"]),
+                                    max_steps if max_steps and max_steps > 0 else None)
+        if scheduler is None:
+            return optimizer
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step", "frequency": 1}}
+
+    # ---------------------------------------------------------------- checkpoint extras
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Store RNG states (plain tensors/lists: weights_only-safe) and the token counter."""
+        np_state = np.random.get_state()
+        checkpoint["rng_states"] = {
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            "numpy": [np_state[0], np_state[1].tolist(), int(np_state[2]), int(np_state[3]), float(np_state[4])],
+            "python": _to_lists(random.getstate()),
+        }
+        checkpoint["tokens_seen"] = self.tokens_seen
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.tokens_seen = int(checkpoint.get("tokens_seen", 0))
+        # Restored right before the first resumed training batch, after Lightning has rebuilt
+        # the dataloader iterator, so the random stream matches an uninterrupted run.
+        self._rng_to_restore = checkpoint.get("rng_states")
+
+    def _maybe_restore_rng(self) -> None:
+        state, self._rng_to_restore = self._rng_to_restore, None
+        if not state:
+            return
+        torch.set_rng_state(state["torch"].cpu())
+        if state.get("cuda") and torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(state["cuda"])
+        n = state["numpy"]
+        np.random.set_state((n[0], np.asarray(n[1], dtype=np.uint32), n[2], n[3], n[4]))
+        random.setstate(_to_tuples(state["python"]))
+
+
+def _to_lists(x: Any) -> Any:
+    return [_to_lists(v) for v in x] if isinstance(x, tuple) else x
+
+
+def _to_tuples(x: Any) -> Any:
+    return tuple(_to_tuples(v) for v in x) if isinstance(x, list) else x
+
+
+def perplexity(loss: float) -> float:
+    return math.exp(min(loss, 50.0))

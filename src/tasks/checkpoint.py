@@ -1,0 +1,50 @@
+"""Load a training checkpoint without Lightning's trainer: model, tokenizer, config, task.
+
+The checkpoint holds only plain data in ``hyper_parameters`` (``cfg``: the resolved run
+config; ``tokenizer``: the tokenizer state), so it loads with ``torch.load(weights_only=True)``
+(no pickled classes are executed) and rebuilds the exact model and tokenizer.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from src.data.tokenizers import Tokenizer
+from src.models import TransformerModel
+from src.tasks.base import LMTask
+from src.tasks.registry import TASKS
+
+
+@dataclass
+class LoadedCheckpoint:
+    model: TransformerModel  # in eval mode
+    tokenizer: Tokenizer | None
+    cfg: dict[str, Any]  # the plain resolved run config
+    task: LMTask  # the LightningModule holding the model (e.g. for trainer.validate/test)
+    global_step: int = 0
+    path: str = ""
+
+
+def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.device = "cpu") -> LoadedCheckpoint:
+    """Rebuild the task from ``hyper_parameters`` and load its weights (strictly)."""
+    p = Path(path)
+    if p.is_dir():
+        raise IsADirectoryError(f"{p} is a directory; give a .ckpt file (e.g. {p}/checkpoints/last.ckpt). "
+                                f"Sharded FSDP checkpoints: train with trainer.strategy.state_dict_type=full")
+    if not p.is_file():
+        raise FileNotFoundError(f"no checkpoint at {p}; run directories keep them in <run dir>/checkpoints/")
+    ckpt = torch.load(p, map_location=map_location, weights_only=True)
+    hp = ckpt.get("hyper_parameters")
+    if not hp or "cfg" not in hp:
+        raise ValueError(f"{p} has no hyper_parameters.cfg; it was not written by src.train")
+    cfg = hp["cfg"]
+    cls = TASKS.get(cfg["task"]["name"])
+    task = cls(cfg, hp.get("tokenizer"))
+    task.load_state_dict(ckpt["state_dict"], strict=True)
+    task.eval()
+    return LoadedCheckpoint(model=task.model, tokenizer=task.tokenizer, cfg=cfg, task=task,
+                            global_step=int(ckpt.get("global_step", 0)), path=str(p))

@@ -1,0 +1,79 @@
+"""One run directory per run with DDP under Hydra, also inside a multirun.
+
+Lightning's DDP launcher (``_SubprocessScriptLauncher``) starts ranks > 0 by re-running the
+command line (``sys.argv``) with ``hydra.run.dir=<HydraConfig.run.dir>``. Two things go wrong
+with that under Hydra:
+
+* in a multirun, ``sys.argv`` holds ``-m`` and the whole sweep, so every rank > 0 would start
+  the entire sweep again (duplicated runs), and ``hydra.run.dir`` is not the job's directory
+  (that is ``hydra.sweep.dir/subdir``);
+* an unresolved ``${now:...}`` in ``hydra.run.dir`` could resolve to a different second.
+
+``hydra_child_command`` instead rebuilds the child's command from *this job's* overrides
+(``HydraConfig.overrides.task``) and points it at *this job's* resolved output directory
+(``hydra.runtime.output_dir``), with ``hydra.output_subdir=null`` so only rank 0 writes
+``.hydra/``. ``install_ddp_launcher_fix`` puts it in place of Lightning's function (the
+same approach as lightning-hydra-template's advice to pass ``hydra.run.dir`` explicitly).
+
+External launchers (SLURM ``srun``, ``torchrun``) start every rank themselves: under SLURM,
+hydra-submitit-launcher gives all tasks of a job the same directory; with ``torchrun`` pass
+``hydra.run.dir=...`` explicitly (docs/training.md).
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+_CONFIG_FLAGS = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd")
+_DROP_HYDRA = ("hydra.run.", "hydra.sweep.", "hydra.launcher", "hydra/launcher", "hydra.sweeper", "hydra/sweeper",
+               "hydra.mode", "hydra.job.name", "hydra.output_subdir", "hydra.job.num", "hydra.job.id")
+
+
+def _config_flags(argv: Sequence[str]) -> list[str]:
+    """``--config-path/--config-name/--config-dir`` (both ``--x y`` and ``--x=y`` forms) from argv."""
+    out: list[str] = []
+    it = iter(range(len(argv)))
+    for i in it:
+        a = argv[i]
+        if a in _CONFIG_FLAGS and i + 1 < len(argv):
+            out += [a, argv[i + 1]]
+            next(it, None)
+        elif a.split("=", 1)[0] in _CONFIG_FLAGS and "=" in a:
+            out.append(a)
+    return out
+
+
+def hydra_child_command(local_rank: int) -> tuple[list[str], str]:
+    """(command, cwd) that starts rank ``local_rank`` of the current Hydra job in the same run dir."""
+    import __main__
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.utils import get_original_cwd, to_absolute_path
+
+    hc = HydraConfig.get()
+    if __main__.__spec__ is None:  # python path/to/train.py
+        command = [sys.executable, to_absolute_path(sys.argv[0])]
+    else:  # python -m src.train
+        command = [sys.executable, "-m", __main__.__spec__.name]
+    command += _config_flags(sys.argv[1:])
+    command += list(hc.overrides.task)
+    command += [o for o in hc.overrides.hydra if not o.lstrip("+~").startswith(_DROP_HYDRA)]
+    command += [
+        f'hydra.run.dir="{hc.runtime.output_dir}"',
+        f"hydra.job.name={hc.job.name}_rank{local_rank}",
+        "hydra.output_subdir=null",
+    ]
+    return command, get_original_cwd()
+
+
+def install_ddp_launcher_fix() -> None:
+    """Make Lightning's subprocess DDP launcher use ``hydra_child_command`` (idempotent)."""
+    import lightning.fabric.strategies.launchers.subprocess_script as fabric_launcher
+    import lightning.pytorch.strategies.launchers.subprocess_script as pl_launcher
+
+    for module in (pl_launcher, fabric_launcher):
+        if hasattr(module, "_hydra_subprocess_cmd"):
+            module._hydra_subprocess_cmd = _lightning_signature  # type: ignore[attr-defined]
+
+
+def _lightning_signature(local_rank: int) -> tuple[Sequence[str], str]:
+    return hydra_child_command(local_rank)

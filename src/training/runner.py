@@ -1,0 +1,108 @@
+"""One training run: set up, fit, test, and record ``metrics.json`` whatever happens.
+
+``train(cfg)`` is what ``python -m src.train`` calls for each run (or multirun job). It returns
+the best value of ``optimized_metric`` (``val/loss``) so sweepers (Optuna, …) can minimise it.
+
+On an exception ``metrics.json`` gets ``status: failed`` and the error, then the exception is
+re-raised. Hydra's launchers catch it per job (``hydra.core.utils.run_job`` stores it in the
+job's ``JobReturn``), so in a multirun the remaining jobs still run, and the sweep exits with
+the first failure once all jobs are done; every job's ``metrics.json`` says how it ended.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.utilities.rank_zero import rank_zero_only
+from omegaconf import DictConfig, OmegaConf
+
+from src.callbacks.summary import RunSummary
+from src.training.metrics_file import write_metrics
+from src.training.setup import Run, build_run, build_trainer
+
+log = logging.getLogger(__name__)
+
+
+def output_dir(cfg: DictConfig) -> Path:
+    """The run directory: ``paths.output_dir`` (Hydra's job directory), else ``trainer.default_root_dir``."""
+    d = OmegaConf.select(cfg, "paths.output_dir", default=None)
+    if d is None:
+        d = OmegaConf.select(cfg, "trainer.default_root_dir", default=None) or os.getcwd()
+    return Path(str(d))
+
+
+def configure_backends(cfg: DictConfig) -> None:
+    """Seed (python, numpy, torch, dataloader workers) and float32 matmul precision."""
+    pl.seed_everything(int(cfg.seed), workers=True, verbose=False)
+    if torch.cuda.is_available():
+        allow = bool(cfg.get("tf32", True))
+        torch.backends.cuda.matmul.allow_tf32 = allow
+        torch.backends.cudnn.allow_tf32 = allow
+
+
+def train(cfg: DictConfig) -> float | None:
+    """Fit (and test) one configuration; write metrics.json; return the best ``optimized_metric``."""
+    t0 = time.perf_counter()
+    run_dir = output_dir(cfg)
+    monitor = str(cfg.get("optimized_metric") or "val/loss")
+    summary = RunSummary(monitor=monitor)
+    run: Run | None = None
+    trainer: pl.Trainer | None = None
+    try:
+        configure_backends(cfg)
+        run = build_run(cfg)
+        trainer = build_trainer(cfg, extra_callbacks=[summary])
+        trainer.fit(run.task, datamodule=run.datamodule, ckpt_path=cfg.get("ckpt_path"))
+        if cfg.get("test", True) and not trainer.fast_dev_run:
+            best = trainer.checkpoint_callback.best_model_path if isinstance(trainer.checkpoint_callback, ModelCheckpoint) else ""
+            trainer.test(run.task, datamodule=run.datamodule, ckpt_path=best or None, verbose=False)
+        elif cfg.get("test", True):
+            trainer.test(run.task, datamodule=run.datamodule, verbose=False)
+    except BaseException as e:
+        _record(run_dir, "failed", e, run, trainer, summary, t0)
+        raise
+    _record(run_dir, "completed", None, run, trainer, summary, t0)
+    best = summary.best
+    if best is not None:
+        return best[1]
+    value = summary.final.get(monitor)
+    return value
+
+
+@rank_zero_only
+def _record(run_dir: Path, status: str, error: BaseException | None, run: Run | None, trainer: pl.Trainer | None,
+            summary: RunSummary, t0: float) -> None:
+    if error is None:
+        message = None
+    elif isinstance(error, SystemExit):  # Lightning exits this way after Ctrl+C
+        message = f"interrupted (SystemExit {error.code})"
+    else:
+        message = f"{type(error).__name__}: {error}"
+    record: dict[str, Any] = {"status": status, "error": message}
+    task = run.task if run is not None else None
+    record["params"] = task.model.num_parameters() if task is not None else None
+    tokens = task.tokens_seen if task is not None else 0
+    record["tokens_seen"] = tokens
+    record["wall_time_s"] = round(time.perf_counter() - t0, 3)
+    new_tokens = tokens - summary.tokens_at_start  # a resumed run counts from its checkpoint's total
+    record["throughput_tokens_per_s"] = new_tokens / summary.fit_time_s if summary.fit_time_s > 0 and new_tokens else None
+    best = summary.best
+    record["best_step"] = best[0] if best is not None else None
+    record["global_step"] = int(trainer.global_step) if trainer is not None else 0
+    record.update(sorted(summary.final.items()))
+    if best is not None:
+        record[f"{summary.monitor}_best"] = best[1]
+    if trainer is not None and isinstance(trainer.checkpoint_callback, ModelCheckpoint):
+        ck = trainer.checkpoint_callback
+        record["best_ckpt"] = ck.best_model_path or None
+        record["last_ckpt"] = ck.last_model_path or None
+    try:
+        write_metrics(run_dir, record)
+    except OSError as e:  # never hide the original error behind a failed write
+        log.error("could not write %s/metrics.json: %s", run_dir, e)
