@@ -57,7 +57,7 @@ def load_model_config(cfg: DictConfig) -> tuple[ModelConfig, str]:
         else:  # a hub name (from the local cache when offline)
             from transformers import AutoConfig
 
-            hf_config = AutoConfig.from_pretrained(str(cfg.pretrained))
+            hf_config = AutoConfig.from_pretrained(str(cfg.pretrained), trust_remote_code=False)  # never run Hub code
         model_cfg = config_from_hf(hf_config)
         model_cfg.name = where.name or model_cfg.name
         return model_cfg, f"pretrained={cfg.pretrained}"
