@@ -1,0 +1,162 @@
+"""Plots of ``python -m src.report`` (PNG, matplotlib's Agg backend; no display needed).
+
+* ``loss_vs_tokens.png`` — validation loss against training tokens, one line per variant
+  (mean over seeds) with the seed spread as a band (min–max over seeds);
+* ``extrapolation.png`` — perplexity at each multiple of the training length per variant
+  (mean, min–max bars); lengths that were not applicable are left out and named in the legend;
+* ``grad_norms.png`` — per-layer gradient norm at the first logged step per variant, one
+  panel per stack (decoder, encoder).
+
+Each function returns the file written, or None when no run has the data.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+
+from src.analysis.report_table import VariantRow  # noqa: E402
+from src.analysis.sweep import finite  # noqa: E402
+
+
+def _colors(n: int) -> list:
+    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+def _short(label: str, width: int = 60) -> str:
+    return label if len(label) <= width else label[: width - 1] + "…"
+
+
+def loss_vs_tokens(rows: Sequence[VariantRow], out: Path, metric: str = "val/loss") -> Path | None:
+    """Validation loss per variant against tokens seen; band = min–max over seeds."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    drawn = 0
+    lows: list[float] = []
+    for row, color in zip(rows, _colors(len(rows))):
+        curves = [(r.tokens_per_step, {p.step: p.value for p in r.val_history}) for r in row.variant.runs
+                  if r.val_history and r.tokens_per_step]
+        if not curves:
+            continue
+        steps = sorted(set.intersection(*(set(c) for _, c in curves)))
+        steps = [s for s in steps if all(math.isfinite(c[s]) for _, c in curves)]
+        if not steps:
+            continue
+        tps = curves[0][0]
+        x = [s * tps for s in steps]
+        per_step = [[c[s] for _, c in curves] for s in steps]
+        mean = [sum(v) / len(v) for v in per_step]
+        ax.plot(x, mean, color=color, label=f"{_short(row.label)} (n={len(curves)})", lw=1.6)
+        if len(curves) > 1:
+            ax.fill_between(x, [min(v) for v in per_step], [max(v) for v in per_step], color=color, alpha=0.2, lw=0)
+        lows += [min(v) for v in per_step]
+        drawn += 1
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.set_xlabel("training tokens")
+    ax.set_ylabel(f"{metric} (nats/token)")
+    ax.set_title(f"{metric} vs tokens (line: mean over seeds; band: min–max)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper right")
+    path = out / "loss_vs_tokens.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _factor(key: str) -> float | None:
+    try:
+        return float(key.rsplit("@", 1)[1].rstrip("x"))
+    except (IndexError, ValueError):
+        return None
+
+
+def extrapolation(rows: Sequence[VariantRow], out: Path, prefix: str = "extrapolation/ppl@") -> Path | None:
+    """Perplexity vs context length (as multiples of the training length) per variant."""
+    keys = sorted({k for row in rows for r in row.variant.runs for k in (r.metrics or {}) if k.startswith(prefix)},
+                  key=lambda k: _factor(k) or 0)
+    if not keys:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for row, color in zip(rows, _colors(len(rows))):
+        xs, mean, lo, hi, missing = [], [], [], [], []
+        for k in keys:
+            vals = finite(r.metric(k) for r in row.variant.runs if r.status == "completed")
+            f = _factor(k)
+            if f is None:
+                continue
+            if not vals:
+                missing.append(f"{f:g}x")
+                continue
+            m = sum(vals) / len(vals)
+            xs.append(f)
+            mean.append(m)
+            lo.append(m - min(vals))
+            hi.append(max(vals) - m)
+        if not xs and not missing:
+            continue
+        label = _short(row.label) + (f" (n/a at {', '.join(missing)})" if missing else "")
+        if xs:
+            ax.errorbar(xs, mean, yerr=[lo, hi], color=color, marker="o", capsize=3, label=label)
+        else:
+            ax.plot([], [], color=color, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks([_factor(k) for k in keys if _factor(k)])
+    ax.set_xticklabels([f"{_factor(k):g}×" for k in keys if _factor(k)])
+    ax.set_xlabel("evaluation context / training length")
+    ax.set_ylabel("validation perplexity (log scale)")
+    ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%.3g"))
+    ax.set_title("length extrapolation (bars: min–max over seeds)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    path = out / "extrapolation.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def grad_norms(rows: Sequence[VariantRow], out: Path, kind: str = "block") -> Path | None:
+    """Per-layer gradient norms (first recorded step) per variant; one panel per stack."""
+    data: dict[str, list[tuple[str, int, list[float]]]] = {}
+    for i, row in enumerate(rows):
+        per_stack: dict[str, list[list[float]]] = {}
+        for r in row.variant.runs:
+            if not r.grad_norms:
+                continue
+            step = min(r.grad_norms, key=lambda s: int(s))
+            for stack, norms in r.grad_norms[step].items():
+                per_stack.setdefault(stack, []).append(norms.get(kind, []))
+        for stack, lists in per_stack.items():
+            n = min(len(x) for x in lists)
+            mean = [sum(x[j] for x in lists) / len(lists) for j in range(n)]
+            data.setdefault(stack, []).append((row.label, i, mean))
+    if not data:
+        return None
+    stacks = sorted(data)
+    fig, axes = plt.subplots(1, len(stacks), figsize=(7 * len(stacks), 5), squeeze=False)
+    colors = _colors(len(rows))
+    for ax, stack in zip(axes[0], stacks):
+        for label, i, mean in data[stack]:
+            ax.plot(range(len(mean)), mean, marker="o", color=colors[i], label=_short(label, 50))
+        ax.set_yscale("log")
+        ax.set_xlabel(f"{stack} layer (0 = nearest the input)")
+        ax.set_ylabel(f"gradient norm of the {kind}'s parameters")
+        ax.set_title(f"{stack}: per-layer gradient norm at step 0 (mean over seeds)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    path = out / "grad_norms.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
