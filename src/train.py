@@ -8,6 +8,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
+from src.sweeps import skip_completed  # also registers ${sweep_subdir:...} for deterministic sweep job dirs
 from src.training.distributed import install_ddp_launcher_fix
 from src.training.runner import train
 
@@ -15,6 +16,9 @@ from src.training.runner import train
 @hydra.main(config_path="../conf", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> float | None:
     install_ddp_launcher_fix()  # DDP ranks > 0 reuse this job's run directory (see src/training/distributed.py)
+    done = skip_completed(cfg)  # sweep_resume.skip_completed: a re-run sweep skips finished jobs (src/sweeps/resume.py)
+    if done is not None:
+        return done.value
     return train(cfg)
 
 
