@@ -200,9 +200,9 @@ class Scorer:
                 self.tokens_read += sum(len(inputs[i]) for i in batch)
                 rows = [hidden[row, len(inputs[i]) - n_scored[i] : len(inputs[i])] for row, i in enumerate(batch)]
                 logits = self.model.logits(torch.cat(rows))  # [Σn, V]: the head only where a token is scored
-                targets = [torch.tensor(requests[i][1][-n_scored[i]:], device=self.device) for i in batch]
-                for i, lg, tg in zip(batch, logits.split([n_scored[i] for i in batch]), targets):
-                    results[i] = self._score(lg, tg)
+                targets = torch.tensor([t for i in batch for t in requests[i][1][-n_scored[i]:]], device=self.device)
+                for i, score in zip(batch, self._score(logits, targets, [n_scored[i] for i in batch])):
+                    results[i] = score
                 advance(len(batch))
         return results  # type: ignore[return-value]
 
@@ -223,19 +223,32 @@ class Scorer:
                     decoder_input_ids=dec.to(self.device), decoder_attention_mask=dec_mask.to(self.device),
                 )
                 self.tokens_read += sum(lengths[i] for i in batch)
-                for row, i in enumerate(batch):
-                    n = len(targets[i])
-                    results[i] = self._score(out.logits[row, :n], torch.tensor(targets[i], device=self.device))
+                logits = torch.cat([out.logits[row, : len(targets[i])] for row, i in enumerate(batch)])  # [Σn, V]
+                flat = torch.tensor([t for i in batch for t in targets[i]], device=self.device)
+                for i, score in zip(batch, self._score(logits, flat, [len(targets[i]) for i in batch])):
+                    results[i] = score
                 advance(len(batch))
         return results  # type: ignore[return-value]
 
     @staticmethod
-    def _score(logits: Tensor, target: Tensor) -> LogLikelihood:
-        """logits [n, V] at the positions predicting target [n] -> LogLikelihood."""
-        logp = logits.float().log_softmax(-1)  # [n, V]
-        lp = logp.gather(-1, target[:, None]).squeeze(-1)  # [n]
-        greedy = bool((logp.argmax(-1) == target).all())
-        return LogLikelihood(float(lp.double().sum()), greedy, int(target.numel()))
+    def _score(logits: Tensor, targets: Tensor, lengths: list[int]) -> list[LogLikelihood]:
+        """logits [Σn, V] at the positions predicting targets [Σn], in runs of ``lengths``
+        (one per request) -> one LogLikelihood per run.
+
+        log p(t) = logit_t − logsumexp(logits), and t is greedy when its logit is the maximum
+        (a tie with another token would also count; the harness's argmax would pick the
+        first). Three passes over the logits, no [Σn, V] log-softmax written out.
+        """
+        logits = logits.float()
+        top = logits.amax(dim=-1, keepdim=True)  # [Σn, 1]
+        lse = (logits - top).exp_().sum(-1).log_() + top.squeeze(-1)  # [Σn]
+        target = logits.gather(-1, targets[:, None]).squeeze(-1)  # [Σn]
+        lp = target - lse
+        hit = target >= top.squeeze(-1)
+        out = []
+        for lp_i, hit_i in zip(lp.double().split(lengths), hit.split(lengths)):
+            out.append(LogLikelihood(float(lp_i.sum()), bool(hit_i.all()), int(lp_i.numel())))
+        return out
 
     # -- sliding-window perplexity ---------------------------------------------------------
     @torch.inference_mode()

@@ -136,3 +136,21 @@ def test_unknown_task_type_and_key_fail_loudly() -> None:
         build_task("mine", {"task": "nope"})
     with pytest.raises(Exception, match=r"tasks\.lambada: .*unknown key\(s\) \['pth'\]"):
         build_task("lambada", {"task": "lambada", "pth": "x"})
+
+
+def test_perplexity_on_a_data_source_and_on_token_bins(scorer: Scorer, hf_model, hf_reference, text_file, tmp_path) -> None:
+    from src.data.cache import write_token_dir
+
+    text = text_file.read_text()
+    by_source = build_task("p", {"task": "perplexity", "source": {"name": "text", "paths": [str(text_file)], "val_paths": [str(text_file)]},
+                                 "split": "val", "context_length": 64, "stride": 32}).run(scorer)
+    ids = scorer.tokenizer.encode(text)
+    nll, n = hf_reference.window_nll(hf_model, ids, 64, 32)
+    assert by_source.metrics["ppl"] == pytest.approx(math.exp(nll / n), rel=1e-4)
+
+    write_token_dir({"train": [text], "val": [text]}, scorer.tokenizer, tmp_path / "bins", source="text", separate=False)
+    task = build_task("owt", {"task": "perplexity", "source": {"name": "bin", "dir": str(tmp_path / "bins")}, "split": "val",
+                              "context_length": 64, "stride": 32})
+    by_bin = task.run(scorer)
+    assert by_bin.metrics["ppl"] == pytest.approx(by_source.metrics["ppl"], rel=1e-6) and "bits_per_byte" not in by_bin.metrics
+    assert task.run(scorer, limit=2).details["tokens_scored"] == 127  # two 64-token blocks: every token but the first

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import torch
+
 from src.evaluation.scorer import Scorer, perplexity_metrics
 from src.evaluation.sources import DETOKENIZERS, load_hf_dataset, looks_like_jsonl, open_text, read_jsonl
 from src.evaluation.tasks.base import EVAL_TASKS, Task, TaskResult, take
@@ -32,6 +34,10 @@ class Perplexity(Task):
     (Hugging Face ``datasets`` name, ``dataset_config``, ``split``). Rows / documents are
     joined with ``joiner`` as in the transformers guide. ``detokenizer: wikitext`` undoes
     WikiText's tokenisation first. ``limit`` takes the first N lines / records.
+
+    A pre-tokenized source (``{name: openwebtext}`` / ``{name: bin, dir: …}``, written by
+    ``src.prepare``) is read as tokens: ``limit`` then counts blocks of ``context_length``
+    tokens, and there are no byte or word figures.
     """
 
     def __init__(
@@ -78,10 +84,15 @@ class Perplexity(Task):
             text = DETOKENIZERS[self.detokenizer](text)
         return text, len(rows)
 
-    def _source_documents(self) -> list[str]:
-        from src.data.sources import LMSource, build_source
+    def _build_source(self) -> Any:
+        from src.data.sources import build_source
 
-        src = build_source(self.source or {})
+        return build_source(self.source or {})
+
+    def _source_documents(self) -> list[str]:
+        from src.data.sources import LMSource
+
+        src = self._build_source()
         if not isinstance(src, LMSource):
             raise ValueError(f"{self.key}.source names '{src.name}', which is not a text (language-modelling) source")
         splits = src.splits()
@@ -89,15 +100,43 @@ class Perplexity(Task):
             raise ValueError(f"{self.key}.split='{self.split}' is not one of the source's splits {sorted(splits)}")
         return list(splits.get(self.split, splits.get("val", [])))  # a source without test: val doubles as test
 
+    def _bin_tokens(self, scorer: Scorer, limit: int | None, context_length: int) -> Any | None:
+        """Tokens of a pre-tokenized ``bin`` / ``openwebtext`` source (``{split}.bin``), or None
+        for any other source. ``limit`` counts blocks of ``context_length`` tokens here."""
+        if not self.source:
+            return None
+        from src.data.cache import open_tokens, read_meta
+        from src.data.sources.openwebtext import BinDir
+
+        src = self._build_source()
+        if not isinstance(src, BinDir):
+            return None
+        meta = read_meta(src.dir)
+        if meta is None:
+            raise FileNotFoundError(f"{src.dir} has no meta.json; run python -m src.prepare data={src.name} first")
+        state = meta.get("tokenizer")
+        if state is not None and state != scorer.tokenizer.state_dict():
+            raise ValueError(f"{src.dir} was tokenized with {state}, but the model's tokenizer is "
+                             f"{scorer.tokenizer.state_dict()}; prepare the data with the model's tokenizer")
+        tokens = open_tokens(src.dir, self.split, meta)
+        return tokens if limit is None else tokens[: limit * context_length]
+
     def run(self, scorer: Scorer, limit: int | None = None) -> TaskResult:
-        text, n_rows = self.text(limit)
-        tokens = scorer.tokenizer.encode(text)
         context_length = self.context_length or scorer.max_length
         stride = self.stride or max(1, context_length // 2)
+        text: str | None = None
+        tokens = self._bin_tokens(scorer, limit, context_length)
+        if tokens is not None:  # already tokens: no byte or word counts
+            n_rows = -(-len(tokens) // context_length)
+            tokens = torch.from_numpy(tokens.astype("int64"))
+        else:
+            text, n_rows = self.text(limit)
+            tokens = scorer.tokenizer.encode(text)
         nll, n = scorer.window_nll(tokens, context_length, stride, description=self.name or "perplexity")
         if n == 0:
             raise ValueError(f"{self.key}: the text has {len(tokens)} token(s); at least 2 are needed to score one")
-        metrics = perplexity_metrics(nll, n, n_bytes=len(text.encode("utf-8")), n_words=len(text.split()))
+        metrics = perplexity_metrics(nll, n, n_bytes=len(text.encode("utf-8")) if text is not None else None,
+                                     n_words=len(text.split()) if text is not None else None)
         if scorer.is_masked_lm:  # pseudo-log-likelihood: not comparable with a causal model's figures
             metrics = {f"pseudo_{k}": v for k, v in metrics.items()}
         return TaskResult(metrics=metrics, examples=n_rows,
