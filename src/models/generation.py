@@ -85,7 +85,7 @@ def generate(
             mask = attention_mask
             if mask is not None and seq.shape[1] > mask.shape[1]:  # extend padding mask over generated tokens
                 mask = torch.cat([mask, mask.new_ones(B, seq.shape[1] - mask.shape[1])], dim=1)
-            out = model(ids, attention_mask=mask, cache=cache)
+            out = model(ids, attention_mask=mask, cache=cache, logits_to_keep=1)  # the head at the last position only
         tok = next_token(out.logits[:, -1, :], do_sample, temperature, top_k, top_p, generator)  # [B]
         if eos_token_id is not None:
             tok = torch.where(finished, torch.full_like(tok, eos_token_id), tok)

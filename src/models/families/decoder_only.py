@@ -34,9 +34,14 @@ class DecoderOnly(TransformerModel):
         prefix_length: Tensor | None = None,
         cache: KVCache | None = None,
         output_attentions: bool = False,
+        logits_to_keep: int = 0,
     ) -> ModelOutput:
         """input_ids: [B, T]; attention_mask: [B, offset+T] (1 = token, 0 = padding);
-        labels: [B, T] (shifted inside: position t predicts labels[t+1], as transformers)."""
+        labels: [B, T] (shifted inside: position t predicts labels[t+1], as transformers);
+        logits_to_keep: 0 = logits at every position, n > 0 = at the last n only (decoding
+        needs one: the head is the costliest matmul of a small model; transformers' name)."""
+        if logits_to_keep and labels is not None:
+            raise ValueError("logits_to_keep needs labels=None: the loss scores every position")
         out = self.decoder(
             self.embed(input_ids),
             key_padding=attention_mask,
@@ -44,7 +49,7 @@ class DecoderOnly(TransformerModel):
             cache=cache,
             need_weights=output_attentions,
         )
-        logits = self.logits(out.hidden)  # [B, T, V]
+        logits = self.logits(out.hidden[:, -logits_to_keep:] if logits_to_keep else out.hidden)  # [B, T|n, V]
         loss = None
         if labels is not None:
             # Shift the labels, not the logits: logits[:, :-1] would copy [B, T-1, V] forward
