@@ -1,0 +1,51 @@
+"""Reliability and safety: config validation, atomic weights-only checkpoints, non-finite loss
+handling, fault injection for tests (docs/reliability.md).
+
+``validate_run_config(cfg)`` runs before anything heavy is built; ``harden_trainer(trainer, cfg)``
+installs ``SafeCheckpointIO`` and the ``NonFiniteGuard`` callback on a built Trainer.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from src.reliability.errors import CheckpointError, NonFiniteLossError, RunConfigError
+from src.reliability.validate import Hardware, validate_run_config
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CheckpointError", "Hardware", "NonFiniteLossError", "RunConfigError", "harden_trainer",
+           "validate_run_config"]
+
+
+def harden_trainer(trainer: Any, cfg: Mapping[str, Any] | Any) -> Any:
+    """Install ``SafeCheckpointIO`` (atomic, verified, weights-only) and ``NonFiniteGuard`` on ``trainer``.
+
+    cfg: the run config; its ``reliability`` node (``nonfinite``, ``check_every_n_steps``,
+    ``max_consecutive_skips``) configures the guard. A custom CheckpointIO already set on the
+    strategy is kept, with a warning. Returns the trainer.
+    """
+    from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
+    from lightning.pytorch.callbacks import Checkpoint
+
+    from src.reliability.checkpoint_io import SafeCheckpointIO
+    from src.reliability.nonfinite import NonFiniteGuard
+
+    strategy = trainer.strategy
+    io = strategy.checkpoint_io
+    if isinstance(io, SafeCheckpointIO) or type(io) is TorchCheckpointIO:
+        safe = io if isinstance(io, SafeCheckpointIO) else SafeCheckpointIO()
+        safe.attach(trainer)
+        strategy.checkpoint_io = safe
+    else:
+        log.warning("trainer uses %s: checkpoints are not written atomically nor loaded weights-only by "
+                    "SafeCheckpointIO (docs/reliability.md)", type(io).__name__)
+    rel = dict((cfg.get("reliability") if hasattr(cfg, "get") else None) or {})
+    if not any(isinstance(c, NonFiniteGuard) for c in trainer.callbacks):
+        guard = NonFiniteGuard(action=str(rel.get("nonfinite", "stop")),
+                               check_every_n_steps=int(rel.get("check_every_n_steps", 50)),
+                               max_consecutive_skips=int(rel.get("max_consecutive_skips", 10)))
+        at = next((i for i, c in enumerate(trainer.callbacks) if isinstance(c, Checkpoint)), len(trainer.callbacks))
+        trainer.callbacks.insert(at, guard)  # before the checkpoint callbacks, like Lightning orders them
+    return trainer

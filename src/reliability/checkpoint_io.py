@@ -1,0 +1,164 @@
+"""Checkpoint files that are always whole, safe to load, and fit the model.
+
+``SafeCheckpointIO`` is the Lightning ``CheckpointIO`` plugin every run uses
+(``src.reliability.harden_trainer`` installs it):
+
+* **atomic writes** — ``torch.save`` into ``.<name>.<pid>.tmp`` in the same directory, ``fsync``,
+  verify, ``os.replace`` onto the real name, ``fsync`` the directory. A kill at any moment leaves
+  either the old file or the new one, never a torn ``last.ckpt``; a leftover ``.tmp`` is removed by
+  the next successful save of that name;
+* **verified writes** — the temporary file is re-opened with ``torch.load(weights_only=True,
+  mmap=True)`` before it replaces anything, so a checkpoint that could not be resumed safely
+  (a Python object in a callback's state) is refused when written, not discovered at resume;
+* **finite writes** — a ``state_dict`` holding NaN/inf is refused (the previous file stays);
+* **weights-only loads** — ``load_checkpoint`` always uses ``torch.load(weights_only=True)``
+  (Lightning passes ``weights_only=None`` on ``fit(ckpt_path=...)``); a pickled object is refused
+  with ``CheckpointError('ckpt_unsafe')``; a torn or foreign file with ``'ckpt_unreadable'``;
+* **fit check on resume** — the loaded ``state_dict`` is compared with the trainer's
+  LightningModule and every mismatched key/shape is reported (``checkpoint_fit``).
+
+Remote paths (``s3://`` …) fall back to Lightning's own fsspec transaction write.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import re
+import weakref
+import zipfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
+from torch import Tensor
+
+from src.reliability import faults
+from src.reliability.checkpoint_fit import check_state_dict_fits
+from src.reliability.errors import MESSAGES, CheckpointError
+
+log = logging.getLogger(__name__)
+PathLike = str | os.PathLike[str]
+
+
+def _is_remote(path: PathLike) -> bool:
+    return "://" in str(path)
+
+
+def _temp_name(dest: Path) -> Path:
+    return dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the rename itself durable (POSIX); a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def safe_torch_load(path: PathLike, map_location: Any = "cpu") -> Any:
+    """``torch.load(path, weights_only=True)`` with errors that say what is wrong and what to do."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(MESSAGES["ckpt_missing_file"].format(path=p))
+    try:
+        with open(p, "rb") as f:
+            return torch.load(f, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as e:
+        found = re.search(r"[Uu]nsupported (?:global: )?GLOBAL (\S+)", str(e))
+        if found:
+            raise CheckpointError("ckpt_unsafe", path=p, detail=f"it references {found.group(1)}") from None
+        raise CheckpointError("ckpt_unreadable", path=p, detail=_first_line(e)) from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as e:
+        raise CheckpointError("ckpt_unreadable", path=p, detail=f"{type(e).__name__}: {_first_line(e)}") from None
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    for ln in lines:
+        if "WeightsUnpickler error" in ln or "PytorchStreamReader" in ln or "GLOBAL" in ln:
+            return ln
+    return lines[0] if lines else type(e).__name__
+
+
+def nonfinite_tensors(state_dict: Mapping[str, Any]) -> list[str]:
+    """Names of floating-point tensors holding NaN/inf (one host sync for all of them)."""
+    names = [k for k, v in state_dict.items() if isinstance(v, Tensor) and v.is_floating_point() and v.numel()]
+    if not names:
+        return []
+    finite = torch.stack([torch.isfinite(state_dict[k]).all().to("cpu", non_blocking=True) for k in names])
+    return [k for k, ok in zip(names, finite.tolist()) if not ok]
+
+
+def atomic_torch_save(obj: Any, dest: PathLike, *, verify: bool = True,
+                      before_replace: Callable[[Path, Any], None] | None = None) -> Path:
+    """``torch.save`` to a temporary file beside ``dest``, fsync, verify, rename over ``dest``."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_name(dest)
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        if verify:
+            try:
+                torch.load(tmp, map_location="cpu", weights_only=True, mmap=True)
+            except pickle.UnpicklingError as e:
+                raise CheckpointError("ckpt_not_weights_only", path=dest, detail=_first_line(e)) from None
+        if before_replace is not None:
+            before_replace(dest, obj)
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(dest.parent)
+    for stale in dest.parent.glob(f".{dest.name}.*.tmp"):  # left by a process killed mid-save
+        stale.unlink(missing_ok=True)
+    return dest
+
+
+class SafeCheckpointIO(TorchCheckpointIO):
+    """Atomic, verified, finite writes; weights-only loads checked against the model (see module doc)."""
+
+    def __init__(self, verify: bool = True, check_finite: bool = True) -> None:
+        super().__init__()
+        self.verify, self.check_finite = verify, check_finite
+        self._trainer: Callable[[], Any] = lambda: None
+
+    def attach(self, trainer: Any) -> None:
+        """Remember the trainer (weakly) so loads can be compared with its LightningModule."""
+        self._trainer = weakref.ref(trainer)
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: PathLike, storage_options: Any | None = None) -> None:
+        if storage_options is not None or _is_remote(path):
+            return super().save_checkpoint(checkpoint, path, storage_options)
+        if self.check_finite:
+            bad = nonfinite_tensors(checkpoint.get("state_dict") or {})
+            if bad:
+                shown = ", ".join(bad[:5]) + (f" … and {len(bad) - 5} more" if len(bad) > 5 else "")
+                raise CheckpointError("ckpt_nonfinite", path=path, count=len(bad), names=shown)
+        atomic_torch_save(checkpoint, path, verify=self.verify, before_replace=faults.before_replace)
+
+    def load_checkpoint(self, path: PathLike, map_location: Any = lambda storage, loc: storage,
+                        weights_only: bool | None = None) -> dict[str, Any]:
+        if weights_only is False:
+            log.warning("weights_only=False was requested for %s; loading with weights_only=True anyway "
+                        "(docs/reliability.md: checkpoints never unpickle arbitrary objects)", path)
+        if _is_remote(path):
+            return super().load_checkpoint(path, map_location=map_location, weights_only=True)
+        checkpoint = safe_torch_load(path, map_location=map_location)
+        trainer = self._trainer()
+        module = getattr(trainer, "lightning_module", None) if trainer is not None else None
+        if module is not None and isinstance(checkpoint, Mapping) and "state_dict" in checkpoint:
+            check_state_dict_fits(module, checkpoint, path=str(path))
+        return checkpoint

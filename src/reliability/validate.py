@@ -1,0 +1,412 @@
+"""``validate_run_config(cfg)``: every check that needs only the composed config, in one place.
+
+Called by ``src.training.setup.build_run`` before any tokenizer, data or model is built, so a
+mistyped or impossible run fails in a second, inside the run's try block (a sweep job records
+the error in its ``metrics.json``). Each failure names the key, the value and the fix.
+
+Checks, in order (the first failure is raised):
+
+1. no ``trust_remote_code: true`` anywhere; no mandatory value (``???``) left unset;
+2. keys: top-level keys are those of ``conf/train.yaml`` (Hydra's struct mode already rejects
+   ``key=v`` typos; this also catches ``+key=v``), and ``task``/``optim``/``scheduler``/
+   ``tokenizer`` keys are those of their chosen ``conf/<group>/<name>.yaml``;
+3. model: component names (position, norm, ffn, mask) are registered and get only keys their
+   class accepts; ``n_kv_head`` in range; then ``ModelConfig.validate`` (d_model % n_head,
+   even head dim with RoPE, n_head % n_kv_head …);
+4. task and data: the task is registered, fits the model family and the data's batch format
+   (translation pairs on an encoder-only model …); the data source is registered and gets
+   only its own keys; ``block_size`` fits a learned position table; optimiser and scheduler
+   names;
+5. trainer: argument names, accelerator / strategy / devices / precision against the hardware
+   (FSDP on CPU, more GPUs than visible, fp16 on CPU, bf16 on a GPU without it), callbacks
+   that need a logger, ``ckpt_path`` exists, ``reliability`` settings.
+
+Checks that need built objects stay where the objects are: the tokenizer's vocabulary against
+``model.vocab_size`` (``src.training.setup.resolve_vocab``), data files and their contents
+(``src.data``), a checkpoint against the model (``src.reliability.checkpoint_fit``).
+"""
+from __future__ import annotations
+
+import copy
+import inspect
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from src.reliability.errors import RunConfigError
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+#: top-level keys read by the code but not declared in conf/train.yaml (add with +key=value)
+EXTRA_TOP_KEYS = ("num_workers",)
+#: groups whose node is plain data checked against conf/<group>/<node.name>.yaml
+KEYED_GROUPS = ("task", "optim", "scheduler", "tokenizer")
+NONFINITE_ACTIONS = ("stop", "skip")
+LIGHTNING_CKPT_ALIASES = ("last", "best", "hpc", "registry")
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What the machine offers (injectable, so tests can pretend to have GPUs)."""
+
+    cuda_available: bool
+    cuda_count: int
+    bf16_supported: bool
+    device_name: str = "cpu"
+
+    @classmethod
+    def detect(cls) -> "Hardware":
+        import torch
+
+        ok = torch.cuda.is_available()
+        return cls(
+            cuda_available=ok,
+            cuda_count=torch.cuda.device_count() if ok else 0,
+            bf16_supported=bool(ok and torch.cuda.is_bf16_supported()),
+            device_name=torch.cuda.get_device_name(0) if ok else "cpu",
+        )
+
+
+def validate_run_config(
+    cfg: Any, *, hardware: Hardware | None = None, conf_dir: str | os.PathLike[str] | None = None
+) -> dict[str, Any]:
+    """Check a composed run config (DictConfig or plain dict); return its plain resolved copy.
+
+    Raises ``RunConfigError``, or the error type of the part that owns the rule
+    (``ConfigError`` for model numbers, ``RegistryError`` for component names, ``TaskError``,
+    ``DataError``), each with a message naming key, value and fix.
+    """
+    plain = _to_plain(cfg)
+    conf = Path(conf_dir) if conf_dir is not None else CONF_DIR
+    _check_no_remote_code(plain)
+    _check_no_missing(plain)
+    _check_top_keys(plain, conf)
+    _check_group_keys(plain, conf)
+    _check_model(plain["model"])
+    _check_task_and_data(plain)
+    _check_names(plain)
+    _check_trainer(plain, hardware or Hardware.detect())
+    _check_callbacks(plain)
+    _check_run_keys(plain)
+    return plain
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _to_plain(cfg: Any) -> dict[str, Any]:
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(cfg, DictConfig):
+            plain = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
+            assert isinstance(plain, dict)
+            plain.pop("hydra", None)
+            return plain  # type: ignore[return-value]
+    except ImportError:  # pragma: no cover
+        pass
+    plain = copy.deepcopy(dict(cfg))
+    plain.pop("hydra", None)
+    return plain
+
+
+def _walk(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, value) of every leaf and inner node."""
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            key = f"{prefix}.{k}" if prefix else str(k)
+            yield key, v
+            yield from _walk(v, key)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _walk(v, f"{prefix}[{i}]")
+
+
+@lru_cache(maxsize=64)
+def _yaml_keys(path: Path) -> tuple[str, ...] | None:
+    """Keys of a config file (without its ``defaults`` list), or None if there is no such file."""
+    if not path.is_file():
+        return None
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.load(path)
+    keys = [str(k) for k in node.keys() if k != "defaults"]  # type: ignore[union-attr]
+    if "defaults" in node:  # options built on another option of the same group (model/tiny -> gpt2_small)
+        for entry in node.defaults:  # type: ignore[union-attr]
+            if isinstance(entry, str) and entry != "_self_":
+                keys += list(_yaml_keys(path.with_name(f"{entry}.yaml")) or ())
+    return tuple(dict.fromkeys(keys))
+
+
+@lru_cache(maxsize=8)
+def _default_groups(path: Path) -> tuple[str, ...]:
+    """Top-level group names in a primary config's defaults list (``model``, ``trainer`` …)."""
+    from omegaconf import OmegaConf
+
+    groups: set[str] = set()
+    for entry in OmegaConf.load(path).get("defaults", []):
+        if isinstance(entry, Mapping):
+            groups.update(str(k).removeprefix("override ").split("/")[0].split("@")[0] for k in entry)
+    return tuple(sorted(groups))
+
+
+def _positive_int(key: str, value: Any, fix: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise RunConfigError("bad_value", key=key, value=value, fix=fix)
+    return value
+
+
+# ---------------------------------------------------------------- 1. safety and completeness
+
+
+def _check_no_remote_code(plain: Mapping[str, Any]) -> None:
+    for key, value in _walk(plain):
+        if key.rsplit(".", 1)[-1] == "trust_remote_code" and value:
+            raise RunConfigError("trust_remote_code", key=key, value=value)
+
+
+def _check_no_missing(plain: Mapping[str, Any]) -> None:
+    for key, value in _walk(plain):
+        if value == "???":
+            raise RunConfigError("bad_value", key=key, value=value,
+                                 fix=f"it is required and has no default; pass {key}=<value> on the command line")
+
+
+# ---------------------------------------------------------------- 2. keys
+
+
+def _check_top_keys(plain: Mapping[str, Any], conf: Path) -> None:
+    declared = _yaml_keys(conf / "train.yaml")
+    if declared is None:
+        return
+    known = sorted({*declared, *_default_groups(conf / "train.yaml"), *EXTRA_TOP_KEYS} - {"experiment", "hydra"})
+    for key, value in plain.items():
+        if key not in known:
+            raise RunConfigError("unknown_key", key=key, value=value, where="conf/train.yaml", accepted=", ".join(known))
+
+
+def _check_group_keys(plain: Mapping[str, Any], conf: Path) -> None:
+    for group in KEYED_GROUPS:
+        node = plain.get(group)
+        if not isinstance(node, Mapping) or not isinstance(node.get("name"), str):
+            continue
+        accepted = _yaml_keys(conf / group / f"{node['name']}.yaml")
+        if accepted is None:  # an option defined elsewhere (config store, experiment): nothing to compare with
+            continue
+        for key, value in node.items():
+            if key not in accepted:
+                raise RunConfigError("unknown_key", key=f"{group}.{key}", value=value,
+                                     where=f"{group}={node['name']} (conf/{group}/{node['name']}.yaml)",
+                                     accepted=", ".join(accepted))
+
+
+# ---------------------------------------------------------------- 3. model
+
+
+def _check_model(model: Mapping[str, Any]) -> None:
+    import src.models.components  # noqa: F401  (registers components)
+    from src.models.components.ffn import FFNS
+    from src.models.components.masks import MASKS
+    from src.models.components.norms import NORMS
+    from src.models.components.positions import POSITIONS
+    from src.models.config import ModelConfig
+
+    for group, registry in (("position", POSITIONS), ("norm", NORMS), ("ffn", FFNS), ("mask", MASKS)):
+        node = model.get(group)
+        if node is None:
+            continue
+        node = {"name": node} if isinstance(node, str) else dict(node)
+        cls = registry.get(node.get("name"))  # RegistryError listing the registered names
+        params = inspect.signature(cls.__init__).parameters
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            unknown = sorted(k for k in node if k != "name" and k not in params)
+            if unknown:
+                from src.models.registry import RegistryError
+
+                own = [p for p in params if p not in ("self", "d_model", "n_head", "head_dim", "max_seq_len")]
+                raise RegistryError(f"{registry.kind} '{node['name']}' got unknown key(s) {unknown}; "
+                                    f"it accepts: {', '.join(own) or '(no keys)'}")
+    n_head, n_kv = model.get("n_head"), model.get("n_kv_head")
+    if n_kv is not None and (isinstance(n_kv, bool) or not isinstance(n_kv, int) or n_kv < 1
+                             or (isinstance(n_head, int) and n_kv > n_head)):
+        raise RunConfigError("bad_value", key="model.n_kv_head", value=n_kv,
+                             fix=f"use null (= n_head: multi-head), 1 (multi-query) or a divisor of model.n_head={n_head}")
+    ModelConfig.from_dict(model)  # ConfigError: unknown keys, divisibility, RoPE head dim …
+
+
+# ---------------------------------------------------------------- 4. task, data, names
+
+
+def _check_task_and_data(plain: dict[str, Any]) -> None:
+    from src.data.errors import DataError
+    from src.data.sources import SOURCES
+    from src.models.components.positions import POSITIONS, LearnedPosition
+    from src.models.config import ModelConfig
+    from src.tasks import TASKS
+
+    task_name = (plain.get("task") or {}).get("name")
+    if task_name not in TASKS:
+        raise RunConfigError("unknown_name", key="task", value=task_name,
+                             names=f"{', '.join(TASKS.names())} (conf/task/<name>.yaml picks one)")
+    cls = TASKS.get(task_name)
+    model = ModelConfig.from_dict(plain["model"])
+    cls.check_family(model)  # TaskError: masked LM on a causal decoder …
+
+    data = dict(plain.get("data") or {})
+    name = data.get("name")
+    if name not in SOURCES:
+        raise DataError("unknown_source", name=name, names=", ".join(SOURCES.names()))
+    source = SOURCES.get(name)
+    from src.data.sources import DATAMODULE_KEYS
+
+    kind = source.kind
+    own = set(DATAMODULE_KEYS.get(kind, ())) | {"name"}
+    accepted = [p for p in inspect.signature(source.__init__).parameters if p != "self"]
+    unknown = sorted(k for k in data if k not in own and k not in accepted)
+    if unknown:
+        raise DataError("unknown_key", name=name, unknown=unknown, accepted=", ".join(accepted))
+    fmt = "pairs" if kind == "pairs" else "text"
+    cls.check_batch_format(fmt, f"data={name}")  # TaskError: translation pairs on an encoder-only model …
+
+    block = plain.get("block_size") or model.max_seq_len
+    block = _positive_int("block_size", block, "a positive number of tokens per training window, at most model.max_seq_len")
+    _positive_int("batch_size", plain.get("batch_size"), "a positive number of sequences per device per step")
+    pos_name = (model.position or {}).get("name")
+    if fmt == "text" and pos_name in POSITIONS and issubclass(POSITIONS.get(pos_name), LearnedPosition):
+        if cls.data_block_size(block, model.max_seq_len, fmt) > model.max_seq_len:
+            raise RunConfigError("block_size_exceeds_table", block_size=block, max_seq_len=model.max_seq_len,
+                                 position=pos_name)
+
+
+def _check_names(plain: Mapping[str, Any]) -> None:
+    from src.optim import OPTIMIZERS, SCHEDULERS
+
+    optim = (plain.get("optim") or {}).get("name", "adamw")
+    if optim not in OPTIMIZERS:
+        raise RunConfigError("unknown_name", key="optim.name", value=optim, names=", ".join(OPTIMIZERS))
+    sched = (plain.get("scheduler") or {}).get("name", "none")
+    if sched not in SCHEDULERS:
+        raise RunConfigError("unknown_name", key="scheduler.name", value=sched, names=", ".join(SCHEDULERS))
+    mode = plain.get("vocab_size_from", "tokenizer")
+    if mode not in ("tokenizer", "model"):
+        raise RunConfigError("bad_value", key="vocab_size_from", value=mode,
+                             fix="use tokenizer (model.vocab_size from the tokenizer) or model (keep model.vocab_size)")
+
+
+# ---------------------------------------------------------------- 5. trainer, callbacks, run keys
+
+_FP16 = ("16", "16-mixed", "16-true", 16)
+_BF16 = ("bf16", "bf16-mixed", "bf16-true")
+
+
+def _precisions() -> list[str]:
+    import typing
+
+    from lightning.fabric.plugins.precision.precision import (
+        _PRECISION_INPUT_INT,
+        _PRECISION_INPUT_STR,
+        _PRECISION_INPUT_STR_ALIAS,
+    )
+
+    return [str(p) for p in (*typing.get_args(_PRECISION_INPUT_STR), *typing.get_args(_PRECISION_INPUT_STR_ALIAS),
+                             *typing.get_args(_PRECISION_INPUT_INT))]
+
+
+def _strategy_name(strategy: Any) -> str:
+    if isinstance(strategy, Mapping):
+        return str(strategy.get("_target_", "custom"))
+    return str(strategy)
+
+
+def _requested_gpus(devices: Any, available: int) -> int:
+    if devices in ("auto", -1, "-1", None):
+        return max(available, 1)
+    if isinstance(devices, (list, tuple)):
+        return len(devices)
+    if isinstance(devices, str):
+        parts = [p for p in devices.split(",") if p.strip()]
+        return len(parts) if len(parts) > 1 or devices.endswith(",") else int(parts[0])
+    return int(devices)
+
+
+def _check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
+    t = dict(plain.get("trainer") or {})
+    target = t.get("_target_", "lightning.pytorch.Trainer")
+    if target in ("lightning.pytorch.Trainer", "lightning.Trainer", "pytorch_lightning.Trainer"):
+        import lightning.pytorch as pl
+
+        params = inspect.signature(pl.Trainer.__init__).parameters
+        for key, value in t.items():
+            if key != "_target_" and key not in params:
+                accepted = ", ".join(p for p in params if p != "self")
+                raise RunConfigError("unknown_key", key=f"trainer.{key}", value=value,
+                                     where="lightning.pytorch.Trainer", accepted=accepted)
+    accel = str(t.get("accelerator", "auto"))
+    strategy = _strategy_name(t.get("strategy", "auto"))
+    precision = t.get("precision", 32)
+    on_gpu = accel in ("gpu", "cuda") or (accel == "auto" and hw.cuda_available)
+    if accel in ("gpu", "cuda") and not hw.cuda_available:
+        raise RunConfigError("no_cuda", value=accel)
+    if "fsdp" in strategy.lower() and not on_gpu:
+        why = f"trainer.accelerator={accel}" + ("" if accel == "cpu" else " and no CUDA GPU is visible")
+        raise RunConfigError("fsdp_needs_gpu", strategy=strategy, why=why)
+    devices = t.get("devices", "auto")
+    if on_gpu:
+        try:
+            requested = _requested_gpus(devices, hw.cuda_count)
+        except (TypeError, ValueError):
+            raise RunConfigError("bad_value", key="trainer.devices", value=devices,
+                                 fix="a number of devices, a list of GPU indices, -1 or auto") from None
+        if requested > hw.cuda_count:
+            raise RunConfigError("too_many_devices", value=devices, requested=requested, available=hw.cuda_count,
+                                 available_fix=hw.cuda_count)
+    if devices in (0, "0") and not isinstance(devices, bool):
+        raise RunConfigError("bad_value", key="trainer.devices", value=devices,
+                             fix="at least 1 (a number of devices), a list of GPU indices, -1 or auto")
+    accepted = _precisions()
+    if str(precision) not in accepted:
+        raise RunConfigError("bad_value", key="trainer.precision", value=precision, fix=f"use one of {', '.join(accepted)}")
+    if not on_gpu and precision in _FP16:
+        raise RunConfigError("fp16_on_cpu", value=precision)
+    if on_gpu and precision in _BF16 and not hw.bf16_supported:
+        raise RunConfigError("bf16_unsupported", value=precision, device=hw.device_name)
+    for key in ("max_steps",):
+        v = t.get(key)
+        if v is not None and (not isinstance(v, int) or (v < 1 and v != -1)):
+            raise RunConfigError("bad_value", key=f"trainer.{key}", value=v, fix="a positive number of optimizer steps, or -1 (use max_epochs)")
+    acc = t.get("accumulate_grad_batches", 1)
+    _positive_int("trainer.accumulate_grad_batches", acc, "a positive number of batches per optimizer step")
+
+
+def _check_callbacks(plain: Mapping[str, Any]) -> None:
+    from hydra.utils import get_class
+
+    loggers = {k: v for k, v in (plain.get("logger") or {}).items() if v}
+    for group in ("callbacks", "logger"):
+        for name, node in (plain.get(group) or {}).items():
+            if not isinstance(node, Mapping) or "_target_" not in node:
+                continue
+            try:
+                cls = get_class(node["_target_"])
+            except Exception as e:  # ImportError / AttributeError, wrapped by Hydra
+                raise RunConfigError("bad_value", key=f"{group}.{name}._target_", value=node["_target_"],
+                                     fix=f"it cannot be imported ({str(e).splitlines()[0]}); give a dotted path to a class") from None
+            if group == "callbacks" and not loggers and cls.__name__ == "LearningRateMonitor":
+                raise RunConfigError("logger_needed", name=name, target=node["_target_"], logger="none")
+
+
+def _check_run_keys(plain: Mapping[str, Any]) -> None:
+    rel = dict(plain.get("reliability") or {})
+    action = rel.get("nonfinite", "stop")
+    if action not in NONFINITE_ACTIONS:
+        raise RunConfigError("bad_value", key="reliability.nonfinite", value=action,
+                             fix="use stop (end the run, keep the last good checkpoint) or skip (drop that update)")
+    for key in ("check_every_n_steps", "max_consecutive_skips"):
+        if key in rel:
+            _positive_int(f"reliability.{key}", rel[key], "a positive number of steps")
+    ckpt = plain.get("ckpt_path")
+    if ckpt and str(ckpt) not in LIGHTNING_CKPT_ALIASES and "://" not in str(ckpt):
+        if not Path(os.path.expanduser(str(ckpt))).is_file():
+            raise RunConfigError("ckpt_missing", value=ckpt)
