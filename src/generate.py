@@ -21,7 +21,7 @@ from torch import Tensor
 
 from src.data.tokenizers import Tokenizer
 from src.evaluation.loading import load_model
-from src.evaluation.scorer import prompt_prefix
+from src.evaluation.prefix_lm import prompt_prefix
 from src.models.families.encoder_decoder import EncoderDecoder
 from src.models.generation import generate
 

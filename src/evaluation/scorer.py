@@ -13,10 +13,7 @@ Right padding never changes a causal model's scores, so batches need no attentio
 """
 from __future__ import annotations
 
-import functools
-import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -26,8 +23,9 @@ from torch.nn import functional as F
 from src.data.tokenizers import Tokenizer
 from src.evaluation.batching import length_batches, pad_right, progress_bar
 from src.evaluation.loading import PairFormat
+from src.evaluation.prefix_lm import is_prefix_lm, prompt_prefix
+from src.evaluation.windows import WindowWork, sliding_windows
 from src.models.families import TransformerModel
-from src.models.families.decoder_only import DecoderOnly
 from src.models.families.encoder_decoder import EncoderDecoder
 from src.models.families.encoder_only import EncoderOnly
 from src.models.generation import generate
@@ -40,63 +38,6 @@ class LogLikelihood:
     logprob: float  # Σ log p(token) over the continuation's tokens (natural log)
     is_greedy: bool  # every continuation token is the argmax at its position
     n_tokens: int  # continuation tokens scored
-
-
-@dataclass
-class WindowWork:
-    """One sliding window: tokens[begin:end] is read, the last ``n_target`` positions are scored."""
-
-    begin: int
-    end: int
-    n_target: int
-
-
-def sliding_windows(n_tokens: int, context_length: int, stride: int) -> list[WindowWork]:
-    """Windows of the transformers perplexity guide (``docs/transformers/perplexity``).
-
-    Window k reads ``tokens[k·stride : k·stride + context_length]`` and scores only the
-    targets after the previous window's end, so every token is scored once, with as much
-    context as the stride allows. The very first token has no context and is never scored.
-    """
-    if context_length < 2:
-        raise ValueError(f"context_length={context_length} must be >= 2")
-    if not 0 < stride <= context_length:
-        raise ValueError(f"stride={stride} must be in [1, context_length={context_length}]")
-    windows: list[WindowWork] = []
-    prev_end = 0
-    for begin in range(0, n_tokens, stride):
-        end = min(begin + context_length, n_tokens)
-        trg_len = end - prev_end  # tokens not scored by the previous window
-        n_target = min(trg_len, end - begin - 1)  # the window's first token has no prediction
-        if n_target > 0:
-            windows.append(WindowWork(begin, end, n_target))
-        prev_end = end
-        if end == n_tokens:
-            break
-    return windows
-
-
-def is_prefix_lm(model: TransformerModel) -> bool:
-    """A decoder-only model whose mask is not causal (a prefix LM needs ``prefix_length``)."""
-    mask = model.decoder.mask if isinstance(model, DecoderOnly) else None
-    return mask is not None and not mask.causal
-
-
-@contextmanager
-def prompt_prefix(model: TransformerModel, prompt_len: int, batch: int) -> Iterator[None]:
-    """While generating, a prefix-LM decoder sees the whole prompt bidirectionally: every
-    forward call gets ``prefix_length = prompt length`` (a no-op after the first step, where
-    each new token sees all earlier ones anyway). ``generate`` has no ``prefix_length``
-    argument, so the model's forward is wrapped for the duration; other models are untouched."""
-    if not is_prefix_lm(model):
-        yield
-        return
-    prefix = torch.full((batch,), prompt_len, dtype=torch.long, device=model.device)
-    model.forward = functools.partial(type(model).forward, model, prefix_length=prefix)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        del model.forward  # back to the class's forward
 
 
 class Scorer:
@@ -373,13 +314,3 @@ class Scorer:
                     out[i] = toks[:cut]
                 advance(len(batch))
         return out  # type: ignore[return-value]
-
-
-def perplexity_metrics(nll: float, n_tokens: int, n_bytes: int | None = None, n_words: int | None = None) -> dict[str, float]:
-    """Σ NLL (nats) over ``n_tokens`` -> loss, token ppl, bits per byte, word ppl."""
-    out = {"loss": nll / n_tokens, "ppl": math.exp(nll / n_tokens)}
-    if n_bytes:
-        out["bits_per_byte"] = nll / n_bytes / math.log(2)
-    if n_words:
-        out["word_ppl"] = math.exp(nll / n_words)
-    return out

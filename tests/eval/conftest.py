@@ -67,7 +67,8 @@ def hf_reference():
         def loglikelihood(model, context: list[int], continuation: list[int], max_len: int = 64) -> tuple[float, bool]:
             """Σ log p(continuation | context), keeping the last max_len + 1 tokens; and whether it is greedy."""
             whole = (context + continuation)[-(max_len + 1):]
-            logits = model(torch.tensor([whole[:-1]])).logits[0, -len(continuation):]  # [n, V]
+            n = len(continuation)
+            logits = model(torch.tensor([whole[:-1]]), logits_to_keep=n).logits[0, -n:]  # [n, V]
             logp = logits.log_softmax(-1)
             target = torch.tensor(continuation)
             return float(logp.gather(-1, target[:, None]).sum()), bool((logp.argmax(-1) == target).all())

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from src.evaluation.batching import length_batches
-from src.evaluation.scorer import Scorer, sliding_windows
+from src.evaluation.scorer import Scorer
+from src.evaluation.windows import sliding_windows
 
 
 @pytest.mark.parametrize("n,ctx,stride", [(200, 64, 32), (200, 64, 64), (65, 64, 16), (10, 64, 32), (130, 48, 17)])

@@ -19,9 +19,10 @@ from typing import Any
 
 import torch
 
-from src.evaluation.scorer import Scorer, perplexity_metrics
+from src.evaluation.scorer import Scorer
 from src.evaluation.sources import DETOKENIZERS, load_hf_dataset, looks_like_jsonl, open_text, read_jsonl
 from src.evaluation.tasks.base import EVAL_TASKS, Task, TaskResult, take
+from src.evaluation.windows import perplexity_metrics
 
 
 @EVAL_TASKS.register("perplexity")
