@@ -109,11 +109,13 @@ def extrapolation(rows: Sequence[VariantRow], out: Path, prefix: str = "extrapol
         else:
             ax.plot([], [], color=color, label=label)
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+    finite_y = [y for line in ax.get_lines() for y in line.get_ydata() if y > 0]
+    if finite_y and max(finite_y) / min(finite_y) > 10:  # a blow-up: log scale keeps the rest readable
+        ax.set_yscale("log")
     ax.set_xticks([_factor(k) for k in keys if _factor(k)])
     ax.set_xticklabels([f"{_factor(k):g}×" for k in keys if _factor(k)])
     ax.set_xlabel("evaluation context / training length")
-    ax.set_ylabel("validation perplexity (log scale)")
+    ax.set_ylabel("validation perplexity" + (" (log scale)" if ax.get_yscale() == "log" else ""))
     ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
     ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%.3g"))
     ax.set_title("length extrapolation (bars: min–max over seeds)")
@@ -126,8 +128,9 @@ def extrapolation(rows: Sequence[VariantRow], out: Path, prefix: str = "extrapol
     return path
 
 
-def grad_norms(rows: Sequence[VariantRow], out: Path, kind: str = "block") -> Path | None:
-    """Per-layer gradient norms (first recorded step) per variant; one panel per stack."""
+def grad_norms(rows: Sequence[VariantRow], out: Path, kind: str = "ffn") -> Path | None:
+    """Per-layer gradient norms (first recorded step) per variant; one panel per stack. ``kind``:
+    ``ffn`` (the FFN weight matrices, the quantity of Xiong et al. 2020, Fig. 3), ``attn`` or ``block``."""
     data: dict[str, list[tuple[str, int, list[float]]]] = {}
     for i, row in enumerate(rows):
         per_stack: dict[str, list[list[float]]] = {}
@@ -150,8 +153,12 @@ def grad_norms(rows: Sequence[VariantRow], out: Path, kind: str = "block") -> Pa
         for label, i, mean in data[stack]:
             ax.plot(range(len(mean)), mean, marker="o", color=colors[i], label=_short(label, 50))
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%.3g"))
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_xlabel(f"{stack} layer (0 = nearest the input)")
-        ax.set_ylabel(f"gradient norm of the {kind}'s parameters")
+        what = {"ffn": "FFN weight matrices", "attn": "attention weight matrices", "block": "whole block"}.get(kind, kind)
+        ax.set_ylabel(f"gradient norm ({what})")
         ax.set_title(f"{stack}: per-layer gradient norm at step 0 (mean over seeds)")
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)

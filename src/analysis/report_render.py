@@ -193,16 +193,20 @@ def render_markdown(*, title: str, roots: Sequence[str], runs: Sequence[RunRecor
     grad_rows = [(row, [r.grad_norms for r in row.variant.runs if r.grad_norms]) for row in rows]
     grad_rows = [(row, g) for row, g in grad_rows if g]
     if grad_rows:
-        lines += ["## Per-layer gradient norms at step 0 (mean over seeds; layer 0 nearest the input)", ""]
+        lines += ["## Per-layer gradient norms at step 0", "",
+                  "Mean over seeds, layer 0 nearest the input; FFN = the FFN weight matrices (Xiong et al. 2020, "
+                  "Fig. 3), block = all the block's parameters.", ""]
         for row, gs in grad_rows:
             step = min(gs[0], key=int)
             for stack in sorted(gs[0][step]):
-                per_layer = [g[step][stack]["block"] for g in gs if step in g and stack in g[step]]
-                n = min(len(x) for x in per_layer)
-                mean = [sum(x[j] for x in per_layer) / len(per_layer) for j in range(n)]
-                ratio = mean[-1] / mean[0] if mean and mean[0] > 0 else float("nan")
-                lines.append(f"- {row.label} ({stack}): " + ", ".join(f"{v:.3g}" for v in mean) +
-                             f" (last/first = {ratio:.2f})")
+                parts = []
+                for kind in ("ffn", "block"):
+                    per_layer = [g[step][stack][kind] for g in gs if step in g and stack in g[step]]
+                    n = min(len(x) for x in per_layer)
+                    mean = [sum(x[j] for x in per_layer) / len(per_layer) for j in range(n)]
+                    ratio = mean[-1] / mean[0] if mean and mean[0] > 0 else float("nan")
+                    parts.append(f"{kind}: " + ", ".join(f"{v:.3g}" for v in mean) + f" (last/first {ratio:.2f})")
+                lines.append(f"- {row.label} ({stack}) — " + "; ".join(parts))
         lines.append("")
 
     lines += ["## Plots", ""]
