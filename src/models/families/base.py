@@ -6,10 +6,10 @@ import math
 
 import torch
 from torch import Tensor, nn
-from torch.nn import functional as F
 
 from src.models.components.block import Block, Stack
 from src.models.components.ffn import FFNS
+from src.models.components.loss import cross_entropy
 from src.models.components.masks import MASKS, AttentionMask
 from src.models.components.norms import NORMS
 from src.models.components.positions import POSITIONS
@@ -115,7 +115,7 @@ class TransformerModel(nn.Module):
     @staticmethod
     def cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
         """Mean over labelled tokens; logits [B, T, V], labels [B, T] (-100 = not scored)."""
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE_INDEX)
+        return cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE_INDEX)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())  # tied weights counted once
