@@ -242,6 +242,8 @@ class LMTask(pl.LightningModule):
         checkpoint["tokens_seen"] = self.tokens_seen
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        if self._trainer is not None and self.trainer.state.fn != "fit":
+            return  # test/validate with a checkpoint: weights only; this run's counters stay
         self.tokens_seen = int(checkpoint.get("tokens_seen", 0))
         # Restored right before the first resumed training batch, after Lightning has rebuilt
         # the dataloader iterator, so the random stream matches an uninterrupted run.

@@ -30,7 +30,7 @@ TINY = [
     "tokenizer=char", "data=embedded", "trainer=cpu", "batch_size=4", "block_size=32",
     "trainer.max_steps=4", "trainer.val_check_interval=2", "trainer.limit_val_batches=2", "trainer.limit_test_batches=2",
     "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false",
-    "scheduler.warmup_steps=1", "~callbacks.progress_bar",
+    "scheduler.warmup_steps=1", "callbacks.progress_bar=null",
 ]
 
 
@@ -64,6 +64,8 @@ def compose_train(overrides: Sequence[str], run_dir: Path | str) -> DictConfig:
         cfg.hydra.runtime.output_dir = str(run_dir)
         cfg.hydra.job.num = 0
     HydraConfig.instance().set_config(cfg)
+    with open_dict(cfg):
+        del cfg["hydra"]  # as @hydra.main hands it to the task function (the ${hydra:...} resolver reads HydraConfig)
     return cfg
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
 from hydra.errors import ConfigCompositionException
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
@@ -54,8 +55,8 @@ def test_struct_mode_rejects_typos(tmp_path: Path) -> None:
 
 def test_slurm_launcher_config(tmp_path: Path) -> None:
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    cfg = compose_train(["hydra/launcher=submitit_slurm", "hydra.launcher.partition=gpu"], tmp_path)
-    launcher = cfg.hydra.launcher
+    compose_train(["hydra/launcher=submitit_slurm", "hydra.launcher.partition=gpu"], tmp_path)
+    launcher = HydraConfig.get().launcher
     assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")
     assert launcher.partition == "gpu" and launcher.tasks_per_node == 1 and "submitit_folder" in launcher
 
