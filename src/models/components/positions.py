@@ -151,13 +151,21 @@ class RotaryPosition(Position):
         self.head_dim, self.rot_dim, self.theta = head_dim, rot, theta
         inv_freq = 1.0 / (theta ** (torch.arange(0, rot, 2, dtype=torch.float32) / rot))  # [R/2]
         self.register_buffer("inv_freq", inv_freq, persistent=False)
+        # (positions, dtype, cos, sin) of the last call: every layer of a forward passes the
+        # same positions tensor for q and k, so cos/sin are computed once per forward, not 2·L times
+        self._memo: tuple[Tensor, torch.dtype, Tensor, Tensor] | None = None
 
     def _cos_sin(self, pos: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        memo = self._memo
+        if memo is not None and memo[0] is pos and memo[1] == dtype and memo[2].device == self.inv_freq.device:
+            return memo[2], memo[3]
         freqs = pos.float()[..., None] * self.inv_freq  # [..., T, R/2]
         emb = torch.cat((freqs, freqs), dim=-1)  # [..., T, R]
         cos, sin = emb.cos().to(dtype), emb.sin().to(dtype)
         if pos.dim() == 2:  # per-example positions [B, T] -> [B, 1, T, R]
             cos, sin = cos[:, None], sin[:, None]
+        if not torch.compiler.is_compiling():  # compiled graphs dedupe it themselves
+            self._memo = (pos, dtype, cos, sin)
         return cos, sin
 
     def _rotate_one(self, x: Tensor, pos: Tensor) -> Tensor:  # not ``_apply``: that is nn.Module's hook for .to()
