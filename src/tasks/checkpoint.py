@@ -15,6 +15,8 @@ import torch
 
 from src.data.tokenizers import Tokenizer
 from src.models import TransformerModel
+from src.reliability.checkpoint_fit import check_state_dict_fits
+from src.reliability.checkpoint_io import safe_torch_load
 from src.tasks.base import LMTask
 from src.tasks.registry import TASKS
 
@@ -37,13 +39,14 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
                                 f"Sharded FSDP checkpoints: train with trainer.strategy.state_dict_type=full")
     if not p.is_file():
         raise FileNotFoundError(f"no checkpoint at {p}; run directories keep them in <run dir>/checkpoints/")
-    ckpt = torch.load(p, map_location=map_location, weights_only=True)
+    ckpt = safe_torch_load(p, map_location=map_location)  # weights_only=True; clear errors for pickles, torn files
     hp = ckpt.get("hyper_parameters")
     if not hp or "cfg" not in hp:
         raise ValueError(f"{p} has no hyper_parameters.cfg; it was not written by src.train")
     cfg = hp["cfg"]
     cls = TASKS.get(cfg["task"]["name"])
     task = cls(cfg, hp.get("tokenizer"))
+    check_state_dict_fits(task, ckpt, path=str(p), current_cfg=cfg)  # names every mismatched key and shape
     task.load_state_dict(ckpt["state_dict"], strict=True)
     task.eval()
     return LoadedCheckpoint(model=task.model, tokenizer=task.tokenizer, cfg=cfg, task=task,

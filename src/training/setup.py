@@ -23,6 +23,7 @@ from src.data.datamodule import PairDataModule, build_datamodule
 from src.data.tokenizers import Tokenizer, build_tokenizer
 from src.models import ModelConfig
 from src.models.registry import RegistryError
+from src.reliability import harden_trainer, validate_run_config
 from src.tasks import TASKS, LMTask
 from src.tasks.base import TaskError
 
@@ -92,6 +93,7 @@ def resolve_vocab(plain: dict[str, Any], tokenizer: Tokenizer, n_reserved: int) 
 
 def build_run(cfg: DictConfig | Mapping[str, Any], *, rank: int | None = None, world_size: int | None = None) -> Run:
     """Tokenizer, datamodule, resolved config and task from a composed run config."""
+    validate_run_config(cfg)  # every config-only check, before anything heavy (docs/reliability.md)
     plain = to_plain(cfg)
     cls = task_class(plain["task"]["name"])
     try:
@@ -130,5 +132,6 @@ def build_trainer(cfg: DictConfig, extra_callbacks: list[pl.Callback] = ()) -> p
     for c in callbacks:
         if not isinstance(c, pl.Callback):
             raise SetupError(f"callbacks: {type(c).__name__} is not a lightning Callback; check its _target_")
-    return instantiate(cfg.trainer, callbacks=[*callbacks, *extra_callbacks], logger=loggers or False,
-                       _convert_="partial")
+    trainer = instantiate(cfg.trainer, callbacks=[*callbacks, *extra_callbacks], logger=loggers or False,
+                          _convert_="partial")
+    return harden_trainer(trainer, cfg)  # atomic weights-only checkpoints, non-finite loss guard (docs/reliability.md)
