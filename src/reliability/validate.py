@@ -79,10 +79,10 @@ def validate_run_config(
     ``DataError``), each with a message naming key, value and fix.
     """
     plain = _to_plain(cfg)
-    conf = Path(conf_dir) if conf_dir is not None else CONF_DIR
+    conf, primary = (Path(conf_dir), "train") if conf_dir is not None else _primary_config()
     _check_no_remote_code(plain)
     _check_no_missing(plain)
-    _check_top_keys(plain, conf)
+    _check_top_keys(plain, conf, primary)
     _check_group_keys(plain, conf)
     _check_model(plain["model"])
     _check_task_and_data(plain)
@@ -110,6 +110,21 @@ def _to_plain(cfg: Any) -> dict[str, Any]:
     plain = copy.deepcopy(dict(cfg))
     plain.pop("hydra", None)
     return plain
+
+
+def _primary_config() -> tuple[Path, str]:
+    """(config directory, primary config name) of the running Hydra app, else (repo conf/, "train")."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            hc = HydraConfig.get()
+            for source in hc.runtime.config_sources:
+                if source.provider == "main" and str(source.path).startswith("file://"):
+                    return Path(str(source.path)[len("file://"):]), str(hc.job.config_name)
+    except Exception:  # no Hydra, or an unusual config source: fall back to the repository's conf/
+        pass
+    return CONF_DIR, "train"
 
 
 def _walk(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -177,14 +192,16 @@ def _check_no_missing(plain: Mapping[str, Any]) -> None:
 # ---------------------------------------------------------------- 2. keys
 
 
-def _check_top_keys(plain: Mapping[str, Any], conf: Path) -> None:
-    declared = _yaml_keys(conf / "train.yaml")
+def _check_top_keys(plain: Mapping[str, Any], conf: Path, primary: str = "train") -> None:
+    path = conf / f"{primary}.yaml"
+    declared = _yaml_keys(path)
     if declared is None:
         return
-    known = sorted({*declared, *_default_groups(conf / "train.yaml"), *EXTRA_TOP_KEYS} - {"experiment", "hydra"})
+    known = sorted({*declared, *_default_groups(path), *EXTRA_TOP_KEYS} - {"experiment", "hydra"})
     for key, value in plain.items():
         if key not in known:
-            raise RunConfigError("unknown_key", key=key, value=value, where="conf/train.yaml", accepted=", ".join(known))
+            raise RunConfigError("unknown_key", key=key, value=value, where=f"conf/{primary}.yaml",
+                                 accepted=", ".join(known))
 
 
 def _check_group_keys(plain: Mapping[str, Any], conf: Path) -> None:
@@ -375,13 +392,14 @@ def _check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
     for key in ("max_steps",):
         v = t.get(key)
         if v is not None and (not isinstance(v, int) or (v < 1 and v != -1)):
-            raise RunConfigError("bad_value", key=f"trainer.{key}", value=v, fix="a positive number of optimizer steps, or -1 (use max_epochs)")
+            raise RunConfigError("bad_value", key=f"trainer.{key}", value=v,
+                                 fix="a positive number of optimizer steps, or -1 (use max_epochs)")
     acc = t.get("accumulate_grad_batches", 1)
     _positive_int("trainer.accumulate_grad_batches", acc, "a positive number of batches per optimizer step")
 
 
 def _check_callbacks(plain: Mapping[str, Any]) -> None:
-    from hydra.utils import get_class
+    from hydra.utils import get_object
 
     loggers = {k: v for k, v in (plain.get("logger") or {}).items() if v}
     for group in ("callbacks", "logger"):
@@ -389,11 +407,12 @@ def _check_callbacks(plain: Mapping[str, Any]) -> None:
             if not isinstance(node, Mapping) or "_target_" not in node:
                 continue
             try:
-                cls = get_class(node["_target_"])
+                target = get_object(node["_target_"])
             except Exception as e:  # ImportError / AttributeError, wrapped by Hydra
+                reason = str(e).splitlines()[0]
                 raise RunConfigError("bad_value", key=f"{group}.{name}._target_", value=node["_target_"],
-                                     fix=f"it cannot be imported ({str(e).splitlines()[0]}); give a dotted path to a class") from None
-            if group == "callbacks" and not loggers and cls.__name__ == "LearningRateMonitor":
+                                     fix=f"it cannot be imported ({reason}); give a dotted path to a class") from None
+            if group == "callbacks" and not loggers and getattr(target, "__name__", "") == "LearningRateMonitor":
                 raise RunConfigError("logger_needed", name=name, target=node["_target_"], logger="none")
 
 
