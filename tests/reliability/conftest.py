@@ -51,7 +51,9 @@ def compose() -> Iterator[Callable[..., DictConfig]]:
     with ``paths`` pointed at a placeholder since there is no Hydra run directory)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
 
+    GlobalHydra.instance().clear()  # in case an earlier test left Hydra initialized
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         def _compose(*overrides: str, output_dir: str | Path = "/tmp/unused") -> DictConfig:
             return hydra_compose("train", overrides=[f"paths.output_dir={output_dir}", "paths.root_dir=/tmp", *overrides])
