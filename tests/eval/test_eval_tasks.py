@@ -72,7 +72,7 @@ def test_lambada_loader_reads_all_5153_records(shared_file) -> None:
 
 # -- HellaSwag ----------------------------------------------------------------------------
 def test_hellaswag_preprocessing_as_the_harness() -> None:
-    assert preprocess(" Fold the towel [title] Tuck the ends [step] in.  ") == "Fold the towel.  Tuck the ends  in.".replace("  ", " ")
+    assert preprocess(" Fold the towel [title] Tuck the ends [step] in.  ") == "Fold the towel. Tuck the ends in."
     assert capitalize_last_fragment("Roof shingle removal: A man is sitting on a roof. he") == \
         "Roof shingle removal: A man is sitting on a roof. He"
     assert capitalize_last_fragment("Baking: A woman stirs. The bowl") == "Baking: A woman stirs. The bowl"
