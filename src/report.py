@@ -49,10 +49,9 @@ def find_baseline(variants: Sequence[Variant], spec: str | None) -> int:
         return 0
     wanted = dict(p.split("=", 1) for p in spec.split(",") if "=" in p)
     wanted = {k.lstrip("+"): v for k, v in wanted.items()}
-    for i, v in enumerate(variants):
-        d = dict(v.key)
-        if all(d.get(k) == val for k, val in wanted.items()):
-            return i
+    matches = [i for i, v in enumerate(variants) if all(v.values().get(k) == val for k, val in wanted.items())]
+    if matches:  # the one with the fewest other overrides (a follow-up's extra key does not steal the baseline)
+        return min(matches, key=lambda i: (len(variants[i].key), i))
     labels = "; ".join(", ".join(f"{k}={x}" for k, x in v.key) for v in variants)
     raise ValueError(f"--baseline {spec!r} matches no variant; variants: {labels}")
 
@@ -76,7 +75,7 @@ def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, m
     text = render_markdown(title=title or f"Sweep report: {', '.join(Path(r).name for r in roots)}",
                            roots=[str(r) for r in roots], runs=runs, rows=rows, varying=varying, shared=shared,
                            baseline=base, metric=metric, alpha=alpha, extra=extras,
-                           pairs=pairwise(rows, metric, alpha), plots=plots)
+                           pairs=pairwise(rows, metric, alpha, varying), plots=plots)
     md = out_dir / "report.md"
     md.write_text(text + "\n")
     table = write_csv(out_dir / "report.csv", csv_rows(rows, varying, extras))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -30,13 +31,21 @@ def _colors(n: int) -> list:
     return [cmap(i % cmap.N) for i in range(n)]
 
 
-def _short(label: str, width: int = 60) -> str:
+def _legend(ax: Any, n: int) -> None:
+    """Inside the axes for a few variants, beside them for many (so no curve is hidden)."""
+    if n <= 5:
+        ax.legend(fontsize=7)
+    else:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+
+
+def _short(label: str, width: int = 90) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"
 
 
 def loss_vs_tokens(rows: Sequence[VariantRow], out: Path, metric: str = "val/loss") -> Path | None:
     """Validation loss per variant against tokens seen; band = min–max over seeds."""
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(8 if len(rows) <= 5 else 12, 5))
     drawn = 0
     lows: list[float] = []
     for row, color in zip(rows, _colors(len(rows))):
@@ -52,7 +61,7 @@ def loss_vs_tokens(rows: Sequence[VariantRow], out: Path, metric: str = "val/los
         x = [s * tps for s in steps]
         per_step = [[c[s] for _, c in curves] for s in steps]
         mean = [sum(v) / len(v) for v in per_step]
-        ax.plot(x, mean, color=color, label=f"{_short(row.label)} (n={len(curves)})", lw=1.6)
+        ax.plot(x, mean, color=color, label=f"{_short(row.short)} (n={len(curves)})", lw=1.6)
         if len(curves) > 1:
             ax.fill_between(x, [min(v) for v in per_step], [max(v) for v in per_step], color=color, alpha=0.2, lw=0)
         lows += [min(v) for v in per_step]
@@ -64,7 +73,7 @@ def loss_vs_tokens(rows: Sequence[VariantRow], out: Path, metric: str = "val/los
     ax.set_ylabel(f"{metric} (nats/token)")
     ax.set_title(f"{metric} vs tokens (line: mean over seeds; band: min–max)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper right")
+    _legend(ax, len(rows))
     path = out / "loss_vs_tokens.png"
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -85,7 +94,7 @@ def extrapolation(rows: Sequence[VariantRow], out: Path, prefix: str = "extrapol
                   key=lambda k: _factor(k) or 0)
     if not keys:
         return None
-    fig, ax = plt.subplots(figsize=(7, 5))
+    fig, ax = plt.subplots(figsize=(7 if len(rows) <= 5 else 11, 5))
     for row, color in zip(rows, _colors(len(rows))):
         xs, mean, lo, hi, missing = [], [], [], [], []
         for k in keys:
@@ -103,7 +112,7 @@ def extrapolation(rows: Sequence[VariantRow], out: Path, prefix: str = "extrapol
             hi.append(max(vals) - m)
         if not xs and not missing:
             continue
-        label = _short(row.label) + (f" (n/a at {', '.join(missing)})" if missing else "")
+        label = _short(row.short) + (f" (n/a at {', '.join(missing)})" if missing else "")
         if xs:
             ax.errorbar(xs, mean, yerr=[lo, hi], color=color, marker="o", capsize=3, label=label)
         else:
@@ -120,7 +129,7 @@ def extrapolation(rows: Sequence[VariantRow], out: Path, prefix: str = "extrapol
     ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%.3g"))
     ax.set_title("length extrapolation (bars: min–max over seeds)")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    _legend(ax, len(rows))
     path = out / "extrapolation.png"
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -143,15 +152,24 @@ def grad_norms(rows: Sequence[VariantRow], out: Path, kind: str = "ffn") -> Path
         for stack, lists in per_stack.items():
             n = min(len(x) for x in lists)
             mean = [sum(x[j] for x in lists) / len(lists) for j in range(n)]
-            data.setdefault(stack, []).append((row.label, i, mean))
+            data.setdefault(stack, []).append((row.short, i, mean))
     if not data:
         return None
     stacks = sorted(data)
-    fig, axes = plt.subplots(1, len(stacks), figsize=(7 * len(stacks), 5), squeeze=False)
+    fig, axes = plt.subplots(1, len(stacks), figsize=((7 if len(rows) <= 5 else 11) * len(stacks), 5), squeeze=False)
     colors = _colors(len(rows))
     for ax, stack in zip(axes[0], stacks):
+        curves: list[tuple[str, int, list[float], int]] = []  # variants with identical step-0 norms share a curve
         for label, i, mean in data[stack]:
-            ax.plot(range(len(mean)), mean, marker="o", color=colors[i], label=_short(label, 50))
+            same = next((k for k, c in enumerate(curves) if c[2] == mean), None)
+            if same is None:
+                curves.append((label, i, mean, 0))
+            else:
+                lab, j, m, n = curves[same]
+                curves[same] = (lab, j, m, n + 1)
+        for label, i, mean, n_same in curves:
+            extra = f" (and {n_same} more with identical norms)" if n_same else ""
+            ax.plot(range(len(mean)), mean, marker="o", color=colors[i], label=_short(label) + extra)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%.3g"))
@@ -161,7 +179,7 @@ def grad_norms(rows: Sequence[VariantRow], out: Path, kind: str = "ffn") -> Path
         ax.set_ylabel(f"gradient norm ({what})")
         ax.set_title(f"{stack}: per-layer gradient norm at step 0 (mean over seeds)")
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
+        _legend(ax, len(rows))
     path = out / "grad_norms.png"
     fig.tight_layout()
     fig.savefig(path, dpi=120)

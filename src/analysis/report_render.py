@@ -58,7 +58,7 @@ def _extrapolation_note(row: VariantRow, key: str) -> str | None:
 def csv_rows(rows: Sequence[VariantRow], varying: Sequence[str], extra: Sequence[str]) -> list[dict[str, Any]]:
     out = []
     for i, row in enumerate(rows):
-        d = dict(row.variant.key)
+        d = row.variant.values()
         rec: dict[str, Any] = {"variant": row.label, **{k: d.get(k, "") for k in varying}}
         c = row.comparison
         rec.update({
@@ -155,11 +155,11 @@ def render_markdown(*, title: str, roots: Sequence[str], runs: Sequence[RunRecor
     sig = [p for p in pairs if p.comparison.significant]
     if len(rows) > 2:
         if sig:
-            lines += ["All pairs with p < α:", ""]
+            lines += ["Every pair of variants that differ in one setting only, with p < α:", ""]
             lines += [f"- {p.b} vs {p.a}: Δ = {p.comparison.delta:+.3f}, p = {p.comparison.test.p:.3g}"  # type: ignore[union-attr]
                       for p in sig]
         else:
-            lines += [f"No pair of variants differs at p < {alpha}."]
+            lines += [f"No pair of variants that differ in one setting only differs at p < {alpha}."]
         lines.append("")
 
     if extra:

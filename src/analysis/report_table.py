@@ -56,6 +56,7 @@ class VariantRow:
     variant: Variant
     label: str
     outcomes: Counter
+    short: str  # the label with keys shortened to their last part (n_layer=6, lr=0.01), for legends
     loss: Summary  # final validation loss (the tested metric)
     ppl: Summary
     best_loss: Summary
@@ -103,6 +104,15 @@ def _natural(key: str) -> tuple[Any, ...]:
     return tuple(float(t) if t.replace(".", "", 1).isdigit() else t for t in re.split(r"(\d+(?:\.\d+)?)", key))
 
 
+def short_label(variant: Variant, keys: Sequence[str]) -> str:
+    """``model.n_layer=6, optim.lr=0.01`` -> ``n_layer=6, lr=0.01`` (full keys when shortening is ambiguous)."""
+    short = [k.replace("/", ".").split(".")[-1] for k in keys]
+    if len(set(short)) < len(short):
+        return variant.label(keys)
+    d = variant.values()
+    return ", ".join(f"{s}={d[k]}" for s, k in zip(short, keys) if k in d) or "(defaults)"
+
+
 def build_rows(variants: Sequence[Variant], varying: Sequence[str], *, metric: str = "val/loss",
                baseline: int = 0, alpha: float = 0.05, extra: Sequence[str] = ()) -> list[VariantRow]:
     """Summaries per variant and the comparison of each with ``variants[baseline]``."""
@@ -120,7 +130,7 @@ def build_rows(variants: Sequence[Variant], varying: Sequence[str], *, metric: s
             ppl_vals = []
         refs = {r.match.get("reference_params") for r in runs if r.match}
         rows.append(VariantRow(
-            variant=v, label=v.label(varying), outcomes=outcomes,
+            variant=v, label=v.label(varying), outcomes=outcomes, short=short_label(v, varying),
             loss=summarize(loss_vals), ppl=summarize(ppl_vals),
             best_loss=summarize(_values(runs, f"{metric}_best")),
             best_steps=[int(r.metric("best_step")) if r.metric("best_step") is not None else None for r in runs
@@ -149,11 +159,17 @@ class PairResult:
     comparison: Comparison
 
 
-def pairwise(rows: Sequence[VariantRow], metric: str = "val/loss", alpha: float = 0.05) -> list[PairResult]:
-    """Every pair of variants compared (no multiple-comparison correction; the report says so)."""
+def pairwise(rows: Sequence[VariantRow], metric: str = "val/loss", alpha: float = 0.05,
+             varying: Sequence[str] = ()) -> list[PairResult]:
+    """Pairs of variants compared (no multiple-comparison correction; the report says so). With
+    ``varying`` keys, only pairs that differ in exactly one of them (one factor at a time)."""
     out: list[PairResult] = []
     for i in range(len(rows)):
         for j in range(i + 1, len(rows)):
+            if varying:
+                a, b = rows[i].variant.values(), rows[j].variant.values()
+                if sum(a.get(k) != b.get(k) for k in varying) != 1:
+                    continue
             c = compare(_values(rows[j].variant.runs, metric), _values(rows[i].variant.runs, metric), alpha)
             out.append(PairResult(rows[i].label, rows[j].label, c))
     return out

@@ -41,6 +41,7 @@ class RunRecord:
     config: dict[str, Any]  # .hydra/config.yaml (interpolations unresolved)
     metrics: dict[str, Any] | None  # metrics.json (plus merged evaluation figures); None: no metrics.json
     job_num: int = 0
+    first_started: float | None = None  # when the job first ran (src/sweeps/resume.py stamp), for the sweep order
     val_history: list[Point] = field(default_factory=list)
     train_history: list[Point] = field(default_factory=list)
     grad_norms: dict[str, Any] | None = None
@@ -142,8 +143,11 @@ def read_run(run_dir: Path) -> RunRecord:
     if metrics is not None:
         metrics = {**metrics, **{k: v for k, v in _eval_figures(run_dir).items() if k not in metrics}}
     val, train = read_csv_history(run_dir)
+    stamp = _read_json(run_dir / ".sweep_job.json") or {}
+    first = stamp.get("first_started", stamp.get("started"))
     return RunRecord(path=run_dir, overrides=overrides, config=config if isinstance(config, dict) else {},
-                     metrics=metrics, job_num=int(job_num or 0), val_history=val, train_history=train,
+                     metrics=metrics, job_num=int(job_num or 0), first_started=float(first) if first else None,
+                     val_history=val, train_history=train,
                      grad_norms=_read_json(run_dir / "grad_norms.json"), extrapolation=extrapolation,
                      match=_read_json(run_dir / "match_params.json"))
 
@@ -178,15 +182,33 @@ def is_ignored(key: str, ignore: Sequence[str] = IGNORED_KEYS) -> bool:
     return any(key == k or (k.endswith(".") and key.startswith(k)) for k in ignore)
 
 
+def config_value(config: dict[str, Any], key: str) -> str | None:
+    """The value a run's config holds for an override key (``optim.lr`` -> 0.003; a group
+    ``model/position`` -> its node's ``name``), as text; None when absent."""
+    node: Any = config
+    for part in key.replace("/", ".").split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    if isinstance(node, dict):
+        node = node.get("name")
+    return None if node is None else str(node)
+
+
 @dataclass
 class Variant:
     """Runs that share every override but the ignored ones (seed …)."""
 
     key: tuple[tuple[str, str], ...]  # the variant-defining overrides, sorted
     runs: list[RunRecord]
+    implied: dict[str, str] = field(default_factory=dict)  # varying keys this variant did not override: config values
+
+    def values(self) -> dict[str, str]:
+        """Override values, plus the config's value for varying keys the variant left at their default."""
+        return {**self.implied, **dict(self.key)}
 
     def label(self, keys: Sequence[str]) -> str:
-        d = dict(self.key)
+        d = self.values()
         parts = [f"{k}={d[k]}" for k in keys if k in d]
         return ", ".join(parts) or "(defaults)"
 
@@ -198,11 +220,13 @@ class Variant:
 def group_runs(runs: Sequence[RunRecord], ignore: Sequence[str] = IGNORED_KEYS) -> tuple[list[Variant], list[str], dict[str, str]]:
     """(variants in sweep order, the keys that vary between variants, the keys shared by all).
 
-    Sweep order: by the first job number (then path) of each variant's runs, so the report
-    lists variants as the sweep ran them.
+    Sweep order: by when each variant's first job first ran (the resume stamp; several sweeps
+    into one directory keep their order), then job number and path, so the report lists
+    variants as the sweeps ran them.
     """
     groups: dict[tuple[tuple[str, str], ...], list[RunRecord]] = {}
-    for r in sorted(runs, key=lambda r: (r.job_num, str(r.path))):
+    inf = float("inf")
+    for r in sorted(runs, key=lambda r: (r.first_started or inf, r.job_num, str(r.path))):
         key = tuple(sorted((k, v) for k, v in r.overrides.items() if not is_ignored(k, ignore)))
         groups.setdefault(key, []).append(r)
     variants = [Variant(k, sorted(v, key=lambda r: str(r.seed))) for k, v in groups.items()]
@@ -213,6 +237,12 @@ def group_runs(runs: Sequence[RunRecord], ignore: Sequence[str] = IGNORED_KEYS) 
                 all_keys.append(k)
     varying = [k for k in all_keys if len({dict(v.key).get(k) for v in variants}) > 1]
     shared = {k: dict(variants[0].key)[k] for k in all_keys if k not in varying and k in dict(variants[0].key)}
+    for v in variants:  # e.g. a follow-up sweep with optim.lr=1e-2 next to runs at the config's lr
+        for k in varying:
+            if k not in dict(v.key):
+                value = config_value(v.runs[0].config, k)
+                if value is not None:
+                    v.implied[k] = value
     return variants, varying, shared
 
 

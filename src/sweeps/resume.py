@@ -168,5 +168,8 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
             log.info("sweep_resume: %s was %s; its files moved to %s, running it again", run_dir, previous, moved)
     run_dir.mkdir(parents=True, exist_ok=True)
     attempts = int(stamp.get("attempt", 0)) + 1 if same else 1
-    (run_dir / STAMP).write_text(json.dumps({"fingerprint": fp, "attempt": attempts, "started": time.time()}) + "\n")
+    now = time.time()
+    first = stamp.get("first_started", stamp.get("started", now)) if same else now  # keeps the report's sweep order
+    (run_dir / STAMP).write_text(json.dumps({"fingerprint": fp, "attempt": attempts, "started": now,
+                                             "first_started": first}) + "\n")
     return None

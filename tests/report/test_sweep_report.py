@@ -31,7 +31,7 @@ LIMIT_S = 240  # per sweep invocation (the machine may be shared)
 def sweep_command(sweep_dir: Path, cache: Path) -> list[str]:
     return [
         sys.executable, "-m", "src.train", "-m",
-        "experiment=study_common", "study.name=test",
+        "experiment=study_common",
         "model=tiny", "tokenizer=char", "data=embedded", f"data.cache_dir={cache}", "data.max_val_windows=8",
         "model.n_layer=2", "model.d_model=32", "model.n_head=2", "model.d_ff=64", "block_size=16", "model.max_seq_len=16",
         "batch_size=4", "trainer.max_steps=6", "trainer.val_check_interval=3", "trainer.limit_val_batches=2",
@@ -41,7 +41,7 @@ def sweep_command(sweep_dir: Path, cache: Path) -> list[str]:
         "+callbacks.grad_norms.output_dir=${paths.output_dir}",
         "+callbacks.extrapolation._target_=src.callbacks.length_extrapolation.LengthExtrapolation",
         "+callbacks.extrapolation.factors=[1,2]", "+callbacks.extrapolation.output_dir=${paths.output_dir}",
-        "~callbacks.throughput",
+        "~callbacks.throughput", "~callbacks.lr_monitor", "~callbacks.model_checkpoint", "test=false",
         "model/ffn=gelu,swiglu", "seed=1,2",
         f"hydra.sweep.dir={sweep_dir}",
     ]
