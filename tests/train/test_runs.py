@@ -77,7 +77,9 @@ def first_sweep_point(params: dict) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", experiments())
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n.endswith("_gpu") else n for n in experiments()]
+)
 def test_experiment_fast_dev_run(name: str, tmp_path: Path) -> None:
     """Every experiment (a sweep: its first point) trains one step on CPU, validates and tests."""
     from hydra.core.hydra_config import HydraConfig
@@ -157,3 +159,31 @@ def test_task_that_does_not_fit_the_family_fails_at_build(tmp_path: Path) -> Non
     with pytest.raises(ValueError, match="task=masked_lm needs model.family in \\['encoder_only'\\]"):
         train_in_process([*TINY, "task=masked_lm"], tmp_path)
     assert metrics(tmp_path)["status"] == "failed"
+
+
+FAMILY_RUNS = {
+    "masked_lm": ["model=bert_base", "task=masked_lm"],
+    "seq2seq_text": ["model=transformer_base", "model.n_encoder_layer=1", "model.n_decoder_layer=1", "task=seq2seq"],
+    "seq2seq_pairs": ["model=transformer_base", "model.n_encoder_layer=1", "model.n_decoder_layer=1", "task=seq2seq",
+                      "data=multi30k", "tokenizer=gpt2", "block_size=16"],
+    "decoder_translation_prefix_lm": ["task=decoder_translation", "model/mask=prefix_lm", "data=multi30k",
+                                      "tokenizer=gpt2", "block_size=15"],
+    "causal_bf16": ["trainer.precision=bf16-mixed"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY_RUNS))
+def test_each_objective_runs_end_to_end(name: str, tmp_path: Path) -> None:
+    """Task x family x data through the whole runner (2 steps, validation, test)."""
+    overrides = [*TINY, "trainer.max_steps=2", "trainer.limit_val_batches=1", "trainer.limit_test_batches=1",
+                 *FAMILY_RUNS[name]]
+    if "data=multi30k" in overrides:
+        if not (SHARED_DATA / "multi30k_en_de").is_dir():
+            pytest.skip("needs ../shared/data/multi30k_en_de (offline copy)")
+        overrides.append(f"data.path={SHARED_DATA / 'multi30k_en_de'}")
+    train_in_process(overrides, tmp_path)
+    m = metrics(tmp_path)
+    assert m["status"] == "completed" and m["global_step"] == 2
+    assert m["val/loss"] is not None and m["test/loss"] is not None
+    loaded = load_checkpoint(tmp_path / "checkpoints" / "last.ckpt")
+    assert loaded.cfg["task"]["name"] == compose_train(overrides, tmp_path / "c").task.name
