@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from src.analysis.matched import apply_match_params
 from src.data.datamodule import PairDataModule, build_datamodule
+from src.data.sources import SOURCES
 from src.data.tokenizers import Tokenizer, build_tokenizer
 from src.models import ModelConfig
 from src.models.registry import RegistryError
@@ -46,6 +47,8 @@ class Run:
 def to_plain(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
     """A resolved, plain-data copy of the run config (without Hydra's own node)."""
     if isinstance(cfg, DictConfig):
+        if "hydra" in cfg:  # composed with return_hydra_config=True: leave Hydra's node unresolved
+            cfg = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
         plain = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
     else:
         plain = copy.deepcopy(dict(cfg))
@@ -106,8 +109,10 @@ def build_run(cfg: DictConfig | Mapping[str, Any], *, rank: int | None = None, w
     if block_size > max_seq_len and plain["model"].get("position", {}).get("name") == "learned":
         raise SetupError(f"block_size={block_size} exceeds model.max_seq_len={max_seq_len} (learned positions); "
                          f"lower block_size or raise model.max_seq_len")
+    kind = SOURCES.get(plain["data"]["name"]).kind if plain["data"].get("name") in SOURCES else "lm"
     datamodule = build_datamodule(
-        plain["data"], tokenizer, block_size=cls.data_block_size(block_size, max_seq_len, "text"),
+        plain["data"], tokenizer,
+        block_size=cls.data_block_size(block_size, max_seq_len, "pairs" if kind == "pairs" else "text"),
         batch_size=int(plain["batch_size"]), seed=int(plain["seed"]), num_workers=int(plain.get("num_workers", 0)),
         pin_memory=torch.cuda.is_available(), rank=rank, world_size=world_size,
     )

@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 from tests.train.conftest import CONF, compose_train
 
 TOP_GROUPS = ["model", "data", "tokenizer", "task", "trainer", "optim", "scheduler", "logger", "callbacks", "paths", "hydra"]
+TOP_GROUPS += [g for g in ("reliability",) if (CONF / g).is_dir()]  # groups other parts add to train.yaml
 MODEL_SUBGROUPS = ["model/position", "model/norm", "model/ffn", "model/mask"]  # with the default model (gpt2_small)
 
 
