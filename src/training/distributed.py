@@ -21,8 +21,10 @@ hydra-submitit-launcher gives all tasks of a job the same directory; with ``torc
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 _CONFIG_FLAGS = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd")
 _DROP_HYDRA = ("hydra.run.", "hydra.sweep.", "hydra.launcher", "hydra/launcher", "hydra.sweeper", "hydra/sweeper",
@@ -77,3 +79,37 @@ def install_ddp_launcher_fix() -> None:
 
 def _lightning_signature(local_rank: int) -> tuple[Sequence[str], str]:
     return hydra_child_command(local_rank)
+
+
+# environment variables Lightning's subprocess launcher sets in the *launching* process
+_LAUNCHER_ENV = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "LOCAL_RANK", "WORLD_SIZE")
+
+
+@contextlib.contextmanager
+def launcher_scope() -> Iterator[None]:
+    """Undo what a DDP run leaves in the process that launched its ranks, so the next multirun
+    job in the same process launches its own ranks again.
+
+    Lightning's launcher exports ``LOCAL_RANK=0`` (and the master address/port, world size) into
+    the launching process and initialises a process group there. A second job would then take
+    ``LOCAL_RANK`` as a sign that an external launcher started it, spawn no children, and talk
+    to the first job's finished ranks through the old group. On exit this restores the
+    variables and destroys the group — only in a process that was not itself started as a rank
+    (``LOCAL_RANK`` unset at entry); ranks started by SLURM, torchrun or the launcher exit after
+    their job anyway.
+    """
+    before = {k: os.environ.get(k) for k in _LAUNCHER_ENV}
+    launching = before["LOCAL_RANK"] is None
+    try:
+        yield
+    finally:
+        if launching:
+            import torch.distributed as dist
+
+            if dist.is_available() and dist.is_initialized():
+                dist.destroy_process_group()
+            for k, v in before.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v

@@ -23,6 +23,7 @@ from lightning.pytorch.utilities.rank_zero import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from src.callbacks.summary import RunSummary
+from src.training.distributed import launcher_scope
 from src.training.metrics_file import write_metrics
 from src.training.setup import Run, build_run, build_trainer
 
@@ -54,19 +55,19 @@ def train(cfg: DictConfig) -> float | None:
     summary = RunSummary(monitor=monitor)
     run: Run | None = None
     trainer: pl.Trainer | None = None
-    try:
-        configure_backends(cfg)
-        run = build_run(cfg)
-        trainer = build_trainer(cfg, extra_callbacks=[summary])
-        trainer.fit(run.task, datamodule=run.datamodule, ckpt_path=cfg.get("ckpt_path"))
-        if cfg.get("test", True) and not trainer.fast_dev_run:
-            best = trainer.checkpoint_callback.best_model_path if isinstance(trainer.checkpoint_callback, ModelCheckpoint) else ""
-            trainer.test(run.task, datamodule=run.datamodule, ckpt_path=best or None, verbose=False)
-        elif cfg.get("test", True):
-            trainer.test(run.task, datamodule=run.datamodule, verbose=False)
-    except BaseException as e:
-        _record(run_dir, "failed", e, run, trainer, summary, t0)
-        raise
+    with launcher_scope():  # a multirun's next DDP job in this process launches its own ranks again
+        try:
+            configure_backends(cfg)
+            run = build_run(cfg)
+            trainer = build_trainer(cfg, extra_callbacks=[summary])
+            trainer.fit(run.task, datamodule=run.datamodule, ckpt_path=cfg.get("ckpt_path"))
+            if cfg.get("test", True):
+                ck = trainer.checkpoint_callback  # test the best checkpoint when there is one (none under fast_dev_run)
+                best_path = ck.best_model_path if isinstance(ck, ModelCheckpoint) else ""
+                trainer.test(run.task, datamodule=run.datamodule, ckpt_path=best_path or None, verbose=False)
+        except BaseException as e:
+            _record(run_dir, "failed", e, run, trainer, summary, t0)
+            raise
     _record(run_dir, "completed", None, run, trainer, summary, t0)
     best = summary.best
     if best is not None:

@@ -54,19 +54,25 @@ def test_failed_job_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
 
 def test_ddp_two_cpu_processes_in_a_multirun(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
-    r = run_cli(["-m", "trainer=ddp_cpu", *FAST, "trainer.max_steps=3", "seed=3",
+    # two jobs x two ranks: Lightning's own re-launch would hand rank 1 the whole "-m seed=3,4" sweep
+    r = run_cli(["-m", "trainer=ddp_cpu", *FAST, "trainer.max_steps=3", "seed=3,4",
                  "+callbacks.fingerprint._target_=src.callbacks.Fingerprint",
                  "+callbacks.fingerprint.output_dir=${paths.output_dir}", f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
-    (job,) = job_dirs(sweep)  # rank 1 did not start a sweep of its own
+    jobs = job_dirs(sweep)
+    assert [j.name for j in jobs] == ["0", "1"]  # no job ran twice, no extra directories
     assert not (tmp_path / "outputs").exists() and not (tmp_path / "multirun").exists()
-    ranks = [json.loads((job / "fingerprints" / f"rank{r}.json").read_text()) for r in (0, 1)]
-    assert [x["world_size"] for x in ranks] == [2, 2]
-    assert len(ranks[0]["batches"]) == len(ranks[1]["batches"]) == 3
-    assert not set(ranks[0]["batches"]) & set(ranks[1]["batches"])  # distinct data per rank
-    assert ranks[0]["weights"] == ranks[1]["weights"]  # gradients were all-reduced
-    m = json.loads((job / "metrics.json").read_text())
-    assert m["status"] == "completed" and m["global_step"] == 3
-    assert m["tokens_seen"] == 3 * 2 * 4 * 32  # steps x ranks x batch x block
-    assert (job / ".hydra" / "config.yaml").is_file() and (job / "checkpoints" / "last.ckpt").is_file()
-    assert list(job.glob("*_rank1.log"))  # rank 1 ran in this directory
+    first_batches = []
+    for job in jobs:
+        ranks = [json.loads((job / "fingerprints" / f"rank{r}.json").read_text()) for r in (0, 1)]
+        assert [x["world_size"] for x in ranks] == [2, 2]
+        assert len(ranks[0]["batches"]) == len(ranks[1]["batches"]) == 3
+        assert not set(ranks[0]["batches"]) & set(ranks[1]["batches"])  # distinct data per rank
+        assert ranks[0]["weights"] == ranks[1]["weights"]  # gradients were all-reduced
+        first_batches.append(ranks[0]["batches"][0])
+        m = json.loads((job / "metrics.json").read_text())
+        assert m["status"] == "completed" and m["global_step"] == 3
+        assert m["tokens_seen"] == 3 * 2 * 4 * 32  # steps x ranks x batch x block
+        assert (job / ".hydra" / "config.yaml").is_file() and (job / "checkpoints" / "last.ckpt").is_file()
+        assert list(job.glob("*_rank1.log"))  # rank 1 ran in this job's directory
+    assert first_batches[0] != first_batches[1]  # each job ran its own seed
