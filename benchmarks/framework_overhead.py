@@ -1,0 +1,191 @@
+"""Framework overhead: steps/s of ``src.train`` (Hydra config, Lightning Trainer,
+datamodule, task, logging, progress bar, throughput monitor) vs a bare PyTorch loop
+doing the same training on the same model, optimiser, schedule and batches.
+
+* framework: ``src.training.runner.train(cfg)`` — exactly what ``python -m src.train``
+  runs — with the config composed from ``conf/train.yaml`` (default callbacks and CSV
+  logger, validation and test off) plus a timing callback (``+callbacks.bench_timer``);
+  steady state = wall time between the start of batch ``warmup`` and of batch
+  ``warmup + steps``, so setup, compilation of nothing, and checkpointing are excluded;
+* bare loop: the same datamodule's training loader, ``model(x)`` + cross-entropy,
+  backward, grad-norm clipping at 1.0 (as ``trainer.gradient_clip_val``), AdamW
+  (``src.optim``), LR scheduler step — nanoGPT's loop.
+
+Repeats alternate framework / bare; the median steady-state step time is reported.
+Overhead = framework step time / bare step time − 1 (target ≤ 5%).
+
+    python benchmarks/framework_overhead.py          # GPT-2-shaped 4 layers d 256 T 256 B 4, and the tiny quickstart model
+    python benchmarks/framework_overhead.py --quick  # smoke run
+"""
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import REPO_ROOT, base_parser, machine_header, median, setup, spread, table, verdict  # noqa: E402
+
+import lightning.pytorch as pl  # noqa: E402
+import torch  # noqa: E402
+
+TARGET = 1.05  # framework step time / bare step time
+
+# name -> (n_layer, d_model, n_head, T, B)
+SHAPES = {
+    "gpt2-4L-256": (4, 256, 4, 256, 4),
+    "tiny (quickstart)": (2, 64, 4, 64, 16),
+    "toy": (2, 64, 4, 32, 2),  # --quick
+}
+
+
+class StepTimer(pl.Callback):
+    """Records (wall, process CPU) time at the start of every training batch (class-level,
+    read back by the benchmark)."""
+
+    starts: list[tuple[float, float]] = []
+
+    def __init__(self) -> None:
+        StepTimer.starts = []
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:  # noqa: ANN001
+        StepTimer.starts.append((time.perf_counter(), time.process_time()))
+
+
+def parse_args(argv: list[str] | None = None):
+    p = base_parser(__doc__.split("\n")[0])
+    p.add_argument("--shapes", default="gpt2-4L-256,tiny (quickstart)", help=f"comma-separated, from: {', '.join(SHAPES)}")
+    p.add_argument("--steps", type=int, default=None, help="timed steps per repeat (default per shape)")
+    p.add_argument("--warmup", type=int, default=3)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.shapes, args.steps, args.warmup = "toy", 3, 1
+    args.repeats = args.repeats or (1 if args.quick else 3)
+    return args
+
+
+def compose(shape: tuple[int, int, int, int, int], max_steps: int, run_dir: Path, cache_dir: Path):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    L, C, H, T, B = shape
+    overrides = [
+        "model=gpt2_small", f"model.n_layer={L}", f"model.d_model={C}", f"model.n_head={H}", f"model.d_ff={4 * C}",
+        f"model.max_seq_len={T}", f"block_size={T}", f"batch_size={B}", "data=embedded", f"data.cache_dir={cache_dir}",
+        "trainer=cpu", f"trainer.max_steps={max_steps}", "trainer.limit_val_batches=0", f"trainer.val_check_interval={max_steps}",
+        "trainer.enable_model_summary=false", "test=false", f"paths.output_dir={run_dir}", f"paths.root_dir={run_dir}",
+        "+callbacks.bench_timer._target_=benchmarks.framework_overhead.StepTimer",
+    ]
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
+        return hydra_compose(config_name="train", overrides=overrides)
+
+
+def framework_run(cfg, warmup: int, steps: int) -> tuple[float, float]:
+    """(wall, CPU) seconds per step (steady state) of ``src.training.runner.train``."""
+    from benchmarks.framework_overhead import StepTimer as timer  # the class Hydra instantiated (not __main__'s)
+    from src.training.runner import train
+
+    train(cfg)
+    s = timer.starts
+    assert len(s) == warmup + steps + 1, f"expected {warmup + steps + 1} training batches, timed {len(s)}"
+    (w0, c0), (w1, c1) = s[warmup], s[warmup + steps]
+    return (w1 - w0) / steps, (c1 - c0) / steps
+
+
+def bare_run(cfg, warmup: int, steps: int) -> tuple[float, float]:
+    """(wall, CPU) seconds per step of a plain loop over the same pieces."""
+    from src.optim import build_optimizer, build_scheduler
+    from src.training.runner import configure_backends
+    from src.training.setup import build_run
+
+    configure_backends(cfg)
+    run = build_run(cfg)  # same tokenizer, datamodule and model construction (seeded alike)
+    model = run.task.model.train()
+    dm = run.datamodule
+    dm.prepare_data()
+    dm.setup("fit")
+    opt = build_optimizer(model, run.cfg["optim"], torch.device("cpu"))
+    sched = build_scheduler(opt, run.cfg["scheduler"], float(run.cfg["optim"]["lr"]), int(run.cfg["trainer"]["max_steps"]))
+    it = iter(dm.train_dataloader())
+    t0 = c0 = 0.0
+    for i in range(warmup + steps):
+        if i == warmup:
+            t0, c0 = time.perf_counter(), time.process_time()
+        tokens = next(it)["tokens"]
+        x, y = tokens[:, :-1], tokens[:, 1:]
+        loss = model.cross_entropy(model(x).logits, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if sched is not None:
+            sched.step()
+        opt.zero_grad(set_to_none=True)
+    return (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    setup(args)
+    import logging
+    import warnings
+
+    lightning_log = logging.getLogger("lightning.pytorch")
+    level = lightning_log.level
+    lightning_log.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _run(args)
+    finally:
+        lightning_log.setLevel(level)
+
+
+def _run(args) -> dict:
+    rows, result = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.shapes.split(","):
+            shape = SHAPES[name]
+            steps = args.steps or (8 if shape[1] >= 256 else 40)
+            times: dict[str, list[tuple[float, float]]] = {"framework": [], "bare": []}
+            for r in range(args.repeats):
+                cfg = compose(shape, args.warmup + steps + 1, Path(tmp) / f"run{r}", Path(tmp) / "cache")
+                order = ("framework", "bare") if r % 2 == 0 else ("bare", "framework")
+                for who in order:
+                    if who == "framework":
+                        times[who].append(framework_run(cfg, args.warmup, steps))
+                    else:
+                        times[who].append(bare_run(cfg, args.warmup, steps))
+            wall = {k: [w for w, _ in v] for k, v in times.items()}
+            cpu = {k: [c for _, c in v] for k, v in times.items()}
+            fw, bare = median(wall["framework"]), median(wall["bare"])
+            fw_cpu, bare_cpu = median(cpu["framework"]), median(cpu["bare"])
+            L, C, H, T, B = shape
+            result[name] = {"framework_s": fw, "bare_s": bare, "ratio": fw / bare,
+                            "framework_cpu_s": fw_cpu, "bare_cpu_s": bare_cpu, "cpu_ratio": fw_cpu / bare_cpu}
+            rows.append([name, f"{L}L d{C} T{T} B{B}", 1 / fw, spread(wall["framework"]), 1 / bare,
+                         spread(wall["bare"]), f"{100 * (fw / bare - 1):+.1f}%", f"{100 * (fw_cpu / bare_cpu - 1):+.1f}%"])
+    print(machine_header(
+        "Framework overhead: src.train (Hydra + Lightning) vs a bare PyTorch loop",
+        {
+            "framework": "src.training.runner.train(cfg), conf/train.yaml + trainer=cpu, default callbacks "
+                         "(checkpoint, rich progress bar + tok/s, ThroughputMonitor, LR monitor), CSV logger, "
+                         "validation/test off",
+            "bare loop": "same datamodule batches, forward + cross-entropy, backward, clip 1.0, AdamW, cosine LR",
+            "timing": f"steady state after {args.warmup} warm-up steps; median of {args.repeats} alternating repeats; "
+                      "overhead by wall time and by this process's CPU time (robust to other processes' load)",
+        },
+    ))
+    print()
+    print(table(["model", "shape", "framework steps/s", "spread", "bare steps/s", "spread", "overhead (wall)",
+                 "overhead (CPU)"], rows))
+    print()
+    for name, r in result.items():
+        print(f"{name}: framework/bare step time, wall {verdict(r['ratio'], TARGET, higher_is_better=False)}; "
+              f"CPU {verdict(r['cpu_ratio'], TARGET, higher_is_better=False)}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
