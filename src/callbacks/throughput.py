@@ -8,10 +8,12 @@ per token); MFU divides by the device's peak, ``peak_tflops`` when given (A100 3
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
 import lightning.pytorch as pl
+import torch
 from lightning.pytorch.callbacks import RichProgressBar, ThroughputMonitor
 
 
@@ -20,18 +22,54 @@ class TokenThroughput(ThroughputMonitor):
 
     def __init__(self, window_size: int = 20, peak_tflops: float | None = None) -> None:
         super().__init__(batch_size_fn=_batch_size, length_fn=None, window_size=window_size)
+        self.window_steps = window_size
         self.peak_tflops = peak_tflops
+        self._pending: dict[Any, int] = {}  # batches since the last timed update, per stage
         self.tokens_per_s: float | None = None  # latest per-device figure, read by the progress bar
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if not callable(getattr(pl_module, "batch_tokens", None)):
             raise TypeError(f"{type(self).__name__} needs a task with batch_tokens(batch) (an src.tasks.LMTask)")
         self.length_fn = pl_module.batch_tokens  # type: ignore[assignment]
+        # one timed update per logging step: a window of `window_size` steps is this many updates
+        self.kwargs["window_size"] = max(2, math.ceil(self.window_steps / max(1, trainer.log_every_n_steps)))
         super().setup(trainer, pl_module, stage)
         if self.peak_tflops:
             self.available_flops = int(float(self.peak_tflops) * 1e12)
             for t in self._throughputs.values():
                 t.available_flops = self.available_flops
+
+    def _start(self, trainer: pl.Trainer) -> None:
+        super()._start(trainer)
+        self._pending[trainer.state.stage] = 0  # type: ignore[index]
+
+    @torch.inference_mode()
+    def _update(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, iter_num: int) -> None:
+        """Lightning's monitor calls ``torch.cuda.synchronize()`` on every batch so that its
+        clock is right. Its counters are cumulative, so we count tokens and samples on every
+        batch (shapes only: no device work) but take a synchronised timestamp only on the
+        training steps that log: same rates, and no host-device sync in the other steps.
+        FLOPs are handed over per update, i.e. for every batch since the previous one."""
+        stage = trainer.state.stage
+        assert stage is not None
+        self._lengths[stage] += self.length_fn(batch)  # type: ignore[misc]
+        self._samples[stage] += self.batch_size_fn(batch)
+        self._batches[stage] += 1
+        self._pending[stage] = self._pending.get(stage, 0) + 1
+        if stage.value == "train" and not trainer._logger_connector.should_update_logs:
+            return
+        if trainer.strategy.root_device.type == "cuda":
+            torch.cuda.synchronize()
+        elapsed = time.perf_counter() - self._t0s[stage]
+        per_batch = getattr(pl_module, "flops_per_batch", None)
+        self._throughputs[stage].update(
+            time=elapsed,
+            batches=self._batches[stage],
+            samples=self._samples[stage],
+            lengths=self._lengths[stage],
+            flops=None if per_batch is None else per_batch * self._pending[stage],
+        )
+        self._pending[stage] = 0
 
     def _compute(self, trainer: pl.Trainer, iter_num: int | None = None) -> None:
         super()._compute(trainer, iter_num)
