@@ -138,8 +138,11 @@ class LMTask(pl.LightningModule):
     def forward(self, **inputs: Any):  # -> ModelOutput
         return self.model(**inputs)
 
-    def shared_step(self, batch: Mapping[str, Tensor]) -> tuple[Tensor, Tensor, Tensor, Prepared]:
-        """-> (mean loss, per-token correct [N] bool, scored-token mask count tensor, prepared)."""
+    def shared_step(self, batch: Mapping[str, Tensor], accuracy: bool = True) -> tuple[Tensor, Tensor | None, Tensor, Prepared]:
+        """-> (mean loss, per-token correct [N] bool (None without ``accuracy``), scored-token mask, prepared).
+
+        Training skips the accuracy: an argmax over [B, T, V] logits is a full extra pass over
+        the largest tensor of the step (on CPU about as slow as the loss itself)."""
         prep = self.prepare(batch)
         out = self.model(**prep.inputs)
         logits = out.logits  # [B, T, V]
@@ -148,14 +151,14 @@ class LMTask(pl.LightningModule):
                                f"{tuple(prep.labels.shape)} are not aligned")
         loss = TransformerModel.cross_entropy(logits, prep.labels)
         scored = prep.labels != IGNORE_INDEX  # [B, T]
-        correct = (logits.argmax(-1) == prep.labels) & scored
+        correct = (logits.argmax(-1) == prep.labels) & scored if accuracy else None
         return loss, correct, scored, prep
 
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
         self._maybe_restore_rng()
 
     def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
-        loss, _, _, prep = self.shared_step(batch)
+        loss, _, _, prep = self.shared_step(batch, accuracy=False)
         self.tokens_seen += prep.tokens * self.trainer.world_size
         self.flops_per_batch = self.flops_per_token(prep.seq_len) * prep.tokens  # read by ThroughputMonitor
         self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True)
