@@ -77,12 +77,12 @@ def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -
     streamer = StreamPrinter(tok, write, eos) if cfg.stream else None
     if not is_seq2seq and loaded.pair_format is None:
         write(prompt)  # a continuation: show it after its prompt
-    with prompt_prefix(model, len(ids), cfg.num_samples):
-        out = generate(
-            model, input_ids, min(cfg.max_new_tokens, limit - 1) if is_seq2seq else cfg.max_new_tokens,
-            do_sample=not cfg.greedy, temperature=float(cfg.temperature), top_k=cfg.top_k, top_p=cfg.top_p,
-            eos_token_id=eos, generator=generator, on_token=streamer,
-        )
+    out = generate(
+        model, input_ids, min(cfg.max_new_tokens, limit - 1) if is_seq2seq else cfg.max_new_tokens,
+        do_sample=not cfg.greedy, temperature=float(cfg.temperature), top_k=cfg.top_k, top_p=cfg.top_p,
+        eos_token_id=eos, generator=generator, on_token=streamer,
+        prefix_length=prompt_prefix(model, len(ids), cfg.num_samples),
+    )
     new = out[:, 1:] if is_seq2seq else out[:, len(ids):]
     texts = []
     for row in new.tolist():

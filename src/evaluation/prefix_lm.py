@@ -2,10 +2,6 @@
 bidirectional prefix (Raffel et al. 2020, §3.2.1)."""
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import torch
 
 from src.models.families import TransformerModel
@@ -18,18 +14,9 @@ def is_prefix_lm(model: TransformerModel) -> bool:
     return mask is not None and not mask.causal
 
 
-@contextmanager
-def prompt_prefix(model: TransformerModel, prompt_len: int, batch: int) -> Iterator[None]:
-    """While generating, a prefix-LM decoder sees the whole prompt bidirectionally: every
-    forward call gets ``prefix_length = prompt length`` (a no-op after the first step, where
-    each new token sees all earlier ones anyway). ``generate`` has no ``prefix_length``
-    argument, so the model's forward is wrapped for the duration; other models are untouched."""
+def prompt_prefix(model: TransformerModel, prompt_len: int, batch: int) -> torch.Tensor | None:
+    """``prefix_length`` for ``generate``: a prefix-LM decoder sees the whole prompt
+    bidirectionally (None for every other model)."""
     if not is_prefix_lm(model):
-        yield
-        return
-    prefix = torch.full((batch,), prompt_len, dtype=torch.long, device=model.device)
-    model.forward = functools.partial(type(model).forward, model, prefix_length=prefix)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        del model.forward  # back to the class's forward
+        return None
+    return torch.full((batch,), prompt_len, dtype=torch.long, device=model.device)

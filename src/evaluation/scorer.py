@@ -304,8 +304,8 @@ class Scorer:
                                    attention_mask=mask.to(self.device), **sampling)
                     new = seq[:, 1:]  # drop the decoder start token
                 else:
-                    with prompt_prefix(self.model, ids.shape[1], len(batch)):
-                        seq = generate(self.model, ids.to(self.device), min(max_new_tokens, L - ids.shape[1]), **sampling)
+                    seq = generate(self.model, ids.to(self.device), min(max_new_tokens, L - ids.shape[1]), **sampling,
+                                   prefix_length=prompt_prefix(self.model, ids.shape[1], len(batch)))
                     new = seq[:, ids.shape[1]:]
                 self.tokens_read += int(mask.sum()) + new.numel()
                 for row, i in enumerate(batch):

@@ -56,8 +56,13 @@ def generate(
     use_cache: bool = True,
     generator: torch.Generator | None = None,
     on_token: Callable[[Tensor], None] | None = None,
+    prefix_length: Tensor | None = None,
 ) -> Tensor:
     """input_ids [B, T] -> [B, T + new] (decoder-only) or [B, 1 + new] (encoder-decoder).
+
+    ``prefix_length`` [B]: for a prefix-LM decoder (``model/mask=prefix_lm``), how many prompt
+    tokens form the bidirectional prefix (usually the whole prompt). It matters for the prompt's
+    forward only; every generated token sees all earlier ones anyway.
 
     ``on_token`` is called with each step's new tokens [B] (for streaming to a console).
     Rows that emitted ``eos_token_id`` are padded with it afterwards.
@@ -85,7 +90,8 @@ def generate(
             mask = attention_mask
             if mask is not None and seq.shape[1] > mask.shape[1]:  # extend padding mask over generated tokens
                 mask = torch.cat([mask, mask.new_ones(B, seq.shape[1] - mask.shape[1])], dim=1)
-            out = model(ids, attention_mask=mask, cache=cache, logits_to_keep=1)  # the head at the last position only
+            out = model(ids, attention_mask=mask, cache=cache, logits_to_keep=1,  # the head at the last position only
+                        prefix_length=prefix_length)
         tok = next_token(out.logits[:, -1, :], do_sample, temperature, top_k, top_p, generator)  # [B]
         if eos_token_id is not None:
             tok = torch.where(finished, torch.full_like(tok, eos_token_id), tok)

@@ -89,3 +89,25 @@ def test_cache_overflow_raises() -> None:
     cache.advance(3)
     with pytest.raises(ValueError, match="KV cache holds 4 positions"):
         cache.update(0, kv, kv)
+
+
+def test_prefix_lm_generation_with_cache_matches_full_forward() -> None:
+    """A prefix-LM decoder generates the same tokens with and without the cache when the
+    prompt is its bidirectional prefix, and the prefix changes what it generates."""
+    from src.models import build_model
+    from src.models.generation import generate
+
+    torch.manual_seed(0)
+    model = build_model(dict(family="decoder_only", d_model=32, n_head=4, d_ff=64, n_layer=2, vocab_size=50,
+                             max_seq_len=32, position={"name": "rope"}, mask={"name": "prefix_lm"})).eval()
+    prompt = torch.randint(0, 50, (2, 6))
+    prefix = torch.full((2,), 6)
+    cached = generate(model, prompt, 10, prefix_length=prefix)
+    uncached = generate(model, prompt, 10, prefix_length=prefix, use_cache=False)
+    assert torch.equal(cached, uncached)
+    # the prompt's first token sees the last one only through the bidirectional prefix
+    with torch.inference_mode():
+        full = model(cached[:, :-1], prefix_length=prefix).logits
+        causal_only = model(cached[:, :-1], prefix_length=torch.zeros(2, dtype=torch.long)).logits
+    assert not torch.allclose(full[:, :6], causal_only[:, :6])
+    assert torch.equal(full[:, 5:].argmax(-1), cached[:, 6:])  # greedy tokens = argmax of the full forward
