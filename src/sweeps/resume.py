@@ -17,10 +17,13 @@ Two pieces make a Hydra multirun resumable:
    ``sweep_resume.incomplete: last``, the job continues from the attempt's
    ``checkpoints/last.ckpt`` (exact-batch resume, see docs/data.md).
 
-The fingerprint (``.sweep_job.json``) is a SHA-256 of the resolved config without
-``paths``, ``ckpt_path`` and ``sweep_resume``, with the run directory's path replaced by a
-placeholder, so changing a study's settings re-runs its jobs instead of silently reusing
-stale results.
+The stamp (``.sweep_job.json``) holds the resolved config without ``paths``, ``ckpt_path``
+and ``sweep_resume`` (the run directory's path replaced by a placeholder) and its SHA-256.
+A completed job is skipped when the config is the same, or differs only by keys that were
+added or removed (a new default in ``conf/`` such as ``num_workers: 0`` is not a new
+experiment); a changed *value* of any key present in both (a study's ``max_steps``, a
+learning rate) re-runs the job instead of silently reusing a stale result. Both cases are
+logged with the keys involved.
 """
 from __future__ import annotations
 
@@ -94,6 +97,40 @@ def fingerprint(cfg: DictConfig | dict[str, Any], run_dir: str | Path | None = N
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def flat_config(cfg: DictConfig | dict[str, Any], run_dir: str | Path | None = None) -> dict[str, Any]:
+    """The fingerprinted config as ``{"optim.lr": 0.003, ...}`` (same exclusions and placeholder)."""
+    if isinstance(cfg, DictConfig):
+        try:
+            plain = OmegaConf.to_container(cfg, resolve=True)
+        except Exception:
+            plain = OmegaConf.to_container(cfg, resolve=False)
+    else:
+        plain = dict(cfg)
+    assert isinstance(plain, dict)
+    for key in ("paths", "ckpt_path", "sweep_resume", "hydra"):
+        plain.pop(key, None)
+    text = json.dumps(plain, sort_keys=True, default=str)
+    if run_dir is not None:
+        text = text.replace(str(Path(run_dir).resolve()), "<run_dir>").replace(str(run_dir), "<run_dir>")
+    out: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict) and node:
+            for k, v in node.items():
+                walk(v, f"{prefix}.{k}" if prefix else str(k))
+        else:
+            out[prefix] = node
+
+    walk(json.loads(text), "")
+    return out
+
+
+def config_changes(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(keys whose value changed, keys added or removed) between two flat configs."""
+    changed = sorted(k for k in old.keys() & new.keys() if old[k] != new[k])
+    return changed, sorted(old.keys() ^ new.keys())
+
+
 def run_dir_of(cfg: DictConfig) -> Path:
     """The job's directory: Hydra's runtime output dir, else ``paths.output_dir``."""
     try:
@@ -146,9 +183,19 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
         raise ValueError(f"sweep_resume.incomplete='{mode}' is not known; use one of {', '.join(INCOMPLETE_MODES)}")
     run_dir = run_dir_of(cfg)
     fp = fingerprint(cfg, run_dir)
+    flat = flat_config(cfg, run_dir)
     metrics = _read_json(run_dir / "metrics.json")
     stamp = _read_json(run_dir / STAMP) or {}
     same = stamp.get("fingerprint") == fp
+    if not same and isinstance(stamp.get("config"), dict):
+        changed, added_removed = config_changes(stamp["config"], flat)
+        if not changed:
+            same = True
+            log.info("sweep_resume: %s: config keys added/removed since the job ran (values unchanged): %s",
+                     run_dir, ", ".join(added_removed[:10]) + (" …" if len(added_removed) > 10 else ""))
+        else:
+            log.info("sweep_resume: %s: config values changed since the job ran: %s", run_dir,
+                     ", ".join(f"{k}: {stamp['config'][k]!r} -> {flat[k]!r}" for k in changed[:10]))
     if metrics and metrics.get("status") == "completed" and same:
         monitor = str(cfg.get("optimized_metric") or "val/loss")
         value = metrics.get(f"{monitor}_best", metrics.get(monitor))
@@ -169,7 +216,7 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
     run_dir.mkdir(parents=True, exist_ok=True)
     attempts = int(stamp.get("attempt", 0)) + 1 if same else 1
     now = time.time()
-    first = stamp.get("first_started", stamp.get("started", now)) if same else now  # keeps the report's sweep order
+    first = stamp.get("first_started", stamp.get("started", now))  # when the job first ran here: the report's order
     (run_dir / STAMP).write_text(json.dumps({"fingerprint": fp, "attempt": attempts, "started": now,
-                                             "first_started": first}) + "\n")
+                                             "first_started": first, "config": flat}, default=str) + "\n")
     return None
