@@ -39,8 +39,11 @@ def output_dir(cfg: DictConfig) -> Path:
 
 
 def configure_backends(cfg: DictConfig) -> None:
-    """Seed (python, numpy, torch, dataloader workers) and float32 matmul precision."""
+    """Seed (python, numpy, torch, dataloader workers), CPU threads and float32 matmul precision."""
     pl.seed_everything(int(cfg.seed), workers=True, verbose=False)
+    threads = cfg.get("cpu_threads")
+    if threads:  # small models on a few shared cores: OpenMP threads spinning against each other cost ~10x
+        torch.set_num_threads(int(threads))
     if torch.cuda.is_available():
         allow = bool(cfg.get("tf32", True))
         torch.backends.cuda.matmul.allow_tf32 = allow
