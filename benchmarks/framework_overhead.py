@@ -33,11 +33,13 @@ import torch  # noqa: E402
 
 TARGET = 1.05  # framework step time / bare step time
 
-# name -> (n_layer, d_model, n_head, T, B)
+# name -> (n_layer, d_model, n_head, T, B, tokenizer)
 SHAPES = {
-    "gpt2-4L-256": (4, 256, 4, 256, 4),
-    "tiny (quickstart)": (2, 64, 4, 64, 16),
-    "toy": (2, 64, 4, 32, 2),  # --quick
+    "gpt2-4L-256": (4, 256, 4, 256, 4, "gpt2"),
+    "tiny (quickstart)": (2, 64, 4, 64, 16, "gpt2"),
+    # characters: ~100-token vocabulary, a step of a few ms, so the framework's fixed cost per step shows
+    "tiny, char vocab": (2, 64, 4, 64, 16, "char"),
+    "toy": (2, 64, 4, 32, 2, "char"),  # --quick
 }
 
 
@@ -56,7 +58,8 @@ class StepTimer(pl.Callback):
 
 def parse_args(argv: list[str] | None = None):
     p = base_parser(__doc__.split("\n")[0])
-    p.add_argument("--shapes", default="gpt2-4L-256,tiny (quickstart)", help=f"comma-separated, from: {', '.join(SHAPES)}")
+    p.add_argument("--shapes", default="gpt2-4L-256;tiny (quickstart);tiny, char vocab",
+                   help=f"semicolon-separated, from: {'; '.join(SHAPES)}")
     p.add_argument("--steps", type=int, default=None, help="timed steps per repeat (default per shape)")
     p.add_argument("--warmup", type=int, default=3)
     args = p.parse_args(argv)
@@ -66,12 +69,12 @@ def parse_args(argv: list[str] | None = None):
     return args
 
 
-def compose(shape: tuple[int, int, int, int, int], max_steps: int, run_dir: Path, cache_dir: Path):
+def compose(shape: tuple[int, int, int, int, int, str], max_steps: int, run_dir: Path, cache_dir: Path):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    L, C, H, T, B = shape
-    overrides = [
+    L, C, H, T, B, tok = shape
+    overrides = [f"tokenizer={tok}",
         "model=gpt2_small", f"model.n_layer={L}", f"model.d_model={C}", f"model.n_head={H}", f"model.d_ff={4 * C}",
         f"model.max_seq_len={T}", f"block_size={T}", f"batch_size={B}", "data=embedded", f"data.cache_dir={cache_dir}",
         "trainer=cpu", f"trainer.max_steps={max_steps}", "trainer.limit_val_batches=0", f"trainer.val_check_interval={max_steps}",
@@ -145,9 +148,9 @@ def main(argv: list[str] | None = None) -> dict:
 def _run(args) -> dict:
     rows, result = [], {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name in args.shapes.split(","):
+        for name in args.shapes.split(";"):
             shape = SHAPES[name]
-            steps = args.steps or (8 if shape[1] >= 256 else 40)
+            steps = args.steps or {"gpt2": 8 if shape[1] >= 256 else 40, "char": 200}[shape[5]]
             times: dict[str, list[tuple[float, float]]] = {"framework": [], "bare": []}
             for r in range(args.repeats):
                 cfg = compose(shape, args.warmup + steps + 1, Path(tmp) / f"run{r}", Path(tmp) / "cache")
@@ -161,11 +164,12 @@ def _run(args) -> dict:
             cpu = {k: [c for _, c in v] for k, v in times.items()}
             fw, bare = median(wall["framework"]), median(wall["bare"])
             fw_cpu, bare_cpu = median(cpu["framework"]), median(cpu["bare"])
-            L, C, H, T, B = shape
+            L, C, H, T, B, tok = shape
             result[name] = {"framework_s": fw, "bare_s": bare, "ratio": fw / bare,
                             "framework_cpu_s": fw_cpu, "bare_cpu_s": bare_cpu, "cpu_ratio": fw_cpu / bare_cpu}
-            rows.append([name, f"{L}L d{C} T{T} B{B}", 1 / fw, spread(wall["framework"]), 1 / bare,
-                         spread(wall["bare"]), f"{100 * (fw / bare - 1):+.1f}%", f"{100 * (fw_cpu / bare_cpu - 1):+.1f}%"])
+            rows.append([name, f"{L}L d{C} T{T} B{B}, {tok}", 1 / fw, spread(wall["framework"]), 1 / bare,
+                         spread(wall["bare"]), f"{100 * (fw / bare - 1):+.1f}%", f"{100 * (fw_cpu / bare_cpu - 1):+.1f}%",
+                         f"{1e3 * (fw_cpu - bare_cpu):+.1f}"])
     print(machine_header(
         "Framework overhead: src.train (Hydra + Lightning) vs a bare PyTorch loop",
         {
@@ -179,7 +183,7 @@ def _run(args) -> dict:
     ))
     print()
     print(table(["model", "shape", "framework steps/s", "spread", "bare steps/s", "spread", "overhead (wall)",
-                 "overhead (CPU)"], rows))
+                 "overhead (CPU)", "CPU ms/step"], rows))
     print()
     for name, r in result.items():
         print(f"{name}: framework/bare step time, wall {verdict(r['ratio'], TARGET, higher_is_better=False)}; "

@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> dict:
     variants = [("eager", False, 1)]
     if not args.no_compile:
         variants.append((f"torch.compile ({args.compile_backend}), model + loss", True, 1))
-    variants.append((f"eager, vocab padded to a multiple of 64", False, 64))
+    variants.append(("eager, vocab padded to a multiple of 64", False, 64))
     results = {}
     for name, compiled, pad in variants:
         try:
