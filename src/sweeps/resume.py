@@ -78,13 +78,13 @@ class Completed:
     metrics: dict[str, Any]
 
 
-def fingerprint(cfg: DictConfig | dict[str, Any], run_dir: str | Path | None = None) -> str:
-    """SHA-256 of the resolved config, less ``paths``/``ckpt_path``/``sweep_resume``/``hydra``,
+def _fingerprinted_text(cfg: DictConfig | dict[str, Any], run_dir: str | Path | None = None) -> str:
+    """The resolved config as sorted JSON, less ``paths``/``ckpt_path``/``sweep_resume``/``hydra``,
     with the run directory written as ``<run_dir>``."""
     if isinstance(cfg, DictConfig):
         try:
             plain = OmegaConf.to_container(cfg, resolve=True)
-        except Exception:  # an interpolation that only resolves later: hash the raw text
+        except Exception:  # an interpolation that only resolves later: use the raw text
             plain = OmegaConf.to_container(cfg, resolve=False)
     else:
         plain = dict(cfg)
@@ -94,24 +94,17 @@ def fingerprint(cfg: DictConfig | dict[str, Any], run_dir: str | Path | None = N
     text = json.dumps(plain, sort_keys=True, default=str)
     if run_dir is not None:
         text = text.replace(str(Path(run_dir).resolve()), "<run_dir>").replace(str(run_dir), "<run_dir>")
-    return hashlib.sha256(text.encode()).hexdigest()
+    return text
+
+
+def fingerprint(cfg: DictConfig | dict[str, Any], run_dir: str | Path | None = None) -> str:
+    """SHA-256 of the fingerprinted config (see ``_fingerprinted_text``)."""
+    return hashlib.sha256(_fingerprinted_text(cfg, run_dir).encode()).hexdigest()
 
 
 def flat_config(cfg: DictConfig | dict[str, Any], run_dir: str | Path | None = None) -> dict[str, Any]:
     """The fingerprinted config as ``{"optim.lr": 0.003, ...}`` (same exclusions and placeholder)."""
-    if isinstance(cfg, DictConfig):
-        try:
-            plain = OmegaConf.to_container(cfg, resolve=True)
-        except Exception:
-            plain = OmegaConf.to_container(cfg, resolve=False)
-    else:
-        plain = dict(cfg)
-    assert isinstance(plain, dict)
-    for key in ("paths", "ckpt_path", "sweep_resume", "hydra"):
-        plain.pop(key, None)
-    text = json.dumps(plain, sort_keys=True, default=str)
-    if run_dir is not None:
-        text = text.replace(str(Path(run_dir).resolve()), "<run_dir>").replace(str(run_dir), "<run_dir>")
+    text = _fingerprinted_text(cfg, run_dir)
     out: dict[str, Any] = {}
 
     def walk(node: Any, prefix: str) -> None:
