@@ -65,7 +65,9 @@ def generate(
     forward only; every generated token sees all earlier ones anyway.
 
     ``on_token`` is called with each step's new tokens [B] (for streaming to a console).
-    Rows that emitted ``eos_token_id`` are padded with it afterwards.
+    Rows that emitted ``eos_token_id`` are padded with it afterwards. A decoder-only model with a
+    learned position table generates past the table's length from its last ``max_seq_len``
+    tokens (no cache from then on), as nanoGPT does.
     """
     if isinstance(model, EncoderOnly):
         raise ValueError("an encoder_only (masked LM) model cannot generate text; use a decoder_only or encoder_decoder model")
@@ -76,7 +78,12 @@ def generate(
     memory = model.encode(input_ids, attention_mask) if is_seq2seq else None
     seq = model.start_tokens(B, input_ids.device) if is_seq2seq else input_ids
     n_layer = len(model.decoder.blocks)
+    # A learned position table has no row past its end: a decoder-only model then keeps
+    # generating from the last `window` tokens, without the cache (nanoGPT's idx[:, -block_size:]).
+    window = None if is_seq2seq else model.decoder.position.max_positions
     max_len = seq.shape[1] + max_new_tokens
+    if window is not None:
+        max_len = min(max_len, window)
     cache = KVCache(n_layer, max_length=max_len) if use_cache else None
     finished = torch.zeros(B, dtype=torch.bool, device=input_ids.device)
     step_input = seq
@@ -86,12 +93,18 @@ def generate(
             kwargs = dict(encoder_hidden_states=memory, attention_mask=attention_mask, decoder_input_ids=step_input if use_cache else seq)
             out = model(cache=cache, **kwargs)
         else:
-            ids = step_input if use_cache else seq
             mask = attention_mask
             if mask is not None and seq.shape[1] > mask.shape[1]:  # extend padding mask over generated tokens
                 mask = torch.cat([mask, mask.new_ones(B, seq.shape[1] - mask.shape[1])], dim=1)
+            if window is not None and seq.shape[1] > window:  # past the table: slide the window, no cache
+                cache, use_cache = None, False
+                seq_in, mask = seq[:, -window:], None if mask is None else mask[:, -window:]
+                prefix = None if prefix_length is None else (prefix_length - (seq.shape[1] - window)).clamp(min=0)
+            else:
+                seq_in, prefix = seq, prefix_length
+            ids = step_input if use_cache else seq_in
             out = model(ids, attention_mask=mask, cache=cache, logits_to_keep=1,  # the head at the last position only
-                        prefix_length=prefix_length)
+                        prefix_length=prefix)
         tok = next_token(out.logits[:, -1, :], do_sample, temperature, top_k, top_p, generator)  # [B]
         if eos_token_id is not None:
             tok = torch.where(finished, torch.full_like(tok, eos_token_id), tok)

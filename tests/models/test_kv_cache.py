@@ -111,3 +111,23 @@ def test_prefix_lm_generation_with_cache_matches_full_forward() -> None:
         causal_only = model(cached[:, :-1], prefix_length=torch.zeros(2, dtype=torch.long)).logits
     assert not torch.allclose(full[:, :6], causal_only[:, :6])
     assert torch.equal(full[:, 5:].argmax(-1), cached[:, 6:])  # greedy tokens = argmax of the full forward
+
+
+def test_generation_past_a_learned_table_slides_the_window() -> None:
+    """Past its learned table a decoder keeps generating from its last max_seq_len tokens
+    (nanoGPT's idx[:, -block_size:]); cached and uncached decoding agree with that loop."""
+    from src.models import build_model
+    from src.models.generation import generate
+
+    torch.manual_seed(0)
+    model = build_model(dict(family="decoder_only", d_model=32, n_head=4, d_ff=64, n_layer=2, vocab_size=50,
+                             max_seq_len=16)).eval()
+    prompt = torch.randint(0, 50, (2, 4))
+    cached = generate(model, prompt, 30)
+    uncached = generate(model, prompt, 30, use_cache=False)
+    ref = prompt
+    with torch.inference_mode():
+        for _ in range(30):
+            ref = torch.cat([ref, model(ref[:, -16:]).logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    assert cached.shape == (2, 34)
+    assert torch.equal(cached, ref) and torch.equal(uncached, ref)
