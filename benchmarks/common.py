@@ -23,9 +23,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/x.py` from anywhere
-    sys.path.insert(0, str(REPO_ROOT))
-
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
@@ -40,6 +37,17 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     p.add_argument("--seed", type=int, default=0)
     return p
+
+
+def add_shape_args(p: argparse.ArgumentParser, *, batch: int, seq_len: int | None = 256) -> None:
+    """The GPT-2-shaped model every benchmark builds: --layers, --d-model, --heads, --batch
+    (and --seq-len when the benchmark has a fixed sequence length)."""
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--d-model", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4)
+    if seq_len is not None:
+        p.add_argument("--seq-len", type=int, default=seq_len)
+    p.add_argument("--batch", type=int, default=batch)
 
 
 def setup(args: argparse.Namespace) -> None:

@@ -19,9 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks.common import (  # noqa: E402
+    add_shape_args,
     SHARED_DATA, base_parser, gpt2_config_dict, interleaved, machine_header, median, setup, spread, table, verdict,
 )
 
@@ -32,11 +31,7 @@ TARGET = 20.0  # loader tokens/s over training tokens/s
 
 def parse_args(argv: list[str] | None = None):
     p = base_parser(__doc__.split("\n")[0])
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--seq-len", type=int, default=256)
-    p.add_argument("--batch", type=int, default=4)
+    add_shape_args(p, batch=4)
     p.add_argument("--loader-batches", type=int, default=200, help="batches drawn per timed repeat")
     p.add_argument("--max-chars", type=int, default=2_500_000, help="corpus characters to tokenise")
     p.add_argument("--threads-list", default="1,2,4,8", help="tiktoken thread counts")

@@ -15,8 +15,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks.common import (  # noqa: E402
     SHARED_DATA, base_parser, gpt2_config_dict, hf_gpt2_like, interleaved, machine_header, median, setup, spread,
     table,

@@ -24,8 +24,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks.common import REPO_ROOT, base_parser, machine_header, median, setup, spread, table, verdict  # noqa: E402
 
 import lightning.pytorch as pl  # noqa: E402

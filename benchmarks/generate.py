@@ -14,9 +14,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks.common import (  # noqa: E402
+    add_shape_args,
     base_parser, gpt2_config_dict, hf_gpt2_like, interleaved, machine_header, median, setup, spread, table, verdict,
 )
 
@@ -28,11 +27,8 @@ TARGET_VS_NO_CACHE = 3.0
 
 def parse_args(argv: list[str] | None = None):
     p = base_parser(__doc__.split("\n")[0])
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--heads", type=int, default=4)
+    add_shape_args(p, batch=1, seq_len=None)
     p.add_argument("--vocab", type=int, default=50257)
-    p.add_argument("--batch", type=int, default=1)
     p.add_argument("--prompt-len", type=int, default=32)
     p.add_argument("--new-tokens", type=int, default=256)
     p.add_argument("--gpt2-small", action="store_true", help="12 layers, d 768, 12 heads")

@@ -24,9 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks.common import (  # noqa: E402
+    add_shape_args,
     base_parser, check_same_logits, gpt2_config_dict, hf_gpt2_like, interleaved, machine_header, median, mib,
     peak_rss_bytes, rss_bytes, setup, spread, table, verdict,
 )
@@ -38,11 +37,7 @@ TARGET_SPEED = 1.10  # ours / transformers tokens/s
 
 def parse_args(argv: list[str] | None = None):
     p = base_parser(__doc__.split("\n")[0])
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--seq-len", type=int, default=256)
-    p.add_argument("--batch", type=int, default=4)
+    add_shape_args(p, batch=4)
     p.add_argument("--vocab", type=int, default=50257)
     p.add_argument("--steps", type=int, default=2, help="optimizer steps per timed repeat")
     p.add_argument("--gpt2-small", action="store_true", help="full GPT-2 small: 12 layers, d 768, 12 heads, T 1024, batch 1")

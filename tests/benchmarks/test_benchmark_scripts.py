@@ -14,9 +14,6 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
 
 def _table_rows(out: str, first_column: str) -> list[list[str]]:
     """Rows of the markdown table whose header starts with ``first_column``."""
