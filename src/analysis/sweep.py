@@ -146,7 +146,8 @@ def read_run(run_dir: Path) -> RunRecord:
     stamp = _read_json(run_dir / ".sweep_job.json") or {}
     first = stamp.get("first_started", stamp.get("started"))
     return RunRecord(path=run_dir, overrides=overrides, config=config if isinstance(config, dict) else {},
-                     metrics=metrics, job_num=int(job_num or 0), first_started=float(first) if first else None,
+                     metrics=metrics, job_num=int(job_num) if str(job_num).isdigit() else 0,  # '???' outside a multirun
+                     first_started=float(first) if first else None,
                      val_history=val, train_history=train,
                      grad_norms=_read_json(run_dir / "grad_norms.json"), extrapolation=extrapolation,
                      match=_read_json(run_dir / "match_params.json"))

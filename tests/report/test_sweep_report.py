@@ -147,3 +147,21 @@ def test_report_table_matches_the_runs_metrics(sweep: dict) -> None:
     for name in ("loss_vs_tokens.png", "extrapolation.png", "grad_norms.png"):
         assert (out / name).stat().st_size > 1000
     assert all(math.isfinite(float(table[f]["val_loss_mean"])) for f in table)
+
+
+def test_load_run_outside_a_multirun_has_job_number_zero(tmp_path: Path) -> None:
+    """A single run's .hydra/hydra.yaml has job.num '???' (Hydra sets it only in multiruns)."""
+    import json
+
+    import yaml
+
+    from src.analysis.sweep import load_runs
+
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump({"seed": 1, "model": {"name": "tiny"}}))
+    (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(["experiment=quickstart"]))
+    (run / ".hydra" / "hydra.yaml").write_text(yaml.safe_dump({"hydra": {"job": {"num": "???"}}}))
+    (run / "metrics.json").write_text(json.dumps({"status": "completed", "val/loss": 2.0}))
+    (found,) = load_runs([tmp_path])
+    assert found.job_num == 0 and found.metrics["val/loss"] == 2.0
