@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from src.analysis.report_stats import TEST_NAME, Summary, _scipy_stats
+from src.analysis.report_stats import TEST_IMPLEMENTATION, TEST_NAME, Summary
 from src.analysis.report_table import BLOWUP, PairResult, VariantRow, run_outcome
 from src.analysis.sweep import RunRecord
 
@@ -140,13 +140,11 @@ def render_markdown(*, title: str, roots: Sequence[str], runs: Sequence[RunRecor
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
 
-    backend = "scipy.stats.ttest_ind(equal_var=False)" if _scipy_stats is not None else \
-        "implemented in src/analysis/report_stats.py (scipy not installed)"
     lines += [
         "## Which differences exceed seed noise",
         "",
         f"Test: {TEST_NAME} on the final {metric} of each seed, each variant against the baseline, "
-        f"α = {alpha}; {backend}. Values are mean ± sample standard deviation over seeds. "
+        f"α = {alpha}; {TEST_IMPLEMENTATION}. Values are mean ± sample standard deviation over seeds. "
         "\"differs\" means p < α; \"within seed noise\" means it does not; with one seed there is no spread and the "
         "report says it cannot tell. With 2 seeds per variant the test has about 1–2 degrees of freedom, so only "
         "differences several times the seed spread reach p < α; no correction for multiple comparisons is applied.",
