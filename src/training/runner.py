@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from src.callbacks.summary import RunSummary
 from src.training.distributed import launcher_scope
+from src.training.loggers import close_loggers
 from src.training.metrics_file import write_metrics
 from src.training.setup import Run, build_run, build_trainer
 
@@ -70,8 +71,10 @@ def train(cfg: DictConfig) -> float | None:
                 trainer.test(run.task, datamodule=run.datamodule, ckpt_path=best_path or None, verbose=False)
         except BaseException as e:
             _record(run_dir, "failed", e, run, trainer, summary, t0)
+            close_loggers(trainer, failed=True)
             raise
     _record(run_dir, "completed", None, run, trainer, summary, t0)
+    close_loggers(trainer)
     best = summary.best
     if best is not None:
         return best[1]
