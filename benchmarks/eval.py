@@ -44,16 +44,16 @@ def synthetic_tasks():
     """LAMBADA- and HellaSwag-shaped items from Python's bundled help texts (no download)."""
     from pydoc_data.topics import topics
 
-    from src.evaluation.tasks.base import Completion, CompletionTask, MultipleChoice, MultipleChoiceTask
+    from src.evaluation.benchmarks.base import Completion, CompletionBenchmark, MultipleChoice, MultipleChoiceBenchmark
 
     words = " ".join(topics.values()).split()
 
-    class SynthLambada(CompletionTask):
+    class SynthLambada(CompletionBenchmark):
         def examples(self):
             for i in range(0, len(words) - 80, 80):
                 yield Completion(" ".join(words[i:i + 79]), " " + words[i + 79])
 
-    class SynthHellaSwag(MultipleChoiceTask):
+    class SynthHellaSwag(MultipleChoiceBenchmark):
         def examples(self):
             for i in range(0, len(words) - 120, 120):
                 w = words[i:i + 120]
@@ -66,8 +66,8 @@ def load_tasks():
     lam = SHARED_DATA / "lambada" / "lambada_test.jsonl"
     hs = SHARED_DATA / "hellaswag_val" / "hellaswag_val_full.txt.bz2"
     if lam.exists() and hs.exists():
-        from src.evaluation.tasks.hellaswag import HellaSwag
-        from src.evaluation.tasks.lambada import Lambada
+        from src.evaluation.benchmarks.hellaswag import HellaSwag
+        from src.evaluation.benchmarks.lambada import Lambada
 
         return Lambada(path=str(lam)), HellaSwag(path=str(hs)), f"{lam.relative_to(SHARED_DATA.parent)}, " \
                                                                    f"{hs.relative_to(SHARED_DATA.parent)}"
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> dict:
     setup(args)
     from src.data.tokenizers import build_tokenizer
     from src.evaluation.scorer import Scorer
-    from src.evaluation.tasks.base import take
+    from src.evaluation.benchmarks.base import take
     from src.models import build_model
 
     tok = build_tokenizer({"name": "gpt2"})

@@ -62,9 +62,9 @@ def model_config(args: argparse.Namespace, vocab_pad_multiple: int = 1) -> dict:
 
 
 def flops_per_token(model: torch.nn.Module, seq_len: int) -> int:
-    """Training FLOPs/token, 6N + 12·L·H·Q·T (src.analysis.params; the same formula if rich is absent)."""
+    """Training FLOPs/token, 6N + 12·L·H·Q·T (src.inspection.params; the same formula if rich is absent)."""
     try:
-        from src.analysis.params import flops_per_token as fpt
+        from src.inspection.params import flops_per_token as fpt
 
         return fpt(model, seq_len).total
     except ImportError:

@@ -18,31 +18,32 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from src.evaluation.loading import load_model
-from src.evaluation.runner import metrics_dict, print_results, run_tasks, write_json
+from src.evaluation.runner import metrics_dict, print_results, run_benchmarks
 from src.evaluation.scorer import Scorer
-from src.evaluation.tasks import Task, build_task
+from src.jsonfile import METRICS, write_json
+from src.evaluation.benchmarks import Benchmark, build_benchmark
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
 
-def build_tasks(tasks_cfg: Any) -> dict[str, Task]:
+def build_benchmarks(tasks_cfg: Any) -> dict[str, Benchmark]:
     """``cfg.tasks`` (entry name -> config node) -> built tasks, in the selected order."""
     if not tasks_cfg:
         available = sorted(p.stem for p in (CONF_DIR / "tasks").glob("*.yaml"))
         raise ValueError(f"no tasks selected; choose some, e.g. tasks=[lambada,hellaswag] (available: {', '.join(available)})")
     plain = OmegaConf.to_container(tasks_cfg, resolve=True) if isinstance(tasks_cfg, DictConfig) else dict(tasks_cfg)
-    return {name: build_task(name, node) for name, node in plain.items()}  # type: ignore[union-attr]
+    return {name: build_benchmark(name, node) for name, node in plain.items()}  # type: ignore[union-attr]
 
 
 def evaluate(cfg: DictConfig, run_dir: Path | None = None) -> dict[str, Any]:
     """Run the configured tasks; return (and, with ``run_dir``, write) the metrics.json content."""
     start = time.perf_counter()
-    tasks = build_tasks(cfg.get("tasks"))  # config errors surface before the model is loaded
+    tasks = build_benchmarks(cfg.get("tasks"))  # config errors surface before the model is loaded
     torch.manual_seed(cfg.seed)
     loaded = load_model(cfg.pretrained, cfg.ckpt_path, cfg.tokenizer, cfg.device, cfg.dtype)
     scorer = Scorer(loaded.model, loaded.tokenizer, batch_size=cfg.batch_size, max_batch_tokens=cfg.max_batch_tokens,
                     show_progress=cfg.progress, pair_format=loaded.pair_format, mask_token_id=loaded.mask_token_id)
-    results = run_tasks(scorer, tasks, cfg.limit)
+    results = run_benchmarks(scorer, tasks, cfg.limit)
     print_results(results, title=f"{loaded.source} ({loaded.model.config.name}, {loaded.model.num_parameters():,} parameters)")
     wall = time.perf_counter() - start
     metrics = metrics_dict(
@@ -59,7 +60,7 @@ def evaluate(cfg: DictConfig, run_dir: Path | None = None) -> dict[str, Any]:
         throughput_tokens_per_s=scorer.tokens_read / wall if wall > 0 else None,
     )
     if run_dir is not None:
-        write_json(Path(run_dir) / "metrics.json", metrics)
+        write_json(Path(run_dir) / METRICS, metrics)
     return metrics
 
 
@@ -71,7 +72,7 @@ def main(cfg: DictConfig) -> None:
     try:
         evaluate(cfg, run_dir)
     except Exception as e:
-        write_json(run_dir / "metrics.json", {"status": "failed", "error": f"{type(e).__name__}: {e}"})
+        write_json(run_dir / METRICS, {"status": "failed", "error": f"{type(e).__name__}: {e}"})
         raise
 
 

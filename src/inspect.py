@@ -10,7 +10,7 @@
 
 The first positional argument picks a subcommand; each has its own Hydra config
 (``conf/inspect.yaml``, ``conf/inspect_attention.yaml``) and the rest of the command line
-are that config's overrides. The logic lives in ``src/analysis``; this file only wires it.
+are that config's overrides. The logic lives in ``src/inspection``; this file only wires it.
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ import torch
 from omegaconf import DictConfig
 from rich.console import Console
 
-from src.analysis.diagram import component_tree, model_mermaid
-from src.analysis.params import attention_memory, flops_per_token, parameter_table, render_parameter_table, render_summary
+from src.inspection.diagram import component_tree, model_mermaid
+from src.inspection.params import attention_memory, flops_per_token, parameter_table, render_parameter_table, render_summary
 from src.models import ModelConfig, build_model
 from src.models.builder import to_plain
 
@@ -37,7 +37,7 @@ CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 #: no subcommand: the model report; otherwise subcommand -> (Hydra config name, "module:function")
 DEFAULT: tuple[str, str] = ("inspect", "src.inspect:run")
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "attention": ("inspect_attention", "src.analysis.attention_maps:run"),
+    "attention": ("inspect_attention", "src.inspection.attention_maps:run"),
 }
 FORMATS = ("table", "mermaid")
 

@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from src.analysis import report_plots
-from src.analysis.report_render import csv_rows, render_markdown, run_records, write_csv
-from src.analysis.report_table import DEFAULT_EXTRA, VariantRow, build_rows, extra_keys, pairwise
-from src.analysis.sweep import IGNORED_KEYS, RunRecord, Variant, group_runs, load_runs
+from src.reporting import plots as report_plots
+from src.reporting.render import csv_rows, render_markdown, run_records, write_csv
+from src.reporting.table import DEFAULT_EXTRA, VariantRow, build_rows, extra_keys, pairwise
+from src.reporting.sweep import IGNORED_KEYS, RunRecord, Variant, group_runs, load_runs
 
 
 @dataclass

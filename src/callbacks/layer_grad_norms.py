@@ -20,7 +20,6 @@ loggers as ``grad_norm/<stack>.<layer>``; ``python -m src.report`` plots them.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,6 +27,8 @@ import lightning.pytorch as pl
 import torch
 from lightning.pytorch.utilities import rank_zero_only
 from torch import nn
+
+from src.jsonfile import write_json
 
 FILENAME = "grad_norms.json"
 STACKS = ("encoder", "decoder")
@@ -75,6 +76,4 @@ class LayerGradNorms(pl.Callback):
         for lg in trainer.loggers:
             lg.log_metrics(flat, step=step)
         if self.output_dir:
-            path = Path(self.output_dir) / FILENAME
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(self.records, indent=1) + "\n")
+            write_json(Path(self.output_dir) / FILENAME, self.records, indent=1)  # a NaN norm is written as null

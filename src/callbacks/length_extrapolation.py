@@ -1,4 +1,4 @@
-"""Evaluate length extrapolation at the end of training (``src.analysis.extrapolation``).
+"""Evaluate length extrapolation at the end of training (``src.evaluation.extrapolation``).
 
 Add it to a run with::
 
@@ -22,7 +22,7 @@ import lightning.pytorch as pl
 import torch
 from lightning.pytorch.utilities import rank_zero_only
 
-from src.analysis.extrapolation import DEFAULT_FACTORS, evaluate_lengths, format_table, metrics_from, write_results
+from src.evaluation.extrapolation import DEFAULT_FACTORS, evaluate_lengths, format_table, metrics_from, write_results
 
 log = logging.getLogger(__name__)
 

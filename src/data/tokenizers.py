@@ -17,7 +17,7 @@ import importlib.resources
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from src.models.registry import Registry
+from src.registry import Registry
 
 TOKENIZERS: Registry["Tokenizer"] = Registry("tokenizer")
 

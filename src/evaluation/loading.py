@@ -123,7 +123,7 @@ def load_model(
         )
     train_cfg: dict[str, Any] = {}
     if ckpt_path is not None:
-        from src.tasks.checkpoint import load_checkpoint
+        from src.reliability.checkpoint_load import load_checkpoint
 
         if not Path(ckpt_path).expanduser().is_file():
             raise FileNotFoundError(f"ckpt_path='{ckpt_path}' does not exist; give a run's checkpoints/last.ckpt or best-*.ckpt")

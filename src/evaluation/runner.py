@@ -1,23 +1,21 @@
 """Run a set of tasks on one model, time them, and report: a rich table and metrics.json."""
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from src.evaluation.scorer import Scorer
-from src.evaluation.tasks.base import Task, TaskResult
+from src.evaluation.benchmarks.base import Benchmark, BenchmarkResult
 
 
-def run_tasks(scorer: Scorer, tasks: Mapping[str, Task], limit: int | None = None) -> dict[str, TaskResult]:
+def run_benchmarks(scorer: Scorer, tasks: Mapping[str, Benchmark], limit: int | None = None) -> dict[str, BenchmarkResult]:
     """Run each task in order; fill in the tokens it made the model read and its wall time."""
-    results: dict[str, TaskResult] = {}
+    results: dict[str, BenchmarkResult] = {}
     for name, task in tasks.items():
         tokens_before, start = scorer.tokens_read, time.perf_counter()
         result = task.run(scorer, limit)
@@ -33,7 +31,7 @@ def _fmt(value: float) -> str:
     return f"{value:.4f}" if abs(value) < 1000 else f"{value:,.1f}"
 
 
-def results_table(results: Mapping[str, TaskResult], title: str = "evaluation") -> Table:
+def results_table(results: Mapping[str, BenchmarkResult], title: str = "evaluation") -> Table:
     """task | metric | value (± stderr) | examples | tokens | seconds, one row per metric."""
     table = Table(title=title)
     for col, justify in (("task", "left"), ("metric", "left"), ("value", "right"), ("examples", "right"),
@@ -54,11 +52,11 @@ def results_table(results: Mapping[str, TaskResult], title: str = "evaluation") 
     return table
 
 
-def print_results(results: Mapping[str, TaskResult], title: str = "evaluation", console: Console | None = None) -> None:
+def print_results(results: Mapping[str, BenchmarkResult], title: str = "evaluation", console: Console | None = None) -> None:
     (console or Console()).print(results_table(results, title))
 
 
-def metrics_dict(results: Mapping[str, TaskResult], **meta: Any) -> dict[str, Any]:
+def metrics_dict(results: Mapping[str, BenchmarkResult], **meta: Any) -> dict[str, Any]:
     """metrics.json content: run facts, flat ``<task>/<metric>`` keys (as training's
     metrics.json), and per task its metrics, examples, tokens, seconds and details."""
     out: dict[str, Any] = {"status": "completed", "error": None, **meta}
@@ -71,18 +69,3 @@ def metrics_dict(results: Mapping[str, TaskResult], **meta: Any) -> dict[str, An
         for name, r in results.items()
     }
     return out
-
-
-def write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """JSON with NaN written as null (strict JSON readers reject NaN)."""
-    def clean(x: Any) -> Any:
-        if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
-            return None
-        if isinstance(x, dict):
-            return {k: clean(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return [clean(v) for v in x]
-        return x
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(clean(dict(data)), indent=2) + "\n")

@@ -2,7 +2,7 @@
 that differ, instead of torch's first ``size mismatch``.
 
 Used on resume (``SafeCheckpointIO.load_checkpoint`` compares with the trainer's LightningModule)
-and by ``src.tasks.checkpoint.load_checkpoint``.
+and by ``src.reliability.checkpoint_load.load_checkpoint``.
 """
 from __future__ import annotations
 

@@ -240,7 +240,7 @@ def _check_model(model: Mapping[str, Any]) -> None:
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
             unknown = sorted(k for k in node if k != "name" and k not in params)
             if unknown:
-                from src.models.registry import RegistryError
+                from src.registry import RegistryError
 
                 own = [p for p in params if p not in ("self", "d_model", "n_head", "head_dim", "max_seq_len")]
                 raise RegistryError(f"{registry.kind} '{node['name']}' got unknown key(s) {unknown}; "

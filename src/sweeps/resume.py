@@ -40,6 +40,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from src.jsonfile import METRICS, read_json
+
 log = logging.getLogger(__name__)
 
 STAMP = ".sweep_job.json"
@@ -137,13 +139,6 @@ def run_dir_of(cfg: DictConfig) -> Path:
         return Path(str(d))
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def archive_attempt(run_dir: Path) -> Path | None:
     """Move a previous attempt's outputs to ``attempts/<n>/`` (None when there were none)."""
     items = [p for p in run_dir.iterdir() if p.name not in KEEP and not p.name.endswith(".log")] if run_dir.is_dir() else []
@@ -177,8 +172,8 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
     run_dir = run_dir_of(cfg)
     fp = fingerprint(cfg, run_dir)
     flat = flat_config(cfg, run_dir)
-    metrics = _read_json(run_dir / "metrics.json")
-    stamp = _read_json(run_dir / STAMP) or {}
+    metrics = read_json(run_dir / METRICS)
+    stamp = read_json(run_dir / STAMP) or {}
     same = stamp.get("fingerprint") == fp
     if not same and isinstance(stamp.get("config"), dict):
         changed, added_removed = config_changes(stamp["config"], flat)
@@ -201,7 +196,7 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
         log.info("sweep_resume: %s was %s; continuing from %s", run_dir, previous, last)
         with open_dict(cfg):
             cfg.ckpt_path = str(last)
-        (run_dir / "metrics.json").unlink(missing_ok=True)
+        (run_dir / METRICS).unlink(missing_ok=True)
     else:
         moved = archive_attempt(run_dir)
         if moved is not None:

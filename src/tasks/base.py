@@ -4,7 +4,7 @@ optimiser/scheduler, FLOPs/token accounting, RNG state in checkpoints.
 A task is a ``LightningModule`` constructed from *plain data only* — the resolved run
 config (a dict) and the tokenizer's ``state_dict()`` — never from an injected
 ``nn.Module``. ``save_hyperparameters`` stores both, so ``load_from_checkpoint`` and
-``src.tasks.checkpoint.load_checkpoint`` rebuild the exact model and tokenizer, and the
+``src.reliability.checkpoint_load.load_checkpoint`` rebuild the exact model and tokenizer, and the
 checkpoint loads with ``torch.load(weights_only=True)``.
 
 Subclasses implement ``prepare(batch) -> Prepared``: the model inputs, the labels

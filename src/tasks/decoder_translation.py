@@ -58,7 +58,7 @@ class DecoderTranslation(LMTask):
         super().__init__(cfg, tokenizer)
         sep = self.task_cfg.get("sep_token_id")
         if sep is None:
-            raise TaskError("task.sep_token_id is not resolved; build the task with src.training.setup.build_task")
+            raise TaskError("task.sep_token_id is not resolved; build the task with src.training.setup.build_run")
         self.sep_id = int(sep)
         self.pad_id = self.model_config.pad_token_id if self.model_config.pad_token_id is not None else self.sep_id
         self.prefix_lm = (self.model_config.mask or {}).get("name") == "prefix_lm"

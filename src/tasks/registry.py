@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from src.models.registry import Registry
+from src.registry import Registry
 
 if TYPE_CHECKING:
     from src.tasks.base import LMTask

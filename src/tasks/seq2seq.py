@@ -40,7 +40,7 @@ class Seq2Seq(LMTask):
         start = self.task_cfg.get("decoder_start_token_id")
         if start is None:
             raise TaskError("task.decoder_start_token_id is not resolved; build the task with "
-                            "src.training.setup.build_task (it picks the model's or tokenizer's start id)")
+                            "src.training.setup.build_run (it picks the model's or tokenizer's start id)")
         self.start_id = int(start)
         pad = self.model_config.pad_token_id
         self.pad_id = int(pad) if pad is not None else self.start_id  # decoder inputs are never padding-attended

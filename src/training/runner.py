@@ -23,9 +23,9 @@ from lightning.pytorch.utilities.rank_zero import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from src.callbacks.summary import RunSummary
+from src.jsonfile import METRICS, write_json
 from src.training.distributed import launcher_scope
 from src.training.loggers import close_loggers
-from src.training.metrics_file import write_metrics
 from src.training.setup import Run, build_run, build_trainer
 
 log = logging.getLogger(__name__)
@@ -110,6 +110,6 @@ def _record(run_dir: Path, status: str, error: BaseException | None, run: Run | 
         record["best_ckpt"] = ck.best_model_path or None
         record["last_ckpt"] = ck.last_model_path or None
     try:
-        write_metrics(run_dir, record)
+        write_json(run_dir / METRICS, record)  # atomic; NaN -> null (schema: docs/CONTRACTS.md)
     except OSError as e:  # never hide the original error behind a failed write
         log.error("could not write %s/metrics.json: %s", run_dir, e)

@@ -18,12 +18,12 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from src.analysis.matched import apply_match_params
+from src.training.matched import apply_match_params
 from src.data.datamodule import PairDataModule, build_datamodule
 from src.data.sources import SOURCES
 from src.data.tokenizers import Tokenizer, build_tokenizer
 from src.models import ModelConfig
-from src.models.registry import RegistryError
+from src.registry import RegistryError
 from src.reliability import harden_trainer, validate_run_config
 from src.tasks import TASKS, LMTask
 from src.tasks.base import TaskError
@@ -125,7 +125,7 @@ def build_run(cfg: DictConfig | Mapping[str, Any], *, rank: int | None = None, w
     specials = cls.special_ids(plain["task"], tokenizer, plain["model"])
     plain["task"].update(specials.ids)
     resolve_vocab(plain, tokenizer, specials.n_reserved)
-    apply_match_params(plain)  # match_params: solve model sizes to a reference's parameter count (src/analysis/matched.py)
+    apply_match_params(plain)  # match_params: solve model sizes to a reference's parameter count (src/training/matched.py)
     task = cls(plain, tokenizer.state_dict())
     return Run(cfg=plain, tokenizer=tokenizer, datamodule=datamodule, task=task, batch_format=batch_format)
 

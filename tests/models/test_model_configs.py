@@ -16,7 +16,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig
 
 from src.models import ConfigError, build_model
-from src.models.registry import RegistryError
+from src.registry import RegistryError
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 MODEL_CONFIGS = sorted(p.stem for p in (CONF / "model").glob("*.yaml"))

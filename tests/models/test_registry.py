@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from src.models import ConfigError, ModelConfig, build_model
-from src.models.registry import Registry, RegistryError
+from src.registry import Registry, RegistryError
 
 MakeConfig = Callable[..., dict[str, Any]]
 

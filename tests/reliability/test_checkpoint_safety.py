@@ -48,7 +48,7 @@ def tiny_ckpt(tmp_path_factory: pytest.TempPathFactory, compose: Callable[..., A
 
 def test_pickled_object_is_refused_on_every_load_path(tiny_ckpt: Path, compose: Callable[..., Any],
                                                       tiny: tuple[str, ...], tmp_path: Path) -> None:
-    from src.tasks.checkpoint import load_checkpoint
+    from src.reliability.checkpoint_load import load_checkpoint
 
     marker = tmp_path / "code-ran"
     evil = safe_torch_load(tiny_ckpt)

@@ -19,7 +19,7 @@ from hydra.errors import ConfigCompositionException, MissingConfigException
 
 from src.data.errors import DataError
 from src.models.config import ConfigError
-from src.models.registry import RegistryError
+from src.registry import RegistryError
 from src.reliability import Hardware, RunConfigError, validate_run_config
 from src.tasks.base import TaskError
 

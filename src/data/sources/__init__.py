@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from src.data.errors import DataError
-from src.models.registry import Registry
+from src.registry import Registry
 from src.data.sources.base import LMSource, PairSource, Source
 
 SOURCES: Registry[Source] = Registry("source")

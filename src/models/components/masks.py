@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from src.models.registry import Registry
+from src.registry import Registry
 
 MASKS: Registry["AttentionMask"] = Registry("mask")
 

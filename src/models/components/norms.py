@@ -5,7 +5,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from src.models.registry import Registry
+from src.registry import Registry
 
 NORMS: Registry[nn.Module] = Registry("norm")
 

@@ -17,7 +17,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from src.models.registry import Registry
+from src.registry import Registry
 
 POSITIONS: Registry["Position"] = Registry("position")
 

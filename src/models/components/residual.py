@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from torch import Tensor, nn
 
-from src.models.registry import Registry
+from src.registry import Registry
 
 PLACEMENTS: Registry["Placement"] = Registry("norm_placement")
 

@@ -15,7 +15,7 @@ from src.models.components.norms import NORMS
 from src.models.components.positions import POSITIONS
 from src.models.components.residual import PLACEMENTS
 from src.models.config import ModelConfig
-from src.models.registry import Registry
+from src.registry import Registry
 
 FAMILIES: Registry["TransformerModel"] = Registry("family")
 

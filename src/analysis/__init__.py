@@ -1,1 +1,0 @@
-"""Analysis tools: parameter tables, FLOPs and memory estimates, block diagrams, attention maps."""

@@ -1,0 +1,156 @@
+"""What an evaluation task is, and the two generic kinds most benchmarks are made of.
+
+A task is a registered class whose constructor arguments are its config keys
+(``conf/tasks/<name>.yaml``); ``run(scorer, limit)`` scores the first ``limit`` examples
+and returns its metrics. New benchmarks are usually one small subclass:
+
+* ``MultipleChoiceBenchmark`` — implement ``examples()`` yielding ``MultipleChoice(context,
+  choices, label)``; each choice is scored as ``context + " " + choice`` and the metrics
+  are ``acc`` (highest log-likelihood) and ``acc_norm`` (highest log-likelihood per
+  character of the choice), as lm-evaluation-harness's ``multiple_choice`` output type;
+* ``CompletionBenchmark`` — implement ``examples()`` yielding ``Completion(context,
+  continuation)``; metrics are ``acc`` (the continuation is the greedy one) and ``ppl``
+  (exp of the mean negative log-likelihood per example), as the harness's
+  ``loglikelihood`` output type.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from src.evaluation.scorer import Scorer
+from src.registry import Registry, RegistryError
+
+T = TypeVar("T")
+
+
+class BenchmarkRegistry(Registry["Benchmark"]):
+    def get(self, name: str) -> type["Benchmark"]:
+        if name not in self._classes:
+            raise RegistryError(
+                f"unknown evaluation task type '{name}'; registered: {', '.join(self.names())}. Add one with "
+                f"@BENCHMARKS.register('{name}') in src/evaluation/benchmarks/ and a conf/tasks/<entry>.yaml naming it in 'task:'"
+            )
+        return self._classes[name]
+
+
+BENCHMARKS = BenchmarkRegistry("eval task")
+
+
+@dataclass
+class BenchmarkResult:
+    """One task's figures. ``tokens`` are the tokens the model read; filled in by the runner."""
+
+    metrics: dict[str, float]
+    examples: int
+    tokens: int = 0
+    seconds: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Benchmark:
+    """Base class; subclasses are registered with ``@BENCHMARKS.register(type_name)``."""
+
+    name: str = ""  # the entry name (``tasks.<name>``), set by ``build_benchmark``
+
+    def run(self, scorer: Scorer, limit: int | None = None) -> BenchmarkResult:
+        raise NotImplementedError
+
+    @property
+    def key(self) -> str:
+        """The config prefix of this task's keys, for error messages."""
+        return f"tasks.{self.name or getattr(self, 'registry_name', 'task')}"
+
+
+def take(items: Iterable[T], limit: int | None) -> list[T]:
+    """The first ``limit`` items (all when ``limit`` is None)."""
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit={limit} must be >= 0 (or null for all examples)")
+    return list(itertools.islice(items, limit))
+
+
+def stderr_of_mean(values: list[float]) -> float:
+    """Standard error of a mean (sample standard deviation / √n), as the harness reports."""
+    n = len(values)
+    if n < 2:
+        return float("nan")
+    mu = sum(values) / n
+    return math.sqrt(sum((v - mu) ** 2 for v in values) / (n - 1) / n)
+
+
+@dataclass
+class MultipleChoice:
+    context: str
+    choices: list[str]  # without the delimiter that joins them to the context
+    label: int  # index of the correct choice
+
+
+class MultipleChoiceBenchmark(Benchmark):
+    """Pick the choice with the highest log-likelihood given the context."""
+
+    target_delimiter = " "
+
+    def examples(self) -> Iterator[MultipleChoice]:
+        raise NotImplementedError
+
+    def run(self, scorer: Scorer, limit: int | None = None) -> BenchmarkResult:
+        docs = take(self.examples(), limit)
+        requests = [scorer.encode_pair(d.context, self.target_delimiter + c) for d in docs for c in d.choices]
+        scores = iter(scorer.loglikelihood(requests, description=self.name or "multiple choice"))
+        acc, acc_norm = [], []
+        for d in docs:
+            lls = [next(scores).logprob for _ in d.choices]
+            acc.append(float(max(range(len(lls)), key=lambda i: lls[i]) == d.label))
+            normed = [ll / max(len(c), 1) for ll, c in zip(lls, d.choices)]  # per character, as the harness
+            acc_norm.append(float(max(range(len(normed)), key=lambda i: normed[i]) == d.label))
+        n = max(len(docs), 1)
+        return BenchmarkResult(
+            metrics={"acc": sum(acc) / n, "acc_stderr": stderr_of_mean(acc),
+                     "acc_norm": sum(acc_norm) / n, "acc_norm_stderr": stderr_of_mean(acc_norm)},
+            examples=len(docs),
+        )
+
+
+@dataclass
+class Completion:
+    context: str
+    continuation: str  # including its leading space, if any
+
+
+class CompletionBenchmark(Benchmark):
+    """Score a fixed continuation: greedy accuracy and perplexity."""
+
+    def examples(self) -> Iterator[Completion]:
+        raise NotImplementedError
+
+    def run(self, scorer: Scorer, limit: int | None = None) -> BenchmarkResult:
+        docs = take(self.examples(), limit)
+        requests = [scorer.encode_pair(d.context, d.continuation) for d in docs]
+        scores = scorer.loglikelihood(requests, description=self.name or "completion")
+        n = max(len(docs), 1)
+        acc = [float(s.is_greedy) for s in scores]
+        nll = -sum(s.logprob for s in scores)
+        n_target = sum(s.n_tokens for s in scores)
+        return BenchmarkResult(
+            metrics={"acc": sum(acc) / n, "acc_stderr": stderr_of_mean(acc),
+                     "ppl": math.exp(nll / n),  # per example (the harness's definition)
+                     "token_ppl": math.exp(nll / max(n_target, 1))},  # per target token
+            examples=len(docs),
+        )
+
+
+def build_benchmark(name: str, cfg: Mapping[str, Any]) -> Benchmark:
+    """A task from its config entry ``tasks.<name>`` (the ``task`` key names the type)."""
+    node = dict(cfg)
+    if "task" not in node:
+        raise RegistryError(f"tasks.{name} needs a 'task' key naming its type (one of: {', '.join(BENCHMARKS.names())})")
+    node["name"] = node.pop("task")
+    try:
+        task = BENCHMARKS.build(node)
+    except RegistryError as e:
+        raise RegistryError(f"tasks.{name}: {e}") from None
+    task.name = name
+    return task

@@ -1,0 +1,70 @@
+"""The matched-size solver (src.training.matched) hits its target within tolerance."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from src.training.matched import MatchError, apply_match_params, count_parameters, match_model
+from src.models import build_model
+
+
+def test_count_on_meta_equals_real_model(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
+    for cfg in (make_tiny_config(), make_tiny_config(ffn={"name": "swiglu"}),
+                make_tiny_config(family="encoder_decoder", position={"name": "sinusoidal"})):
+        assert count_parameters(cfg) == build_model(cfg).num_parameters()
+
+
+def test_swiglu_matches_gelu_at_two_thirds_width(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
+    gelu = make_tiny_config(d_ff=128)
+    solved, r = match_model(dict(gelu, ffn={"name": "swiglu"}), {"ffn": {"name": "gelu"}}, tolerance=0.01)
+    assert r.reference_params == count_parameters(gelu)
+    assert abs(count_parameters(solved) - r.reference_params) <= 0.01 * r.reference_params
+    assert r.params == count_parameters(solved) and r.solved == {"d_ff": solved["d_ff"]}
+    assert solved["d_ff"] == pytest.approx(128 * 2 / 3, abs=3)  # Shazeer 2020: ~2/3 of the GELU width
+
+
+def test_no_position_table_gets_a_wider_ffn(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
+    learned = make_tiny_config()
+    solved, r = match_model(dict(learned, position={"name": "none"}), {"position": {"name": "learned"}}, tolerance=0.005)
+    assert solved["d_ff"] > learned["d_ff"] and abs(r.rel_error) <= 0.005
+
+
+def test_encoder_decoder_matches_decoder_only(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
+    dec = make_tiny_config(n_layer=4, d_ff=128, mask={"name": "causal"})
+    encdec = dict(dec, family="encoder_decoder", mask=None)
+    solved, r = match_model(encdec, {"family": "decoder_only", "mask": {"name": "causal"}}, solve="layers")
+    assert r.reference_params == count_parameters(dec)
+    assert (solved["n_encoder_layer"], solved["n_decoder_layer"]) == (2, 2)  # the split nearest the configured width
+    assert abs(r.rel_error) <= 0.01
+
+
+def test_named_reference_keeps_the_run_vocabulary(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
+    run = make_tiny_config(d_model=768, n_head=12, n_layer=12, max_seq_len=1024, vocab_size=50257)
+    solved, r = match_model(run, "gpt2_small", tolerance=1e-4)
+    assert r.reference_params == 124_439_808  # GPT-2 small exactly (conf/model/gpt2_small.yaml)
+    assert solved["d_ff"] == 3072 and r.params == 124_439_808
+
+
+def test_errors_are_explicit(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
+    cfg = make_tiny_config()
+    with pytest.raises(MatchError, match="not a model config"):
+        match_model(cfg, "no_such_model")
+    with pytest.raises(MatchError, match="solve='width'"):
+        match_model(cfg, {"d_ff": 100}, solve="width")
+    with pytest.raises(MatchError, match="tolerance"):  # 64-multiples cannot hit a 1-unit change within 0.01%
+        match_model(cfg, {"d_ff": 65}, multiple_of=64, tolerance=1e-4)
+
+
+def test_apply_match_params_updates_the_plain_config(tmp_path, make_tiny_config: Callable[..., dict[str, Any]]) -> None:
+    plain = {"model": make_tiny_config(ffn={"name": "swiglu"}), "paths": {"output_dir": str(tmp_path)},
+             "match_params": {"reference": {"ffn": {"name": "gelu"}}, "solve": "d_ff", "tolerance": 0.01, "multiple_of": 1}}
+    r = apply_match_params(plain)
+    assert r is not None and plain["model"]["d_ff"] == r.solved["d_ff"] != 64
+    saved = json.loads((tmp_path / "match_params.json").read_text())
+    assert saved["params"] == count_parameters(plain["model"]) and saved["reference_params"] == r.reference_params
+    assert apply_match_params({"model": make_tiny_config(), "match_params": {"reference": None}}) is None
+    with pytest.raises(MatchError, match="unknown key"):
+        apply_match_params({"model": make_tiny_config(), "match_params": {"reference": "tiny", "tol": 1}})

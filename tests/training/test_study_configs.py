@@ -1,0 +1,57 @@
+"""Every study config composes, defines its sweep and a fixed sweep directory, and builds its model."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+import src.sweeps  # noqa: F401  (the ${sweep_subdir:} resolver)
+from src.training.matched import count_parameters, reference_config
+from src.sweeps.resume import job_dirname
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+STUDIES = sorted(p.stem for p in (CONF / "experiment").glob("study_*.yaml") if p.stem != "study_common")
+FAMILIES = sorted(p.stem for p in (CONF / "experiment" / "study_families").glob("*.yaml"))
+
+
+def _compose(*overrides: str):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose("train", overrides=list(overrides), return_hydra_config=True)
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_study_composes_with_a_sweep(study: str) -> None:
+    cfg = _compose(f"experiment={study}")
+    assert cfg.hydra.sweep.dir.startswith("outputs/studies/") and "unnamed" not in cfg.hydra.sweep.dir
+    raw = OmegaConf.to_container(cfg.hydra.sweep, resolve=False)
+    assert raw["subdir"] == "${sweep_subdir:${hydra.job.override_dirname}}"
+    params = cfg.hydra.sweeper.params
+    assert params is not None and "seed" in params and len(str(params.seed).split(",")) >= 2
+    assert cfg.sweep_resume.skip_completed is True
+    variants = [k for k in params if k != "seed"]
+    assert variants, f"{study} sweeps nothing but seeds"
+    model = OmegaConf.to_container(cfg.model, resolve=False)
+    model["max_seq_len"] = int(cfg.block_size)
+    model["vocab_size"] = 2000
+    assert count_parameters(model) > 0
+
+
+@pytest.mark.parametrize("variant", FAMILIES)
+def test_family_variants_match_parameters(variant: str) -> None:
+    cfg = _compose("experiment=study_families", f"+experiment/study_families={variant}")
+    model = OmegaConf.to_container(cfg.model, resolve=False)
+    model["max_seq_len"] = 80
+    model["vocab_size"] = 2000
+    ref = cfg.match_params.reference
+    if ref is not None:
+        target = count_parameters(reference_config(OmegaConf.to_container(ref), model))
+        assert target == count_parameters(dict(model, family="decoder_only", mask={"name": "causal"}))
+
+
+def test_job_dirname() -> None:
+    assert job_dirname("model/position=rope,seed=1") == "model.position=rope,seed=1"
+    assert job_dirname("") == "default"
+    long = job_dirname("a=" + "x" * 300)
+    assert len(long) == 120 and long != job_dirname("a=" + "x" * 299)
