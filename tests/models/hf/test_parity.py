@@ -298,7 +298,7 @@ def compose_model_yaml(name: str) -> dict:
     """conf/model/<name>.yaml with its defaults list (position/norm/ffn/mask groups) applied."""
     from omegaconf import OmegaConf
 
-    conf = Path(__file__).resolve().parents[2] / "conf" / "model"
+    conf = Path(__file__).resolve().parents[3] / "conf" / "model"
     raw = OmegaConf.load(conf / f"{name}.yaml")
     groups = {g: OmegaConf.load(conf / g / f"{v}.yaml") for d in raw.pop("defaults") for g, v in d.items()}
     return OmegaConf.to_container(OmegaConf.merge(groups, raw))  # type: ignore[return-value]
