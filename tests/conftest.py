@@ -74,7 +74,7 @@ TINY_RUN = [  # a 2-layer 32-dim char-level GPT on the embedded corpus; 4 steps,
     "tokenizer=char", "data=embedded", "trainer=cpu", "batch_size=4", "block_size=32",
     "trainer.max_steps=4", "trainer.val_check_interval=2", "trainer.limit_val_batches=2", "trainer.limit_test_batches=2",
     "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false",
-    "scheduler.warmup_steps=1", "callbacks.progress_bar=null", "logger=none",
+    "scheduler.warmup_steps=1", "callbacks.progress_bar=null",
 ]
 
 

@@ -65,3 +65,10 @@ class DataError(ValueError):
         self.code = code
         self.fields = fields
         super().__init__(MESSAGES[code].format(**fields))
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable: joblib/submitit launchers send a job's error back
+        return (_rebuild, (type(self), self.code, self.fields))
+
+
+def _rebuild(cls: type, code: str, fields: dict[str, Any]) -> DataError:
+    return cls(code, **fields)

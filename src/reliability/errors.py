@@ -101,6 +101,13 @@ class _CodedError:
         self.code, self.fields = code, fields
         return MESSAGES[code].format(**fields)
 
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable: joblib/submitit launchers send a job's error back
+        return (_rebuild, (type(self), self.code, self.fields))
+
+
+def _rebuild(cls: type, code: str, fields: dict[str, Any]) -> BaseException:
+    return cls(code, **fields)
+
 
 class RunConfigError(_CodedError, ValueError):
     """A run config that cannot work (found before anything heavy is built)."""

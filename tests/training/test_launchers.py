@@ -1,0 +1,176 @@
+"""Hydra's sweeper and launcher plugins through the real command line (slow: several processes).
+
+* ``hydra/sweeper=optuna``: 3 trials of the quickstart recipe; the best it reports is the
+  minimum over the trials' own metrics.json;
+* ``hydra/launcher=joblib``: 4 jobs, 2 at once, each pinned to its own CPU; a re-run with
+  ``sweep_resume.skip_completed`` skips the finished jobs and re-runs only the unfinished one,
+  and two concurrent jobs given one directory do not clobber each other;
+* ``hydra/launcher=submitit_local``: 2 jobs through submitit's local executor;
+* without a plugin: one line naming the extra to install.
+"""
+from __future__ import annotations
+
+import json
+import pickle
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from src.sweeps.plugins import PLUGINS, missing_plugin
+from src.sweeps.slots import split
+
+slow = pytest.mark.slow
+QUIET = ["callbacks.progress_bar=null", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false"]
+
+
+def job_dirs(sweep: Path) -> list[Path]:
+    return sorted(p for p in sweep.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def metrics(job: Path) -> dict[str, Any]:
+    return json.loads((job / "metrics.json").read_text())
+
+
+@slow
+def test_optuna_sweeper_reports_the_best_trial(tmp_path: Path, run_entry_point: Any) -> None:
+    sweep = tmp_path / "optuna"
+    r = run_entry_point("src.train", [
+        "-m", "experiment=quickstart", *QUIET, "~callbacks.sample_text", "trainer.max_steps=4",
+        "trainer.val_check_interval=2", "trainer.limit_val_batches=2", "trainer.limit_test_batches=1",
+        "hydra/sweeper=optuna", "hydra.sweeper.n_trials=3", "hydra.sweeper.sampler.seed=7",
+        "optim.lr=tag(log,interval(1e-4,1e-2))", f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    trials = job_dirs(sweep)
+    assert len(trials) == 3
+    best_by_trial = {}
+    for t in trials:
+        m = metrics(t)
+        assert m["status"] == "completed"
+        (lr,) = [o for o in yaml.safe_load((t / ".hydra" / "overrides.yaml").read_text()) if o.startswith("optim.lr=")]
+        assert 1e-4 <= float(lr.split("=")[1]) <= 1e-2
+        best_by_trial[t.name] = m["val/loss_best"]
+    result = yaml.safe_load((sweep / "optimization_results.yaml").read_text())
+    assert result["best_value"] == pytest.approx(min(best_by_trial.values()))
+    best = min(best_by_trial, key=best_by_trial.get)
+    overrides = yaml.safe_load((sweep / best / ".hydra" / "overrides.yaml").read_text())
+    assert f"optim.lr={result['best_params']['optim.lr']}" in overrides
+
+
+def _intervals(jobs: list[Path]) -> list[tuple[float, float, str]]:
+    """(start, end, slot) per job: the sweep_resume stamp's start, metrics.json's mtime, the logged slot."""
+    out = []
+    for j in jobs:
+        start = json.loads((j / ".sweep_job.json").read_text())["started"]
+        (log,) = j.glob("*.log")
+        (slot,) = re.findall(r"job slot (\d+/\d+): CPUs \[(\d+(?:, \d+)*)\]", log.read_text())
+        out.append((start, (j / "metrics.json").stat().st_mtime, f"{slot[0]} cpus {slot[1]}"))
+    return out
+
+
+def _most_at_once(intervals: list[tuple[float, float, str]]) -> int:
+    events = sorted([(s, 1) for s, _, _ in intervals] + [(e, -1) for _, e, _ in intervals])
+    running = peak = 0
+    for _, d in events:
+        running += d
+        peak = max(peak, running)
+    return peak
+
+
+@slow
+def test_joblib_launcher_two_at_a_time_and_resume(tmp_path: Path, run_entry_point: Any, tiny_run: tuple[str, ...]) -> None:
+    sweep = tmp_path / "joblib"
+    args = ["-m", *tiny_run, "trainer.max_steps=24", "trainer.val_check_interval=12", "seed=1,2,3,4",
+            "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "hydra.sweep.subdir=seed${seed}",
+            "sweep_resume.skip_completed=true", f"hydra.sweep.dir={sweep}"]
+    r = run_entry_point("src.train", args, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    jobs = job_dirs(sweep)
+    assert [j.name for j in jobs] == ["seed1", "seed2", "seed3", "seed4"]
+    assert all(metrics(j)["status"] == "completed" and metrics(j)["global_step"] == 24 for j in jobs)
+    intervals = _intervals(jobs)
+    assert _most_at_once(intervals) == 2  # two at once (n_jobs), never three
+    for a in intervals:  # jobs that overlapped held different slots and CPUs
+        for b in intervals:
+            if a is not b and a[0] < b[1] and b[0] < a[1]:
+                assert a[2] != b[2], (a, b)
+
+    # re-run: the 4 completed jobs are skipped; then with one result removed, only that job runs again
+    before = {j.name: (j / "metrics.json").stat().st_mtime_ns for j in jobs}
+    r = run_entry_point("src.train", args, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert {j.name: (j / "metrics.json").stat().st_mtime_ns for j in jobs} == before
+    assert all("already completed" in (j / "train.log").read_text() for j in jobs)
+    (sweep / "seed3" / "metrics.json").unlink()
+    r = run_entry_point("src.train", args, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    after = {j.name: (j / "metrics.json").stat().st_mtime_ns for j in jobs}
+    assert [n for n in after if after[n] != before[n]] == ["seed3"]
+    assert metrics(sweep / "seed3")["status"] == "completed"
+    assert json.loads((sweep / "seed3" / ".sweep_job.json").read_text())["attempt"] == 2
+
+
+@slow
+def test_joblib_jobs_sharing_a_directory_do_not_clobber(tmp_path: Path, run_entry_point: Any,
+                                                       tiny_run: tuple[str, ...]) -> None:
+    sweep = tmp_path / "joblib"
+    # hydra.sweep.subdir that does not tell the jobs apart: both seeds would land in one directory
+    r = run_entry_point("src.train", [
+        "-m", *tiny_run, "trainer.max_steps=40", "trainer.val_check_interval=20", "seed=1,2", "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2", "hydra.sweep.subdir=same", "sweep_resume.skip_completed=true",
+        f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
+    assert r.returncode != 0  # the job that found the directory held failed, and the sweep says so
+    assert "is in use by another running job" in r.stderr
+    (job,) = job_dirs(sweep)
+    m = metrics(job)
+    assert m["status"] == "completed" and m["global_step"] == 40  # the running job's result is intact
+    assert not (job / "attempts").exists()  # nothing was archived from under it
+
+
+@slow
+def test_submitit_local_launcher(tmp_path: Path, run_entry_point: Any, tiny_run: tuple[str, ...]) -> None:
+    sweep = tmp_path / "submitit"
+    r = run_entry_point("src.train", [
+        "-m", *tiny_run, "seed=1,2", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10",
+        "hydra.launcher.cpus_per_task=1", "hydra.launcher.gpus_per_node=0", f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    jobs = job_dirs(sweep)
+    assert [j.name for j in jobs] == ["0", "1"]
+    assert all(metrics(j)["status"] == "completed" and metrics(j)["global_step"] == 4 for j in jobs)
+    results = sorted((sweep / ".submitit").glob("*/*_result.pkl"))  # submitit ran them: its own records
+    assert len(results) == 2
+    for p in results:
+        status, value = pickle.loads(p.read_bytes())
+        assert status == "success", value
+
+
+def test_missing_plugin_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name.startswith("hydra_plugins.hydra_submitit") else real(name, *a))
+    message = missing_plugin(["-m", "model.n_layer=2,4", "hydra/launcher=submitit_slurm"])
+    assert message is not None
+    assert "hydra-submitit-launcher" in message and "pip install -e '.[slurm]'" in message
+    assert missing_plugin(["hydra/launcher=joblib", "hydra/sweeper=optuna"]) is None  # installed by .[dev]
+    assert {o.split("=")[1] for o in PLUGINS} == {"joblib", "submitit_slurm", "submitit_local", "optuna"}
+
+
+def test_slots_split_the_machine() -> None:
+    assert [split(list(range(8)), k, 4) for k in range(4)] == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert [split(list(range(5)), k, 2) for k in range(2)] == [[0, 1, 2], [3, 4]]
+    assert [split(["0", "1"], k, 4) for k in range(4)] == [["0"], ["1"], ["0"], ["1"]]  # CPUs shared round robin
+
+
+def test_coded_errors_survive_pickling() -> None:
+    """A job's error travels back to the launcher pickled (joblib, submitit)."""
+    from src.data.errors import DataError
+    from src.reliability.errors import RunConfigError
+
+    for e in (RunConfigError("bad_value", key="optim.lr", value=-1, fix="use a positive number"),
+              DataError("no_files_match", key="paths", value=["x*.txt"])):
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and str(back) == str(e) and back.fields == e.fields
