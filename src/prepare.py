@@ -7,12 +7,16 @@
 For ``data=bin``/``data=openwebtext`` the text comes from ``data.raw`` (a data config node,
 e.g. the hub's openwebtext) and lands in ``data.dir``; for any other text source it lands
 in ``out_dir``, or, by default, in the token cache entry that training with the same
-``data``/``tokenizer`` will find. ``datasets`` inputs are tokenized with ``datasets.map``
-over ``num_proc`` processes; every step shows a progress bar.
+``data``/``tokenizer`` will find. Each split is tokenized by ``num_proc`` processes in shards
+of ``shard_docs`` documents with a progress bar, and an interrupted run resumes from the
+shards already written (``src.data.shards``).
+
+    python -m src.prepare data=fineweb_edu                       # FineWeb-Edu 10B sample (~28 GB download)
 """
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from src.data.cache import read_meta, token_dir_for, write_token_dir
 from src.data.errors import DataError
+from src.data.shards import DEFAULT_SHARD_DOCS, encode_sharded
 from src.data.sources import build_source, split_config
 from src.data.sources.base import LMSource
 from src.data.sources.openwebtext import BinDir
@@ -30,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | None = None, num_proc: int = 8,
-            overwrite: bool = False) -> Path:
+            overwrite: bool = False, shard_docs: int = DEFAULT_SHARD_DOCS) -> Path:
     """Tokenize the corpus described by ``data`` with ``tokenizer_cfg``; returns the output directory."""
     tokenizer = build_tokenizer(tokenizer_cfg)
     kind, node, _ = split_config(data)
@@ -53,7 +58,7 @@ def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | 
         return out
     meta = write_token_dir(
         text.splits(), tokenizer, out, source=text.name, separate=text.separate_documents, fingerprint=text.fingerprint(),
-        num_proc=int(num_proc),
+        num_proc=int(num_proc), encode=partial(encode_sharded, shard_docs=int(shard_docs)),
     )
     for split, n in meta["tokens"].items():
         log.info("%s/%s.bin: %d tokens (%s)", out, split, n, meta["dtype"])
@@ -64,9 +69,11 @@ def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | 
 def main(cfg: DictConfig) -> None:
     out = prepare(
         OmegaConf.to_container(cfg.data, resolve=True), OmegaConf.to_container(cfg.tokenizer, resolve=True),  # type: ignore[arg-type]
-        cfg.out_dir, cfg.num_proc, cfg.overwrite,
+        cfg.out_dir, cfg.num_proc, cfg.overwrite, cfg.shard_docs,
     )
-    print(out)
+    meta = read_meta(out) or {}
+    tokens = ", ".join(f"{split} {n:,}" for split, n in meta.get("tokens", {}).items())
+    print(f"prepared: {out}  ({tokens} tokens, {meta.get('dtype')}); train with data=bin data.dir={out}")
 
 
 if __name__ == "__main__":

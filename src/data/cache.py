@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -214,8 +214,12 @@ def write_token_dir(
     fingerprint: Any = None,
     num_proc: int = 1,
     num_threads: int | None = None,
+    encode: Callable[..., int] = encode_split,
 ) -> dict[str, Any]:
-    """Fit the tokenizer if it learns from data, tokenize every split into ``out_dir``; returns ``meta``."""
+    """Fit the tokenizer if it learns from data, tokenize every split into ``out_dir``; returns ``meta``.
+
+    ``encode`` writes one split (``encode_split``'s signature); ``src.prepare`` passes the
+    resumable multi-process ``src.data.shards.encode_sharded``."""
     for split in ("train", "val"):
         if split not in splits or _is_empty(splits[split]):
             raise DataError("empty_corpus", source=source, split=split, detail="no text")
@@ -223,7 +227,7 @@ def write_token_dir(
     out_dir.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
     for split, docs in splits.items():
-        counts[split] = encode_split(
+        counts[split] = encode(
             docs, tokenizer, out_dir / f"{split}.bin", separate=separate, desc=f"{source}/{split}",
             num_proc=num_proc, num_threads=num_threads,
         )

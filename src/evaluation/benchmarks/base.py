@@ -21,6 +21,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from scipy import stats
+
 from src.evaluation.scorer import Scorer
 from src.registry import Registry, RegistryError
 
@@ -73,12 +75,10 @@ def take(items: Iterable[T], limit: int | None) -> list[T]:
 
 
 def stderr_of_mean(values: list[float]) -> float:
-    """Standard error of a mean (sample standard deviation / √n), as the harness reports."""
-    n = len(values)
-    if n < 2:
+    """Standard error of a mean (sample standard deviation / √n, ``scipy.stats.sem``), as the harness reports."""
+    if len(values) < 2:
         return float("nan")
-    mu = sum(values) / n
-    return math.sqrt(sum((v - mu) ** 2 for v in values) / (n - 1) / n)
+    return float(stats.sem(values))
 
 
 @dataclass
