@@ -66,6 +66,18 @@ def _seed() -> None:
     torch.manual_seed(0)
 
 
+@pytest.fixture(autouse=True)
+def _hydra_runtime_restored() -> Any:
+    """Hydra's runtime config is a process-wide singleton that in-process runs set
+    (``HydraConfig.instance().set_config``); put back what the test found, so no test reads the
+    run directory an earlier one left behind (the suite runs in random order: pytest-randomly)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    before = HydraConfig.instance().cfg
+    yield
+    HydraConfig.instance().cfg = before
+
+
 # ---------------------------------------------------------------- runs of the entry points
 # Fixtures (not module imports) so tests in any folder use them whatever the folders are called.
 

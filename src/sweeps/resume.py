@@ -127,16 +127,19 @@ def config_changes(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str],
 
 
 def run_dir_of(cfg: DictConfig) -> Path:
-    """The job's directory: Hydra's runtime output dir, else ``paths.output_dir``."""
+    """The job's directory: ``paths.output_dir`` of the job's own config (the directory the run
+    writes its metrics.json and checkpoints to, ``src.training.runner.output_dir``), else Hydra's
+    runtime output dir. The config comes first: Hydra's runtime is a process-wide singleton that
+    still names the previous job's directory when jobs run in one process."""
+    d = OmegaConf.select(cfg, "paths.output_dir", default=None, throw_on_resolution_failure=False)
+    if d is not None:
+        return Path(str(d))
     try:
         from hydra.core.hydra_config import HydraConfig
 
         return Path(HydraConfig.get().runtime.output_dir)
-    except Exception:
-        d = OmegaConf.select(cfg, "paths.output_dir", default=None)
-        if d is None:
-            raise ValueError("sweep_resume needs the job's directory: run under Hydra or set paths.output_dir") from None
-        return Path(str(d))
+    except ValueError:  # HydraConfig not set: not under Hydra
+        raise ValueError("sweep_resume needs the job's directory: run under Hydra or set paths.output_dir") from None
 
 
 def archive_attempt(run_dir: Path) -> Path | None:

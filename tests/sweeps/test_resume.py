@@ -56,3 +56,17 @@ def test_incomplete_last_continues_from_the_checkpoint(tmp_path: Path) -> None:
 def test_off_by_default(tmp_path: Path) -> None:
     cfg = cfg_for(tmp_path / "job", sweep_resume={"skip_completed": False, "incomplete": "restart"})
     assert skip_completed(cfg) is None and not (tmp_path / "job").exists()
+
+
+def test_the_jobs_own_directory_wins_over_a_stale_hydra_runtime(tmp_path: Path, monkeypatch) -> None:
+    """Hydra's runtime singleton may still name an earlier job's directory (jobs in one process, or a
+    test that ran before): the job's own ``paths.output_dir`` is where it writes, so that is read."""
+    from types import SimpleNamespace
+
+    from hydra.core.hydra_config import HydraConfig
+
+    stale = tmp_path / "earlier_job"
+    monkeypatch.setattr(HydraConfig, "get", staticmethod(lambda: SimpleNamespace(runtime=SimpleNamespace(output_dir=str(stale)))))
+    run = tmp_path / "job"
+    assert skip_completed(cfg_for(run)) is None
+    assert (run / STAMP).is_file() and not stale.exists()
