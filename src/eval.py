@@ -74,6 +74,7 @@ def main(cfg: DictConfig) -> None:
     except Exception as e:
         write_json(run_dir / METRICS, {"status": "failed", "error": f"{type(e).__name__}: {e}"})
         raise
+    print(f"\nresults: {run_dir / METRICS}\nrun directory: {run_dir}", flush=True)
 
 
 if __name__ == "__main__":

@@ -6,15 +6,21 @@ A thin Hydra entry point; the work is in ``src.training.runner.train``. Multirun
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from lightning.pytorch.utilities.rank_zero import rank_zero_only
 from omegaconf import DictConfig
 
+from src.jsonfile import METRICS, read_json
+
+from src.reliability.cli import clean_errors
 from src.sweeps import skip_completed  # also registers ${sweep_subdir:...} for deterministic sweep job dirs
 from src.sweeps.lock import hold_run_dir
 from src.sweeps.plugins import check_plugins
 from src.sweeps.slots import pin_job
+from src.training.console import format_outputs, run_outputs
 from src.training.distributed import install_ddp_launcher_fix
 from src.training.runner import train
 
@@ -25,11 +31,21 @@ def main(cfg: DictConfig) -> float | None:
     # hydra/launcher=joblib: this job's share of CPUs/GPUs, before anything touches CUDA (src/sweeps/slots.py)
     pin_job(hc, accelerator=str(cfg.trainer.get("accelerator", "auto")), cpu_threads=cfg.get("cpu_threads"))
     install_ddp_launcher_fix()  # DDP ranks > 0 reuse this job's run directory (see src/training/distributed.py)
-    with hold_run_dir(hc.runtime.output_dir):  # one live job per run directory (src/sweeps/lock.py)
+    # our errors print as one message, others keep their traceback (src/reliability/cli.py);
+    # one live job per run directory (src/sweeps/lock.py)
+    with clean_errors(), hold_run_dir(hc.runtime.output_dir):
         done = skip_completed(cfg)  # sweep_resume.skip_completed: a re-run sweep skips finished jobs (src/sweeps/resume.py)
-        if done is not None:
-            return done.value
-        return train(cfg)
+        value = done.value if done is not None else train(cfg)
+    say_where_results_went(hc.runtime.output_dir, skipped=done is not None)
+    return value
+
+
+@rank_zero_only
+def say_where_results_went(run_dir: str, skipped: bool = False) -> None:
+    """The last lines of a run: its directory, metrics.json, checkpoints, each logger's files."""
+    metrics = read_json(Path(run_dir) / METRICS) or {}
+    head = "already completed, skipped (sweep_resume)" if skipped else f"{metrics.get('status', 'finished')}"
+    print(f"\nrun {head}; outputs:\n{format_outputs(run_outputs(run_dir, metrics))}", flush=True)
 
 
 if __name__ == "__main__":

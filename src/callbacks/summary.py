@@ -1,5 +1,6 @@
-"""Collects what ``metrics.json`` reports besides the logged metrics: the validation history
-(for ``best_step``) and the time spent fitting (for throughput)."""
+"""Summaries of a run: ``RunSummary`` collects what ``metrics.json`` reports besides the logged
+metrics (the validation history for ``best_step``, the time spent fitting for throughput);
+``ModelSummary`` prints the model table at the start of fitting, with our own FLOPs count."""
 from __future__ import annotations
 
 import math
@@ -7,6 +8,7 @@ import time
 from typing import Any
 
 import lightning.pytorch as pl
+from lightning.pytorch.callbacks import RichModelSummary
 
 
 class RunSummary(pl.Callback):
@@ -64,3 +66,49 @@ class RunSummary(pl.Callback):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.history = [(int(s), float(v)) for s, v in state_dict.get("history", [])]
+
+
+class ModelSummary(RichModelSummary):
+    """Lightning's rich model summary with our FLOPs count instead of its "FLOPs" column.
+
+    Lightning counts FLOPs with a forward pass over ``example_input_array``; our tasks set none
+    (a dummy GPT-2 batch would cost a full forward), so its column and "Total FLOPs" read 0.
+    This summary drops both and prints the count the training run itself uses for throughput
+    and MFU: the model's ``training_flops`` (forward + backward) per token at the run's block size.
+    Added by ``src.training.runner`` when ``trainer.enable_model_summary`` is true.
+    """
+
+    def __init__(self, seq_len: int | None = None, max_depth: int = 1) -> None:
+        super().__init__(max_depth=max_depth)
+        self.seq_len = seq_len
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if not self._max_depth or not trainer.is_global_zero:
+            return
+        from lightning.pytorch.utilities.model_summary.model_summary import (
+            get_formatted_model_size,
+            get_human_readable_count,
+        )
+        from rich import get_console
+        from rich.table import Table
+
+        s = self._summary(trainer, pl_module)
+        columns = [(name, values) for name, values in s._get_summary_data() if name != "FLOPs"]
+        table = Table(header_style="bold magenta")
+        for i, (name, _) in enumerate(columns):
+            table.add_column(name if i else " ", style="dim" if not i else None,
+                             justify="right" if name.startswith("Params") else "left")
+        for row in zip(*(values for _, values in columns)):
+            table.add_row(*row)
+        grid = Table.grid(expand=True)
+        grid.add_row(f"[bold]Trainable params[/]: {get_human_readable_count(int(s.trainable_parameters))}")
+        grid.add_row(f"[bold]Total params[/]: {get_human_readable_count(int(s.total_parameters))} "
+                     f"({get_formatted_model_size(s.model_size)} MB)")
+        flops = getattr(getattr(pl_module, "model", None), "training_flops", None)
+        if callable(flops) and self.seq_len:  # the model's own count, as throughput/MFU use it
+            per_token = flops(batch_size=1, seq_len=self.seq_len) / self.seq_len
+            grid.add_row(f"[bold]Training FLOPs per token[/] (forward + backward, T={self.seq_len}): "
+                         f"{get_human_readable_count(int(per_token))}")
+        console = get_console()
+        console.print(table)
+        console.print(grid)

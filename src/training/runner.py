@@ -22,8 +22,9 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.utilities.rank_zero import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
-from src.callbacks.summary import RunSummary
+from src.callbacks.summary import ModelSummary, RunSummary
 from src.jsonfile import METRICS, write_json
+from src.training.console import quiet_third_party
 from src.training.distributed import launcher_scope
 from src.training.loggers import close_loggers
 from src.training.setup import Run, build_run, build_trainer
@@ -51,6 +52,13 @@ def configure_backends(cfg: DictConfig) -> None:
         torch.backends.cudnn.allow_tf32 = allow
 
 
+def model_summary(cfg: DictConfig) -> list[pl.Callback]:
+    """Our model summary (own FLOPs count) in place of Lightning's, when the trainer shows one."""
+    if not OmegaConf.select(cfg, "trainer.enable_model_summary", default=True):
+        return []
+    return [ModelSummary(seq_len=int(cfg.block_size) if cfg.get("block_size") else None)]
+
+
 def train(cfg: DictConfig) -> float | None:
     """Fit (and test) one configuration; write metrics.json; return the best ``optimized_metric``."""
     t0 = time.perf_counter()
@@ -61,9 +69,10 @@ def train(cfg: DictConfig) -> float | None:
     trainer: pl.Trainer | None = None
     with launcher_scope():  # a multirun's next DDP job in this process launches its own ranks again
         try:
+            quiet_third_party()  # Lightning's litlogger tip and its own _pytree deprecation (src/training/console.py)
             configure_backends(cfg)
             run = build_run(cfg)
-            trainer = build_trainer(cfg, extra_callbacks=[summary])
+            trainer = build_trainer(cfg, extra_callbacks=[summary, *model_summary(cfg)])
             trainer.fit(run.task, datamodule=run.datamodule, ckpt_path=cfg.get("ckpt_path"))
             if cfg.get("test", True):
                 ck = trainer.checkpoint_callback  # test the best checkpoint when there is one (none under fast_dev_run)

@@ -96,6 +96,8 @@ def test_simple_evaluate_through_our_adapter_equals_src_eval(tmp_path: Path, run
     r = run_entry_point("src.eval", [f"pretrained={model_dir}", "tasks=[lambada]", f"tasks.lambada.path={jsonl}",
                                      "device=cpu", f"hydra.run.dir={tmp_path / 'eval'}"], cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-2:] == [f"results: {tmp_path / 'eval' / 'metrics.json'}",
+                                                  f"run directory: {tmp_path / 'eval'}"]  # where they went
     ours = json.loads((tmp_path / "eval" / "metrics.json").read_text())
     assert ours["tasks"]["lambada"]["examples"] == 20
     assert harness["acc,none"] == ours["lambada/acc"] == 0.5

@@ -1,0 +1,60 @@
+"""What a run prints: no third-party noise our setup triggers, and at the end where everything went.
+
+``quiet_third_party`` removes lines Lightning prints on every run that are not about the run:
+the advertisement for its cloud logger ("💡 Tip: … litlogger …"), its note that our own model
+summary replaces its default one, and the deprecation warning its own ``_pytree`` helper raises
+under recent torch (``isinstance(treespec, LeafSpec)``: Lightning's code, not ours; nothing a
+user can act on). Each filter matches that one message only; every other warning and log line
+stays.
+
+``run_outputs`` lists a finished run's files for the entry point's last lines.
+"""
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+from typing import Any
+
+# Lightning's info lines that our setup triggers and that say nothing about the run
+_DROPPED = (
+    "💡 Tip:",  # the litlogger advertisement, on every Trainer
+    "Trainer already configured with model summary callbacks",  # we add our own ModelSummary (src/callbacks/summary.py)
+)
+
+
+class _DropTip(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(_DROPPED)
+
+
+def quiet_third_party() -> None:
+    """Install the two filters (idempotent)."""
+    lg = logging.getLogger("lightning.pytorch.utilities.rank_zero")
+    if not any(isinstance(f, _DropTip) for f in lg.filters):
+        lg.addFilter(_DropTip())
+    warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+                            module=r"lightning\.pytorch\.utilities\._pytree")
+
+
+def run_outputs(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> list[tuple[str, Path]]:
+    """(what, path) of what a training run left in ``run_dir``, in reading order."""
+    d = Path(run_dir)
+    out: list[tuple[str, Path]] = [("run directory", d)]
+    if (d / "metrics.json").is_file():
+        out.append(("metrics", d / "metrics.json"))
+    for key, what in (("best_ckpt", "best checkpoint"), ("last_ckpt", "last checkpoint")):
+        if metrics and metrics.get(key):
+            out.append((what, Path(metrics[key])))
+    for pattern, what in (("csv/version_*/metrics.csv", "CSV log"), ("tensorboard/version_*", "TensorBoard"),
+                          ("wandb/offline-run-*", "W&B offline run"), ("wandb/run-*", "W&B run"),
+                          ("mlruns", "MLflow store"), ("samples*.txt", "samples")):
+        found = sorted(d.glob(pattern))
+        if found:
+            out.append((what, found[-1]))
+    return out
+
+
+def format_outputs(items: list[tuple[str, Path]]) -> str:
+    width = max(len(w) for w, _ in items)
+    return "\n".join(f"{w + ':':<{width + 1}} {p}" for w, p in items)
