@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from src.data.errors import DataError
+from src.data.sources.base import SPLITS
 from src.data.tokenizers import Tokenizer, tokenizer_from_state
 
 CACHE_VERSION = 1
@@ -220,7 +221,7 @@ def write_token_dir(
 
     ``encode`` writes one split (``encode_split``'s signature); ``src.prepare`` passes the
     resumable multi-process ``src.data.shards.encode_sharded``."""
-    for split in ("train", "val"):
+    for split in SPLITS:  # every source has a test split distinct from val (src/data/sources/base.py)
         if split not in splits or _is_empty(splits[split]):
             raise DataError("empty_corpus", source=source, split=split, detail="no text")
     fit_if_needed(tokenizer, splits, source)
@@ -231,7 +232,7 @@ def write_token_dir(
             docs, tokenizer, out_dir / f"{split}.bin", separate=separate, desc=f"{source}/{split}",
             num_proc=num_proc, num_threads=num_threads,
         )
-        if counts[split] == 0 and split in ("train", "val"):
+        if counts[split] == 0 and split in SPLITS:
             raise DataError("empty_corpus", source=source, split=split, detail="0 tokens after tokenizing")
     meta = {
         "version": CACHE_VERSION, "dtype": token_dtype(tokenizer.vocab_size).name, "vocab_size": tokenizer.vocab_size,
@@ -279,7 +280,7 @@ def write_pair_dir(
     num_threads: int | None = None,
 ) -> dict[str, Any]:
     """Tokenize each split's source and target sentences into ``{split}.npz`` (ragged arrays)."""
-    for split in ("train", "val"):
+    for split in SPLITS:
         if split not in pairs or not pairs[split][0]:
             raise DataError("empty_corpus", source=source, split=split, detail="no sentence pairs")
     fit_if_needed(tokenizer, {s: list(src) + list(tgt) for s, (src, tgt) in pairs.items()}, source)

@@ -17,10 +17,12 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import lightning as L
+import numpy as np
 from torch.utils.data import DataLoader
 
 from src.data.cache import open_pairs, open_tokens, read_meta, token_dir_for, write_pair_dir, write_token_dir
@@ -44,6 +46,15 @@ def adopt_vocabulary(tokenizer: Tokenizer, state: Mapping[str, Any]) -> None:
     if getattr(tokenizer, "fitted", True) or state.get("name") != tokenizer.name:
         return
     tokenizer.__dict__.update(tokenizer_from_state(state).__dict__)
+
+
+@dataclass
+class ReferenceCorpus:
+    """Token sequences of the training split for reference models (``src.evaluation.ngram``);
+    ``start``: each sequence is scored from its first token, after a start symbol."""
+
+    sequences: list[np.ndarray]
+    start: bool
 
 
 class _BaseDataModule(L.LightningDataModule):
@@ -165,8 +176,8 @@ class LMDataModule(_BaseDataModule):
     def setup(self, stage: str | None = None) -> None:
         meta = self.ensure_tokens()
         self.tokens = {s: open_tokens(self.token_dir, s, meta) for s in meta["tokens"]}
-        if "test" not in self.tokens:
-            self.tokens["test"] = self.tokens["val"]  # documented: val doubles as test
+        if "test" not in self.tokens:  # a prepared directory from before test splits (sources always make one)
+            raise DataError("no_test_split", source=self.source.name, dir=self.token_dir)
         need = self.block_size + 1
         for split in ("train", "val", "test"):
             if len(self.tokens[split]) < need:
@@ -181,6 +192,10 @@ class LMDataModule(_BaseDataModule):
                 world_size=world,
             )
         return w
+
+    def reference_corpus(self) -> ReferenceCorpus:
+        """The training split as one token sequence (what an n-gram reference is fitted on)."""
+        return ReferenceCorpus([np.asarray(self.tokens["train"])], start=False)
 
     def train_dataloader(self) -> ResumableLoader:
         rank, _ = self.rank_world()
@@ -232,7 +247,15 @@ class PairDataModule(_BaseDataModule):
         meta = self.ensure_tokens()
         self.pairs = {s: open_pairs(self.token_dir, s) for s in meta["pairs"]}
         if "test" not in self.pairs:
-            self.pairs["test"] = self.pairs["val"]
+            raise DataError("no_test_split", source=self.source.name, dir=self.token_dir)
+
+    def reference_corpus(self) -> ReferenceCorpus:
+        """The training targets as the batches hold them (truncated, eos appended), each after a
+        start symbol: what a target-side n-gram reference is fitted on."""
+        _, tgt = self.pairs["train"]
+        eos = np.array([self.tokenizer.eos_token_id], dtype=np.int64)
+        return ReferenceCorpus([np.concatenate([np.asarray(tgt[i][: self.max_tgt_len - 1], dtype=np.int64), eos])
+                                for i in range(len(tgt))], start=True)
 
     def train_dataloader(self) -> ResumableLoader:
         rank, world = self.rank_world()

@@ -24,6 +24,10 @@ MESSAGES: dict[str, str] = {
     # content
     "undecodable": "{path}: bytes at offset {offset} are not valid {encoding} ({reason}); convert the file to {encoding} or set data.encoding to its encoding",
     "empty_corpus": "data={source}: the {split} split is empty ({detail}); give a corpus with text in it",
+    "no_test_split": (
+        "data={source}: {dir} has no test split (prepared before every source had one); re-run python -m src.prepare "
+        "(or delete the directory to tokenize again): verdicts are read on test, distinct from val"
+    ),
     "too_short": (
         "data={source}: the {split} split has {n_tokens} tokens but one window needs block_size+1 = {needed}; "
         "use more text or a smaller block_size (model.max_seq_len)"

@@ -124,7 +124,7 @@ def test_large_vocabularies_are_stored_as_uint32(tmp_path) -> None:
             return [70_000 + ord(c) for c in text]
 
     assert token_dtype(50257) == np.uint16 and token_dtype(65535) == np.uint16 and token_dtype(65536) == np.uint32
-    meta = write_token_dir({"train": ["ab"], "val": ["c"]}, Big(), tmp_path, source="t", separate=True)
+    meta = write_token_dir({"train": ["ab"], "val": ["c"], "test": ["d"]}, Big(), tmp_path, source="t", separate=True)
     assert meta["dtype"] == "uint32"
     assert open_tokens(tmp_path, "train", meta).tolist() == [70_097, 70_098, 99_999]
 

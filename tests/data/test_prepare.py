@@ -27,18 +27,18 @@ def run_prepare(conf_dir: Path, overrides: list[str]) -> Path:
 def test_openwebtext_recipe_on_a_local_text_round_trips(conf_dir: Path, small_text: Path, tmp_path: Path, cache_dir: str) -> None:
     out = run_prepare(conf_dir, [
         "data=openwebtext", f"data.dir={tmp_path / 'owt'}", f"data.cache_dir={cache_dir}",
-        f"data.raw={{name:text,paths:[{small_text}],val_fraction:0.1}}",
+        f"data.raw={{name:text,paths:[{small_text}],val_fraction:0.1,test_fraction:0.1}}",
     ])
-    assert out == tmp_path / "owt" and {p.name for p in out.iterdir()} == {"train.bin", "val.bin", "meta.json"}
+    assert out == tmp_path / "owt" and {p.name for p in out.iterdir()} == {"train.bin", "val.bin", "test.bin", "meta.json"}
     meta = read_meta(out)
     assert meta["dtype"] == "uint16" and meta["tokenizer"] == {"name": "gpt2"}
     tok = build_tokenizer({"name": "gpt2"})
     text = small_text.read_text()
-    cut = int(len(text) * 0.9)
-    train = np.memmap(out / "train.bin", dtype=np.uint16, mode="r")
-    val = np.memmap(out / "val.bin", dtype=np.uint16, mode="r")
+    a, b = int(len(text) * 0.8), int(len(text) * 0.9)  # [train | val | test] by characters
+    train, val, test = (np.memmap(out / f"{s}.bin", dtype=np.uint16, mode="r") for s in ("train", "val", "test"))
     assert len(train) == meta["tokens"]["train"] and train[-1] == tok.eos_token_id  # one document: eos at its end
-    assert tok.decode(train[:-1].tolist()) == text[:cut] and tok.decode(val[:-1].tolist()) == text[cut:]
+    assert tok.decode(train[:-1].tolist()) == text[:a] and tok.decode(val[:-1].tolist()) == text[a:b]
+    assert tok.decode(test[:-1].tolist()) == text[b:]
 
     # training reads the prepared bins through np.memmap
     dm = build_datamodule({"name": "openwebtext", "dir": str(out), "cache_dir": cache_dir}, tok, block_size=32, batch_size=3, seed=0)
@@ -52,12 +52,12 @@ def test_openwebtext_recipe_on_a_local_text_round_trips(conf_dir: Path, small_te
 
 def test_hf_datasets_map_with_processes(conf_dir: Path, small_text: Path, tmp_path: Path, cache_dir: str) -> None:
     out = run_prepare(conf_dir, [
-        "data=hf", "data.path=text", f"data.data_files={{train:[{small_text}]}}", "data.val_fraction=0.2",
+        "data=hf", "data.path=text", f"data.data_files={{train:[{small_text}]}}", "data.val_fraction=0.2", "data.test_fraction=0.2",
         f"data.cache_dir={cache_dir}", "num_proc=2", f"out_dir={tmp_path / 'hf'}",
     ])
     meta = read_meta(out)
     lines = small_text.read_text().splitlines()
-    assert meta["tokens"]["train"] + meta["tokens"]["val"] == sum(len(build_tokenizer({"name": "gpt2"}).encode(s)) + 1 for s in lines)
+    assert meta["tokens"]["train"] + meta["tokens"]["val"] + meta["tokens"]["test"] == sum(len(build_tokenizer({"name": "gpt2"}).encode(s)) + 1 for s in lines)
     dm = build_datamodule({"name": "bin", "dir": str(out)}, build_tokenizer({"name": "gpt2"}), block_size=16, batch_size=2, seed=0)
     dm.setup("fit")
     assert next(iter(dm.val_dataloader()))["tokens"].shape == (2, 17)

@@ -94,8 +94,9 @@ def test_prepare_command_on_a_fineweb_format_file(fineweb_like: Path, tmp_path: 
     assert r.stdout.strip().splitlines()[-1].startswith(f"prepared: {out}")  # the last line says where it went
     meta = json.loads((out / "meta.json").read_text())
     assert meta["tokens"]["train"] > 0 and meta["tokens"]["val"] > 0 and meta["dtype"] == "uint16"
-    assert {p.name for p in out.iterdir()} == {"train.bin", "val.bin", "meta.json"}
+    assert {p.name for p in out.iterdir()} == {"train.bin", "val.bin", "test.bin", "meta.json"}
     train = np.fromfile(out / "train.bin", dtype=np.uint16)
     tok = build_tokenizer({"name": "gpt2"})
-    assert (train == tok.eos_token_id).sum() == int(round(N_DOCS * 0.9))  # one eos per training document
+    # one eos per training document: 6 validate, then test_fraction 0.0005 of the other 54 rounds up to 1
+    assert (train == tok.eos_token_id).sum() == int(round(N_DOCS * 0.9)) - 1
     assert "tokenizing" in r.stderr  # the progress bar

@@ -35,12 +35,14 @@ def test_tinyshakespeare_from_a_local_copy(cache_dir: str) -> None:
     path = shared("tinyshakespeare", "input.txt")
     src = build_source({"name": "tinyshakespeare", "path": str(path), "cache_dir": cache_dir})
     s = src.splits()
-    assert set(s) == {"train", "val"} and len(s["train"][0]) == 1003854 and len(s["val"][0]) == 111540  # 90/10
+    sizes = {k: len(v[0]) for k, v in s.items()}
+    assert sizes == {"train": 1003854, "val": 55770, "test": 55770}  # nanoGPT's 90% trains; its last 10% = val + test
+    assert s["train"][0] + s["val"][0] + s["test"][0] == path.read_text()
     dm = build_datamodule({"name": "tinyshakespeare", "path": str(path), "cache_dir": cache_dir}, build_tokenizer({"name": "char"}),
                           block_size=32, batch_size=2, seed=0)
     assert dm.prepare_tokenizer().vocab_size == 65
     dm.setup("fit")
-    assert dm.tokens["test"] is dm.tokens["val"]  # val doubles as test
+    assert (len(dm.tokens["val"]), len(dm.tokens["test"])) == (55770, 55770)  # test distinct from val
 
 
 def test_tinyshakespeare_gpt2_token_counts_match_nanogpt(cache_dir: str) -> None:
@@ -48,7 +50,9 @@ def test_tinyshakespeare_gpt2_token_counts_match_nanogpt(cache_dir: str) -> None
     dm = build_datamodule({"name": "tinyshakespeare", "path": str(path), "cache_dir": cache_dir}, build_tokenizer({"name": "gpt2"}),
                           block_size=32, batch_size=2, seed=0)
     dm.setup("fit")
-    assert (len(dm.tokens["train"]), len(dm.tokens["val"])) == (301966, 36059)  # nanoGPT data/shakespeare/prepare.py
+    train, val, test = (len(dm.tokens[s]) for s in ("train", "val", "test"))
+    # nanoGPT data/shakespeare/prepare.py: 301,966 / 36,059; its val cut in two is re-tokenized at the cut
+    assert train == 301966 and abs(val + test - 36059) <= 2 and min(val, test) > 17_000
 
 
 def test_tinyshakespeare_uses_the_cached_download(tmp_path: Path) -> None:
@@ -66,11 +70,16 @@ def test_text_files_globs_and_val_paths(tmp_path: Path, small_text: Path, cache_
         (tmp_path / "a" / f"{i}.txt").write_text(f"document {i}\n" * 50)
     src = build_source({"name": "text", "paths": [str(tmp_path / "a" / "*.txt")], "val_paths": [str(small_text)], "cache_dir": cache_dir})
     s = src.splits()
-    assert s["train"] == [f"document {i}\n" * 50 for i in range(3)] and s["val"] == [small_text.read_text()]
-    # fraction split: the last 10% of the characters
+    whole = "".join(f"document {i}\n" * 50 for i in range(3))  # 1,650 characters
+    assert s["val"] == [small_text.read_text()] and "".join(s["train"]) + "".join(s["test"]) == whole
+    assert len("".join(s["test"])) == 165  # no test_paths: the last 10% of the training text tests
+    # fraction split: [train 80% | val 10% | test 10%] of the characters, a document cut where a split starts
     s = build_source({"name": "text", "paths": [str(tmp_path / "a" / "*.txt")], "cache_dir": cache_dir}).splits()
-    assert "".join(s["train"]) + "".join(s["val"]) == "".join(f"document {i}\n" * 50 for i in range(3))
-    assert len("".join(s["val"])) == 165
+    assert "".join(s["train"]) + "".join(s["val"]) + "".join(s["test"]) == whole
+    assert (len("".join(s["val"])), len("".join(s["test"]))) == (165, 165) and len(s["val"]) == 1
+    s = build_source({"name": "text", "paths": [str(tmp_path / "a" / "*.txt")], "val_paths": [str(small_text)],
+                      "test_paths": [str(small_text)], "cache_dir": cache_dir}).splits()
+    assert s["train"] == [f"document {i}\n" * 50 for i in range(3)]  # both held-out splits from files: train keeps all
 
 
 def test_cache_key_follows_content(tmp_path: Path, cache_dir: str) -> None:
@@ -89,10 +98,13 @@ def test_hf_source_on_a_local_json_file(tmp_path: Path, cache_dir: str) -> None:
     f = tmp_path / "rows.jsonl"
     f.write_text("\n".join(json.dumps(r) for r in rows))
     cfg = {"name": "hf", "path": "json", "data_files": {"train": [str(f)]}, "text_column": "body", "val_fraction": 0.1,
-           "seed": 1, "cache_dir": cache_dir}
+           "test_fraction": 0.1, "seed": 1, "cache_dir": cache_dir}
     src = build_source(cfg)
     s = src.splits()
-    assert s["train"].num_rows == 54 and s["val"].num_rows == 6 and s["train"].column_names == ["text"]
+    assert (s["train"].num_rows, s["val"].num_rows, s["test"].num_rows) == (48, 6, 6)  # val of 60, then test of 54
+    assert s["train"].column_names == ["text"]
+    texts = [set(s[k]["text"]) for k in ("train", "val", "test")]
+    assert not (texts[0] & texts[1] or texts[0] & texts[2] or texts[1] & texts[2])  # three disjoint splits
     tok = build_tokenizer({"name": "gpt2"})
     dm = build_datamodule(cfg, tok, block_size=8, batch_size=2, seed=0)
     dm.setup("fit")
@@ -103,14 +115,15 @@ def test_hf_source_on_a_local_json_file(tmp_path: Path, cache_dir: str) -> None:
 
 def test_hf_streaming_reads_the_stream_once(tmp_path: Path, small_text: Path, cache_dir: str) -> None:
     cfg = {"name": "hf", "path": "text", "data_files": {"train": [str(small_text)]}, "streaming": True,
-           "streaming_val_documents": 40, "max_documents": 200, "cache_dir": cache_dir}
+           "streaming_val_documents": 40, "streaming_test_documents": 20, "max_documents": 200, "cache_dir": cache_dir}
     tok = build_tokenizer({"name": "gpt2"})
     dm = build_datamodule(cfg, tok, block_size=8, batch_size=2, seed=0)
     dm.setup("fit")
     lines = small_text.read_text().splitlines()
     n = [len(tok.encode(line)) + 1 for line in lines]  # + eos per document (line)
     assert dm.meta["tokens"]["val"] == sum(n[:40])  # the first 40 documents validate
-    assert dm.meta["tokens"]["train"] == sum(n[40:240])  # then at most 200 train documents
+    assert dm.meta["tokens"]["test"] == sum(n[40:60])  # the next 20 test
+    assert dm.meta["tokens"]["train"] == sum(n[60:260])  # then at most 200 train documents
 
 
 def test_multi30k_line_files_when_present(cache_dir: str) -> None:

@@ -2,9 +2,12 @@
 
 Two kinds of source:
 
-* ``LMSource`` — documents of text per split (``train``, ``val`` and optionally ``test``);
-  the datamodule tokenizes them once into a cached token stream.
+* ``LMSource`` — documents of text per split (``train``, ``val``, ``test``); the datamodule
+  tokenizes them once into a cached token stream.
 * ``PairSource`` — aligned (source sentence, target sentence) pairs per split, for translation.
+
+Every source has a test split distinct from its validation split: model selection reads val,
+verdicts read test (docs/studies.md), so a held-out fraction of 0 for test is refused.
 
 A source only reads; tokenizing, caching and batching live in ``src.data.cache`` and
 ``src.data.datamodule``.
@@ -24,6 +27,7 @@ from src.data.errors import DataError
 DEFAULT_CACHE_DIR = "~/.cache/transformer-lab"
 SPLITS = ("train", "val", "test")
 _HASH_CONTENT_LIMIT = 64 * 2**20  # files up to this size are keyed by content, bigger ones by (size, mtime)
+TEST_FIX = "every source needs a test split distinct from val (verdicts read test, selection reads val); use e.g. 0.05"
 
 
 class Source:
@@ -52,7 +56,7 @@ class LMSource(Source):
     separate_documents: bool = True
 
     def splits(self) -> dict[str, Sequence[str]]:
-        """``{"train": docs, "val": docs[, "test": docs]}``; a missing ``test`` means "use val"."""
+        """``{"train": docs, "val": docs, "test": docs}``."""
         raise NotImplementedError
 
 
@@ -116,34 +120,53 @@ def file_fingerprint(path: str | Path) -> dict[str, Any]:
 
 
 def check_fractions(**fractions: float) -> None:
+    """Each fraction in [0, 1), their sum below 1, and ``test_fraction`` (when given) above 0."""
     for key, value in fractions.items():
         if not 0.0 <= float(value) < 1.0:
             raise DataError("bad_fraction", key=key, value=value)
+    if "test_fraction" in fractions and float(fractions["test_fraction"]) <= 0.0:
+        raise DataError("bad_value", key="test_fraction", value=fractions["test_fraction"], fix=TEST_FIX)
     if sum(fractions.values()) >= 1.0:
         key = " + ".join(fractions)
         raise DataError("bad_fraction", key=key, value=sum(fractions.values()))
 
 
-def split_text(text: str, val_fraction: float, test_fraction: float = 0.0) -> dict[str, list[str]]:
-    """Cut one text by characters: the first part trains, then val, then test (nanoGPT's
-    ``data[:int(n*0.9)]``). Without a test fraction the result has no ``test`` (use val)."""
-    n = len(text)
-    a = int(n * (1.0 - val_fraction - test_fraction))
-    b = int(n * (1.0 - test_fraction))
-    out = {"train": [text[:a]], "val": [text[a:b]]}
-    if test_fraction > 0:
-        out["test"] = [text[b:]]
-    return out
+def cut_documents(docs: Sequence[str], fractions: Sequence[float]) -> list[list[str]]:
+    """Cut the concatenation of ``docs`` by characters into consecutive parts: the last
+    ``fractions[-1]`` of the characters, before it ``fractions[-2]``, …, and the rest first
+    (nanoGPT's ``data[:int(n*0.9)]``). A document that straddles a cut is split there."""
+    n = sum(map(len, docs))
+    cuts, edge = [], 1.0
+    for f in reversed(fractions):
+        edge -= f
+        cuts.append(int(n * edge))
+    cuts = [*reversed(cuts), n]  # end of each part
+    parts: list[list[str]] = [[] for _ in cuts]
+    seen, part = 0, 0
+    for d in docs:
+        at = 0
+        while at < len(d):
+            room = cuts[part] - (seen + at)
+            if room <= 0:
+                part += 1
+                continue
+            piece = d[at : at + room]
+            parts[part].append(piece)
+            at += len(piece)
+        seen += len(d)
+    return parts
 
 
-def split_documents(
-    docs: Sequence[tuple[str, str]], val_fraction: float, test_fraction: float = 0.0
-) -> dict[str, list[str]]:
+def split_text(text: str, val_fraction: float, test_fraction: float) -> dict[str, list[str]]:
+    """Cut one text by characters: the first part trains, then val, then test."""
+    train, val, test = cut_documents([text], [val_fraction, test_fraction])
+    return {"train": train, "val": val, "test": test}
+
+
+def split_documents(docs: Sequence[tuple[str, str]], val_fraction: float, test_fraction: float) -> dict[str, list[str]]:
     """Assign whole documents ``(key, text)`` to splits by a stable hash of their key, so
     the split never depends on the order, the platform or Python's hash seed."""
-    out: dict[str, list[str]] = {"train": [], "val": []}
-    if test_fraction > 0:
-        out["test"] = []
+    out: dict[str, list[str]] = {"train": [], "val": [], "test": []}
     for key, text in docs:
         u = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big") / 2.0**64
         split = "val" if u < val_fraction else "test" if u < val_fraction + test_fraction else "train"

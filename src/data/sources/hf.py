@@ -3,8 +3,11 @@
 ``path`` is a hub name (``wikitext``) or a builder (``text``, ``json``, ``parquet``…) with
 ``data_files``; ``config`` its configuration name; ``splits`` maps our split names to the
 dataset's (``val: validation``). Without a val split, ``val_fraction`` of train is held
-out (``train_test_split`` with ``seed``). ``streaming: true`` never downloads the whole
-dataset: the stream is read once and tokenized into our cache (``max_documents`` caps it).
+out (``train_test_split`` with ``seed``); without a test split, ``test_fraction`` of what
+remains (with ``seed + 1``), so val and test are always distinct. ``streaming: true`` never
+downloads the whole dataset: the stream is read once and tokenized into our cache
+(``max_documents`` caps it); without those splits the first ``streaming_val_documents`` rows
+validate and the next ``streaming_test_documents`` test.
 """
 from __future__ import annotations
 
@@ -28,9 +31,11 @@ class HFDataset(LMSource):
         splits: Mapping[str, str | None] | None = None,
         text_column: str = "text",
         val_fraction: float = 0.0005,
+        test_fraction: float = 0.0005,
         seed: int = 2357,
         streaming: bool = False,
         streaming_val_documents: int = 1000,
+        streaming_test_documents: int = 1000,
         max_documents: int | None = None,
         revision: str | None = None,
         builder_kwargs: Mapping[str, Any] | None = None,
@@ -42,12 +47,14 @@ class HFDataset(LMSource):
             raise DataError("bad_value", key="path", value=path, fix="give a dataset name or builder, e.g. data.path=wikitext")
         self.path, self.config, self.data_files, self.revision = path, config, data_files, revision
         self.split_names = dict(splits) if splits is not None else {"train": "train", "val": "validation", "test": "test"}
-        self.text_column, self.val_fraction, self.seed = text_column, val_fraction, seed
+        self.text_column, self.val_fraction, self.test_fraction, self.seed = text_column, val_fraction, test_fraction, seed
         self.streaming, self.streaming_val_documents, self.max_documents = streaming, streaming_val_documents, max_documents
+        self.streaming_test_documents = streaming_test_documents
         self.builder_kwargs = dict(builder_kwargs or {})
         self.separate_documents = separate_documents
-        if not self.split_names.get("val"):
-            check_fractions(val_fraction=val_fraction)
+        held_out = {f"{k}_fraction": v for k, v in (("val", val_fraction), ("test", test_fraction)) if not self.split_names.get(k)}
+        if held_out and not streaming:
+            check_fractions(**held_out)
         self._loaded: dict[str, Any] | None = None
 
     def _load(self) -> dict[str, Any]:
@@ -68,13 +75,15 @@ class HFDataset(LMSource):
                 out[ours] = dd[theirs]
         if "train" not in out:
             raise DataError("bad_value", key="splits", value=self.split_names, fix=f"the dataset's splits are {list(dd)}")
-        if "val" not in out:
-            if self.streaming:
-                n = self.streaming_val_documents
-                out["val"], out["train"] = out["train"].take(n), out["train"].skip(n)
+        for split, fraction, n, seed in (("val", self.val_fraction, self.streaming_val_documents, self.seed),
+                                         ("test", self.test_fraction, self.streaming_test_documents, self.seed + 1)):
+            if split in out:
+                continue
+            if self.streaming:  # the first rows of the stream: val, then test
+                out[split], out["train"] = out["train"].take(n), out["train"].skip(n)
             else:
-                parts = out["train"].train_test_split(test_size=self.val_fraction, seed=self.seed, shuffle=True)
-                out["train"], out["val"] = parts["train"], parts["test"]
+                parts = out["train"].train_test_split(test_size=fraction, seed=seed, shuffle=True)
+                out["train"], out[split] = parts["train"], parts["test"]
         for split, ds in out.items():
             columns = ds.column_names  # None for a stream whose features are unknown until read
             if columns is not None and self.text_column not in columns:
@@ -100,7 +109,8 @@ class HFDataset(LMSource):
     def fingerprint(self) -> dict[str, Any]:
         fp: dict[str, Any] = {
             "path": self.path, "config": self.config, "data_files": self._plain(self.data_files), "splits": self.split_names,
-            "column": self.text_column, "val_fraction": self.val_fraction, "seed": self.seed, "revision": self.revision,
+            "column": self.text_column, "val_fraction": self.val_fraction, "test_fraction": self.test_fraction,
+            "seed": self.seed, "revision": self.revision,
             "streaming": self.streaming, "max_documents": self.max_documents, "builder_kwargs": self._plain(self.builder_kwargs),
             "separate": self.separate_documents,
         }

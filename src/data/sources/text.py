@@ -1,8 +1,8 @@
 """Any local text files: ``data.paths`` (files or globs), one document per file.
 
-Validation comes from ``val_paths`` when given, else from the last ``val_fraction`` of
-the training text (cut by characters across the concatenated files, like tinyshakespeare);
-``test_paths`` likewise, else the val split doubles as test.
+Validation comes from ``val_paths`` and test from ``test_paths`` when given; a split without
+files is cut off the end of the training text by characters (across the concatenated files, in
+order): ``[train | val_fraction | test_fraction]``, so val and test are always distinct.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from src.data.errors import DataError
 from src.data.sources import SOURCES
-from src.data.sources.base import LMSource, check_fractions, file_fingerprint, read_text
+from src.data.sources.base import LMSource, check_fractions, cut_documents, file_fingerprint, read_text
 
 
 def expand(patterns: Sequence[str] | str, key: str) -> list[Path]:
@@ -45,6 +45,7 @@ class TextFiles(LMSource):
         val_paths: Sequence[str] | str | None = None,
         test_paths: Sequence[str] | str | None = None,
         val_fraction: float = 0.1,
+        test_fraction: float = 0.1,
         encoding: str = "utf-8",
         cache_dir: str | None = None,
     ) -> None:
@@ -52,15 +53,18 @@ class TextFiles(LMSource):
         self.files = expand(paths, "paths")
         self.val_files = expand(val_paths, "val_paths") if val_paths else None
         self.test_files = expand(test_paths, "test_paths") if test_paths else None
-        if self.val_files is None:
-            check_fractions(val_fraction=val_fraction)
-        self.val_fraction, self.encoding = val_fraction, encoding
+        held_out = {k: v for k, v, files in (("val_fraction", val_fraction, self.val_files),
+                                             ("test_fraction", test_fraction, self.test_files)) if files is None}
+        if held_out:
+            check_fractions(**held_out)
+        self.val_fraction, self.test_fraction, self.encoding = val_fraction, test_fraction, encoding
 
     def fingerprint(self) -> dict[str, Any]:
         fp = lambda fs: None if fs is None else [file_fingerprint(f) for f in fs]  # noqa: E731
         return {
             "train": fp(self.files), "val": fp(self.val_files), "test": fp(self.test_files),
-            "val_fraction": None if self.val_files else self.val_fraction, "encoding": self.encoding,
+            "val_fraction": None if self.val_files else self.val_fraction,
+            "test_fraction": None if self.test_files else self.test_fraction, "encoding": self.encoding,
         }
 
     def _read(self, files: list[Path]) -> list[str]:
@@ -68,23 +72,13 @@ class TextFiles(LMSource):
 
     def splits(self) -> dict[str, Sequence[str]]:
         docs = self._read(self.files)
+        cut = [("val", self.val_fraction) if self.val_files is None else None,
+               ("test", self.test_fraction) if self.test_files is None else None]
+        held = [c for c in cut if c is not None]
+        parts = cut_documents(docs, [f for _, f in held]) if held else [docs]
+        out: dict[str, Sequence[str]] = {"train": parts[0], **{name: part for (name, _), part in zip(held, parts[1:])}}
         if self.val_files is not None:
-            out: dict[str, Sequence[str]] = {"train": docs, "val": self._read(self.val_files)}
-        else:  # cut the last val_fraction of the characters off the end of the file sequence
-            cut = int(sum(map(len, docs)) * (1.0 - self.val_fraction))
-            train: list[str] = []
-            val: list[str] = []
-            seen = 0
-            for d in docs:
-                if seen + len(d) <= cut:
-                    train.append(d)
-                elif seen >= cut:
-                    val.append(d)
-                else:
-                    train.append(d[: cut - seen])
-                    val.append(d[cut - seen :])
-                seen += len(d)
-            out = {"train": train, "val": val}
+            out["val"] = self._read(self.val_files)
         if self.test_files is not None:
             out["test"] = self._read(self.test_files)
         return out
