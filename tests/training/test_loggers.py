@@ -19,15 +19,40 @@ STEPS = 4  # trainer.max_steps in the tiny run; validation at steps 2 and 4
 
 
 @pytest.fixture(scope="module")
-def logged_run(tmp_path_factory: pytest.TempPathFactory, tiny_run: tuple[str, ...], run_entry_point: Any) -> Path:
+def run(tmp_path_factory: pytest.TempPathFactory, tiny_run: tuple[str, ...], run_entry_point: Any) -> tuple[Path, Any]:
     tmp = tmp_path_factory.mktemp("loggers")
     run_dir = tmp / "run"
-    overrides = [o for o in tiny_run if not o.startswith("logger=")]
+    overrides = [o for o in tiny_run if not o.startswith("logger=") and o != "trainer.enable_model_summary=false"]
     r = run_entry_point("src.train", [*overrides, f"logger=[{','.join(LOGGERS)}]", f"hydra.run.dir={run_dir}"],
                         cwd=tmp)
     assert r.returncode == 0, r.stderr[-4000:]
     assert sorted(p.name for p in tmp.iterdir()) == ["run"]  # every logger wrote inside the run directory
-    return run_dir
+    return run_dir, r
+
+
+@pytest.fixture(scope="module")
+def logged_run(run: tuple[Path, Any]) -> Path:
+    return run[0]
+
+
+NOISE = ("💡", "litlogger", "LeafSpec", "Total FLOPs: 0", "Trainer already configured with model summary")
+
+
+def test_console_ends_with_where_results_went(run: tuple[Path, Any]) -> None:
+    """No third-party tip or warning our setup triggers, our own FLOPs in the model summary, and
+    the last lines name the run directory, metrics.json, checkpoints and each logger's files."""
+    run_dir, r = run
+    console = r.stdout + r.stderr
+    for noise in NOISE:
+        assert noise not in console, noise
+    assert "Training FLOPs per token (forward + backward, T=32)" in console  # the model's own count
+    lines = r.stdout.strip().splitlines()
+    tail = lines[lines.index("run completed; outputs:") + 1:]
+    listed = {what: Path(path.strip()) for what, path in (line.split(":", 1) for line in tail)}
+    assert listed["run directory"] == run_dir and listed["metrics"] == run_dir / "metrics.json"
+    assert set(listed) == {"run directory", "metrics", "best checkpoint", "last checkpoint", "CSV log", "TensorBoard",
+                           "W&B offline run", "MLflow store"}
+    assert all(p.exists() for p in listed.values())
 
 
 def _check(steps: dict[str, dict[int, float]]) -> None:
