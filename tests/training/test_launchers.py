@@ -171,3 +171,49 @@ def test_coded_errors_survive_pickling() -> None:
               DataError("no_files_match", key="paths", value=["x*.txt"])):
         back = pickle.loads(pickle.dumps(e))
         assert type(back) is type(e) and str(back) == str(e) and back.fields == e.fields
+
+
+PIN = """
+import json, os, sys
+from omegaconf import OmegaConf
+from src.sweeps.slots import SlotError, pin_job
+hc = OmegaConf.create({"launcher": {"_target_": "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
+                                    "n_jobs": int(sys.argv[2])}, "sweep": {"dir": sys.argv[1]}})
+try:
+    slot = pin_job(hc, accelerator=sys.argv[3])
+except SlotError as e:
+    print(json.dumps({"error": str(e)}))
+else:
+    print(json.dumps({"index": slot.index, "cpus": sorted(os.sched_getaffinity(0)),
+                      "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"), "threads": os.environ["OMP_NUM_THREADS"]}))
+"""
+
+
+def test_joblib_slot_pins_cpus_and_gpus(tmp_path: Path) -> None:
+    """With slot 0 held by a live job, the next worker on an 8-GPU machine with n_jobs=4 takes slot 1:
+    GPUs 2,3 as its CUDA_VISIBLE_DEVICES, its group of the CPU cores; more jobs than GPUs is refused."""
+    import fcntl
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / ".slots").mkdir()
+    held = os.open(tmp_path / ".slots" / "0.lock", os.O_CREAT | os.O_RDWR)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}
+    cpus = sorted(os.sched_getaffinity(0))
+
+    def pin(n_jobs: int, accelerator: str = "auto") -> dict[str, Any]:
+        out = subprocess.run([sys.executable, "-c", PIN, str(tmp_path), str(n_jobs), accelerator], env=env,
+                             capture_output=True, text=True, check=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+    try:
+        got = pin(4)
+        assert got["index"] == 1 and got["cuda"] == "2,3"
+        assert got["cpus"] == split(cpus, 1, 4) and got["threads"] == str(len(split(cpus, 1, 4)))
+        assert "hydra.launcher.n_jobs=8" in pin(16)["error"]  # 16 jobs, 8 GPUs: one GPU each is impossible
+        cpu_only = pin(16, accelerator="cpu")  # CPU jobs: GPUs not handed out
+        assert cpu_only["cuda"] == "0,1,2,3,4,5,6,7" and cpu_only["index"] == 1
+    finally:
+        os.close(held)
