@@ -1,8 +1,8 @@
 """Reliability and safety: config validation, atomic weights-only checkpoints, non-finite loss
-handling, fault injection for tests (docs/reliability.md).
+handling, preemption, fault injection for tests (docs/reliability.md).
 
 ``validate_run_config(cfg)`` runs before anything heavy is built; ``harden_trainer(trainer, cfg)``
-installs ``SafeCheckpointIO`` and the ``NonFiniteGuard`` callback on a built Trainer.
+installs ``SafeCheckpointIO`` and the ``NonFiniteGuard`` and ``Preemption`` callbacks on a built Trainer.
 """
 from __future__ import annotations
 
@@ -10,17 +10,18 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from src.reliability.errors import CheckpointError, NonFiniteLossError, RunConfigError
+from src.reliability.errors import CheckpointError, NonFiniteLossError, Preempted, RunConfigError
 from src.reliability.validate import Hardware, validate_run_config
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CheckpointError", "Hardware", "NonFiniteLossError", "RunConfigError", "harden_trainer",
+__all__ = ["CheckpointError", "Hardware", "NonFiniteLossError", "Preempted", "RunConfigError", "harden_trainer",
            "validate_run_config"]
 
 
 def harden_trainer(trainer: Any, cfg: Mapping[str, Any] | Any) -> Any:
-    """Install ``SafeCheckpointIO`` (atomic, verified, weights-only) and ``NonFiniteGuard`` on ``trainer``.
+    """Install ``SafeCheckpointIO`` (atomic, verified, weights-only), ``NonFiniteGuard`` and ``Preemption``
+    (SIGTERM / SLURM's signal -> last.ckpt at the current step) on ``trainer``.
 
     cfg: the run config; its ``reliability`` node (``nonfinite``, ``check_every_n_steps``,
     ``max_consecutive_skips``) configures the guard. A custom CheckpointIO already set on the
@@ -31,6 +32,7 @@ def harden_trainer(trainer: Any, cfg: Mapping[str, Any] | Any) -> Any:
 
     from src.reliability.checkpoint_io import SafeCheckpointIO
     from src.reliability.nonfinite import NonFiniteGuard
+    from src.reliability.preemption import Preemption
 
     strategy = trainer.strategy
     io = strategy.checkpoint_io
@@ -48,4 +50,6 @@ def harden_trainer(trainer: Any, cfg: Mapping[str, Any] | Any) -> Any:
                                max_consecutive_skips=int(rel.get("max_consecutive_skips", 10)))
         at = next((i for i, c in enumerate(trainer.callbacks) if isinstance(c, Checkpoint)), len(trainer.callbacks))
         trainer.callbacks.insert(at, guard)  # before the checkpoint callbacks, like Lightning orders them
+    if not any(isinstance(c, Preemption) for c in trainer.callbacks):
+        trainer.callbacks.append(Preemption())
     return trainer

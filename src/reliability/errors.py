@@ -2,7 +2,7 @@
 
 Each message names the config key, the offending value and the fix. Code raises
 ``RunConfigError(code, **fields)`` / ``CheckpointError(code, **fields)`` /
-``NonFiniteLossError(code, **fields)``; the text is ``MESSAGES[code].format(**fields)``, so a
+``NonFiniteLossError(code, **fields)`` / ``Preempted(code, **fields)``; the text is ``MESSAGES[code].format(**fields)``, so a
 test can assert the exact text of every error from this table alone. The catalogue of all
 errors (model, data, task and these) is in docs/reliability.md.
 """
@@ -88,6 +88,16 @@ MESSAGES: dict[str, str] = {
         "Fixes: lower optim.lr or raise scheduler.warmup_steps, keep trainer.gradient_clip_val; then resume with "
         "ckpt_path=<that checkpoint>"
     ),
+    # ---------------------------------------------------------------- preemption (Preempted: exit 128 + signal)
+    "preempted": (
+        "preempted by {signal} at step {step}: wrote {path}, a resumable checkpoint of this step. Resume with "
+        "ckpt_path={path}; a sweep continues its unfinished jobs when run again with "
+        "sweep_resume.skip_completed=true sweep_resume.incomplete=last"
+    ),
+    "preempted_unsaved": (
+        "preempted by {signal} at step {step} during {stage}; no checkpoint written{last}. Run it again to continue "
+        "(ckpt_path=<that checkpoint>, or sweep_resume.incomplete=last in a sweep)"
+    ),
 }
 
 
@@ -128,3 +138,19 @@ class NonFiniteLossError(_CodedError, RuntimeError):
 
     def __init__(self, code: str, **fields: Any) -> None:
         RuntimeError.__init__(self, self._init(code, fields))
+
+
+class Preempted(SystemExit):
+    """The run stopped on a preemption signal (SIGTERM, SLURM's requeue signal) after writing a
+    resumable checkpoint (``src.reliability.preemption``); the process exits with 128 + the signal."""
+
+    def __init__(self, key: str, **fields: Any) -> None:
+        self.key, self.fields = key, fields
+        self.message = MESSAGES[key].format(**fields)
+        SystemExit.__init__(self, 128 + int(fields["signum"]))  # ``code`` is the exit status
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.key, self.fields))

@@ -15,7 +15,8 @@ Two ways to ask:
   ``FaultInjector`` callback: ``+callbacks.faults._target_=src.reliability.faults.FaultInjector``;
 * constructor arguments of ``FaultInjector`` (in-process tests).
 
-A pause sleeps for an hour: the test is expected to kill the process while it sleeps.
+A pause sleeps for an hour: the test is expected to kill the process while it sleeps, or to
+signal it and delete the marker file, which ends the pause (tests/reliability/test_preemption.py).
 """
 from __future__ import annotations
 
@@ -39,13 +40,18 @@ def active() -> dict[str, str]:
 
 
 def pause(what: str, step: int) -> None:
-    """Write the marker file (if ``$TLAB_FAULT_MARKER``) and sleep, waiting to be killed."""
+    """Write the marker file (if ``$TLAB_FAULT_MARKER``) and sleep, waiting to be killed; the run
+    goes on when the test deletes the marker (after sending it a signal such as SIGTERM)."""
     marker = os.environ.get(MARKER_ENV)
-    if marker:
-        tmp = Path(f"{marker}.tmp")
-        tmp.write_text(json.dumps({"what": what, "step": step, "pid": os.getpid()}))
-        os.replace(tmp, marker)
-    time.sleep(PAUSE_SECONDS)
+    if not marker:
+        time.sleep(PAUSE_SECONDS)
+        return
+    tmp = Path(f"{marker}.tmp")
+    tmp.write_text(json.dumps({"what": what, "step": step, "pid": os.getpid()}))
+    os.replace(tmp, marker)
+    deadline = time.monotonic() + PAUSE_SECONDS
+    while Path(marker).exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def before_replace(dest: Path, checkpoint: Any) -> None:
@@ -84,6 +90,8 @@ class FaultInjector(pl.Callback):
 
             def poison(module: torch.nn.Module, args: Any, output: Any) -> Any:
                 output.logits = output.logits * float("nan")
+                if output.loss is not None:  # the model computed its loss from the clean logits
+                    output.loss = output.loss * float("nan")
                 return output
 
             self._hook = model.register_forward_hook(poison)

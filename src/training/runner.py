@@ -24,6 +24,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from src.callbacks.summary import ModelSummary, RunSummary
 from src.jsonfile import METRICS, write_json
+from src.reliability.errors import Preempted
+from src.reliability.preemption import preemption_error
 from src.training.console import quiet_third_party
 from src.training.distributed import launcher_scope
 from src.training.loggers import close_loggers
@@ -79,8 +81,11 @@ def train(cfg: DictConfig) -> float | None:
                 best_path = ck.best_model_path if isinstance(ck, ModelCheckpoint) else ""
                 trainer.test(run.task, datamodule=run.datamodule, ckpt_path=best_path or None, verbose=False)
         except BaseException as e:
-            _record(run_dir, "failed", e, run, trainer, summary, t0)
+            stopped = preemption_error(e, trainer)  # SIGTERM / SLURM's signal: Preempted, naming the checkpoint written
+            _record(run_dir, "failed", stopped or e, run, trainer, summary, t0)
             close_loggers(trainer, failed=True)
+            if stopped is not None:
+                raise stopped from None
             raise
     _record(run_dir, "completed", None, run, trainer, summary, t0)
     close_loggers(trainer)
@@ -96,6 +101,8 @@ def _record(run_dir: Path, status: str, error: BaseException | None, run: Run | 
             summary: RunSummary, t0: float) -> None:
     if error is None:
         message = None
+    elif isinstance(error, Preempted):
+        message = f"Preempted: {error}"
     elif isinstance(error, SystemExit):  # Lightning exits this way after Ctrl+C
         message = f"interrupted (SystemExit {error.code})"
     else:
