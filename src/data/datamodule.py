@@ -31,6 +31,7 @@ from src.data.pairs import PairEvalBatches, PairTrainBatches
 from src.data.sources import build_source, split_config
 from src.data.sources.base import LMSource, PairSource, Source
 from src.data.sources.openwebtext import BinDir
+from src.data.token_check import check_token_ids
 from src.data.tokenizers import Tokenizer, tokenizer_from_state
 from src.data.windows import BatchStream, EvalStream, FixedWindows, RandomWindows, ResumableLoader, SizedBatchStream, resolve_rank
 
@@ -77,6 +78,8 @@ class _BaseDataModule(L.LightningDataModule):
         self.num_workers, self.pin_memory = int(num_workers), bool(pin_memory)
         self.epoch_batches = None if epoch_batches is None else int(epoch_batches)
         self._rank, self._world_size = rank, world_size
+        #: ids must be below this (the run sets model.vocab_size once the tokenizer is final); None: the tokenizer's
+        self.vocab_size: int | None = None
         self._dir: Path | None = None
         self.meta: dict[str, Any] | None = None
         self._last_train_loader: ResumableLoader | None = None
@@ -106,6 +109,14 @@ class _BaseDataModule(L.LightningDataModule):
 
     def _build(self) -> dict[str, Any]:
         raise NotImplementedError
+
+    def _check_ids(self, array: Any, where: Path | str) -> None:
+        """Every token id below the vocabulary (``src.data.token_check``: one chunked pass, remembered)."""
+        if self.vocab_size is not None:
+            limit, bound = int(self.vocab_size), f"model.vocab_size={self.vocab_size}"
+        else:
+            limit, bound = self.tokenizer.vocab_size, f"tokenizer={self.tokenizer.name} has {self.tokenizer.vocab_size} ids"
+        check_token_ids(array, limit, where=where, bound=bound)
 
     def ensure_tokens(self) -> dict[str, Any]:
         """Tokenize into the cache unless done; fit the tokenizer's vocabulary from it. Returns ``meta``."""
@@ -176,6 +187,8 @@ class LMDataModule(_BaseDataModule):
     def setup(self, stage: str | None = None) -> None:
         meta = self.ensure_tokens()
         self.tokens = {s: open_tokens(self.token_dir, s, meta) for s in meta["tokens"]}
+        for split, array in self.tokens.items():
+            self._check_ids(array, self.token_dir / f"{split}.bin")
         if "test" not in self.tokens:  # a prepared directory from before test splits (sources always make one)
             raise DataError("no_test_split", source=self.source.name, dir=self.token_dir)
         need = self.block_size + 1
@@ -246,6 +259,9 @@ class PairDataModule(_BaseDataModule):
     def setup(self, stage: str | None = None) -> None:
         meta = self.ensure_tokens()
         self.pairs = {s: open_pairs(self.token_dir, s) for s in meta["pairs"]}
+        for split, sides in self.pairs.items():
+            for side, ragged in zip(("src", "tgt"), sides):
+                self._check_ids(ragged.tokens, f"{self.token_dir / split}.npz ({side})")
         if "test" not in self.pairs:
             raise DataError("no_test_split", source=self.source.name, dir=self.token_dir)
 

@@ -48,6 +48,11 @@ MESSAGES: dict[str, str] = {
         "{dir} was tokenized with {saved} but the run uses {current}; re-run python -m src.prepare with this tokenizer "
         "or choose tokenizer={saved_name}"
     ),
+    "token_out_of_vocab": (
+        "{path}: token id {token} at position {index} (byte offset {offset}, {dtype}) is outside the vocabulary "
+        "({bound}); the file was written with another tokenizer, or is damaged. Prepare it again with this run's "
+        "tokenizer (python -m src.prepare data=<name> tokenizer=<name>), or train with the tokenizer it was written with"
+    ),
     "needs_special_tokens": (
         "data={source} needs a tokenizer with eos and pad ids (pair batches end the target with eos and pad on the right); "
         "tokenizer={tokenizer} has eos={eos}, pad={pad}; use tokenizer=gpt2 or tokenizer=hf"

@@ -125,6 +125,7 @@ def build_run(cfg: DictConfig | Mapping[str, Any], *, rank: int | None = None, w
     specials = cls.special_ids(plain["task"], tokenizer, plain["model"])
     plain["task"].update(specials.ids)
     resolve_vocab(plain, tokenizer, specials.n_reserved)
+    datamodule.vocab_size = int(plain["model"]["vocab_size"])  # setup checks every token id against it
     apply_match_params(plain)  # match_params: solve model sizes to a reference's parameter count (src/training/matched.py)
     task = cls(plain, tokenizer.state_dict())
     return Run(cfg=plain, tokenizer=tokenizer, datamodule=datamodule, task=task, batch_format=batch_format)

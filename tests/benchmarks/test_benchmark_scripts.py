@@ -130,3 +130,15 @@ def test_gpu_check_sh_cpu_smoke(tmp_path: Path) -> None:
                        text=True, env={**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable}, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "fit: status completed" in r.stdout
+
+
+def test_token_check_quick(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from benchmarks import token_check
+
+    res = token_check.main(["--quick", "--dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    _header_ok(out)
+    rows = _table_rows(out, "subject")
+    assert [r[0] for r in rows] == ["check (warm)", "read (warm)", "check (cold)", "read (cold)"]
+    assert all(float(r[1]) > 0 for r in rows)  # seconds
+    assert "check/read (cold):" in out and res["ratio"] > 0

@@ -49,6 +49,17 @@ def bins(folder: Path, tokenizer_state: dict) -> Path:
     return folder
 
 
+def bad_bins(folder: Path) -> Path:
+    """A prepared GPT-2 token directory whose train.bin holds one id (60000) beyond the vocabulary."""
+    folder.mkdir()
+    for split in ("train", "val", "test"):
+        ids = np.arange(100, dtype=np.uint16)
+        ids[42] = 60000 if split == "train" else 0
+        ids.tofile(folder / f"{split}.bin")
+    write_meta(folder, {"dtype": "uint16", "tokenizer": {"name": "gpt2"}, "tokens": {"train": 100, "val": 100, "test": 100}})
+    return folder
+
+
 # (case id, error code, trigger(tmp_path, cache_dir), expected text with {tmp} for tmp_path)
 CASES: list[tuple[str, str, Callable[[Path, str], object], str]] = [
     ("missing_file", "missing_file",
@@ -130,6 +141,13 @@ CASES: list[tuple[str, str, Callable[[Path, str], object], str]] = [
      lambda t, c: setup({"name": "bin", "dir": str(t / "nothing")}, "gpt2"),
      "data.dir='{tmp}/nothing' has no train.bin; run the one-time step first: python -m src.prepare data=bin "
      "(it tokenizes the corpus into train.bin/val.bin there), or point data.dir at a prepared directory"),
+    ("token_out_of_vocab", "token_out_of_vocab",
+     lambda t, c: build_datamodule({"name": "bin", "dir": str(bad_bins(t / "b"))}, build_tokenizer({"name": "gpt2"}),
+                                   block_size=8, batch_size=2, seed=0).setup("fit"),
+     "{tmp}/b/train.bin: token id 60000 at position 42 (byte offset 84, uint16) is outside the vocabulary "
+     "(tokenizer=gpt2 has 50257 ids); the file was written with another tokenizer, or is damaged. Prepare it again "
+     "with this run's tokenizer (python -m src.prepare data=<name> tokenizer=<name>), or train with the tokenizer it "
+     "was written with"),
     ("tokenizer_mismatch", "tokenizer_mismatch",
      lambda t, c: (bins(t / "b", {"name": "gpt2"}), build_datamodule({"name": "bin", "dir": str(t / "b")},
                    build_tokenizer({"name": "char", "chars": "abc"}), block_size=8, batch_size=2, seed=0).setup("fit")),

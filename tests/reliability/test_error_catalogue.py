@@ -247,3 +247,43 @@ def test_bad_data(name: str, make: Callable[[Path], None], message: str, tmp_pat
     with pytest.raises(DataError) as info:
         make(tmp_path)
     assert str(info.value) == message.format(t=tmp_path)
+
+
+def test_token_id_beyond_the_vocabulary_deep_in_a_cache(tmp_path: Path) -> None:
+    """One bad id deep in a prepared token file is found when the data module sets up, not at the
+    batch that holds it: the error names the file, the id and its position."""
+    import numpy as np
+
+    from src.data.datamodule import build_datamodule
+    from src.data.tokenizers import build_tokenizer
+
+    corpus = _write(tmp_path, "corpus.txt", b"hello world, the cat sat on the mat.\n" * 40)
+
+    def datamodule() -> Any:  # a fresh char tokenizer each time finds the same cache entry
+        dm = build_datamodule({"name": "text", "paths": [corpus], "cache_dir": str(tmp_path / "cache")},
+                              build_tokenizer({"name": "char"}), block_size=16, batch_size=2, seed=0)
+        dm.prepare_tokenizer()
+        dm.prepare_data()
+        return dm
+
+    dm = datamodule()
+    dm.setup("fit")  # a clean cache passes
+    train = dm.token_dir / "train.bin"
+    ids = np.memmap(train, dtype=np.uint16, mode="r+")
+    ids[1000] = 999  # far beyond the 19 characters of this vocabulary
+    ids.flush()
+    del ids
+    dm = datamodule()
+    with pytest.raises(DataError) as info:
+        dm.setup("fit")
+    assert str(info.value) == (
+        f"{train}: token id 999 at position 1000 (byte offset 2000, uint16) is outside the vocabulary (tokenizer=char "
+        f"has {dm.tokenizer.vocab_size} ids); the file was written with another tokenizer, or is damaged. Prepare it again with "
+        f"this run's tokenizer (python -m src.prepare data=<name> tokenizer=<name>), or train with the tokenizer it "
+        f"was written with")
+    dm = datamodule()
+    dm.vocab_size = 1000  # the run sets model.vocab_size (src.training.setup.build_run): 999 fits
+    dm.setup("fit")
+    dm.vocab_size = 999
+    with pytest.raises(DataError, match=r"token id 999 at position 1000 .* \(model.vocab_size=999\)"):
+        dm.setup("fit")
