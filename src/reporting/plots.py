@@ -1,7 +1,11 @@
 """Plots of ``python -m src.report`` (PNG, matplotlib's Agg backend; no display needed).
 
 * ``loss_vs_tokens.png`` — validation loss against training tokens, one line per variant
-  (mean over seeds) with the seed spread as a band (min–max over seeds);
+  (mean over its verdict runs' seeds) with the seed spread as a band (min–max over seeds), and
+  the n-gram references' validation losses as horizontal lines;
+* ``tuning_<key>.png`` — the selection metric against each tuned key (log axis for a learning
+  rate), one line per variant: mean over seeds per candidate, each seed a dot, the chosen value
+  circled;
 * ``extrapolation.png`` — perplexity at each multiple of the training length per variant
   (mean, min–max bars); lengths that were not applicable are left out and named in the legend;
 * ``grad_norms.png`` — per-layer gradient norm at the first logged step per variant, one
@@ -22,8 +26,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
-from src.reporting.table import VariantRow  # noqa: E402
+from src.reporting.protocol import as_number  # noqa: E402
 from src.reporting.sweep import finite  # noqa: E402
+from src.reporting.table import Reference, VariantRow  # noqa: E402
 
 
 def _colors(n: int) -> list:
@@ -43,13 +48,14 @@ def _short(label: str, width: int = 90) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"
 
 
-def loss_vs_tokens(rows: Sequence[VariantRow], out: Path, metric: str = "val/loss") -> Path | None:
-    """Validation loss per variant against tokens seen; band = min–max over seeds."""
+def loss_vs_tokens(rows: Sequence[VariantRow], out: Path, metric: str = "val/loss",
+                   references: Sequence[Reference] = ()) -> Path | None:
+    """Validation loss per variant against tokens seen; band = min–max over seeds; n-gram lines."""
     fig, ax = plt.subplots(figsize=(8 if len(rows) <= 5 else 12, 5))
     drawn = 0
     lows: list[float] = []
     for row, color in zip(rows, _colors(len(rows))):
-        curves = [(r.tokens_per_step, {p.step: p.value for p in r.val_history}) for r in row.variant.runs
+        curves = [(r.tokens_per_step, {p.step: p.value for p in r.val_history}) for r in row.runs
                   if r.val_history and r.tokens_per_step]
         if not curves:
             continue
@@ -69,11 +75,13 @@ def loss_vs_tokens(rows: Sequence[VariantRow], out: Path, metric: str = "val/los
     if not drawn:
         plt.close(fig)
         return None
+    for ref, style in zip([r for r in references if r.val is not None], ("-", "--", "-.", ":", (0, (1, 3)))):
+        ax.axhline(ref.val, color="0.35", ls=style, lw=1.0, label=f"{ref.name} (Kneser-Ney, val)")
     ax.set_xlabel("training tokens")
     ax.set_ylabel(f"{metric} (nats/token)")
     ax.set_title(f"{metric} vs tokens (line: mean over seeds; band: min–max)")
     ax.grid(alpha=0.3)
-    _legend(ax, len(rows))
+    _legend(ax, len(rows) + len(references))
     path = out / "loss_vs_tokens.png"
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -90,7 +98,7 @@ def _factor(key: str) -> float | None:
 
 def extrapolation(rows: Sequence[VariantRow], out: Path, prefix: str = "extrapolation/ppl@") -> Path | None:
     """Perplexity vs context length (as multiples of the training length) per variant."""
-    keys = sorted({k for row in rows for r in row.variant.runs for k in (r.metrics or {}) if k.startswith(prefix)},
+    keys = sorted({k for row in rows for r in row.runs for k in (r.metrics or {}) if k.startswith(prefix)},
                   key=lambda k: _factor(k) or 0)
     if not keys:
         return None
@@ -98,7 +106,7 @@ def extrapolation(rows: Sequence[VariantRow], out: Path, prefix: str = "extrapol
     for row, color in zip(rows, _colors(len(rows))):
         xs, mean, lo, hi, missing = [], [], [], [], []
         for k in keys:
-            vals = finite(r.metric(k) for r in row.variant.runs if r.status == "completed")
+            vals = finite(r.metric(k) for r in row.runs if r.status == "completed")
             f = _factor(k)
             if f is None:
                 continue
@@ -143,7 +151,7 @@ def grad_norms(rows: Sequence[VariantRow], out: Path, kind: str = "ffn") -> Path
     data: dict[str, list[tuple[str, int, list[float]]]] = {}
     for i, row in enumerate(rows):
         per_stack: dict[str, list[list[float]]] = {}
-        for r in row.variant.runs:
+        for r in row.runs:
             if not r.grad_norms:
                 continue
             step = min(r.grad_norms, key=lambda s: int(s))
@@ -181,6 +189,49 @@ def grad_norms(rows: Sequence[VariantRow], out: Path, kind: str = "ffn") -> Path
         ax.grid(alpha=0.3, which="both")
         _legend(ax, len(rows))
     path = out / "grad_norms.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def tuning(rows: Sequence[VariantRow], out: Path, key: str, metric: str = "val/loss") -> Path | None:
+    """The selection metric against the tuned ``key`` per variant (the best over the other tuned
+    keys at each value); dots: single seeds; circle: the chosen value."""
+    fig, ax = plt.subplots(figsize=(8 if len(rows) <= 5 else 12, 5))
+    drawn, numeric = 0, True
+    for row, color in zip(rows, _colors(len(rows))):
+        best: dict[str, float] = {}
+        dots: list[tuple[str, float]] = []
+        for cand in row.tuned.candidates:
+            v = cand.values[key]
+            if cand.score is not None and math.isfinite(cand.score):
+                best[v] = min(best.get(v, math.inf), cand.score)
+            dots += [(v, x) for x in finite(r.metric(metric) for r in cand.runs)]
+        if not best:
+            continue
+        numeric &= all(as_number(v) is not None for v in best)
+        xs = sorted(best, key=lambda v: as_number(v) if as_number(v) is not None else 0.0)
+        pos = (lambda v: as_number(v)) if numeric else (lambda v: float(xs.index(v)) if v in xs else None)
+        ax.plot([pos(v) for v in xs], [best[v] for v in xs], marker="o", color=color, label=_short(row.short), lw=1.4)
+        shown = [(pos(v), y) for v, y in dots if pos(v) is not None]
+        ax.scatter([x for x, _ in shown], [y for _, y in shown], color=color, s=10, alpha=0.5)
+        chosen = (row.tuned.chosen or {}).get(key)
+        if chosen in best:
+            ax.scatter([pos(chosen)], [best[chosen]], s=140, facecolors="none", edgecolors=color, linewidths=1.8)
+        drawn += 1
+    if not drawn:
+        plt.close(fig)
+        return None
+    values = [as_number(c.values[key]) for row in rows for c in row.tuned.candidates]
+    if numeric and all(v is not None and v > 0 for v in values) and max(values) / min(values) >= 3:  # type: ignore[type-var,operator]
+        ax.set_xscale("log")
+    ax.set_xlabel(key)
+    ax.set_ylabel(f"mean {metric} over seeds")
+    ax.set_title(f"{metric} vs {key} (dots: seeds; circle: chosen per variant)")
+    ax.grid(alpha=0.3, which="both")
+    _legend(ax, len(rows))
+    path = out / f"tuning_{key.replace('/', '.').replace('.', '_')}.png"
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -1,5 +1,15 @@
-"""Write the report: ``report.md`` (tables, the statistical test in words, plots) and
-``report.csv`` (one row per variant) plus ``runs.csv`` (one row per run)."""
+"""Write the report: ``report.md`` and its CSV files.
+
+* ``report.csv`` — one row per variant, the verdict metric: ``variant, n_seeds, mean, std,
+  ci_low, ci_high, delta, delta_ci_low, delta_ci_high, p, p_holm, verdict, mde`` and one column
+  per tuned key (the chosen value);
+* ``runs.csv`` — one row per run: ``variant, seed, stage, role``, every tuned value, the outcome,
+  compute, and every final metric (val and test, primary and secondary), so every number of the
+  report can be recomputed;
+* ``comparisons.csv`` — every comparison of the family (each metric, each pair);
+* ``tuning.csv`` — each variant's candidates with their selection score;
+* ``references.csv`` — the n-gram reference rows.
+"""
 from __future__ import annotations
 
 import csv
@@ -8,43 +18,148 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from src.reporting.stats import TEST_IMPLEMENTATION, TEST_NAME, Summary
-from src.reporting.table import BLOWUP, PairResult, VariantRow, run_outcome
+from src.reporting.comparisons import Comparison, direction
+from src.reporting.outcomes import run_outcome
+from src.reporting.stats import POWER, Summary
 from src.reporting.sweep import RunRecord
+from src.reporting.table import Report, VariantRow
+from src.reporting.tuning import tuned_values
+
+REPORT_COLUMNS = ("variant", "n_seeds", "mean", "std", "ci_low", "ci_high", "delta", "delta_ci_low", "delta_ci_high",
+                  "p", "p_holm", "verdict", "mde")
+RUN_COLUMNS = ("variant", "seed", "stage", "role")
+RUN_FIGURES = ("params", "tokens_seen", "global_step", "best_step", "wall_time_s", "throughput_tokens_per_s")
 
 
-def _num(x: float | None, digits: int = 1) -> str:
+def _f(x: float | None, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "–"
     return f"{x:.{digits}f}"
 
 
+def _g(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{digits}g}"
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def _int(x: float | None) -> str:
-    return "" if x is None else f"{int(round(x)):,}"
+    return "–" if x is None else f"{int(round(x)):,}"
 
 
-def _pm(s: Summary, digits: int = 3) -> str:
-    return s.format(digits)
+def _ci(lo: float | None, hi: float | None, digits: int = 3) -> str:
+    return "–" if lo is None or hi is None else f"[{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def _p(c: Any) -> str:
-    if c is None or c.test is None:
-        return "–"
-    return f"{c.test.p:.3g}"
+def write_csv(path: Path, records: Sequence[dict[str, Any]], columns: Sequence[str] = ()) -> Path:
+    keys = list(columns)
+    for r in records:
+        keys += [k for k in r if k not in keys]
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        for r in records:
+            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in keys})
+    return path
 
 
-def _delta(c: Any, digits: int = 3) -> str:
-    if c is None or c.delta is None:
-        return "–"
-    return f"{c.delta:+.{digits}f}"
+# --------------------------------------------------------------------------- CSV records
+def report_records(report: Report) -> list[dict[str, Any]]:
+    out = []
+    for i, row in enumerate(report.rows):
+        c, s = row.comparison, row.primary
+        rec: dict[str, Any] = {"variant": row.label, "n_seeds": s.n, "mean": s.mean, "std": s.std, "ci_low": s.ci_low,
+                               "ci_high": s.ci_high}
+        rec.update({"delta": c.delta, "delta_ci_low": c.delta_ci_low, "delta_ci_high": c.delta_ci_high, "p": c.p,
+                    "p_holm": c.p_holm, "verdict": c.verdict, "mde": c.mde} if c is not None else
+                   {"verdict": "baseline" if i == report.baseline else ""})
+        rec.update({k: (row.tuned.chosen or {}).get(k) for k in report.protocol.tune})
+        out.append(rec)
+    return out
 
 
-def _extrapolation_note(row: VariantRow, key: str) -> str | None:
-    """Why ``extrapolation/ppl@<f>x`` is missing for this variant (from extrapolation.json or metrics.json)."""
+def run_records(report: Report) -> list[dict[str, Any]]:
+    keys = list(report.protocol.tune)
+    metric_keys = sorted({k for row in report.rows for r in row.variant.runs for k, v in (r.metrics or {}).items()
+                          if "/" in k and (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)))})
+    recs = []
+    for row in report.rows:
+        for r in sorted(row.variant.runs, key=lambda r: (report.protocol.stage_of(r.config), str(r.seed), str(r.path))):
+            m = r.metrics or {}
+            b = r.budget or {}
+            per_token, tokens = b.get("flops_per_token"), m.get("tokens_seen")
+            stage = report.protocol.stage_of(r.config)
+            rec: dict[str, Any] = {"variant": row.label, "seed": r.seed, "stage": "" if stage == "unlabelled" else stage,
+                                   "role": row.tuned.role(r, report.protocol), **tuned_values(r, keys),
+                                   "outcome": run_outcome(r), "status": r.status, "flops_per_token": per_token,
+                                   "train_flops": per_token * tokens if per_token is not None and tokens is not None else None,
+                                   "match": b.get("match")}
+            rec.update({k: m.get(k) for k in RUN_FIGURES})
+            rec.update({k: m.get(k) for k in metric_keys})
+            rec.update({"run_dir": str(r.path), "error": m.get("error")})
+            recs.append(rec)
+    return recs
+
+
+def comparison_records(report: Report) -> list[dict[str, Any]]:
+    return [{"metric": c.metric, "variant": c.variant, "reference": c.reference, "n_variant": c.n[0], "n_reference": c.n[1],
+             "delta": c.delta, "delta_ci_low": c.delta_ci_low, "delta_ci_high": c.delta_ci_high, "p": c.p,
+             "p_holm": c.p_holm, "margin": c.margin, "p_tost": c.p_tost, "p_tost_holm": c.p_tost_holm, "mde": c.mde,
+             "verdict": c.verdict, "reason": c.reason} for c in report.comparisons]
+
+
+def tuning_records(report: Report) -> list[dict[str, Any]]:
+    out = []
+    for row in report.rows:
+        for cand in row.tuned.candidates:
+            out.append({"variant": row.label, **cand.values, "n_seeds": len(cand.seeds), "seeds": " ".join(map(str, cand.seeds)),
+                        f"mean {report.protocol.select}": cand.score, "chosen": cand.values == row.tuned.chosen,
+                        "edge": ", ".join(row.tuned.edge) if cand.values == row.tuned.chosen else "", "note": cand.note})
+    return out
+
+
+def reference_records(report: Report) -> list[dict[str, Any]]:
+    return [{"reference": f"{ref.name} (Kneser-Ney)", "order": ref.order, "val_loss": ref.val, "val_tokens": ref.val_tokens,
+             "test_loss": ref.test, "test_tokens": ref.test_tokens} for ref in report.references]
+
+
+def write_all(report: Report, out: Path) -> dict[str, Path]:
+    return {
+        "report.csv": write_csv(out / "report.csv", report_records(report), REPORT_COLUMNS),
+        "runs.csv": write_csv(out / "runs.csv", run_records(report), RUN_COLUMNS),
+        "comparisons.csv": write_csv(out / "comparisons.csv", comparison_records(report)),
+        "tuning.csv": write_csv(out / "tuning.csv", tuning_records(report)),
+        "references.csv": write_csv(out / "references.csv", reference_records(report)),
+    }
+
+
+# --------------------------------------------------------------------------- markdown
+def _chosen(row: VariantRow) -> str:
+    if row.tuned.chosen is None:
+        return "none"
+    return ", ".join(f"{k.split('.')[-1]}={v}" + (" ⚠ edge" if k in row.tuned.edge else "")
+                     for k, v in row.tuned.chosen.items()) or "–"
+
+
+def _verdict_cells(c: Comparison | None, baseline: bool, digits: int = 3) -> list[str]:
+    if baseline:
+        return ["–", "–", "–", "baseline", "–"]
+    if c is None:
+        return ["–", "–", "–", "–", "–"]
+    delta = "–" if c.delta is None else f"{c.delta:+.{digits}f} {_ci(c.delta_ci_low, c.delta_ci_high, digits)}"
+    verdict = c.verdict + (f" ({c.reason})" if c.reason else "")
+    return [delta, _g(c.p), _g(c.p_holm), f"**{verdict}**" if c.verdict in ("better", "worse", "equivalent") else verdict,
+            _f(c.mde, digits)]
+
+
+def not_applicable(row: VariantRow, key: str) -> str | None:
+    """Why ``extrapolation/ppl@<f>x`` is missing for this variant (extrapolation.json or metrics.json)."""
     if not key.startswith("extrapolation/") or "@" not in key:
         return None
     tag = key.split("@")[-1]
-    for r in row.variant.runs:
+    for r in row.runs:
         note = (r.metrics or {}).get(f"extrapolation/note@{tag}")
         for x in (r.extrapolation or {}).get("lengths", []):
             f = float(x.get("factor", 0))
@@ -55,156 +170,123 @@ def _extrapolation_note(row: VariantRow, key: str) -> str | None:
     return None
 
 
-def csv_rows(rows: Sequence[VariantRow], varying: Sequence[str], extra: Sequence[str]) -> list[dict[str, Any]]:
-    out = []
-    for i, row in enumerate(rows):
-        d = row.variant.values()
-        rec: dict[str, Any] = {"variant": row.label, **{k: d.get(k, "") for k in varying}}
-        c = row.comparison
-        rec.update({
-            "n_runs": len(row.variant.runs), "n_seeds": row.loss.n, "seeds": " ".join(map(str, row.variant.seeds)),
-            "status": row.status,
-            "params": row.params.mean, "reference_params": row.reference_params,
-            "tokens_seen": row.tokens.mean,
-            "val_loss_mean": row.loss.mean, "val_loss_std": row.loss.std,
-            "val_ppl_mean": row.ppl.mean, "val_ppl_std": row.ppl.std,
-            "val_loss_best_mean": row.best_loss.mean, "val_loss_best_std": row.best_loss.std,
-            "best_step": " ".join("" if s is None else str(s) for s in row.best_steps),
-            "throughput_tokens_per_s_mean": row.throughput.mean, "wall_time_s_mean": row.wall.mean,
-            "delta_vs_baseline": c.delta if c else None, "p_value": c.test.p if c and c.test else None,
-            "verdict": "baseline" if c is None and i == 0 else (c.verdict if c else ""),
-        })
-        for k in extra:
-            rec[f"{k}_mean"] = row.extra[k].mean
-            rec[f"{k}_std"] = row.extra[k].std
-        out.append(rec)
-    return out
-
-
-def write_csv(path: Path, records: Sequence[dict[str, Any]]) -> Path:
-    keys: list[str] = []
-    for r in records:
-        keys += [k for k in r if k not in keys]
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        for r in records:
-            w.writerow({k: ("" if v is None else v) for k, v in r.items()})
-    return path
-
-
-def run_records(runs: Sequence[RunRecord], metric: str) -> list[dict[str, Any]]:
-    recs = []
-    for r in sorted(runs, key=lambda r: (r.job_num, str(r.path))):
-        m = r.metrics or {}
-        recs.append({"run_dir": str(r.path), "job_num": r.job_num, "seed": r.seed,
-                     "overrides": " ".join(f"{k}={v}" for k, v in r.overrides.items()),
-                     "status": r.status, "outcome": run_outcome(r, metric), "params": m.get("params"),
-                     "tokens_seen": m.get("tokens_seen"), metric: m.get(metric), f"{metric}_best": m.get(f"{metric}_best"),
-                     "best_step": m.get("best_step"), "global_step": m.get("global_step"),
-                     "throughput_tokens_per_s": m.get("throughput_tokens_per_s"), "wall_time_s": m.get("wall_time_s"),
-                     "error": m.get("error")})
-    return recs
-
-
-def render_markdown(*, title: str, roots: Sequence[str], runs: Sequence[RunRecord], rows: Sequence[VariantRow],
-                    varying: Sequence[str], shared: dict[str, str], baseline: int, metric: str, alpha: float,
-                    extra: Sequence[str], pairs: Sequence[PairResult], plots: dict[str, Path | None]) -> str:
-    lines: list[str] = [f"# {title}", ""]
-    n_seeds = sorted({row.loss.n for row in rows})
-    total_wall = sum(r.metric("wall_time_s") or 0.0 for r in runs)
-    lines += [
-        f"{len(runs)} runs in {len(rows)} variants from {', '.join(f'`{r}`' for r in roots)}; "
-        f"seeds with a final {metric} per variant: {', '.join(map(str, n_seeds))}; "
-        f"total wall time of the runs {total_wall / 60:.1f} min.",
-        "",
-    ]
-    if shared:
-        lines += ["Shared overrides: " + ", ".join(f"`{k}={v}`" for k, v in shared.items()), ""]
-    base = rows[baseline].label if rows else "–"
-    lines += [f"Baseline for the comparisons: **{base}**.", ""]
-
-    head = ["variant", "params", "tokens", f"final {metric}", "ppl", "seeds", "best step", "tok/s", "wall s", "status",
-            "Δ vs baseline", "p", "verdict"]
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for i, row in enumerate(rows):
-        c = row.comparison
-        params = _int(row.params.mean)
-        if row.reference_params:
-            params += f" (ref {row.reference_params:,})"
-        cells = [row.label, params, _int(row.tokens.mean), _pm(row.loss), _pm(row.ppl, 2), str(row.loss.n),
-                 "/".join("–" if s is None else str(s) for s in row.best_steps) or "–",
-                 _int(row.throughput.mean), _num(row.wall.mean, 0), row.status,
-                 "–" if i == baseline else _delta(c), "–" if i == baseline else _p(c),
-                 "baseline" if i == baseline else (c.verdict if c else "–")]
+def _metric_table(report: Report, key: str, summaries: list[Summary], comparisons: list[Comparison | None],
+                  with_tuned: bool, with_references: bool) -> list[str]:
+    tuned_head = ["chosen"] if with_tuned and report.protocol.tune else []
+    head = ["variant", *tuned_head, "n", "mean ± std", "95% CI", "Δ vs baseline [95% CI]", "p", "p (Holm)", "verdict",
+            "MDE (80%)", "runs"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for i, (row, s, c) in enumerate(zip(report.rows, summaries, comparisons)):
+        na = not_applicable(row, key) if s.n == 0 else None
+        cells = [row.label, *([_chosen(row)] if tuned_head else []), str(s.n), f"n/a: {na}" if na else s.format(4),
+                 _ci(s.ci_low, s.ci_high, 4),
+                 *_verdict_cells(c, i == report.baseline, 4), row.status]
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
+    split = key.split("/")[0]
+    if with_references and key.endswith("/loss") and split in ("val", "test"):
+        for ref in report.references:
+            loss = ref.loss(split)
+            if loss is not None:
+                cells = [f"*reference: {ref.name} (Kneser-Ney)*", *([""] if tuned_head else []), "–", _f(loss, 4)] + \
+                        ["–"] * (len(head) - 3 - len(tuned_head))
+                lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
+
+def _secondary_comparison(report: Report, key: str, row_index: int) -> Comparison | None:
+    label, base = report.rows[row_index].label, report.rows[report.baseline].label
+    return next((c for c in report.comparisons if c.metric == key and c.variant == label and c.reference == base), None)
+
+
+def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: Sequence[RunRecord],
+                    plots: dict[str, Path | None]) -> str:
+    p, rows = report.protocol, report.rows
+    lines: list[str] = [f"# {title}", ""]
+    total_wall = sum(r.metric("wall_time_s") or 0.0 for r in runs)
+    lines += [f"{len(runs)} runs in {len(rows)} variants from {', '.join(f'`{r}`' for r in roots)}; total wall time of the "
+              f"runs {total_wall / 60:.1f} min.", ""]
+    if report.shared:
+        lines += ["Shared overrides: " + ", ".join(f"`{k}={v}`" for k, v in report.shared.items()), ""]
+    base = rows[report.baseline].label if rows else "–"
+    margin = p.equivalence_margin
+    margin_text = ("not set: `equivalent` is never concluded" if margin is None else
+                   f"±{margin} (in units of `{p.metric}`)" if isinstance(margin, (int, float)) else
+                   "; ".join(f"`{k}` ±{v}" for k, v in margin.items()))
     lines += [
-        "## Which differences exceed seed noise",
-        "",
-        f"Test: {TEST_NAME} on the final {metric} of each seed, each variant against the baseline, "
-        f"α = {alpha}; {TEST_IMPLEMENTATION}. Values are mean ± sample standard deviation over seeds. "
-        "\"differs\" means p < α; \"within seed noise\" means it does not; with one seed there is no spread and the "
-        "report says it cannot tell. With 2 seeds per variant the test has about 1–2 degrees of freedom, so only "
-        "differences several times the seed spread reach p < α; no correction for multiple comparisons is applied.",
-        "",
+        "## Protocol", "",
+        ("Declared by the runs' configs (`protocol:`). " if p.declared else "From the command line (the runs declare no "
+         "protocol). ") + p.describe(report.secondary), "",
+        f"Baseline: **{base}**. Comparisons: {'each variant against the baseline' if p.comparisons == 'baseline' else 'each variant against the baseline, and every pair of variants that differ in one factor'}, "
+        f"on `{p.metric}`" + (f" and {len(report.secondary)} secondary metric(s)" if report.secondary else "") +
+        f": {_n(len(report.comparisons), 'comparison')}, {report.m} with a test. Welch's t-test (two-sided), Holm-corrected over "
+        f"all {report.m} at α = {report.alpha}; equivalence margin {margin_text} (TOST, Holm-corrected); MDE = the "
+        f"smallest |Δ| Welch's test at α/m = {report.alpha / max(report.m, 1):.3g} detects with {POWER:.0%} power given the "
+        "observed spreads. How to read each column: docs/studies.md.", "",
     ]
-    sig = [p for p in pairs if p.comparison.significant]
-    if len(rows) > 2:
-        if sig:
-            lines += ["Every pair of variants that differ in one setting only, with p < α:", ""]
-            lines += [f"- {p.b} vs {p.a}: Δ = {p.comparison.delta:+.3f}, p = {p.comparison.test.p:.3g}"  # type: ignore[union-attr]
-                      for p in sig]
-        else:
-            lines += [f"No pair of variants that differ in one setting only differs at p < {alpha}."]
-        lines.append("")
+    lines += [f"## Verdicts on `{p.metric}`", ""]
+    lines += _metric_table(report, p.metric, [r.primary for r in rows], [r.comparison for r in rows], True, True)
+    lines += ["", "`⚠ edge`: the chosen value is the smallest or largest candidate; the optimum may lie outside the grid."
+              if any(r.tuned.edge for r in rows) else "", ""]
+    if report.reference_note:
+        lines += [f"Reference rows: {report.reference_note}.", ""]
 
-    if extra:
-        lines += ["## Other metrics (mean ± std over seeds)", ""]
-        lines += ["| variant | " + " | ".join(extra) + " |", "|---|" + "---|" * len(extra)]
-        notes: dict[str, str] = {}
+    lines += ["## Compute", "",
+              "| variant | params | training FLOPs / token | training tokens | training FLOPs | matched | tok/s | wall s |",
+              "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        c = row.compute
+        lines.append(f"| {row.label} | {_int(c.params.mean)} | {_g(c.flops_per_token.mean, 4)} | {_int(c.tokens.mean)} | "
+                     f"{_g(c.train_flops.mean, 4)} | {c.match} | {_int(c.throughput.mean)} | {_f(c.wall.mean, 0)} |")
+    lines += ["", "Means over the verdict runs. FLOPs per token are the model's own count (forward + backward, "
+              "`budget.json`); training FLOPs = FLOPs per token × training tokens seen.", ""]
+
+    if p.tune:
+        lines += [f"## Tuning (selection on `{p.select}`)", ""]
+        keys = list(p.tune)
+        lines += ["| variant | " + " | ".join(keys) + f" | seeds | mean {p.select} | |", "|---|" + "---|" * (len(keys) + 3)]
         for row in rows:
-            cells = []
-            for k in extra:
-                note = _extrapolation_note(row, k)
-                if note and row.extra[k].mean is None:
-                    notes[f"{row.label}, {k.split('@')[-1]}"] = note
-                    cells.append("n/a")
-                else:
-                    cells.append(_pm(row.extra[k]))
-            lines.append(f"| {row.label} | " + " | ".join(cells) + " |")
-        if notes:
-            lines += [""] + [f"- n/a ({where}): {note}" for where, note in notes.items()]
+            for cand in row.tuned.candidates:
+                mark = ("**chosen**" + (" ⚠ edge" if row.tuned.edge else "")) if cand.values == row.tuned.chosen else ""
+                score = "diverged" if cand.score is not None and math.isinf(cand.score) else _f(cand.score, 4)
+                lines.append(f"| {row.label} | " + " | ".join(cand.values[k] for k in keys) +
+                             f" | {len(cand.seeds)} | {score} | {mark} |")
+        notes = [f"- {row.label}: {n}" for row in rows for n in row.tuned.notes]
+        lines += [""] + (notes + [""] if notes else [])
+
+    if report.secondary:
+        lines += ["## Secondary metrics", ""]
+        for key in report.secondary:
+            way = direction(key)
+            lines += [f"### `{key}`" + ("" if way else " (no better direction: verdicts say higher / lower)"), ""]
+            comps = [None if i == report.baseline else _secondary_comparison(report, key, i) for i in range(len(rows))]
+            lines += _metric_table(report, key, [r.secondary[key] for r in rows], comps, False, False) + [""]
+
+    extra = [c for c in report.comparisons if c.reference != base]
+    if extra:
+        lines += ["## Pairs that differ in one factor", "",
+                  "| metric | variant | against | Δ [95% CI] | p | p (Holm) | verdict | MDE |", "|---|---|---|---|---|---|---|---|"]
+        for c in extra:
+            d, pv, ph, v, mde = _verdict_cells(c, False, 4)
+            lines.append(f"| `{c.metric}` | {c.variant} | {c.reference} | {d} | {pv} | {ph} | {v} | {mde} |")
         lines.append("")
 
-    matched = [row for row in rows if row.reference_params]
+    if report.references:
+        lines += ["## n-gram references", "",
+                  "Interpolated Kneser-Ney models fitted on the training split with the runs' tokenisation, scored on the "
+                  "same validation and test tokens the runs were scored on (`ngram.json` of each run).", "",
+                  "| reference | val loss | val tokens | test loss | test tokens |", "|---|---|---|---|---|"]
+        for ref in report.references:
+            lines.append(f"| {ref.name} | {_f(ref.val, 4)} | {_int(ref.val_tokens)} | {_f(ref.test, 4)} | {_int(ref.test_tokens)} |")
+        lines.append("")
+
+    matched = [row for row in rows if any(r.match for r in row.runs)]
     if matched:
         lines += ["## Matched parameter counts", "",
                   "| variant | reference | reference params | params | difference | solved |", "|---|---|---|---|---|---|"]
         for row in matched:
-            m = next(r.match for r in row.variant.runs if r.match)
+            m = next(r.match for r in row.runs if r.match)
             lines.append(f"| {row.label} | `{m.get('reference')}` | {m['reference_params']:,} | {m['params']:,} | "
                          f"{100 * m['rel_error']:+.2f}% | {m.get('before')} → {m.get('solved')} |")
-        lines.append("")
-
-    grad_rows = [(row, [r.grad_norms for r in row.variant.runs if r.grad_norms]) for row in rows]
-    grad_rows = [(row, g) for row, g in grad_rows if g]
-    if grad_rows:
-        lines += ["## Per-layer gradient norms at step 0", "",
-                  "Mean over seeds, layer 0 nearest the input; FFN = the FFN weight matrices (Xiong et al. 2020, "
-                  "Fig. 3), block = all the block's parameters.", ""]
-        for row, gs in grad_rows:
-            step = min(gs[0], key=int)
-            for stack in sorted(gs[0][step]):
-                parts = []
-                for kind in ("ffn", "block"):
-                    per_layer = [g[step][stack][kind] for g in gs if step in g and stack in g[step]]
-                    n = min(len(x) for x in per_layer)
-                    mean = [sum(x[j] for x in per_layer) / len(per_layer) for j in range(n)]
-                    ratio = mean[-1] / mean[0] if mean and mean[0] > 0 else float("nan")
-                    parts.append(f"{kind}: " + ", ".join(f"{v:.3g}" for v in mean) + f" (last/first {ratio:.2f})")
-                lines.append(f"- {row.label} ({stack}) — " + "; ".join(parts))
         lines.append("")
 
     lines += ["## Plots", ""]
@@ -212,13 +294,11 @@ def render_markdown(*, title: str, roots: Sequence[str], runs: Sequence[RunRecor
         if path is not None:
             lines += [f"![{name}]({path.name})", ""]
     errors = [e for row in rows for e in row.errors]
-    lines += [
-        "## Runs", "",
-        f"Outcome per run: ok; diverged (non-finite loss or a NaN/inf stop, final loss above the first training loss, "
-        f"or above {BLOWUP}× the run's best); failed (error below); incomplete (no metrics.json: interrupted or running). "
-        "Per-run figures are in `runs.csv`.",
-        "",
-    ]
+    lines += ["## Runs", "",
+              "Outcomes: ok; no validation (ended before its first validation: not selectable, its test metrics count); "
+              "diverged (a non-finite loss only; left out of means, counted here); failed (error below); incomplete "
+              "(no metrics.json). `n` counts the seeds with a finite value. Every run, its stage, its role "
+              "(selection / verdict) and every final metric: `runs.csv`; every comparison: `comparisons.csv`.", ""]
     if errors:
         lines += ["Errors:", ""] + [f"- {e}" for e in errors] + [""]
     return "\n".join(lines)

@@ -1,39 +1,50 @@
-"""Statistics for sweep reports: mean ± std over seeds (numpy) and Welch's t-test (scipy).
+"""Statistics of sweep reports, every test from ``scipy.stats``.
 
-Welch's unequal-variance t-test (Welch 1947) compares two variants' final losses across
-seeds::
+All figures are over seeds: one number per run (its final metric), ``n`` runs per variant.
 
-    t  = (mean_a - mean_b) / sqrt(s_a²/n_a + s_b²/n_b)
-    df = (s_a²/n_a + s_b²/n_b)² / ((s_a²/n_a)²/(n_a-1) + (s_b²/n_b)²/(n_b-1))     (Welch–Satterthwaite)
-    p  = P(|T_df| >= |t|)                                                          (two-sided)
+* **Summary** — mean, sample standard deviation (``ddof=1``) and the 95 % Student-t interval of
+  the mean, ``mean ± t_{0.975, n-1} · s / sqrt(n)`` (``scipy.stats.t.interval``).
+* **Welch's t-test** (Welch 1947) of ``mean(a) = mean(b)`` with unequal variances::
 
-computed by ``scipy.stats.ttest_ind(a, b, equal_var=False)``; the summaries are
-``numpy.mean`` and ``numpy.std(ddof=1)``. tests/reporting/test_stats.py checks them against a
-hand computation and Student's t tables.
+      t  = (m_a - m_b) / se,   se = sqrt(s_a²/n_a + s_b²/n_b)
+      df = se⁴ / ((s_a²/n_a)²/(n_a-1) + (s_b²/n_b)²/(n_b-1))        (Welch–Satterthwaite)
 
-With n seeds per variant, df is about 2(n-1): with 2 seeds only differences several times
-the seed spread reach p < 0.05. With one seed there is no spread, and the test says so
-instead of guessing.
+  two-sided p and the 95 % interval of ``Δ = m_a - m_b`` from
+  ``scipy.stats.ttest_ind(a, b, equal_var=False)`` (``.confidence_interval()``).
+* **TOST** (two one-sided tests; Schuirmann 1987) of equivalence within ``±margin``: ``H0: |Δ| ≥
+  margin`` is rejected when both ``Δ > -margin`` and ``Δ < margin`` are, each by a one-sided
+  Welch test; ``p = max`` of the two (``ttest_ind(a ± margin, b, alternative=...)``: shifting a
+  sample moves its mean and leaves its variance alone).
+* **Minimum detectable effect** — the smallest ``|Δ|`` that Welch's two-sided test at level
+  ``alpha`` finds with probability ``power`` given the observed spreads and seed counts: the
+  root of ``P(|T'| > t_{1-α/2, df}) = power`` with ``T'`` noncentral t (``scipy.stats.nct``)
+  of noncentrality ``Δ / se`` (``scipy.optimize.brentq``).
+
+tests/reporting/test_stats.py checks each against hand computations, Student's t tables and
+published power figures.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
-TEST_NAME = "Welch's two-sided t-test (unequal variances)"
-TEST_IMPLEMENTATION = "scipy.stats.ttest_ind(equal_var=False)"
+CONFIDENCE = 0.95
+POWER = 0.8
 
 
 @dataclass
 class Summary:
-    """Mean and sample standard deviation (ddof=1) of the finite values; ``n`` counts them."""
+    """Mean, sample standard deviation and t-interval of the finite values; ``n`` counts them."""
 
     mean: float | None
     std: float | None  # None when n < 2
     n: int
+    ci_low: float | None = None  # 95 % t-interval of the mean (None when n < 2)
+    ci_high: float | None = None
 
     def format(self, digits: int = 3) -> str:
         if self.mean is None:
@@ -43,63 +54,99 @@ class Summary:
         return f"{self.mean:.{digits}f} ± {self.std:.{digits}f}"
 
 
-def _finite(values: Sequence[float | None]) -> np.ndarray:
+def finite_array(values: Sequence[float | None]) -> np.ndarray:
     xs = np.array([float(v) for v in values if v is not None], dtype=np.float64)
     return xs[np.isfinite(xs)]
 
 
-def summarize(values: Sequence[float | None]) -> Summary:
-    """Mean ± sample std (n-1 in the denominator) over the finite values."""
-    xs = _finite(values)
+def summarize(values: Sequence[float | None], confidence: float = CONFIDENCE) -> Summary:
+    """Mean ± sample std (n-1 in the denominator) and the t-interval over the finite values."""
+    xs = finite_array(values)
     if xs.size == 0:
         return Summary(None, None, 0)
     mean = float(np.mean(xs))
     if xs.size < 2:
         return Summary(mean, None, 1)
-    return Summary(mean, float(np.std(xs, ddof=1)), int(xs.size))
+    std = float(np.std(xs, ddof=1))
+    if std == 0.0:  # no spread: the interval collapses onto the mean
+        return Summary(mean, 0.0, int(xs.size), mean, mean)
+    lo, hi = stats.t.interval(confidence, xs.size - 1, loc=mean, scale=stats.sem(xs))
+    return Summary(mean, std, int(xs.size), float(lo), float(hi))
 
 
 @dataclass
-class TTest:
+class WelchTest:
     t: float
     df: float  # Welch–Satterthwaite degrees of freedom (real-valued)
     p: float  # two-sided
+    ci_low: float  # interval of mean(a) - mean(b)
+    ci_high: float
 
 
-def welch_t_test(a: Sequence[float], b: Sequence[float]) -> TTest | None:
-    """Welch's two-sided t-test of mean(a) = mean(b); None when either side has < 2 values
-    or both have zero spread (no seed noise to compare against)."""
-    xa, xb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+def _testable(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The finite samples when both have >= 2 values and some spread; else None."""
+    xa, xb = finite_array(a), finite_array(b)
     if xa.size < 2 or xb.size < 2:
         return None
     if np.var(xa, ddof=1) / xa.size + np.var(xb, ddof=1) / xb.size == 0.0:
         return None
-    r = stats.ttest_ind(xa, xb, equal_var=False)
-    return TTest(float(r.statistic), float(r.df), float(r.pvalue))
+    return xa, xb
 
 
-@dataclass
-class Comparison:
-    """One variant against another on one metric."""
-
-    delta: float | None  # mean(variant) - mean(reference)
-    test: TTest | None
-    verdict: str  # "differs", "within seed noise", "cannot tell (...)"
-
-    @property
-    def significant(self) -> bool:
-        return self.verdict == "differs"
+def welch_t_test(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE) -> WelchTest | None:
+    """Welch's two-sided test of mean(a) = mean(b) and the interval of the difference; None
+    when either side has < 2 finite values or both have zero spread."""
+    pair = _testable(a, b)
+    if pair is None:
+        return None
+    r = stats.ttest_ind(*pair, equal_var=False)
+    ci = r.confidence_interval(confidence)
+    return WelchTest(float(r.statistic), float(r.df), float(r.pvalue), float(ci.low), float(ci.high))
 
 
-def compare(variant: Sequence[float], reference: Sequence[float], alpha: float = 0.05) -> Comparison:
-    """Mean difference and Welch's test; the verdict says plainly when it cannot tell."""
-    sv, sr = summarize(variant), summarize(reference)
-    delta = sv.mean - sr.mean if sv.mean is not None and sr.mean is not None else None
-    if delta is None:
-        return Comparison(None, None, "cannot tell (no finite result)")
-    if sv.n < 2 or sr.n < 2:
-        return Comparison(delta, None, f"cannot tell ({min(sv.n, sr.n)} seed{'s' if min(sv.n, sr.n) != 1 else ''})")
-    test = welch_t_test(_finite(variant), _finite(reference))
-    if test is None:
-        return Comparison(delta, None, "cannot tell (no seed spread)")
-    return Comparison(delta, test, "differs" if test.p < alpha else "within seed noise")
+def tost(a: Sequence[float], b: Sequence[float], margin: float) -> float | None:
+    """p-value of equivalence, ``|mean(a) - mean(b)| < margin`` (two one-sided Welch tests)."""
+    if not margin or margin <= 0:
+        return None
+    pair = _testable(a, b)
+    if pair is None:
+        return None
+    xa, xb = pair
+    above = stats.ttest_ind(xa + margin, xb, equal_var=False, alternative="greater")  # H0: Δ <= -margin
+    below = stats.ttest_ind(xa - margin, xb, equal_var=False, alternative="less")  # H0: Δ >= +margin
+    return float(max(above.pvalue, below.pvalue))
+
+
+def welch_se_df(a: Sequence[float], b: Sequence[float]) -> tuple[float, float] | None:
+    """(standard error of the difference, Welch–Satterthwaite df), or None if untestable."""
+    pair = _testable(a, b)
+    if pair is None:
+        return None
+    xa, xb = pair
+    va, vb = np.var(xa, ddof=1) / xa.size, np.var(xb, ddof=1) / xb.size
+    df = (va + vb) ** 2 / (va**2 / (xa.size - 1) + vb**2 / (xb.size - 1))
+    return float(math.sqrt(va + vb)), float(df)
+
+
+def power_at(effect: float, se: float, df: float, alpha: float) -> float:
+    """Probability that a two-sided t-test at ``alpha`` rejects when the true difference is ``effect``."""
+    crit = stats.t.ppf(1 - alpha / 2, df)
+    nc = abs(effect) / se
+    upper, lower = float(stats.nct.sf(crit, df, nc)), float(stats.nct.cdf(-crit, df, nc))
+    # far in the tails scipy's noncentral t returns NaN where the probability has underflowed
+    upper = upper if math.isfinite(upper) else (1.0 if nc > crit else 0.0)
+    lower = lower if math.isfinite(lower) else 0.0
+    return upper + lower
+
+
+def minimum_detectable_effect(a: Sequence[float], b: Sequence[float], alpha: float = 0.05,
+                              power: float = POWER) -> float | None:
+    """Smallest ``|Δ|`` Welch's test at ``alpha`` detects with probability ``power`` (observed spreads)."""
+    se_df = welch_se_df(a, b)
+    if se_df is None:
+        return None
+    se, df = se_df
+    hi = se
+    while power_at(hi, se, df, alpha) < power:
+        hi *= 2.0
+    return float(optimize.brentq(lambda d: power_at(d, se, df, alpha) - power, 0.0, hi, xtol=1e-12 * hi))

@@ -2,12 +2,16 @@
 
 A run directory (docs/CONTRACTS.md) holds ``.hydra/config.yaml``, ``.hydra/overrides.yaml``,
 ``metrics.json`` (absent while running or after a kill), ``csv/version_*/metrics.csv`` and
-optionally ``grad_norms.json``, ``extrapolation.json``, ``match_params.json`` and evaluation
+optionally ``grad_norms.json``, ``extrapolation.json``, ``match_params.json``, ``budget.json`` and evaluation
 directories (``src.eval`` with ``hydra.run.dir=<run dir>/eval_<name>``), whose flat
 ``<task>/<metric>`` figures are merged into the run's metrics.
 
 Every directory below the given roots with ``.hydra/config.yaml`` is a run, except those
 nested inside another run (evaluations, previous attempts).
+
+Figures derived from a run's files join its metrics, so they are reported like any other:
+``grad_norm/<stack>.<kind>@<layer>`` (the per-layer gradient norms at the first recorded
+step) and ``grad_norm/<stack>.<kind>.last_over_first`` (last layer / first layer).
 """
 from __future__ import annotations
 
@@ -22,9 +26,11 @@ import yaml
 
 from src.jsonfile import METRICS, read_json
 
-#: Overrides that never define a variant (seeds are repeats; the rest only move files around).
-IGNORED_KEYS = ("seed", "hydra.", "paths.", "ckpt_path", "sweep_resume.", "trainer.enable_progress_bar",
-                "trainer.enable_model_summary")
+#: Overrides that never define a variant (seeds are repeats; protocol.stage labels a job; the rest only
+#: move files around).
+IGNORED_KEYS = ("seed", "hydra.", "paths.", "ckpt_path", "sweep_resume.", "protocol.", "report.",
+                "trainer.enable_progress_bar", "trainer.enable_model_summary")
+BUDGET = "budget.json"
 
 
 @dataclass
@@ -48,6 +54,7 @@ class RunRecord:
     grad_norms: dict[str, Any] | None = None
     extrapolation: dict[str, Any] | None = None
     match: dict[str, Any] | None = None
+    budget: dict[str, Any] | None = None  # budget.json: params, FLOPs per token, planned tokens (src/training/matched.py)
 
     @property
     def status(self) -> str:
@@ -125,6 +132,23 @@ def _eval_figures(run_dir: Path) -> dict[str, Any]:
     return out
 
 
+def grad_norm_figures(grad_norms: dict[str, Any] | None) -> dict[str, float]:
+    """Flat figures of ``grad_norms.json`` at its first recorded step (module docstring)."""
+    if not grad_norms:
+        return {}
+    out: dict[str, float] = {}
+    step = min(grad_norms, key=lambda s: int(s))
+    for stack, kinds in sorted(grad_norms[step].items()):
+        for kind, norms in sorted(kinds.items()):
+            if not isinstance(norms, list) or not norms:
+                continue
+            for i, v in enumerate(norms):
+                out[f"grad_norm/{stack}.{kind}@{i}"] = float(v)
+            if norms[0]:
+                out[f"grad_norm/{stack}.{kind}.last_over_first"] = float(norms[-1]) / float(norms[0])
+    return out
+
+
 def read_run(run_dir: Path) -> RunRecord:
     hydra_dir = run_dir / ".hydra"
     overrides_list = _read_yaml(hydra_dir / "overrides.yaml") or []
@@ -134,8 +158,10 @@ def read_run(run_dir: Path) -> RunRecord:
     job_num = (((hydra_cfg.get("hydra") or {}).get("job") or {}).get("num")) if isinstance(hydra_cfg, dict) else None
     metrics = read_json(run_dir / METRICS)
     extrapolation = read_json(run_dir / "extrapolation.json")
+    grad_norms = read_json(run_dir / "grad_norms.json")
     if metrics is not None:
-        metrics = {**metrics, **{k: v for k, v in _eval_figures(run_dir).items() if k not in metrics}}
+        derived = {**_eval_figures(run_dir), **grad_norm_figures(grad_norms)}
+        metrics = {**metrics, **{k: v for k, v in derived.items() if k not in metrics}}
     val, train = read_csv_history(run_dir)
     stamp = read_json(run_dir / ".sweep_job.json") or {}
     first = stamp.get("first_started", stamp.get("started"))
@@ -143,8 +169,8 @@ def read_run(run_dir: Path) -> RunRecord:
                      metrics=metrics, job_num=int(job_num) if str(job_num).isdigit() else 0,  # '???' outside a multirun
                      first_started=float(first) if first else None,
                      val_history=val, train_history=train,
-                     grad_norms=read_json(run_dir / "grad_norms.json"), extrapolation=extrapolation,
-                     match=read_json(run_dir / "match_params.json"))
+                     grad_norms=grad_norms, extrapolation=extrapolation,
+                     match=read_json(run_dir / "match_params.json"), budget=read_json(run_dir / BUDGET))
 
 
 def find_run_dirs(roots: Iterable[str | Path]) -> list[Path]:

@@ -1,107 +1,118 @@
-"""One row per variant: the figures of ``python -m src.report``, summarised over seeds.
+"""The report's figures: one row per variant (its tuned values, verdict-run summaries, compute),
+the comparisons of the family, and the n-gram reference rows.
 
-Outcome of a run (the ``status`` column counts them):
-
-* ``ok`` — completed with a finite final validation loss;
-* ``diverged`` — the loss blew up: non-finite (or the run was stopped for a NaN/inf loss), or
-  the final validation loss is above the first logged training loss (worse than at
-  initialisation), or more than ``BLOWUP`` × the run's best validation loss;
-* ``failed`` — ``metrics.json`` says ``failed`` for another reason (the error is listed);
-* ``incomplete`` — no ``metrics.json``: interrupted, or still running.
-
-Means and standard deviations (sample std, n-1) use the finite values of completed runs,
-diverged ones included, so a variant that blew up in one seed shows it in its spread.
+Everything here is computed from the runs' files: the verdict metric and each secondary one
+over the verdict runs' seeds (``src.reporting.tuning``), compared against the baseline variant
+(and, with ``comparisons: one_factor``, between every pair of variants that differ in one
+factor), all corrected together (``src.reporting.comparisons``).
 """
 from __future__ import annotations
 
 import fnmatch
-import math
+import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from src.reporting.stats import Comparison, Summary, compare, summarize
+from src.reporting.comparisons import Comparison, compare, decide, margin_for
+from src.reporting.outcomes import OUTCOMES, run_outcome
+from src.reporting.protocol import Protocol
+from src.reporting.stats import Summary, summarize
 from src.reporting.sweep import RunRecord, Variant, finite
+from src.reporting.tuning import TunedVariant
 
-BLOWUP = 1.5
-OUTCOMES = ("ok", "diverged", "failed", "incomplete")
-#: Extra metrics shown when runs have them (fnmatch patterns over metrics.json keys).
-DEFAULT_EXTRA = ("test/loss", "extrapolation/ppl@*", "*/bleu", "*/chrf")
+#: Secondary metrics reported when the runs have them and no protocol names its own (fnmatch patterns).
+DEFAULT_SECONDARY = ("extrapolation/ppl@*", "*/bleu", "*/chrf", "grad_norm/*.last_over_first")
 
 
-def run_outcome(run: RunRecord, metric: str = "val/loss") -> str:
-    """ok | diverged | failed | incomplete (module docstring)."""
-    if run.status == "incomplete":
-        return "incomplete"
-    if run.status != "completed":
-        error = str((run.metrics or {}).get("error") or "").lower()
-        return "diverged" if any(w in error for w in ("nonfinite", "non-finite", "nan", "inf loss")) else "failed"
-    final = run.metric(metric)
-    if final is None or not math.isfinite(final):
-        return "diverged"
-    first_train = next((p.value for p in run.train_history if math.isfinite(p.value)), None)
-    best = min(finite([p.value for p in run.val_history] + [run.metric(f"{metric}_best")]), default=None)
-    if first_train is not None and final > first_train:
-        return "diverged"
-    if best is not None and best > 0 and final > BLOWUP * best:
-        return "diverged"
-    return "ok"
+@dataclass
+class Compute:
+    """What a variant costs (verdict runs): parameters, FLOPs per token and in all (budget.json)."""
+
+    params: Summary
+    flops_per_token: Summary  # training (forward + backward) FLOPs per token, the model's own count
+    tokens: Summary  # training tokens seen
+    train_flops: Summary  # flops_per_token x tokens seen, per run
+    match: str  # params | flops | tokens | none (how the variant was matched)
+    throughput: Summary
+    wall: Summary
 
 
 @dataclass
 class VariantRow:
-    """Everything the report says about one variant."""
-
-    variant: Variant
+    tuned: TunedVariant
     label: str
-    outcomes: Counter
-    short: str  # the label with keys shortened to their last part (n_layer=6, lr=0.01), for legends
-    loss: Summary  # final validation loss (the tested metric)
-    ppl: Summary
-    best_loss: Summary
-    best_steps: list[int | None]
-    params: Summary
-    reference_params: int | None
-    tokens: Summary
-    throughput: Summary
-    wall: Summary
-    extra: dict[str, Summary] = field(default_factory=dict)
-    comparison: Comparison | None = None  # vs the baseline (None for the baseline itself)
+    short: str  # the label with keys shortened (n_layer=6), for legends
+    outcomes: Counter  # over all the variant's runs
+    primary: Summary  # the verdict metric over the verdict runs
+    secondary: dict[str, Summary]
+    compute: Compute
+    comparison: Comparison | None = None  # primary metric vs the baseline (None for the baseline)
     errors: list[str] = field(default_factory=list)
 
     @property
+    def variant(self) -> Variant:
+        return self.tuned.variant
+
+    @property
+    def runs(self) -> list[RunRecord]:
+        """The verdict runs."""
+        return self.tuned.verdict_runs
+
+    @property
     def status(self) -> str:
-        parts = [f"{self.outcomes[o]} {o}" for o in OUTCOMES if self.outcomes.get(o)]
-        return ", ".join(parts)
+        return ", ".join(f"{self.outcomes[o]} {o}" for o in OUTCOMES if self.outcomes.get(o))
 
 
-def _values(runs: Sequence[RunRecord], key: str, completed_only: bool = True) -> list[float]:
-    return finite(r.metric(key) for r in runs if not completed_only or r.status == "completed")
+@dataclass
+class Reference:
+    """A smoothed n-gram model scored on the runs' validation and test tokens (ngram.json)."""
+
+    order: int
+    val: float | None
+    test: float | None
+    val_tokens: int | None
+    test_tokens: int | None
+
+    @property
+    def name(self) -> str:
+        return {1: "unigram", 2: "bigram", 3: "trigram"}.get(self.order, f"{self.order}-gram")
+
+    def loss(self, split: str) -> float | None:
+        return self.val if split == "val" else self.test if split == "test" else None
 
 
-def metric_values(variant: Variant, metric: str) -> list[float]:
-    """The finite final values of ``metric`` of the variant's completed runs (for tests)."""
-    return _values(variant.runs, metric)
+@dataclass
+class Report:
+    protocol: Protocol
+    rows: list[VariantRow]
+    baseline: int
+    varying: list[str]
+    shared: dict[str, str]
+    secondary: list[str]
+    comparisons: list[Comparison]  # the whole family
+    m: int  # tested comparisons (Holm's family size)
+    alpha: float
+    references: list[Reference]
+    reference_note: str
 
 
-def extra_keys(runs: Sequence[RunRecord], patterns: Sequence[str] = DEFAULT_EXTRA) -> list[str]:
-    """metrics.json keys matching ``patterns`` that hold a number (or null: reported as not
-    applicable) in at least one run, in pattern order."""
+def _natural(key: str) -> tuple[Any, ...]:
+    """'ppl@4x' after 'ppl@2x' (numbers compared as numbers)."""
+    return tuple(float(t) if t.replace(".", "", 1).isdigit() else t for t in re.split(r"(\d+(?:\.\d+)?)", key))
+
+
+def metric_keys(runs: Sequence[RunRecord], patterns: Sequence[str], exclude: Sequence[str] = ()) -> list[str]:
+    """metrics keys matching ``patterns`` (numbers or nulls in at least one run), in pattern order."""
     keys: list[str] = []
     for pat in patterns:
         found = sorted({k for r in runs for k, v in (r.metrics or {}).items()
                         if fnmatch.fnmatch(k, pat) and (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)))},
                        key=_natural)
-        keys += [k for k in found if k not in keys]
+        keys += [k for k in found if k not in keys and k not in exclude]
     return keys
-
-
-def _natural(key: str) -> tuple[Any, ...]:
-    """'ppl@4x' after 'ppl@2x' (numbers compared as numbers)."""
-    import re
-
-    return tuple(float(t) if t.replace(".", "", 1).isdigit() else t for t in re.split(r"(\d+(?:\.\d+)?)", key))
 
 
 def short_label(variant: Variant, keys: Sequence[str]) -> str:
@@ -113,63 +124,76 @@ def short_label(variant: Variant, keys: Sequence[str]) -> str:
     return ", ".join(f"{s}={d[k]}" for s, k in zip(short, keys) if k in d) or "(defaults)"
 
 
-def build_rows(variants: Sequence[Variant], varying: Sequence[str], *, metric: str = "val/loss",
-               baseline: int = 0, alpha: float = 0.05, extra: Sequence[str] = ()) -> list[VariantRow]:
-    """Summaries per variant and the comparison of each with ``variants[baseline]``."""
-    rows: list[VariantRow] = []
-    ppl_key = metric.replace("loss", "ppl") if "loss" in metric else None
-    for v in variants:
-        runs = v.runs
-        outcomes = Counter(run_outcome(r, metric) for r in runs)
-        loss_vals = _values(runs, metric)
-        if ppl_key:
-            ppl_vals = [r.metric(ppl_key) if r.metric(ppl_key) is not None else
-                        (math.exp(min(r.metric(metric), 50.0)) if r.metric(metric) is not None else None)  # type: ignore[arg-type]
-                        for r in runs if r.status == "completed"]
-        else:
-            ppl_vals = []
-        refs = {r.match.get("reference_params") for r in runs if r.match}
+def values(runs: Sequence[RunRecord], key: str) -> list[float]:
+    """The finite final values of ``key`` over the runs that count (not failed or incomplete)."""
+    return finite(r.metric(key) for r in runs if run_outcome(r) in ("ok", "no validation", "diverged"))
+
+
+def compute_of(runs: Sequence[RunRecord]) -> Compute:
+    per_token = [(r.budget or {}).get("flops_per_token") for r in runs]
+    tokens = [r.metric("tokens_seen") for r in runs]
+    modes = {str((r.budget or {}).get("match") or "none") for r in runs}
+    return Compute(
+        params=summarize([r.metric("params") for r in runs]), flops_per_token=summarize(per_token),
+        tokens=summarize(tokens),
+        train_flops=summarize([f * t if f is not None and t is not None else None for f, t in zip(per_token, tokens)]),
+        match="/".join(sorted(modes)), throughput=summarize([r.metric("throughput_tokens_per_s") for r in runs]),
+        wall=summarize([r.metric("wall_time_s") for r in runs]))
+
+
+def references_of(rows: Sequence[VariantRow], baseline: int) -> tuple[list[Reference], str]:
+    """The n-gram rows (ngram.json) and a note: the same everywhere, or the baseline's."""
+    found: dict[str, list[str]] = {}
+    for row in rows:
+        for r in row.variant.runs:
+            data = (r.path / "ngram.json").read_text() if (r.path / "ngram.json").is_file() else None
+            if data:
+                d = json.loads(data)
+                found.setdefault(json.dumps({s: d.get(s) for s in ("val", "test")}, sort_keys=True), []).append(row.label)
+    if not found:
+        return [], ("no run has ngram.json: add the NgramReference callback (conf/experiment/study_common.yaml has it) "
+                    "for smoothed n-gram reference rows")
+    base = rows[baseline].label if rows else None
+    key = next((k for k, labels in found.items() if base in labels), next(iter(found)))
+    note = "" if len(found) == 1 else (f"the runs' n-gram references differ ({len(found)} sets: different tokens); "
+                                       f"shown: those of {base}'s runs")
+    d = json.loads(key)
+    orders = sorted({int(k) for s in ("val", "test") for k in (d.get(s) or {})})
+    refs = [Reference(o, *(((d.get(s) or {}).get(str(o)) or {}).get("loss") for s in ("val", "test")),
+                      *(((d.get(s) or {}).get(str(o)) or {}).get("tokens") for s in ("val", "test"))) for o in orders]
+    return refs, note
+
+
+def build_report(tuned: Sequence[TunedVariant], varying: Sequence[str], shared: dict[str, str], protocol: Protocol, *,
+                 baseline: int = 0, alpha: float = 0.05, secondary: Sequence[str] = ()) -> Report:
+    """Rows, the family of comparisons (decided together) and the reference rows."""
+    all_runs = [r for t in tuned for r in t.verdict_runs]
+    metric = protocol.metric
+    sec = metric_keys(all_runs, secondary, exclude=[metric])
+    rows = []
+    for t in tuned:
+        runs = t.verdict_runs
         rows.append(VariantRow(
-            variant=v, label=v.label(varying), outcomes=outcomes, short=short_label(v, varying),
-            loss=summarize(loss_vals), ppl=summarize(ppl_vals),
-            best_loss=summarize(_values(runs, f"{metric}_best")),
-            best_steps=[int(r.metric("best_step")) if r.metric("best_step") is not None else None for r in runs
-                        if r.status == "completed"],
-            params=summarize(_values(runs, "params", completed_only=False)),
-            reference_params=int(next(iter(refs))) if len(refs) == 1 and None not in refs else None,
-            tokens=summarize(_values(runs, "tokens_seen")),
-            throughput=summarize(_values(runs, "throughput_tokens_per_s")),
-            wall=summarize(_values(runs, "wall_time_s", completed_only=False)),
-            extra={k: summarize(_values(runs, k)) for k in extra},
-            errors=[f"{r.path.name}: {(r.metrics or {}).get('error')}" for r in runs
-                    if r.status == "failed" and (r.metrics or {}).get("error")],
-        ))
-    if rows and 0 <= baseline < len(rows):
-        ref = _values(variants[baseline].runs, metric)
-        for i, row in enumerate(rows):
-            if i != baseline:
-                row.comparison = compare(_values(row.variant.runs, metric), ref, alpha)
-    return rows
-
-
-@dataclass
-class PairResult:
-    a: str
-    b: str
-    comparison: Comparison
-
-
-def pairwise(rows: Sequence[VariantRow], metric: str = "val/loss", alpha: float = 0.05,
-             varying: Sequence[str] = ()) -> list[PairResult]:
-    """Pairs of variants compared (no multiple-comparison correction; the report says so). With
-    ``varying`` keys, only pairs that differ in exactly one of them (one factor at a time)."""
-    out: list[PairResult] = []
-    for i in range(len(rows)):
-        for j in range(i + 1, len(rows)):
-            if varying:
+            tuned=t, label=t.variant.label(varying), short=short_label(t.variant, varying),
+            outcomes=Counter(run_outcome(r) for r in t.variant.runs), primary=summarize(values(runs, metric)),
+            secondary={k: summarize(values(runs, k)) for k in sec}, compute=compute_of(runs),
+            errors=[f"{r.path.name}: {(r.metrics or {}).get('error')}" for r in t.variant.runs
+                    if run_outcome(r) == "failed" and (r.metrics or {}).get("error")]))
+    comps: list[Comparison] = []
+    pairs = [(i, baseline) for i in range(len(rows)) if i != baseline]
+    if protocol.comparisons == "one_factor":
+        for i in range(len(rows)):
+            for j in range(i + 1, len(rows)):
                 a, b = rows[i].variant.values(), rows[j].variant.values()
-                if sum(a.get(k) != b.get(k) for k in varying) != 1:
-                    continue
-            c = compare(_values(rows[j].variant.runs, metric), _values(rows[i].variant.runs, metric), alpha)
-            out.append(PairResult(rows[i].label, rows[j].label, c))
-    return out
+                if baseline not in (i, j) and sum(a.get(k) != b.get(k) for k in varying) == 1:
+                    pairs.append((j, i))
+    for i, j in pairs:
+        for key in [metric, *sec]:
+            c = compare(key, rows[i].label, rows[j].label, values(rows[i].runs, key), values(rows[j].runs, key),
+                        margin_for(key, protocol.equivalence_margin, metric))
+            comps.append(c)
+            if key == metric and j == baseline:
+                rows[i].comparison = c
+    m = decide(comps, alpha)
+    refs, note = references_of(rows, baseline) if rows else ([], "")
+    return Report(protocol, rows, baseline, list(varying), dict(shared), sec, comps, m, alpha, refs, note)

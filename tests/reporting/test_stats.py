@@ -1,12 +1,15 @@
-"""Welch's t-test and the summaries of src.reporting.stats against a hand computation and
-Student's t tables."""
+"""The report's statistics against known answers: hand computations, Student's t tables,
+published power figures and a published Holm example."""
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+from scipy import stats
 
-from src.reporting.stats import compare, summarize, welch_t_test
+from src.reporting.comparisons import compare, decide, direction, holm, margin_for
+from src.reporting.stats import minimum_detectable_effect, power_at, summarize, tost, welch_t_test
 
 
 def test_welch_matches_hand_computation() -> None:
@@ -18,6 +21,8 @@ def test_welch_matches_hand_computation() -> None:
     assert r is not None
     assert r.t == pytest.approx(t) and r.df == pytest.approx(df)
     assert 0.05 < r.p < 0.07
+    half = stats.t.ppf(0.975, df) * math.sqrt(va + vb)  # the interval of the difference, by hand
+    assert (r.ci_low, r.ci_high) == (pytest.approx(-3.5 - half), pytest.approx(-3.5 + half))
 
 
 @pytest.mark.parametrize(("n", "t_crit"), [(2, 4.303), (6, 2.228)])  # Student's t, two-sided 5%, df 2 and 10
@@ -33,12 +38,84 @@ def test_welch_p_at_tabulated_critical_values(n: int, t_crit: float) -> None:
     assert r.p == pytest.approx(0.05, abs=2e-4)
 
 
-def test_summaries_and_verdicts() -> None:
-    s = summarize([1.0, 3.0, float("nan"), None])
-    assert (s.mean, s.std, s.n) == (2.0, pytest.approx(math.sqrt(2.0)), 2)
-    assert summarize([5.0]).std is None and summarize([]).mean is None
-    assert compare([1.0], [2.0, 2.1]).verdict == "cannot tell (1 seed)"
-    assert compare([1.0, 1.0], [2.0, 2.0]).verdict == "cannot tell (no seed spread)"
-    assert compare([1.0, 1.01], [2.0, 2.01]).verdict == "differs"
-    assert compare([1.0, 2.0], [1.1, 2.1]).verdict == "within seed noise"
-    assert compare([1.0, 2.0, float("nan")], [1.1, 2.1]).test is not None  # non-finite seeds are dropped
+def test_t_interval_against_the_t_table() -> None:
+    xs = [2.31, 2.45, 2.28, 2.50, 2.39, 2.41]  # n = 6: t_{0.975, 5} = 2.571 (Student's t table)
+    s = summarize(xs)
+    mean, sd = sum(xs) / 6, float(np.std(xs, ddof=1))
+    assert (s.mean, s.std, s.n) == (pytest.approx(mean), pytest.approx(sd), 6)
+    half = 2.571 * sd / math.sqrt(6)
+    assert s.ci_low == pytest.approx(mean - half, abs=1e-4) and s.ci_high == pytest.approx(mean + half, abs=1e-4)
+    lo, hi = stats.t.interval(0.95, 5, loc=mean, scale=sd / math.sqrt(6))  # scipy's own, on the same numbers
+    assert (s.ci_low, s.ci_high) == (pytest.approx(lo), pytest.approx(hi))
+    assert summarize([3.0]).ci_low is None and summarize([3.0, 3.0]).ci_low == 3.0  # no spread: the mean itself
+
+
+def test_tost_is_two_one_sided_welch_tests() -> None:
+    a, b, margin = [2.01, 2.03, 1.99, 2.02, 2.00], [2.00, 2.02, 2.01, 1.98, 2.03], 0.05
+    va, vb = np.var(a, ddof=1) / 5, np.var(b, ddof=1) / 5
+    se, d = math.sqrt(va + vb), np.mean(a) - np.mean(b)
+    df = (va + vb) ** 2 / (va**2 / 4 + vb**2 / 4)
+    p_lower = stats.t.sf((d + margin) / se, df)  # H0: Δ <= -margin
+    p_upper = stats.t.cdf((d - margin) / se, df)  # H0: Δ >= +margin
+    p = tost(a, b, margin)
+    assert p == pytest.approx(max(p_lower, p_upper)) and p < 0.01  # equivalent within ±0.05
+    assert tost([x + 0.04 for x in a], b, margin) > 0.05  # a shift near the margin: not shown equivalent
+    assert tost(a, b, 0.0) is None and tost([1.0], b, margin) is None
+
+
+def test_power_matches_published_figures() -> None:
+    """Two-sample t-test, α = 0.05 two-sided (Cohen 1988; R pwr.t.test): d = 0.8 with n = 26 per
+    group has power 0.8075, d = 0.5 with n = 64 per group 0.8015."""
+    assert power_at(0.8, math.sqrt(2 / 26), 50, 0.05) == pytest.approx(0.8074866, abs=1e-6)
+    assert power_at(0.5, math.sqrt(2 / 64), 126, 0.05) == pytest.approx(0.8014596, abs=1e-6)
+
+
+def test_minimum_detectable_effect() -> None:
+    base = np.array([-1.0, 1.0] * 13)
+    base /= base.std(ddof=1)  # n = 26, sd = 1 per side
+    mde = minimum_detectable_effect(base, base + 5.0)  # the spreads, not the means, set it
+    assert mde is not None and 0.78 < mde < 0.8  # just below d = 0.8, which has power 0.807 at n = 26
+    assert power_at(mde, math.sqrt(2 / 26), 50, 0.05) == pytest.approx(0.8, abs=1e-9)
+    big = np.array([-1.0, 1.0] * 500)
+    se = math.sqrt(2 * big.var(ddof=1) / 1000)
+    assert minimum_detectable_effect(big, big) == pytest.approx((1.959964 + 0.841621) * se, rel=2e-3)  # normal limit
+    assert minimum_detectable_effect([1.0, 1.0], [2.0, 2.0]) is None  # no spread: nothing to base it on
+
+
+def test_holm_on_published_examples() -> None:
+    # Holm-Bonferroni worked example (Wikipedia, "Holm–Bonferroni method", Example): p = .01, .04, .03, .005 at α = .05
+    # rejects H4 and H1 only; adjusted p-values 0.03, 0.06, 0.06, 0.02
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    # R: p.adjust(c(0.01, 0.02, 0.03, 0.04, 0.05), "holm")
+    assert holm([0.01, 0.02, 0.03, 0.04, 0.05]) == pytest.approx([0.05, 0.08, 0.09, 0.09, 0.09])
+    assert holm([0.5, 0.9]) == [1.0, 1.0] and holm([]) == []
+
+
+def test_verdicts() -> None:
+    tight = [2.00, 2.01, 1.99, 2.00, 2.01]
+    comps = [
+        compare("test/loss", "worse one", "base", [x + 0.3 for x in tight], tight, margin=0.02),
+        compare("test/loss", "better one", "base", [x - 0.3 for x in tight], tight, margin=0.02),
+        compare("test/loss", "same", "base", [x + 0.001 for x in tight], tight, margin=0.02),
+        compare("test/loss", "noisy", "base", [1.5, 2.6, 2.0, 1.2, 2.9], tight, margin=0.02),
+        compare("translation/bleu", "higher bleu", "base", [x + 5 for x in tight], tight),
+        compare("grad_norm/decoder.ffn.last_over_first", "ratio", "base", [x + 1 for x in tight], tight),
+        compare("test/loss", "one seed", "base", [2.0], tight, margin=0.02),
+    ]
+    m = decide(comps, alpha=0.05)
+    assert m == 6  # the one-seed comparison has no test
+    assert [c.verdict for c in comps] == ["worse", "better", "equivalent", "inconclusive", "better", "higher",
+                                          "inconclusive"]
+    assert comps[-1].reason == "1 seed on one side" and comps[-1].p_holm is None
+    assert comps[0].p_holm == pytest.approx(min(1.0, sorted_rank_p(comps, comps[0])))
+    assert all(c.mde is not None and c.mde > 0 for c in comps[:-1])
+    assert direction("test/loss") == "lower" and direction("val/acc") == "higher" and direction("grad_norm/x") is None
+    assert margin_for("test/loss", 0.02, "test/loss") == 0.02 and margin_for("translation/bleu", 0.02, "test/loss") is None
+    assert margin_for("translation/bleu", {"*/bleu": 0.5}, "test/loss") == 0.5
+
+
+def sorted_rank_p(comps: list, c) -> float:
+    """Holm's adjusted p of ``c`` by the definition (max over the ranks up to its own)."""
+    ps = sorted(x.p for x in comps if x.p is not None)
+    m, k = len(ps), ps.index(c.p)
+    return max((m - j) * ps[j] for j in range(k + 1))

@@ -1,0 +1,104 @@
+"""The report of a set of runs, end to end: read the runs, resolve the protocol (declared by the
+runs, flags on top), tune per variant, decide the comparisons, write report.md, the CSV files and
+the plots. ``python -m src.report`` (src/report.py) and ``python -m src.study`` call ``make_report``."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from src.reporting import plots as report_plots
+from src.reporting.protocol import Protocol, canonical, merge_protocols
+from src.reporting.render import render_markdown, write_all
+from src.reporting.sweep import IGNORED_KEYS, RunRecord, Variant, config_value, load_runs
+from src.reporting.table import DEFAULT_SECONDARY, Report, build_report
+from src.reporting.tuning import tune_variants
+
+
+@dataclass
+class ReportFiles:
+    report: Report
+    runs: list[RunRecord]
+    markdown: Path
+    files: dict[str, Path]  # report.csv, runs.csv, comparisons.csv, tuning.csv, references.csv
+    plots: dict[str, Path | None]
+
+    @property
+    def csv(self) -> Path:
+        return self.files["report.csv"]
+
+    @property
+    def runs_csv(self) -> Path:
+        return self.files["runs.csv"]
+
+
+def find_baseline(variants: Sequence[Variant], spec: str | None) -> int:
+    """Index of the variant whose values (overrides, else its runs' config) include every
+    ``key=value`` of ``spec`` (comma-separated)."""
+    if not spec:
+        return 0
+    wanted = {k.lstrip("+"): canonical(v) for k, v in (p.split("=", 1) for p in spec.split(",") if "=" in p)}
+
+    def value(v: Variant, key: str) -> str:
+        found = v.values().get(key)
+        return canonical(found if found is not None else config_value(v.runs[0].config, key) if v.runs else "")
+
+    matches = [i for i, v in enumerate(variants) if all(value(v, k) == val for k, val in wanted.items())]
+    if matches:  # the one with the fewest other overrides (a follow-up's extra key does not steal the baseline)
+        return min(matches, key=lambda i: (len(variants[i].key), i))
+    labels = "; ".join(", ".join(f"{k}={x}" for k, x in v.key) or "(defaults)" for v in variants)
+    raise ValueError(f"--baseline {spec!r} matches no variant; variants: {labels}")
+
+
+def resolve_protocol(runs: Sequence[RunRecord], *, tune: Sequence[str] = (), metric: str | None = None,
+                     select: str | None = None, design: str | None = None, equivalence_margin: float | None = None,
+                     comparisons: str | None = None, secondary: Sequence[str] | None = None,
+                     baseline: str | None = None) -> Protocol:
+    """The runs' declared protocol (they must agree), with the given flags applied on top."""
+    declared = merge_protocols([p for r in runs if (p := Protocol.from_config(r.config)) is not None])
+    p = declared or Protocol()
+    changes: dict[str, object] = {}
+    if tune:
+        changes["tune"] = {k: list(p.tune.get(k, [])) for k in tune}
+    if design is None and declared is None:  # labelled stages without a declared protocol
+        stages = {str((r.config.get("protocol") or {}).get("stage")) for r in runs if isinstance(r.config.get("protocol"), dict)}
+        design = "two_stage" if stages & {"tune", "confirm"} else "grid"
+    for key, value in (("metric", metric), ("select", select), ("design", design), ("comparisons", comparisons),
+                       ("baseline", baseline), ("equivalence_margin", equivalence_margin)):
+        if value is not None:
+            changes[key] = value
+    if secondary is not None:
+        changes["secondary"] = list(secondary)
+    elif not p.secondary:
+        changes["secondary"] = list(DEFAULT_SECONDARY)
+    p = replace(p, **changes)
+    p.check()
+    return p
+
+
+def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, tune: Sequence[str] = (),
+                baseline: str | None = None, metric: str | None = None, select: str | None = None,
+                design: str | None = None, equivalence_margin: float | None = None, comparisons: str | None = None,
+                alpha: float = 0.05, extra: Sequence[str] | None = None, ignore: Sequence[str] = IGNORED_KEYS,
+                title: str | None = None) -> ReportFiles:
+    """Build the report of the runs under ``roots``; write it to ``out`` (default ``roots[0]``)."""
+    runs = load_runs(roots)
+    protocol = resolve_protocol(runs, tune=tune, metric=metric, select=select, design=design,
+                                equivalence_margin=equivalence_margin, comparisons=comparisons, secondary=extra,
+                                baseline=baseline)
+    tuned, varying, shared = tune_variants(runs, protocol, ignore)
+    base = find_baseline([t.variant for t in tuned], protocol.baseline)
+    report = build_report(tuned, varying, shared, protocol, baseline=base, alpha=alpha, secondary=protocol.secondary)
+    out_dir = Path(out or roots[0])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plots: dict[str, Path | None] = {
+        "validation loss vs tokens": report_plots.loss_vs_tokens(report.rows, out_dir, protocol.select, report.references),
+        **{f"{protocol.select} vs {k}": report_plots.tuning(report.rows, out_dir, k, protocol.select) for k in protocol.tune},
+        "length extrapolation": report_plots.extrapolation(report.rows, out_dir),
+        "per-layer gradient norms": report_plots.grad_norms(report.rows, out_dir),
+    }
+    text = render_markdown(report, title=title or f"Sweep report: {', '.join(Path(r).name for r in roots)}",
+                           roots=[str(r) for r in roots], runs=runs, plots=plots)
+    md = out_dir / "report.md"
+    md.write_text(text + "\n")
+    return ReportFiles(report, runs, md, write_all(report, out_dir), plots)

@@ -1,0 +1,176 @@
+"""The report on sweeps written by hand: per-variant selection on validation, verdicts on test,
+run outcomes, the two labelled stages, the CSV contracts and the protocol node's checks."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from src.report import make_report
+from src.reporting.outcomes import run_outcome
+from src.reporting.protocol import Protocol, ProtocolError
+from src.reporting.render import REPORT_COLUMNS
+from src.reporting.sweep import read_run
+from tests.reporting.fake_runs import completed, write_run
+
+LRS = ("1e-3", "2e-3", "4e-3")
+# val/loss[variant][lr] per seed: the lowest single value (1.80, gelu at 4e-3) is not the lowest mean (gelu at 2e-3)
+VAL = {"gelu": {"1e-3": [2.10, 2.12, 2.08], "2e-3": [1.95, 1.96, 1.94], "4e-3": [1.80, 2.30, 2.05]},
+       "swiglu": {"1e-3": [2.20, 2.21, 2.19], "2e-3": [2.05, 2.06, 2.04], "4e-3": [1.90, 1.91, 1.92]}}
+PROTOCOL = {"factors": ["model/ffn"], "tune": {"optim.lr": [1e-3, 2e-3, 4e-3]}, "design": "grid", "seeds": [1, 2, 3],
+            "baseline": "model/ffn=gelu"}
+
+
+def grid_sweep(root: Path, protocol: dict | None = PROTOCOL) -> Path:
+    cfg = {"protocol": protocol, "report": {"equivalence_margin": 0.05}} if protocol else {}
+    for ffn, by_lr in VAL.items():
+        for lr, vals in by_lr.items():
+            for seed, v in zip((1, 2, 3), vals):
+                write_run(root, [f"model/ffn={ffn}", f"optim.lr={lr}", f"seed={seed}"], config=cfg,
+                          metrics=completed(v, v + 0.01 * seed, **{"translation/bleu": 10 * v}),
+                          val_history=[(50, v + 0.5), (100, v)], train_history=[(10, 4.0), (100, v)],
+                          budget={"flops_per_token": 6000.0, "match": "params"},
+                          ngram={"val": {"1": {"loss": 3.3, "tokens": 640}, "3": {"loss": 2.0, "tokens": 640}},
+                                 "test": {"1": {"loss": 3.2, "tokens": 640}, "3": {"loss": 2.1, "tokens": 640}}})
+    return root
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_chosen_lr_is_the_argmin_of_the_mean_validation_loss(tmp_path: Path) -> None:
+    files = make_report([grid_sweep(tmp_path / "sweep")], tmp_path / "out")
+    rows = {r.label: r for r in files.report.rows}
+    for ffn, by_lr in VAL.items():
+        t = rows[f"model/ffn={ffn}"].tuned
+        best = min(LRS, key=lambda lr: np.mean(by_lr[lr]))
+        assert t.chosen == {"optim.lr": str(float(best))}  # canonical spelling: 1e-3 -> 0.001
+        assert {c.values["optim.lr"]: c.score for c in t.candidates} == {
+            str(float(lr)): pytest.approx(np.mean(v)) for lr, v in by_lr.items()}
+        assert len(t.verdict_runs) == 3 and all(r.overrides["optim.lr"] == best for r in t.verdict_runs)
+    assert rows["model/ffn=gelu"].tuned.edge == [] and rows["model/ffn=swiglu"].tuned.edge == ["optim.lr"]
+    table = {r["variant"]: r for r in read_csv(files.csv)}
+    assert list(read_csv(files.csv)[0]) == [*REPORT_COLUMNS, "optim.lr"]  # the contract's columns, then the tuned key
+    assert table["model/ffn=gelu"]["optim.lr"] == "0.002" and table["model/ffn=swiglu"]["optim.lr"] == "0.004"
+    md = files.markdown.read_text()
+    assert "⚠ edge" in md and (tmp_path / "out" / "tuning_optim_lr.png").stat().st_size > 1000
+
+
+def test_verdicts_use_test_and_recompute_from_runs_csv(tmp_path: Path) -> None:
+    from scipy import stats
+
+    files = make_report([grid_sweep(tmp_path / "sweep")], tmp_path / "out")
+    runs = read_csv(files.runs_csv)
+    assert len(runs) == 18 and {"variant", "seed", "stage", "role", "optim.lr", "val/loss", "test/loss",
+                                "translation/bleu", "flops_per_token", "train_flops"} <= set(runs[0])
+    verdict = {v: [float(r["test/loss"]) for r in runs if r["variant"] == v and "verdict" in r["role"]]
+               for v in ("model/ffn=gelu", "model/ffn=swiglu")}
+    a, b = verdict["model/ffn=swiglu"], verdict["model/ffn=gelu"]
+    row = {r["variant"]: r for r in read_csv(files.csv)}["model/ffn=swiglu"]
+    assert float(row["mean"]) == pytest.approx(np.mean(a)) and float(row["std"]) == pytest.approx(np.std(a, ddof=1))
+    assert float(row["delta"]) == pytest.approx(np.mean(a) - np.mean(b))
+    w = stats.ttest_ind(a, b, equal_var=False)
+    assert float(row["p"]) == pytest.approx(w.pvalue)
+    comps = read_csv(tmp_path / "out" / "comparisons.csv")
+    assert [c["metric"] for c in comps] == ["test/loss", "translation/bleu"]  # the family: 2 tests
+    ps = [float(c["p"]) for c in comps]
+    assert float(row["p_holm"]) == pytest.approx(min(1.0, 2 * ps[0]) if ps[0] <= ps[1] else max(ps))
+    assert row["verdict"] in ("better", "worse", "equivalent", "inconclusive")
+    # the references and the compute columns
+    md = files.markdown.read_text()
+    assert "reference: trigram (Kneser-Ney)" in md and "| 2.1000 |" in md  # test-split trigram in the verdict table
+    assert float(runs[0]["train_flops"]) == 6000.0 * 6400
+
+
+def test_two_stages_select_on_tune_and_judge_on_confirm(tmp_path: Path) -> None:
+    proto = {**PROTOCOL, "design": "two_stage", "tune_seeds": [0], "seeds": [1, 2]}
+    root = tmp_path / "sweep"
+    for lr, v in zip(LRS, (2.0, 1.9, 2.1)):  # tune stage: seed 0 at every lr
+        write_run(root, ["optim.lr=" + lr, "seed=0", "protocol.stage=tune"],
+                  config={"protocol": {**proto, "stage": "tune"}}, metrics=completed(v, v))
+    for seed, t in ((1, 1.7), (2, 1.8)):  # confirm stage at the chosen 2e-3 (and one stray run at 1e-3)
+        write_run(root, ["optim.lr=2e-3", f"seed={seed}", "protocol.stage=confirm"],
+                  config={"protocol": {**proto, "stage": "confirm"}}, metrics=completed(9.0, t))
+    write_run(root, ["optim.lr=1e-3", "seed=1", "protocol.stage=confirm"],
+              config={"protocol": {**proto, "stage": "confirm"}}, metrics=completed(0.1, 0.1))
+    files = make_report([root], tmp_path / "out")
+    (row,) = files.report.rows
+    assert row.tuned.chosen == {"optim.lr": "0.002"}  # the confirm runs' val (9.0, 0.1) never enters selection
+    assert row.primary.n == 2 and row.primary.mean == pytest.approx(1.75)
+    roles = {(r["seed"], r["stage"], r["optim.lr"]): r["role"] for r in read_csv(files.runs_csv)}
+    assert roles[("0", "tune", "0.002")] == "selection" and roles[("1", "confirm", "0.002")] == "verdict"
+    assert roles[("1", "confirm", "0.001")] == ""
+
+
+def test_missing_confirm_stage_is_said(tmp_path: Path) -> None:
+    proto = {**PROTOCOL, "design": "two_stage", "tune_seeds": [0]}
+    for lr in LRS:
+        write_run(tmp_path / "s", ["optim.lr=" + lr, "seed=0", "protocol.stage=tune"],
+                  config={"protocol": {**proto, "stage": "tune"}}, metrics=completed(2.0, 2.0))
+    files = make_report([tmp_path / "s"], tmp_path / "out")
+    assert files.report.rows[0].primary.n == 0
+    assert "the confirm stage has not run" in files.markdown.read_text()
+
+
+def test_run_outcomes(tmp_path: Path) -> None:
+    r = lambda name, **kw: read_run(write_run(tmp_path, [f"seed={name}"], name=name, **kw))  # noqa: E731
+    assert run_outcome(r("ok", metrics=completed(2.0, 2.1), val_history=[(10, 2.0)])) == "ok"
+    assert run_outcome(r("high", metrics=completed(9.0, 9.0), val_history=[(10, 9.0)], train_history=[(1, 4.0)])) == "ok"
+    short = r("short", metrics=completed(None, 2.3), train_history=[(1, 4.0), (2, 3.5)])
+    assert run_outcome(short) == "no validation" and short.metric("test/loss") == 2.3
+    assert run_outcome(r("nanval", metrics={**completed(2.0, 2.0), "val/loss": None})) == "diverged"  # NaN -> null
+    assert run_outcome(r("nanlog", metrics=completed(2.0, 2.0), train_history=[(1, 4.0), (2, math.nan)])) == "diverged"
+    assert run_outcome(r("guard", metrics={"status": "failed", "error": "NonFiniteLossError: non-finite training loss"})) \
+        == "diverged"
+    assert run_outcome(r("crash", metrics={"status": "failed", "error": "RuntimeError: out of memory"})) == "failed"
+    assert run_outcome(r("running", metrics=None)) == "incomplete"
+
+
+def test_no_validation_runs_count_for_test_but_not_for_selection(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    for seed in (1, 2):
+        write_run(root, ["model/ffn=gelu", f"seed={seed}"], metrics=completed(None, 2.0 + seed / 10))
+        write_run(root, ["model/ffn=swiglu", f"seed={seed}"], metrics=completed(1.0, 1.5 + seed / 10),
+                  val_history=[(5, 1.0)])
+    files = make_report([root], tmp_path / "out", baseline="model/ffn=gelu")
+    gelu = files.report.rows[files.report.baseline]
+    assert gelu.status == "2 no validation" and gelu.primary.n == 2 and gelu.primary.mean == pytest.approx(2.15)
+
+
+def test_protocol_node_is_checked() -> None:
+    with pytest.raises(ProtocolError, match="unknown key"):
+        Protocol.from_node({"tune": {"optim.lr": [1e-3]}, "seed": [1]})
+    with pytest.raises(ProtocolError, match="verdicts use the test split"):
+        Protocol.from_node({"metric": "val/loss"})
+    with pytest.raises(ProtocolError, match="two_stage needs protocol.tune_seeds"):
+        Protocol.from_node({"design": "two_stage"})
+    with pytest.raises(ProtocolError, match="match='compute'"):
+        Protocol.from_node({"match": "compute"})
+    with pytest.raises(ProtocolError, match="equivalence_margin"):
+        Protocol.from_node({}, margin=-1)
+    p = Protocol.from_node({"tune": {"optim.lr": ["1e-3", 0.002]}}, margin={"test/loss": 0.02})
+    assert p.tune == {"optim.lr": ["0.001", "0.002"]} and p.equivalence_margin == {"test/loss": 0.02}
+
+
+def test_runs_with_different_protocols_are_refused(tmp_path: Path) -> None:
+    write_run(tmp_path, ["seed=1"], config={"protocol": PROTOCOL}, metrics=completed(2.0, 2.0))
+    write_run(tmp_path, ["seed=2"], config={"protocol": {**PROTOCOL, "seeds": [1]}}, metrics=completed(2.0, 2.0))
+    with pytest.raises(ProtocolError, match="different protocols"):
+        make_report([tmp_path], tmp_path / "out")
+
+
+def test_tune_flag_without_a_declared_protocol(tmp_path: Path) -> None:
+    files = make_report([grid_sweep(tmp_path / "sweep", protocol=None)], tmp_path / "out", tune=["optim.lr"],
+                        baseline="model/ffn=gelu", equivalence_margin=0.05)
+    assert not files.report.protocol.declared and [r.tuned.chosen for r in files.report.rows] == [
+        {"optim.lr": "0.002"}, {"optim.lr": "0.004"}]
+    assert "±0.05" in files.markdown.read_text()
+    untuned = make_report([tmp_path / "sweep"], tmp_path / "out2")  # no --tune: the lr defines variants
+    assert len(untuned.report.rows) == 6 and all(r.primary.n == 3 for r in untuned.report.rows)
+    json.loads(json.dumps(read_csv(untuned.csv)))  # plain strings
