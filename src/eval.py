@@ -21,6 +21,7 @@ from src.evaluation.loading import load_model
 from src.evaluation.runner import metrics_dict, print_results, run_benchmarks
 from src.evaluation.scorer import Scorer
 from src.jsonfile import METRICS, write_json
+from src.reliability.cli import clean_errors
 from src.evaluation.benchmarks import Benchmark, build_benchmark
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
@@ -69,11 +70,12 @@ def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    try:
-        evaluate(cfg, run_dir)
-    except Exception as e:
-        write_json(run_dir / METRICS, {"status": "failed", "error": f"{type(e).__name__}: {e}"})
-        raise
+    with clean_errors():  # our errors as one message, others with their traceback (src/reliability/cli.py)
+        try:
+            evaluate(cfg, run_dir)
+        except Exception as e:
+            write_json(run_dir / METRICS, {"status": "failed", "error": f"{type(e).__name__}: {e}"})
+            raise
     print(f"\nresults: {run_dir / METRICS}\nrun directory: {run_dir}", flush=True)
 
 

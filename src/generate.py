@@ -23,7 +23,8 @@ from src.data.tokenizers import Tokenizer
 from src.evaluation.loading import load_model
 from src.evaluation.prefix_lm import prompt_prefix
 from src.models.families.encoder_decoder import EncoderDecoder
-from src.models.generation import generate
+from src.models.generation import GenerationError, check_generation_args, generate
+from src.reliability.cli import clean_errors
 
 
 class StreamPrinter:
@@ -52,8 +53,24 @@ class StreamPrinter:
             sys.stdout.flush()
 
 
+def check_args(cfg: DictConfig) -> None:
+    """``GenerationError`` for a sampling argument out of range, ``num_samples`` below 1, or a
+    ``prompt_file`` that is missing or a directory."""
+    check_generation_args(cfg.max_new_tokens, cfg.temperature, cfg.top_k, cfg.top_p)
+    n = cfg.num_samples
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise GenerationError(f"num_samples={n!r} is invalid: the number of continuations to sample, 1 or more")
+    if cfg.prompt_file:
+        path = Path(str(cfg.prompt_file)).expanduser()
+        if path.is_dir():
+            raise GenerationError(f"prompt_file={path} is a directory, not a file; give a text file (or prompt=...)")
+        if not path.is_file():
+            raise GenerationError(f"prompt_file={path}: no such file; give a text file (or prompt=...)")
+
+
 def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -> list[str]:
     """Generate ``num_samples`` continuations of the prompt; returns their texts (new tokens only)."""
+    check_args(cfg)  # before the model is loaded
     loaded = load_model(cfg.pretrained, cfg.ckpt_path, cfg.tokenizer, cfg.device, cfg.dtype)
     model, tok = loaded.model, loaded.tokenizer
     prompt = Path(cfg.prompt_file).read_text() if cfg.prompt_file else str(cfg.prompt)
@@ -97,7 +114,8 @@ def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="generate")
 def main(cfg: DictConfig) -> None:
-    sample(cfg)
+    with clean_errors():  # our errors as one message, others with their traceback (src/reliability/cli.py)
+        sample(cfg)
 
 
 if __name__ == "__main__":

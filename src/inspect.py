@@ -31,6 +31,7 @@ from src.inspection.diagram import component_tree, model_mermaid
 from src.inspection.params import attention_memory, flops_per_token, parameter_table, render_parameter_table, render_summary
 from src.models import ModelConfig, build_model
 from src.models.builder import to_plain
+from src.reliability.cli import cleanly
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
@@ -110,7 +111,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"(or none, for the model report), followed by key=value overrides"
         )
     sys.argv = [sys.argv[0], *args]
-    hydra.main(config_path=str(CONF_DIR), config_name=config_name, version_base=None)(resolve(target))()
+    # our errors as one message, others with their traceback (src/reliability/cli.py)
+    hydra.main(config_path=str(CONF_DIR), config_name=config_name, version_base=None)(cleanly(resolve(target)))()
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from src.data.sources import build_source, split_config
 from src.data.sources.base import LMSource
 from src.data.sources.openwebtext import BinDir
 from src.data.tokenizers import build_tokenizer
+from src.reliability.cli import clean_errors
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +68,11 @@ def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | 
 
 @hydra.main(config_path="../conf", config_name="prepare", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    out = prepare(
-        OmegaConf.to_container(cfg.data, resolve=True), OmegaConf.to_container(cfg.tokenizer, resolve=True),  # type: ignore[arg-type]
-        cfg.out_dir, cfg.num_proc, cfg.overwrite, cfg.shard_docs,
-    )
+    with clean_errors():  # our errors as one message, others with their traceback (src/reliability/cli.py)
+        out = prepare(
+            OmegaConf.to_container(cfg.data, resolve=True), OmegaConf.to_container(cfg.tokenizer, resolve=True),  # type: ignore[arg-type]
+            cfg.out_dir, cfg.num_proc, cfg.overwrite, cfg.shard_docs,
+        )
     meta = read_meta(out) or {}
     tokens = ", ".join(f"{split} {n:,}" for split, n in meta.get("tokens", {}).items())
     print(f"prepared: {out}  ({tokens} tokens, {meta.get('dtype')}); train with data=bin data.dir={out}")

@@ -11,6 +11,8 @@ from typing import Any
 MESSAGES: dict[str, str] = {
     # files and downloads
     "missing_file": "data.{key}='{value}': no such file. {fix}",
+    "not_a_file": "data.{key}='{value}' is a directory, not a file; {fix}",
+    "not_a_directory": "data.{key}='{value}' is a file, not a directory; {fix}",
     "no_files_match": "data.{key}={value} matches no files; give existing text files or globs, e.g. data.{key}=[notes/*.txt]",
     "download_failed": (
         "could not download {what} from {url} ({reason}). Put the file at {dest} or pass data.{key}=/path/to/{filename}; "

@@ -37,7 +37,7 @@ from torch import Tensor
 
 from src.reliability import faults
 from src.reliability.checkpoint_fit import check_state_dict_fits
-from src.reliability.errors import MESSAGES, CheckpointError
+from src.reliability.errors import CheckpointError
 
 log = logging.getLogger(__name__)
 PathLike = str | os.PathLike[str]
@@ -65,11 +65,22 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def checkpoint_file(path: PathLike) -> Path:
+    """``path`` as an existing file; ``CheckpointError`` for a directory (naming the .ckpt files in
+    it and in its ``checkpoints/``) or a missing path."""
+    p = Path(os.path.expanduser(str(path)))
+    if p.is_dir():
+        found = sorted(str(f) for f in (*p.glob("*.ckpt"), *p.glob("checkpoints/*.ckpt")))
+        listed = ", ".join(found[:3]) + (f" … {len(found)} in all" if len(found) > 3 else "") if found else "it holds none"
+        raise CheckpointError("ckpt_is_dir", path=p, found=listed)
+    if not p.is_file():
+        raise CheckpointError("ckpt_missing_file", path=p)
+    return p
+
+
 def safe_torch_load(path: PathLike, map_location: Any = "cpu") -> Any:
     """``torch.load(path, weights_only=True)`` with errors that say what is wrong and what to do."""
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(MESSAGES["ckpt_missing_file"].format(path=p))
+    p = checkpoint_file(path)
     try:
         with open(p, "rb") as f:
             return torch.load(f, map_location=map_location, weights_only=True)

@@ -16,7 +16,8 @@ import torch
 from src.data.tokenizers import Tokenizer
 from src.models import TransformerModel
 from src.reliability.checkpoint_fit import check_state_dict_fits
-from src.reliability.checkpoint_io import safe_torch_load
+from src.reliability.checkpoint_io import checkpoint_file, safe_torch_load
+from src.reliability.errors import CheckpointError
 from src.tasks.base import LMTask
 from src.tasks.registry import TASKS
 
@@ -33,16 +34,11 @@ class LoadedCheckpoint:
 
 def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.device = "cpu") -> LoadedCheckpoint:
     """Rebuild the task from ``hyper_parameters`` and load its weights (strictly)."""
-    p = Path(path)
-    if p.is_dir():
-        raise IsADirectoryError(f"{p} is a directory; give a .ckpt file (e.g. {p}/checkpoints/last.ckpt). "
-                                f"Sharded FSDP checkpoints: train with trainer.strategy.state_dict_type=full")
-    if not p.is_file():
-        raise FileNotFoundError(f"no checkpoint at {p}; run directories keep them in <run dir>/checkpoints/")
+    p = checkpoint_file(path)  # CheckpointError for a directory or a missing file
     ckpt = safe_torch_load(p, map_location=map_location)  # weights_only=True; clear errors for pickles, torn files
-    hp = ckpt.get("hyper_parameters")
+    hp = ckpt.get("hyper_parameters") if isinstance(ckpt, dict) else None
     if not hp or "cfg" not in hp:
-        raise ValueError(f"{p} has no hyper_parameters.cfg; it was not written by src.train")
+        raise CheckpointError("ckpt_foreign", path=p)
     cfg = hp["cfg"]
     cls = TASKS.get(cfg["task"]["name"])
     task = cls(cfg, hp.get("tokenizer"))

@@ -11,9 +11,9 @@ Every entry point runs its work inside ``clean_errors()``::
   ``DataError``, ``ConfigError``, ``TaskError``, ``RegistryError``, ``CheckpointError``,
   ``SetupError`` …, whose messages name the key, the value and the fix) are re-raised as
   ``CommandError``, a ``hydra.errors.CompactHydraException``: Hydra's ``run_and_report`` prints
-  a compact exception as its message alone and exits with status 1. In a multirun the job's
-  ``metrics.json`` keeps the original error, the other jobs still run, and the first failure
-  is printed when the sweep ends (with the job's number and overrides).
+  a compact exception as its message alone (after its own line naming the job's overrides) and
+  exits with status 1. In a multirun the job's ``metrics.json`` keeps the original error, the
+  other jobs still run, and the first failure is printed when the sweep ends.
 * **Everything else** (a bug, torch, an OS error) is left alone: Hydra prints it with its
   traceback, as before.
 * ``HYDRA_FULL_ERROR=1`` (Hydra's own switch) leaves our errors alone too, so they come with
@@ -24,9 +24,11 @@ Every entry point runs its work inside ``clean_errors()``::
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from hydra.errors import CompactHydraException
 
@@ -50,20 +52,6 @@ def full_error_requested() -> bool:
     return os.environ.get(FULL_ERROR_ENV) == "1"
 
 
-def _job_prefix() -> str:
-    """``job 3 (model.n_head=5,seed=1): `` inside a multirun job, else empty."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
-
-        hc = HydraConfig.get()
-        if hc.mode == RunMode.MULTIRUN:
-            return f"job {hc.job.num} ({hc.job.override_dirname or 'no overrides'}): "
-    except (ValueError, AttributeError):  # HydraConfig not set: not under Hydra
-        pass
-    return ""
-
-
 @contextlib.contextmanager
 def clean_errors() -> Iterator[None]:
     """Our errors as one clear message, others untouched (module docstring)."""
@@ -75,4 +63,16 @@ def clean_errors() -> Iterator[None]:
     except Exception as e:
         if not is_ours(e) or full_error_requested():
             raise
-        raise CommandError(f"{_job_prefix()}{type(e).__name__}: {e}") from e
+        raise CommandError(f"{type(e).__name__}: {e}") from e
+
+
+def cleanly(task_function: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``task_function`` run inside ``clean_errors()``; for a function that is not the ``__main__``
+    module's (Hydra names the job after ``__module__``, which ``functools.wraps`` keeps)."""
+
+    @functools.wraps(task_function)
+    def wrapped(cfg: Any) -> Any:
+        with clean_errors():
+            return task_function(cfg)
+
+    return wrapped

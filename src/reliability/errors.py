@@ -51,6 +51,16 @@ MESSAGES: dict[str, str] = {
         "ckpt_path={value}: no such file; resume from <run dir>/checkpoints/last.ckpt of an earlier run, "
         "or set ckpt_path=null to start fresh"
     ),
+    # ---------------------------------------------------------------- run directory (RunConfigError, before any job)
+    "output_is_file": (
+        "{key}={path} is an existing file, not a directory; give the run a directory (Hydra creates it if needed), "
+        "e.g. {key}={path}_run"
+    ),
+    "output_under_file": "{key}={path} cannot be created: {parent} is a file, not a directory; give the run a directory outside it",
+    "output_unwritable": (
+        "{key}={path} cannot be created or written ({reason}); give the run a directory you can write to, "
+        "e.g. {key}=outputs/my_run"
+    ),
     # ---------------------------------------------------------------- checkpoints (CheckpointError)
     "ckpt_unsafe": (
         "{path} holds pickled Python objects that a weights-only load refuses ({detail}); refusing to load it, since "
@@ -62,6 +72,11 @@ MESSAGES: dict[str, str] = {
         "Resume from another one (checkpoints/last.ckpt or best-*.ckpt), or set ckpt_path=null to start fresh"
     ),
     "ckpt_missing_file": "no checkpoint at {path}; run directories keep them in <run dir>/checkpoints/ (last.ckpt, best-*.ckpt)",
+    "ckpt_is_dir": (
+        "{path} is a directory, not a checkpoint file; give one of its .ckpt files ({found}). Sharded FSDP "
+        "checkpoints are directories: train with trainer.strategy.state_dict_type=full to get one file"
+    ),
+    "ckpt_foreign": "{path} has no hyper_parameters.cfg: it was not written by src.train; give a checkpoint of a src.train run",
     "ckpt_mismatch": (
         "{path} does not fit the model built from this config ({count} mismatched key(s)):\n{details}\n"
         "Fix: use the config the checkpoint was trained with (its run's .hydra/config.yaml), or start fresh (ckpt_path=null)"

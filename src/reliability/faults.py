@@ -9,6 +9,7 @@ Two ways to ask:
       TLAB_FAULTS="pause_val_step=12"           # at the start of the validation at step 12
       TLAB_FAULTS="pause_save=last.ckpt@12"     # last.ckpt of step 12 written to its .tmp, not yet renamed
       TLAB_FAULTS="nan_loss_step=5"             # the loss of step 5 becomes NaN
+      TLAB_FAULTS="raise_train_step=2"          # a RuntimeError (a bug) after optimizer step 2
       TLAB_FAULT_MARKER=/tmp/marker             # written (JSON: what, step) when a pause begins
 
   ``pause_save`` lives in ``SafeCheckpointIO`` (via ``before_replace``); the others need the
@@ -66,16 +67,17 @@ def before_replace(dest: Path, checkpoint: Any) -> None:
 
 
 class FaultInjector(pl.Callback):
-    """Pauses training (to be killed) or makes one step's loss NaN; arguments override ``$TLAB_FAULTS``.
+    """Pauses training (to be killed), makes one step's loss NaN, or raises a RuntimeError (an
+    unexpected exception); arguments override ``$TLAB_FAULTS``.
 
     nan_loss_step: the forward pass of optimizer step k (0-based ``trainer.global_step`` before the
     update) returns NaN logits, so the loss, the gradients and then the weights become non-finite.
     """
 
     def __init__(self, pause_train_step: int | None = None, pause_val_step: int | None = None,
-                 nan_loss_step: int | None = None) -> None:
+                 nan_loss_step: int | None = None, raise_train_step: int | None = None) -> None:
         self.args = {"pause_train_step": pause_train_step, "pause_val_step": pause_val_step,
-                     "nan_loss_step": nan_loss_step}
+                     "nan_loss_step": nan_loss_step, "raise_train_step": raise_train_step}
         self._hook: Any = None
 
     def _get(self, key: str) -> int | None:
@@ -103,6 +105,8 @@ class FaultInjector(pl.Callback):
             self._hook = None
         if self._get("pause_train_step") == trainer.global_step:
             pause("train", trainer.global_step)
+        if self._get("raise_train_step") == trainer.global_step:
+            raise RuntimeError(f"injected fault after step {trainer.global_step} (TLAB_FAULTS=raise_train_step)")
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not trainer.sanity_checking and self._get("pause_val_step") == trainer.global_step:

@@ -99,6 +99,8 @@ def read_lines(path: str | Path, encoding: str = "utf-8") -> list[str]:
 
 def require_file(path: str | Path, key: str, fix: str) -> Path:
     p = Path(os.path.expanduser(str(path)))
+    if p.is_dir():
+        raise DataError("not_a_file", key=key, value=path, fix=fix)
     if not p.is_file():
         raise DataError("missing_file", key=key, value=path, fix=fix)
     return p

@@ -44,7 +44,11 @@ class Multi30k(PairSource):
     def file(self, split: str, lang: str) -> Path:
         name = f"{SPLIT_FILES[split]}.{lang}.gz"
         if self.path is not None:
-            p = Path(self.path).expanduser() / name
+            folder = Path(self.path).expanduser()
+            if folder.is_file():
+                raise DataError("not_a_directory", key="path", value=folder,
+                                fix=f"data.path must be a folder with {', '.join(SHA256)}; leave it unset to download them")
+            p = folder / name
             if not p.is_file():
                 raise DataError(
                     "missing_file", key="path", value=p,

@@ -34,6 +34,10 @@ class BinDir(Source):
         return {"dir": str(self.dir.resolve())}
 
     def bin_path(self, split: str, required: bool = True) -> Path | None:
+        if self.dir.is_file():
+            raise DataError("not_a_directory", key="dir", value=self.dir,
+                            fix=f"point data.dir at the directory python -m src.prepare data={self.name} wrote "
+                                f"(train.bin, val.bin, test.bin, meta.json)")
         p = self.dir / f"{split}.bin"
         if not p.is_file():
             if required:

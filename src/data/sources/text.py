@@ -28,6 +28,9 @@ def expand(patterns: Sequence[str] | str, key: str) -> list[Path]:
             files += [Path(p) for p in sorted(glob.glob(pattern, recursive=True)) if os.path.isfile(p)]
         elif os.path.isfile(pattern):
             files.append(Path(pattern))
+        elif os.path.isdir(pattern):
+            raise DataError("not_a_file", key=key, value=pattern,
+                            fix=f"give the files in it, or a glob: data.{key}=['{pattern.rstrip('/')}/*.txt']")
         else:
             raise DataError("missing_file", key=key, value=pattern, fix=f"give existing text files or globs in data.{key}")
     if not files:
