@@ -1,19 +1,46 @@
-"""Does a checkpoint fit a model? Report every mismatched key and shape, and the config keys
-that differ, instead of torch's first ``size mismatch``.
+"""Does a checkpoint fit a model, and is it the same run? Report every mismatched key and
+shape, and every config key that differs, instead of torch's first ``size mismatch``.
 
-Used on resume (``SafeCheckpointIO.load_checkpoint`` compares with the trainer's LightningModule)
-and by ``src.reliability.checkpoint_load.load_checkpoint``.
+Used on resume (``SafeCheckpointIO.load_checkpoint`` compares with the trainer's LightningModule:
+``check_state_dict_fits``, then ``check_same_run``) and by
+``src.reliability.checkpoint_load`` (``load_checkpoint``, ``init_from_checkpoint``).
+
+**Same run.** ``fit(ckpt_path=...)`` continues a run: same model, objective and data stream. The
+checkpoint's resolved config (``hyper_parameters.cfg``) is compared with the current one on
+``RUN_KEYS`` (``model``, ``task``, ``data``, and ``block_size``/``batch_size``/``seed``, which fix
+the batches); any value that differs, or a key on one side only, is an error listing them, whether
+or not the weights' shapes still match. ``resume.allow_config_change=[model.dropout]`` accepts the
+listed keys (a node such as ``data`` accepts every key under it), with a warning. Optimiser,
+schedule and trainer settings may change on resume (a longer ``max_steps``, a lower ``lr``).
+Starting a *new* run from a checkpoint's weights is ``init_from=<ckpt>`` (fine-tuning: step 0, a
+fresh optimizer), where the config may differ and only the shapes must fit.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from torch import Tensor
 
 from src.reliability.errors import CheckpointError
 
+log = logging.getLogger(__name__)
 MAX_LISTED = 12  # per kind of problem; the count says how many there are
+#: what makes two runs the same run: the model, the objective, the data and the batches drawn from it
+RUN_KEYS = ("model", "task", "data", "block_size", "batch_size", "seed")
+#: where, not what: never compared
+LOCATION_KEYS = ("data.cache_dir", "data.num_proc")
+
+
+class _Absent:
+    """A key on one side only (printed as such in the differences)."""
+
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+_MISSING = _Absent()
 
 
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
@@ -83,3 +110,43 @@ def check_state_dict_fits(module: Any, checkpoint: Mapping[str, Any], *, path: s
     if diffs:
         problems.append("  config differences: " + "; ".join(diffs[:MAX_LISTED]))
     raise CheckpointError("ckpt_mismatch", path=path, count=count, details="\n".join(problems))
+
+
+def run_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(key, checkpoint value, current value) for every ``RUN_KEYS`` leaf that differs or is on one side only."""
+    a: dict[str, Any] = {}
+    b: dict[str, Any] = {}
+    for key in RUN_KEYS:
+        if key in saved:
+            a.update(_flat(saved[key], key))
+        if key in current:
+            b.update(_flat(current[key], key))
+    return [(k, a.get(k, _MISSING), b.get(k, _MISSING)) for k in sorted(set(a) | set(b))
+            if k not in LOCATION_KEYS and (k not in a or k not in b or a[k] != b[k])]
+
+
+def _allowed(key: str, allowed: Sequence[str]) -> bool:
+    return any(key == a or key.startswith(f"{a}.") for a in allowed)
+
+
+def check_same_run(checkpoint: Mapping[str, Any], current_cfg: Mapping[str, Any] | None, *, path: str) -> None:
+    """``CheckpointError('resume_config_changed')`` unless the checkpoint was trained with the same
+    ``RUN_KEYS`` as ``current_cfg`` (up to ``current_cfg.resume.allow_config_change``)."""
+    saved = (checkpoint.get("hyper_parameters") or {}).get("cfg")
+    if not isinstance(saved, Mapping) or not isinstance(current_cfg, Mapping):
+        return  # not written by src.train: the state-dict check below still applies
+    allowed = (current_cfg.get("resume") or {}).get("allow_config_change") or []
+    if isinstance(allowed, str) or not all(isinstance(a, str) for a in allowed):
+        raise CheckpointError("bad_allow_list", value=allowed)
+    diffs = run_differences(saved, current_cfg)
+    blocked = [d for d in diffs if not _allowed(d[0], allowed)]
+    if blocked:
+        lines = [f"  {k}: checkpoint {old!r}, now {new!r}" for k, old, new in blocked[:MAX_LISTED]]
+        if len(blocked) > MAX_LISTED:
+            lines.append(f"  … and {len(blocked) - MAX_LISTED} more")
+        keys = ",".join(k for k, _, _ in blocked)
+        raise CheckpointError("resume_config_changed", path=path, count=len(blocked), details="\n".join(lines),
+                              keys=keys)
+    if diffs:
+        log.warning("resuming from %s with config changes accepted by resume.allow_config_change: %s", path,
+                    "; ".join(f"{k}: {old!r} -> {new!r}" for k, old, new in diffs[:MAX_LISTED]))

@@ -14,8 +14,10 @@
 * **weights-only loads** — ``load_checkpoint`` always uses ``torch.load(weights_only=True)``
   (Lightning passes ``weights_only=None`` on ``fit(ckpt_path=...)``); a pickled object is refused
   with ``CheckpointError('ckpt_unsafe')``; a torn or foreign file with ``'ckpt_unreadable'``;
-* **fit check on resume** — the loaded ``state_dict`` is compared with the trainer's
-  LightningModule and every mismatched key/shape is reported (``checkpoint_fit``).
+* **same run, and fit, on resume** — the checkpoint's config must be the run's (model, task,
+  data, batches: ``checkpoint_fit.check_same_run``, ``resume.allow_config_change``), and its
+  ``state_dict`` is compared with the trainer's LightningModule, every mismatched key/shape
+  reported (``checkpoint_fit``).
 
 Remote paths (``s3://`` …) fall back to Lightning's own fsspec transaction write.
 """
@@ -36,7 +38,7 @@ from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from torch import Tensor
 
 from src.reliability import faults
-from src.reliability.checkpoint_fit import check_state_dict_fits
+from src.reliability.checkpoint_fit import check_same_run, check_state_dict_fits
 from src.reliability.errors import CheckpointError
 
 log = logging.getLogger(__name__)
@@ -171,5 +173,6 @@ class SafeCheckpointIO(TorchCheckpointIO):
         trainer = self._trainer()
         module = getattr(trainer, "lightning_module", None) if trainer is not None else None
         if module is not None and isinstance(checkpoint, Mapping) and "state_dict" in checkpoint:
-            check_state_dict_fits(module, checkpoint, path=str(path))
+            check_state_dict_fits(module, checkpoint, path=str(path))  # shapes first: no override can fix those
+            check_same_run(checkpoint, getattr(module, "cfg", None), path=str(path))  # a resume continues the run
         return checkpoint

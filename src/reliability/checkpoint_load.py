@@ -1,4 +1,5 @@
-"""Load a training checkpoint without Lightning's trainer: model, tokenizer, config, task.
+"""Load a training checkpoint without Lightning's trainer: model, tokenizer, config, task; or
+only its weights into a new run (``init_from``, fine-tuning).
 
 The checkpoint holds only plain data in ``hyper_parameters`` (``cfg``: the resolved run
 config; ``tokenizer``: the tokenizer state), so it loads with ``torch.load(weights_only=True)``
@@ -47,3 +48,15 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
     task.eval()
     return LoadedCheckpoint(model=task.model, tokenizer=task.tokenizer, cfg=cfg, task=task,
                             global_step=int(ckpt.get("global_step", 0)), path=str(p))
+
+
+def init_from_checkpoint(task: LMTask, path: str | os.PathLike[str], resume_path: str | None = None) -> None:
+    """Fine-tuning (``init_from=<ckpt>``): the weights of ``path`` into ``task``, nothing else: the run
+    starts at step 0 with a fresh optimizer, schedule and data position, and its config may differ
+    from the checkpoint's; every shape must fit (``CheckpointError`` listing the mismatches)."""
+    if resume_path:
+        raise CheckpointError("init_and_resume", init_from=path, ckpt_path=resume_path)
+    p = checkpoint_file(path)
+    ckpt = safe_torch_load(p)
+    check_state_dict_fits(task, ckpt, path=str(p))
+    task.load_state_dict(ckpt["state_dict"], strict=True)

@@ -81,6 +81,20 @@ MESSAGES: dict[str, str] = {
         "{path} does not fit the model built from this config ({count} mismatched key(s)):\n{details}\n"
         "Fix: use the config the checkpoint was trained with (its run's .hydra/config.yaml), or start fresh (ckpt_path=null)"
     ),
+    "resume_config_changed": (
+        "{path} was trained with a different config ({count} key(s) differ):\n{details}\n"
+        "Resuming continues the same run. Accept these changes anyway: resume.allow_config_change=[{keys}]; "
+        "or start a new run from these weights (step 0, a fresh optimizer): init_from={path} ckpt_path=null; "
+        "or resume with the checkpoint's config (its run's .hydra/config.yaml)"
+    ),
+    "bad_allow_list": (
+        "resume.allow_config_change={value!r} is invalid: a list of config keys or nodes, "
+        "e.g. resume.allow_config_change=[model.dropout,data]"
+    ),
+    "init_and_resume": (
+        "init_from={init_from} and ckpt_path={ckpt_path} both set: ckpt_path resumes that run (same config, its "
+        "optimizer and step), init_from starts a new one from its weights; keep one of them"
+    ),
     "ckpt_not_weights_only": (
         "refusing to write {path}: the checkpoint would not load with torch.load(weights_only=True) ({detail}); "
         "something put a Python object into it (a callback's state_dict or hyper-parameters) - store plain "

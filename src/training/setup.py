@@ -25,6 +25,7 @@ from src.data.tokenizers import Tokenizer, build_tokenizer
 from src.models import ModelConfig
 from src.registry import RegistryError
 from src.reliability import harden_trainer, validate_run_config
+from src.reliability.checkpoint_load import init_from_checkpoint
 from src.tasks import TASKS, LMTask
 from src.tasks.base import TaskError
 
@@ -128,6 +129,8 @@ def build_run(cfg: DictConfig | Mapping[str, Any], *, rank: int | None = None, w
     datamodule.vocab_size = int(plain["model"]["vocab_size"])  # setup checks every token id against it
     apply_match_params(plain)  # match_params: solve model sizes to a reference's parameter count (src/training/matched.py)
     task = cls(plain, tokenizer.state_dict())
+    if plain.get("init_from"):  # fine-tuning: only the weights of that checkpoint (src/reliability/checkpoint_load.py)
+        init_from_checkpoint(task, plain["init_from"], resume_path=plain.get("ckpt_path"))
     return Run(cfg=plain, tokenizer=tokenizer, datamodule=datamodule, task=task, batch_format=batch_format)
 
 
