@@ -55,7 +55,10 @@ def resolve_protocol(runs: Sequence[RunRecord], *, tune: Sequence[str] = (), met
                      comparisons: str | None = None, secondary: Sequence[str] | None = None,
                      baseline: str | None = None) -> Protocol:
     """The runs' declared protocol (they must agree), with the given flags applied on top."""
-    declared = merge_protocols([p for r in runs if (p := Protocol.from_config(r.config)) is not None])
+    flags = {"metric": metric, "select": select, "design": design, "comparisons": comparisons, "baseline": baseline,
+             "equivalence_margin": equivalence_margin, "secondary": secondary, "tune": tune or None}
+    declared = merge_protocols([p for r in runs if (p := Protocol.from_config(r.config)) is not None],
+                               given=[k for k, v in flags.items() if v is not None])
     p = declared or Protocol()
     changes: dict[str, object] = {}
     if tune:

@@ -167,14 +167,36 @@ def _margin(value: Any) -> float | dict[str, float] | None:
     return margin
 
 
-def merge_protocols(found: Sequence[Protocol]) -> Protocol | None:
-    """The one protocol of a set of runs (they must agree); None when no run declares one."""
+#: protocol fields that may grow between stages (more seeds, more candidates): the runs' lists are joined
+GROWING = ("factors", "tune_seeds", "seeds", "secondary")
+#: the command-line flag that sets each field (named when runs disagree on it)
+FLAGS = {"design": "--design", "select": "--select", "metric": "--metric", "baseline": "--baseline",
+         "comparisons": "--comparisons", "equivalence_margin": "--equivalence-margin", "secondary": "--extra"}
+
+
+def merge_protocols(found: Sequence[Protocol], given: Sequence[str] = ()) -> Protocol | None:
+    """The one protocol of a set of runs; None when no run declares one. Seeds, factors, secondary
+    metrics and tuned candidates may have grown between stages (they are joined); the tuned keys and
+    every other field must agree, unless ``given`` names it (a flag sets it)."""
     if not found:
         return None
-    first = found[0]
-    for p in found[1:]:
-        if p != first:
-            diff = [f.name for f in fields(Protocol) if getattr(p, f.name) != getattr(first, f.name)]
-            raise ProtocolError(f"the runs declare different protocols (they differ in {', '.join(diff)}); report "
-                                f"each study's sweep directory separately")
-    return first
+    merged: dict[str, Any] = {}
+    disagree: list[str] = []
+    for f in fields(Protocol):
+        values = [getattr(p, f.name) for p in found]
+        if f.name == "tune":
+            keys = list(dict.fromkeys(k for v in values for k in v))
+            if any(list(v) != keys for v in values) and f.name not in given:
+                disagree.append(f"tuned keys {sorted({tuple(v) for v in values})}")
+            merged["tune"] = {k: list(dict.fromkeys(c for v in values for c in v.get(k, []))) for k in keys}
+        elif f.name in GROWING:
+            merged[f.name] = list(dict.fromkeys(x for v in values for x in v))
+        else:
+            merged[f.name] = values[0]
+            distinct = [v for i, v in enumerate(values) if v not in values[:i]]
+            if len(distinct) > 1 and f.name not in given:
+                disagree.append(f"{f.name} {distinct}" + (f" (choose with {FLAGS[f.name]})" if f.name in FLAGS else ""))
+    if disagree:
+        raise ProtocolError(f"the runs declare different protocols: {'; '.join(disagree)}; report each study's sweep "
+                            f"directory separately, or give the flag")
+    return Protocol(**merged)

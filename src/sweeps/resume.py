@@ -17,8 +17,10 @@ Two pieces make a Hydra multirun resumable:
    ``sweep_resume.incomplete: last``, the job continues from the attempt's
    ``checkpoints/last.ckpt`` (exact-batch resume, see docs/data.md).
 
-The stamp (``.sweep_job.json``) holds the resolved config without ``paths``, ``ckpt_path``
-and ``sweep_resume`` (the run directory's path replaced by a placeholder) and its SHA-256.
+The stamp (``.sweep_job.json``) holds the resolved config without ``paths``, ``ckpt_path``,
+``sweep_resume`` and a study's ``protocol``/``report`` nodes (how the runs are read, not what they
+compute; ``protocol.stage`` is in the job's directory name), the run directory's path replaced by
+a placeholder, and its SHA-256.
 A completed job is skipped when the config is the same, or differs only by keys that were
 added or removed (a new default in ``conf/`` such as ``num_workers: 0`` is not a new
 experiment); a changed *value* of any key present in both (a study's ``max_steps``, a
@@ -49,6 +51,9 @@ ATTEMPTS = "attempts"
 KEEP = {".hydra", STAMP, ATTEMPTS}  # never archived (Hydra rewrites .hydra itself for every attempt)
 INCOMPLETE_MODES = ("restart", "last")
 MAX_DIRNAME = 120
+#: top-level keys that describe how a study reads its runs, not what a run computes: more seeds or candidates in
+#: ``protocol``, another ``report.equivalence_margin`` must not re-run completed jobs (docs/studies.md)
+NOT_TRAINING = ("protocol", "report")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+~@%:\-\[\]{}]")
 
 
@@ -81,8 +86,8 @@ class Completed:
 
 
 def _fingerprinted_text(cfg: DictConfig | dict[str, Any], run_dir: str | Path | None = None) -> str:
-    """The resolved config as sorted JSON, less ``paths``/``ckpt_path``/``sweep_resume``/``hydra``,
-    with the run directory written as ``<run_dir>``."""
+    """The resolved config as sorted JSON, less ``paths``/``ckpt_path``/``sweep_resume``/``hydra`` and
+    the study's ``protocol``/``report`` nodes, with the run directory written as ``<run_dir>``."""
     if isinstance(cfg, DictConfig):
         try:
             plain = OmegaConf.to_container(cfg, resolve=True)
@@ -91,7 +96,7 @@ def _fingerprinted_text(cfg: DictConfig | dict[str, Any], run_dir: str | Path | 
     else:
         plain = dict(cfg)
     assert isinstance(plain, dict)
-    for key in ("paths", "ckpt_path", "sweep_resume", "hydra"):
+    for key in ("paths", "ckpt_path", "sweep_resume", "hydra", *NOT_TRAINING):
         plain.pop(key, None)
     text = json.dumps(plain, sort_keys=True, default=str)
     if run_dir is not None:

@@ -158,11 +158,18 @@ def test_protocol_node_is_checked() -> None:
     assert p.tune == {"optim.lr": ["0.001", "0.002"]} and p.equivalence_margin == {"test/loss": 0.02}
 
 
-def test_runs_with_different_protocols_are_refused(tmp_path: Path) -> None:
+def test_runs_with_different_protocols(tmp_path: Path) -> None:
+    """Seeds and candidates may grow between stages (joined); anything else must agree or be given."""
     write_run(tmp_path, ["seed=1"], config={"protocol": PROTOCOL}, metrics=completed(2.0, 2.0))
-    write_run(tmp_path, ["seed=2"], config={"protocol": {**PROTOCOL, "seeds": [1]}}, metrics=completed(2.0, 2.0))
-    with pytest.raises(ProtocolError, match="different protocols"):
+    write_run(tmp_path, ["seed=4"], config={"protocol": {**PROTOCOL, "seeds": [4], "tune": {"optim.lr": [8e-3]}}},
+              metrics=completed(2.0, 2.0))
+    p = make_report([tmp_path], tmp_path / "out").report.protocol
+    assert p.seeds == ["1", "2", "3", "4"] and p.tune == {"optim.lr": ["0.001", "0.002", "0.004", "0.008"]}
+    write_run(tmp_path, ["seed=5"], config={"protocol": {**PROTOCOL, "baseline": "model/ffn=swiglu"}},
+              metrics=completed(2.0, 2.0))
+    with pytest.raises(ProtocolError, match=r"different protocols: baseline .* \(choose with --baseline\)"):
         make_report([tmp_path], tmp_path / "out")
+    assert make_report([tmp_path], tmp_path / "out", baseline="model/ffn=gelu").report.protocol.baseline == "model/ffn=gelu"
 
 
 def test_tune_flag_without_a_declared_protocol(tmp_path: Path) -> None:
