@@ -70,3 +70,13 @@ def test_the_jobs_own_directory_wins_over_a_stale_hydra_runtime(tmp_path: Path, 
     run = tmp_path / "job"
     assert skip_completed(cfg_for(run)) is None
     assert (run / STAMP).is_file() and not stale.exists()
+
+
+def test_a_study_reading_its_runs_differently_does_not_rerun_them(tmp_path: Path) -> None:
+    """protocol (more seeds, more candidates) and report.equivalence_margin say how runs are read."""
+    run = tmp_path / "job"
+    proto = {"seeds": [1, 2, 3], "tune": {"optim.lr": [0.001, 0.003]}, "stage": "confirm"}
+    assert skip_completed(cfg_for(run, protocol=proto, report={"equivalence_margin": 0.02})) is None
+    finish(run)
+    grown = {**proto, "seeds": [1, 2, 3, 4, 5], "tune": {"optim.lr": [0.001, 0.003, 0.01]}}
+    assert skip_completed(cfg_for(run, protocol=grown, report={"equivalence_margin": 0.05})) is not None
