@@ -99,11 +99,10 @@ def main(argv: list[str] | None = None) -> dict:
 
         model = build_model(gpt2_config_dict(args.layers, args.d_model, args.heads, args.seq_len)).train()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        batch = next(loader)["tokens"]
-        x, y = batch[:, :-1], batch[:, 1:]
+        batch = next(loader)["tokens"]  # [B, T+1]
 
         def train_step() -> None:
-            loss = model.cross_entropy(model(x).logits, y)
+            loss = model(batch[:, :-1], labels=batch).loss
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)

@@ -114,9 +114,8 @@ def bare_run(cfg, warmup: int, steps: int) -> tuple[float, float]:
     for i in range(warmup + steps):
         if i == warmup:
             t0, c0 = time.perf_counter(), time.process_time()
-        tokens = next(it)["tokens"]
-        x, y = tokens[:, :-1], tokens[:, 1:]
-        loss = model.cross_entropy(model(x).logits, y)
+        tokens = next(it)["tokens"]  # [B, T+1]
+        loss = model(tokens[:, :-1], labels=tokens).loss  # what src.tasks.causal_lm computes
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()

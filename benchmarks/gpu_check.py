@@ -61,19 +61,6 @@ def model_config(args: argparse.Namespace, vocab_pad_multiple: int = 1) -> dict:
     return gpt2_config_dict(12, 768, 12, args.seq_len, args.vocab, vocab_pad_multiple=vocab_pad_multiple, name="gpt2_small")
 
 
-def flops_per_token(model: torch.nn.Module, seq_len: int) -> int:
-    """Training FLOPs/token, 6N + 12·L·H·Q·T (src.inspection.params; the same formula if rich is absent)."""
-    try:
-        from src.inspection.params import flops_per_token as fpt
-
-        return fpt(model, seq_len).total
-    except ImportError:
-        c = model.config
-        n = sum(p.numel() for p in model.parameters()) - sum(
-            p.numel() for name, p in model.named_parameters() if ".position." in f".{name}")
-        return 6 * n + 12 * c.n_layer * c.n_head * c.head_dim * seq_len
-
-
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -150,10 +137,10 @@ def train_variant(args: argparse.Namespace, device: torch.device, compiled: bool
     B, T = args.batch, args.seq_len
     g = torch.Generator(device="cpu").manual_seed(1)
     tokens = torch.randint(0, args.vocab, (B, T + 1), generator=g).to(device)
-    x, y = tokens[:, :-1], tokens[:, 1:]
+    x, y = tokens[:, :-1], tokens  # the window form of the labels: every position scored
 
     def loss_fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return model.cross_entropy(model(x).logits, y)  # what src.tasks computes
+        return model(x, labels=y).loss  # what src.tasks.causal_lm computes
 
     fn = torch.compile(loss_fn, backend=args.compile_backend) if compiled else loss_fn
 
@@ -181,7 +168,7 @@ def train_variant(args: argparse.Namespace, device: torch.device, compiled: bool
     sync(device)
     dt = (time.perf_counter() - t0) / args.steps
     tps = B * T / dt
-    fpt = flops_per_token(model, T)
+    fpt = model.training_flops(B, T) / (B * T)  # the model's own count (forward + backward), as ThroughputMonitor's
     res = {
         "ms_per_step": round(dt * 1e3, 2),
         "tokens_per_s": round(tps),
@@ -190,7 +177,7 @@ def train_variant(args: argparse.Namespace, device: torch.device, compiled: bool
         "first_step_s": round(first_s, 1),
         "loss_first": round(float(first), 4),
         "loss_last": round(float(last), 4),
-        "flops_per_token": fpt,
+        "flops_per_token": round(fpt),
     }
     del model, opt
     if device.type == "cuda":

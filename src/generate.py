@@ -21,8 +21,6 @@ from torch import Tensor
 
 from src.data.tokenizers import Tokenizer
 from src.evaluation.loading import load_model
-from src.evaluation.prefix_lm import prompt_prefix
-from src.models.families.encoder_decoder import EncoderDecoder
 from src.models.generation import GenerationError, check_generation_args, generate
 from src.reliability.cli import clean_errors
 
@@ -75,7 +73,7 @@ def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -
     model, tok = loaded.model, loaded.tokenizer
     prompt = Path(cfg.prompt_file).read_text() if cfg.prompt_file else str(cfg.prompt)
     ids = tok.encode(prompt)
-    is_seq2seq = isinstance(model, EncoderDecoder)
+    is_seq2seq = model.prompt_is_source  # the prompt is a source; the output does not repeat it
     if loaded.pair_format is not None:  # trained on sentence pairs: the source as in training
         ids = ids + loaded.pair_format.source_suffix
     elif is_seq2seq and tok.eos_token_id is not None:
@@ -94,10 +92,9 @@ def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -
     out = generate(
         model, input_ids, min(cfg.max_new_tokens, limit - 1) if is_seq2seq else cfg.max_new_tokens,
         do_sample=not cfg.greedy, temperature=float(cfg.temperature), top_k=cfg.top_k, top_p=cfg.top_p,
-        eos_token_id=eos, generator=generator, on_token=streamer,
-        prefix_length=prompt_prefix(model, len(ids), cfg.num_samples),
+        eos_token_id=eos, generator=generator, on_token=streamer,  # a prefix-LM reads the prompt as its prefix
     )
-    new = out[:, 1:] if is_seq2seq else out[:, len(ids):]
+    new = model.new_tokens(out, input_ids)
     texts = []
     for row in new.tolist():
         if eos is not None and eos in row:

@@ -30,7 +30,7 @@ from rich.console import Console
 from src.inspection.diagram import component_tree, model_mermaid
 from src.inspection.params import attention_memory, flops_per_token, parameter_table, render_parameter_table, render_summary
 from src.models import ModelConfig, build_model
-from src.models.builder import to_plain
+from src.plain import to_plain
 from src.reliability.cli import cleanly
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"

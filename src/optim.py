@@ -17,7 +17,7 @@ Schedules (all per optimiser step, so gradient accumulation does not stretch the
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -122,7 +122,3 @@ def build_scheduler(
             raise ValueError(f"scheduler.min_lr={min_lr} must lie in [0, optim.lr={lr}]")
         fn = WarmupCosine(warmup, int(decay_steps), min_ratio)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, fn)
-
-
-def count_params(params: Iterable[nn.Parameter]) -> int:
-    return sum(p.numel() for p in params)

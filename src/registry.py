@@ -3,6 +3,11 @@
 Configs refer to components by name (``position: {name: rope, theta: 10000}``); the
 builder looks the class up here. Unknown names and unknown keys fail loudly and list
 what is accepted, so a typo never silently builds something else (fairseq #4675).
+
+A registered class may define a classmethod ``check_args(**kwargs)`` that validates its
+arguments without building anything; ``Registry.check`` (config validation) and the
+class's own constructor both call it, so each argument rule is written once, beside the
+component it belongs to.
 """
 from __future__ import annotations
 
@@ -20,11 +25,22 @@ class RegistryError(KeyError):
         return str(self.args[0])
 
 
-class Registry(Generic[T]):
-    """Maps names to classes of one kind (``position``, ``norm``, ``ffn`` …)."""
+def or_list(names: list[str], quote: bool = False) -> str:
+    """['a', 'b', 'c'] -> "a, b or c" (with quote: "'a', 'b' or 'c'")."""
+    items = [f"'{n}'" if quote else n for n in names]
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
-    def __init__(self, kind: str) -> None:
+
+class Registry(Generic[T]):
+    """Maps names to classes of one kind (``position``, ``norm``, ``ffn`` …).
+
+    ``conf``: the config group a variant's YAML goes in (``model/position``), named in the
+    error for an unknown name.
+    """
+
+    def __init__(self, kind: str, conf: str | None = None) -> None:
         self.kind = kind
+        self.conf = conf
         self._classes: dict[str, type[T]] = {}
 
     def register(self, name: str) -> Callable[[type[T]], type[T]]:
@@ -40,14 +56,19 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return sorted(self._classes)
 
+    def in_order(self) -> list[str]:
+        """Names in registration order (for messages that list them as the docs do)."""
+        return list(self._classes)
+
     def __contains__(self, name: str) -> bool:
         return name in self._classes
 
     def get(self, name: str) -> type[T]:
         if name not in self._classes:
+            yaml = f" and add conf/{self.conf}/{name}.yaml" if self.conf else ""
             raise RegistryError(
                 f"unknown {self.kind} '{name}'; registered {self.kind}s: {', '.join(self.names())}. "
-                f"Register a new one with @{self.kind.upper()}S.register('{name}') and add conf/model/{self.kind}/{name}.yaml"
+                f"Register a new one with @{self.kind.upper()}S.register('{name}'){yaml}"
             )
         return self._classes[name]
 
@@ -55,12 +76,13 @@ class Registry(Generic[T]):
         sig = inspect.signature(self.get(name).__init__)
         return [p for p in sig.parameters if p != "self"]
 
-    def build(self, node: Mapping[str, Any], **context: Any) -> T:
-        """Instantiate ``node['name']`` with the node's own keys plus the context it accepts.
+    def check(self, node: Mapping[str, Any], **context: Any) -> tuple[type[T], dict[str, Any]]:
+        """Validate ``node`` without building: its name is registered, every key is accepted,
+        and the class's own ``check_args`` (when it has one) accepts the arguments.
 
-        ``node`` holds what the user configured (must all be accepted, or we raise);
-        ``context`` holds what the builder knows (d_model, n_head …) and is passed only to
-        classes whose constructor takes it.
+        Returns the class and the constructor's keyword arguments: the node's own keys plus the
+        ``context`` the constructor accepts. ``check_args`` receives the node's keys and all of
+        ``context`` (so a message can name sizes the constructor does not take).
         """
         node = dict(node)
         if "name" not in node:
@@ -74,6 +96,19 @@ class Registry(Generic[T]):
             raise RegistryError(
                 f"{self.kind} '{name}' got unknown key(s) {unknown}; it accepts: {', '.join(own) or '(no keys)'}"
             )
+        check_args = getattr(cls, "check_args", None)
+        if check_args is not None:
+            check_args(**{**context, **node})
         kwargs = {k: v for k, v in context.items() if k in params and k not in node}
         kwargs.update(node)
+        return cls, kwargs
+
+    def build(self, node: Mapping[str, Any], **context: Any) -> T:
+        """Instantiate ``node['name']`` with the node's own keys plus the context it accepts.
+
+        ``node`` holds what the user configured (must all be accepted, or we raise);
+        ``context`` holds what the builder knows (d_model, n_head …) and is passed only to
+        classes whose constructor takes it.
+        """
+        cls, kwargs = self.check(node, **context)
         return cls(**kwargs)

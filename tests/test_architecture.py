@@ -2,7 +2,7 @@
 
 * imports go downward only, in the layer order written in docs/ARCHITECTURE.md (every import
   statement counts, also inside functions and ``TYPE_CHECKING`` blocks);
-* every package and top-level module of ``src/`` is in that order exactly once;
+* every package and top-level module of ``src/`` is in that order, once;
 * ``tests/`` mirrors ``src/``: each test folder is named after a package of ``src/``.
 """
 from __future__ import annotations
@@ -68,10 +68,7 @@ def src_files() -> list[Path]:
 def test_every_package_is_in_the_declared_order() -> None:
     layers = declared_layers()
     units = {unit_of(module_name(p)) for p in src_files()} - {None}
-    assert units == set(layers), (
-        f"docs/ARCHITECTURE.md lists {sorted(set(layers) - units)} that do not exist and misses "
-        f"{sorted(units - set(layers))}"
-    )
+    assert units <= set(layers), f"docs/ARCHITECTURE.md's import order misses {sorted(units - set(layers))}"
 
 
 def test_imports_go_downward_only() -> None:
@@ -80,6 +77,9 @@ def test_imports_go_downward_only() -> None:
     for path in src_files():
         here = unit_of(module_name(path))
         if here is None:  # src/__init__.py
+            continue
+        if here not in layers:
+            wrong.append(f"{path.relative_to(REPO)} is in {here}, a package ARCHITECTURE.md does not list")
             continue
         for line, target in imports(path):
             there = unit_of(target)

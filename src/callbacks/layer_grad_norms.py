@@ -29,6 +29,7 @@ from lightning.pytorch.utilities import rank_zero_only
 from torch import nn
 
 from src.jsonfile import write_json
+from src.models import TransformerModel
 
 FILENAME = "grad_norms.json"
 STACKS = ("encoder", "decoder")
@@ -39,14 +40,12 @@ def grad_norm(params: Sequence[nn.Parameter]) -> float:
     return float(torch.stack(grads).norm()) if grads else 0.0
 
 
-def layer_grad_norms(model: nn.Module) -> dict[str, dict[str, list[float]]]:
+def layer_grad_norms(model: TransformerModel) -> dict[str, dict[str, list[float]]]:
     """``{stack: {"block" | "ffn" | "attn": [norm per layer]}}`` of the gradients now held."""
     out: dict[str, dict[str, list[float]]] = {}
-    for name in STACKS:
-        stack = getattr(model, name, None)
-        blocks = getattr(stack, "blocks", None)
-        if blocks is None:
-            continue
+    stacks = model.stacks()
+    for name in sorted(stacks, key=STACKS.index):
+        blocks = stacks[name].blocks
         rows: dict[str, list[float]] = {"block": [], "ffn": [], "attn": []}
         for block in blocks:
             rows["block"].append(grad_norm(list(block.parameters())))

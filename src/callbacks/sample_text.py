@@ -7,8 +7,6 @@ import lightning.pytorch as pl
 import torch
 from lightning.pytorch.utilities import rank_zero_only
 
-from src.models.families.encoder_decoder import EncoderDecoder
-from src.models.families.encoder_only import EncoderOnly
 from src.models.generation import generate
 
 
@@ -20,8 +18,7 @@ def continue_text(model: torch.nn.Module, x: torch.Tensor, max_new_tokens: int, 
     while len(new) < max_new_tokens:
         n = min(chunk, max_new_tokens - len(new))
         ctx = seq[:, -(limit - n):]
-        out = generate(model, ctx, n, **kw)  # [1, len(ctx) + n]
-        step = out[:, ctx.shape[1]:]
+        step = model.new_tokens(generate(model, ctx, n, **kw), ctx)  # [1, n]
         new += step[0].tolist()
         seq = torch.cat([seq, step], dim=1)
     return new
@@ -44,7 +41,7 @@ class SampleText(pl.Callback):
     @rank_zero_only
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         model, tok = getattr(pl_module, "model", None), getattr(pl_module, "tokenizer", None)
-        if model is None or tok is None or isinstance(model, EncoderOnly):
+        if model is None or tok is None or not model.left_to_right:
             print("[sample] skipped: needs a generative model (decoder_only / encoder_decoder) and a tokenizer")
             return
         ids = tok.encode(self.prompt) or [tok.eos_token_id if tok.eos_token_id is not None else 0]
@@ -52,9 +49,10 @@ class SampleText(pl.Callback):
         g = torch.Generator(device=pl_module.device).manual_seed(self.seed)
         kw = dict(do_sample=self.temperature > 0, temperature=self.temperature, top_k=self.top_k, generator=g)
         limit = model.config.max_seq_len
-        if isinstance(model, EncoderDecoder):  # the prompt is the source; the output starts with the start token
-            out = generate(model, x[:, -limit:], min(self.max_new_tokens, limit - 1), **kw)
-            self.text = f"{self.prompt} => {tok.decode(out[0, 1:].tolist())}"
+        if model.prompt_is_source:  # the prompt is the source; the output is a new sequence
+            src = x[:, -limit:]
+            out = generate(model, src, min(self.max_new_tokens, limit - 1), **kw)
+            self.text = f"{self.prompt} => {tok.decode(model.new_tokens(out, src)[0].tolist())}"
         else:
             self.text = self.prompt + tok.decode(continue_text(model, x, self.max_new_tokens, limit, **kw))
         print(f"\n----- sample (temperature {self.temperature}, top_k {self.top_k}) -----\n{self.text}\n-----")

@@ -2,9 +2,10 @@
 
 ``TokenThroughput`` logs (every ``log_every_n_steps``, once ``window_size`` steps are in the
 window) ``train|device/items_per_sec`` (= tokens/s per device), ``train|device/flops_per_sec``
-and ``train|device/mfu``. FLOPs per batch come from the task (nanoGPT's ``6N + 12·L·H·Q·T``
-per token); MFU divides by the device's peak, ``peak_tflops`` when given (A100 312, H100/H200
-989 TFLOP/s dense bf16), else Lightning's own table. On CPU there is no peak, so only tokens/s.
+and ``train|device/mfu``. FLOPs per batch come from the task (``pl_module.flops_per_batch``: the
+model's own count, ``model.training_flops``); MFU divides by the device's peak, ``peak_tflops``
+when given (A100 312, H100/H200 989 TFLOP/s dense bf16), else Lightning's own table. On CPU
+there is no peak, so only tokens/s.
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Evaluation: tasks (perplexity, LAMBADA, HellaSwag, translation), a length-batched
-scorer, model loading, reports, and an lm-evaluation-harness adapter (``harness``)."""
+"""Evaluation: benchmarks (perplexity, LAMBADA, HellaSwag, translation; chosen with ``tasks=[…]``
+on ``src.eval``), a length-batched scorer, model loading, length extrapolation, reports, and an
+lm-evaluation-harness adapter (``harness``)."""
 from src.evaluation.loading import LoadedModel, load_model
 from src.evaluation.runner import metrics_dict, print_results, run_benchmarks
 from src.evaluation.scorer import LogLikelihood, Scorer

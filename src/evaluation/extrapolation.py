@@ -37,13 +37,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
+from src.evaluation.windows import extrapolation_windows, windows_nll
 from src.jsonfile import METRICS, update_json, write_json
-from src.models.components.positions import Position, PositionLimitError
+from src.models.components.positions import PositionLimitError
 from src.models.families import TransformerModel
-from src.models.families.base import IGNORE_INDEX
-from src.models.families.decoder_only import DecoderOnly
 
 log = logging.getLogger(__name__)
 
@@ -68,55 +66,24 @@ def factor_label(f: float) -> str:
     return f"{int(f)}x" if float(f).is_integer() else f"{f:g}x"
 
 
-def position_rows(model: TransformerModel) -> int | None:
-    """The smallest learned position table in the model (rows), or None when any length works."""
-    rows = [m.max_positions for m in model.modules() if isinstance(m, Position) and m.max_positions is not None]
-    return min(rows) if rows else None
-
-
 def not_applicable(model: TransformerModel) -> str | None:
-    """Why a model cannot be scored as a left-to-right LM at all (None when it can)."""
-    if not isinstance(model, DecoderOnly):
+    """Why a model cannot be scored as a left-to-right LM of a text (None when it can)."""
+    if not model.left_to_right or model.prompt_is_source:
         return f"not applicable: {model.config.family} model (extrapolation scores decoder-only causal LMs)"
     return None
 
 
-def window_starts(n_targets: int, context: int, stride: int) -> list[int]:
-    """Start offsets of the windows that fit in ``n_targets + 1`` tokens."""
-    if n_targets < context:
-        return []
-    return list(range(0, n_targets - context + 1, stride))
-
-
 @torch.inference_mode()
-def score_length(model: DecoderOnly, tokens: torch.Tensor, context: int, stride: int, max_batch_tokens: int = 16384
+def score_length(model: TransformerModel, tokens: torch.Tensor, context: int, stride: int, max_batch_tokens: int = 16384
                  ) -> tuple[float, int]:
     """(Σ NLL in nats, tokens scored) over windows of ``context`` tokens every ``stride``.
 
-    tokens: [N+1] on the model's device. The first window scores all its ``context``
-    targets, each later one only the last ``stride`` (those the previous window did not).
+    tokens: [N+1]. The first window scores all its ``context`` targets, each later one only the
+    last ``stride`` (those the previous window did not): ``extrapolation_windows``.
     """
-    starts = window_starts(tokens.numel() - 1, context, stride)
-    if not starts:
-        return 0.0, 0
-    prefix = None if (model.decoder.mask is None or model.decoder.mask.causal) else 0
-    per_batch = max(1, max_batch_tokens // context)
-    total, scored = 0.0, 0
-    offsets = torch.arange(context + 1, device=tokens.device)  # [C+1]
-    for i in range(0, len(starts), per_batch):
-        s = torch.tensor(starts[i : i + per_batch], device=tokens.device)  # [B]
-        win = tokens[s[:, None] + offsets[None, :]]  # [B, C+1]
-        x, y = win[:, :-1], win[:, 1:].clone()  # [B, C] each
-        first = s != 0
-        y[first, : context - stride] = IGNORE_INDEX  # already scored by the previous window
-        kwargs: dict[str, Any] = {}
-        if prefix is not None:
-            kwargs["prefix_length"] = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
-        logits = model(input_ids=x, **kwargs).logits  # [B, C, V]
-        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1), ignore_index=IGNORE_INDEX,
-                              reduction="sum")
-        total += float(nll)
-        scored += int((y != IGNORE_INDEX).sum())
+    windows = extrapolation_windows(tokens.numel(), context, stride)
+    total, scored, _ = windows_nll(model, tokens, windows, batch_size=max(1, max_batch_tokens // context),
+                                   max_batch_tokens=max_batch_tokens)
     return total, scored
 
 
@@ -138,8 +105,7 @@ def evaluate_lengths(model: TransformerModel, tokens: Sequence[int] | np.ndarray
         for r in results:
             r.note = why
         return results
-    assert isinstance(model, DecoderOnly)
-    rows = position_rows(model)
+    rows = model.max_positions
     ids = torch.as_tensor(np.asarray(tokens, dtype=np.int64) if not isinstance(tokens, torch.Tensor) else tokens).long()
     n = ids.numel() - 1
     if max_tokens is not None:
@@ -148,7 +114,7 @@ def evaluate_lengths(model: TransformerModel, tokens: Sequence[int] | np.ndarray
     n = (n // longest) * longest
     if n == 0:
         raise ValueError(f"the text has {ids.numel()} tokens; at least {longest + 1} are needed for a {longest}-token context")
-    ids = ids[: n + 1].to(model.device)
+    ids = ids[: n + 1]
     was_training = model.training
     model.eval()
     try:

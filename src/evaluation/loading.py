@@ -127,10 +127,7 @@ def load_model(
 
         loaded = load_checkpoint(str(Path(ckpt_path).expanduser()))  # CheckpointError: a directory, missing, unsafe …
         model, tok, source = loaded.model, loaded.tokenizer, f"ckpt_path={ckpt_path}"
-        train_cfg = dict(loaded.cfg or {})
-        start = (train_cfg.get("task") or {}).get("decoder_start_token_id")
-        if start is not None and model.config.decoder_start_token_id is None:
-            model.config.decoder_start_token_id = int(start)  # the start id training resolved into the task config
+        train_cfg = dict(loaded.cfg or {})  # the task gave the model its resolved special ids (model_overrides)
     else:
         from src.models.hf import from_hf
 

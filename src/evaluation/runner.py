@@ -1,4 +1,5 @@
-"""Run a set of tasks on one model, time them, and report: a rich table and metrics.json."""
+"""Run a set of benchmarks on one model, time them, and report: a rich table and metrics.json
+(keys ``<entry>/<metric>`` and ``tasks``, the CLI's name for them)."""
 from __future__ import annotations
 
 import math

@@ -23,11 +23,9 @@ from torch.nn import functional as F
 from src.data.tokenizers import Tokenizer
 from src.evaluation.batching import length_batches, pad_right, progress_bar
 from src.evaluation.loading import PairFormat
-from src.evaluation.prefix_lm import is_prefix_lm, prompt_prefix
-from src.evaluation.windows import WindowWork, sliding_windows
+from src.evaluation.windows import WindowWork, sliding_windows, windows_nll
 from src.models.families import TransformerModel
-from src.models.families.encoder_decoder import EncoderDecoder
-from src.models.families.encoder_only import EncoderOnly
+from src.models.families.base import IGNORE_INDEX
 from src.models.generation import generate
 
 
@@ -59,11 +57,10 @@ class Scorer:
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
         self.show_progress = show_progress
-        self.is_seq2seq = isinstance(model, EncoderDecoder)
-        self.is_masked_lm = isinstance(model, EncoderOnly)
+        self.is_seq2seq = model.prompt_is_source  # a context is a source read by an encoder
+        self.is_masked_lm = not model.left_to_right  # no left-to-right likelihood: pseudo-log-likelihood
         self.mask_token_id = mask_token_id if mask_token_id is not None else tokenizer.mask_token_id
         self.max_length = model.config.max_seq_len
-        self.prefix_lm = is_prefix_lm(model)  # bidirectional over the context
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.pair_format = pair_format  # how the model reads a translation source, when trained on pairs
         self.tokens_read = 0  # input tokens fed to the model (for throughput reports)
@@ -71,15 +68,6 @@ class Scorer:
     @property
     def device(self) -> torch.device:
         return self.model.device
-
-    def _hidden(self, ids: Tensor, prefix_length: Tensor | None = None) -> Tensor:
-        """Decoder-only forward up to the final norm: ids [B, T] -> hidden [B, T, C].
-
-        This is ``DecoderOnly.forward`` without the LM head, which callers apply (through
-        ``model.logits``) only at the positions they score: a LAMBADA passage of ~100 tokens
-        needs the head at 1–3 of them. The parity tests against transformers cover this path.
-        """
-        return self.model.decoder(self.model.embed(ids), prefix_length=prefix_length).hidden
 
     # -- tokenisation -----------------------------------------------------------------
     def prefix_token(self) -> int:
@@ -134,10 +122,11 @@ class Scorer:
         with progress_bar(len(requests), description, self.show_progress) as advance:
             for batch in batches:
                 ids, _ = pad_right([inputs[i] for i in batch], self.pad_id)  # [B, T]
-                kwargs = {}
-                if self.prefix_lm:
-                    kwargs["prefix_length"] = torch.tensor([n_context[i] for i in batch], device=self.device)
-                hidden = self._hidden(ids.to(self.device), **kwargs)  # [B, T, C]
+                prefix = (torch.tensor([n_context[i] for i in batch], device=self.device)  # the context is bidirectional
+                          if self.model.needs_prefix_length else None)
+                # the states before the head, which runs (through model.logits) only at the positions scored: a
+                # LAMBADA passage of ~100 tokens needs it at 1-3 of them
+                hidden = self.model.hidden_states(ids.to(self.device), prefix_length=prefix)  # [B, T, C]
                 self.tokens_read += sum(len(inputs[i]) for i in batch)
                 rows = [hidden[row, len(inputs[i]) - n_scored[i] : len(inputs[i])] for row, i in enumerate(batch)]
                 logits = self.model.logits(torch.cat(rows))  # [Σn, V]: the head only where a token is scored
@@ -149,8 +138,6 @@ class Scorer:
 
     def _loglikelihood_seq2seq(self, requests: Sequence[tuple[list[int], list[int]]], description: str) -> list[LogLikelihood]:
         L = self.max_length
-        model: EncoderDecoder = self.model  # type: ignore[assignment]
-        start = int(model.start_tokens(1, torch.device("cpu")).item())
         sources = [list(ctx)[-L:] or [self.prefix_token()] for ctx, _ in requests]
         targets = [list(cont)[:L] for _, cont in requests]
         lengths = [len(s) + len(t) for s, t in zip(sources, targets)]
@@ -158,11 +145,10 @@ class Scorer:
         with progress_bar(len(requests), description, self.show_progress) as advance:
             for batch in length_batches(lengths, self.batch_size, self.max_batch_tokens):
                 src, src_mask = pad_right([sources[i] for i in batch], self.pad_id)  # [B, S]
-                dec, dec_mask = pad_right([[start] + targets[i][:-1] for i in batch], self.pad_id)  # [B, T]
-                out = self.model(
-                    input_ids=src.to(self.device), attention_mask=src_mask.to(self.device),
-                    decoder_input_ids=dec.to(self.device), decoder_attention_mask=dec_mask.to(self.device),
-                )
+                tgt, tgt_mask = pad_right([targets[i] for i in batch], self.pad_id)  # [B, T]
+                labels = tgt.masked_fill(tgt_mask == 0, IGNORE_INDEX).to(self.device)  # the model shifts them right
+                out = self.model(input_ids=src.to(self.device), attention_mask=src_mask.to(self.device), labels=labels,
+                                 decoder_attention_mask=tgt_mask.to(self.device))
                 self.tokens_read += sum(lengths[i] for i in batch)
                 logits = torch.cat([out.logits[row, : len(targets[i])] for row, i in enumerate(batch)])  # [Σn, V]
                 flat = torch.tensor([t for i in batch for t in targets[i]], device=self.device)
@@ -213,25 +199,10 @@ class Scorer:
         windows = sliding_windows(len(tokens), context_length, stride)
         if self.is_masked_lm:
             return self._pseudo_nll(tokens, windows, description)
-        total, count = 0.0, 0
-        batches = length_batches([w.end - w.begin for w in windows], self.batch_size, self.max_batch_tokens)
         with progress_bar(len(windows), description, self.show_progress) as advance:
-            for batch in batches:
-                ids, _ = pad_right([tokens[windows[i].begin : windows[i].end].tolist() for i in batch], self.pad_id)
-                ids = ids.to(self.device)  # [B, T]
-                kwargs = {"prefix_length": torch.zeros(len(batch), dtype=torch.long, device=self.device)} if self.prefix_lm else {}
-                hidden = self._hidden(ids, **kwargs)  # [B, T, C]
-                rows, targets = [], []
-                for row, i in enumerate(batch):
-                    w = windows[i]
-                    T = w.end - w.begin
-                    rows.append(hidden[row, T - 1 - w.n_target : T - 1])  # [n, C] predicting the last n tokens
-                    targets.append(ids[row, T - w.n_target : T])
-                    count += w.n_target
-                logits = self.model.logits(torch.cat(rows))  # [Σn, V]
-                total += float(F.cross_entropy(logits.float(), torch.cat(targets), reduction="sum").double())
-                self.tokens_read += sum(windows[i].end - windows[i].begin for i in batch)
-                advance(len(batch))
+            total, count, read = windows_nll(self.model, tokens, windows, batch_size=self.batch_size,
+                                             max_batch_tokens=self.max_batch_tokens, pad_id=self.pad_id, advance=advance)
+        self.tokens_read += read
         return total, count
 
     def _pseudo_nll(self, tokens: Tensor, windows: list[WindowWork], description: str) -> tuple[float, int]:
@@ -248,9 +219,8 @@ class Scorer:
                 for chunk in scored.split(per_batch):
                     x = ids.repeat(len(chunk), 1)  # [n, T]: one copy per scored position
                     x[torch.arange(len(chunk)), chunk] = self.mask_token_id
-                    model: EncoderOnly = self.model  # type: ignore[assignment]
-                    hidden = model.encoder(model.embed(x)).hidden[torch.arange(len(chunk)), chunk]  # [n, C]
-                    logits = model.logits(model.transform(hidden))  # [n, V]: the MLM head at the masked tokens only
+                    hidden = self.model.hidden_states(x)[torch.arange(len(chunk)), chunk]  # [n, C]
+                    logits = self.model.logits(hidden)  # [n, V]: the MLM head at the masked tokens only
                     total += float(F.cross_entropy(logits.float(), ids[chunk], reduction="sum").double())
                     self.tokens_read += x.numel()
                 count += w.n_target
@@ -299,14 +269,12 @@ class Scorer:
         with progress_bar(len(prompts), description, self.show_progress) as advance:
             for batch in groups:
                 ids, mask = pad_right([prompts[i] for i in batch], self.pad_id)
-                if self.is_seq2seq:
-                    seq = generate(self.model, ids.to(self.device), min(max_new_tokens, L - 1),
-                                   attention_mask=mask.to(self.device), **sampling)
-                    new = seq[:, 1:]  # drop the decoder start token
-                else:
-                    seq = generate(self.model, ids.to(self.device), min(max_new_tokens, L - ids.shape[1]), **sampling,
-                                   prefix_length=prompt_prefix(self.model, ids.shape[1], len(batch)))
-                    new = seq[:, ids.shape[1]:]
+                if self.is_seq2seq:  # padded sources; the output starts afresh and may use the whole context
+                    kwargs, limit = {"attention_mask": mask.to(self.device)}, L - 1
+                else:  # same-length prompts, continued within the context
+                    kwargs, limit = {}, L - ids.shape[1]
+                ids = ids.to(self.device)
+                new = self.model.new_tokens(generate(self.model, ids, min(max_new_tokens, limit), **sampling, **kwargs), ids)
                 self.tokens_read += int(mask.sum()) + new.numel()
                 for row, i in enumerate(batch):
                     toks = new[row].tolist()

@@ -1,13 +1,30 @@
-"""Sliding windows over a long token sequence, and the figures made from their NLL."""
+"""Sliding windows over a long token sequence, their NLL, and the figures made from it.
+
+A window is a span ``tokens[begin:end]``: the model reads ``tokens[begin:end-1]`` and predicts
+each next token; the last ``n_target`` predictions (targets ``tokens[end-n_target:end]``) are
+scored. ``windows_nll`` is the one loop that scores them (the perplexity benchmark through
+``Scorer.window_nll``, and length extrapolation).
+"""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+from torch.nn import functional as F
+
+from src.evaluation.batching import length_batches, pad_right
+
+if TYPE_CHECKING:
+    from src.models import TransformerModel
 
 
 @dataclass
 class WindowWork:
-    """One sliding window: tokens[begin:end] is read, the last ``n_target`` positions are scored."""
+    """One window: tokens[begin:end] is its span, the last ``n_target`` tokens are scored."""
 
     begin: int
     end: int
@@ -37,6 +54,41 @@ def sliding_windows(n_tokens: int, context_length: int, stride: int) -> list[Win
         if end == n_tokens:
             break
     return windows
+
+
+def extrapolation_windows(n_tokens: int, context: int, stride: int) -> list[WindowWork]:
+    """Windows that read ``context`` tokens every ``stride`` (Press et al. 2022): the first scores
+    all its ``context`` predictions, each later one the last ``stride`` (those the previous window
+    did not). Only whole windows: the span ends where the last one does."""
+    if n_tokens - 1 < context:
+        return []
+    return [WindowWork(s, s + context + 1, context if s == 0 else stride) for s in range(0, n_tokens - 1 - context + 1, stride)]
+
+
+def windows_nll(model: "TransformerModel", tokens: Tensor, windows: Sequence[WindowWork], *, batch_size: int,
+                max_batch_tokens: int, pad_id: int = 0, advance: Callable[[int], None] = lambda n: None,
+                ) -> tuple[float, int, int]:
+    """(Σ NLL in nats, tokens scored, tokens read) of a left-to-right model over ``windows`` of ``tokens`` [N].
+
+    Windows of similar length share a batch (right padding never reaches a causal model's earlier
+    positions); the head runs only where a token is scored. A prefix-LM decoder reads each window
+    with an empty prefix, i.e. causally.
+    """
+    total, count, read = 0.0, 0, 0
+    lengths = [w.end - w.begin - 1 for w in windows]
+    for batch in length_batches(lengths, batch_size, max_batch_tokens):
+        ids, _ = pad_right([tokens[windows[i].begin : windows[i].end - 1].tolist() for i in batch], pad_id)
+        ids = ids.to(model.device)  # [B, T]
+        prefix = torch.zeros(len(batch), dtype=torch.long, device=ids.device) if model.needs_prefix_length else None
+        hidden = model.hidden_states(ids, prefix_length=prefix)  # [B, T, C]
+        rows = [hidden[row, lengths[i] - windows[i].n_target : lengths[i]] for row, i in enumerate(batch)]  # [n, C] each
+        targets = torch.cat([tokens[windows[i].end - windows[i].n_target : windows[i].end] for i in batch]).to(ids.device)
+        logits = model.logits(torch.cat(rows))  # [Σn, V]
+        total += float(F.cross_entropy(logits.float(), targets, reduction="sum").double())
+        count += int(targets.numel())
+        read += sum(lengths[i] for i in batch)
+        advance(len(batch))
+    return total, count, read
 
 
 def perplexity_metrics(nll: float, n_tokens: int, n_bytes: int | None = None, n_words: int | None = None) -> dict[str, float]:

@@ -28,7 +28,6 @@ from torch import Tensor
 
 from src.data.tokenizers import Tokenizer
 from src.models.families import TransformerModel
-from src.models.families.encoder_decoder import EncoderDecoder
 
 
 @dataclass
@@ -61,34 +60,6 @@ def token_labels(tokenizer: Tokenizer | None, ids: Sequence[int]) -> list[str]:
     return labels
 
 
-@torch.no_grad()
-def collect_attention(
-    model: TransformerModel,
-    input_ids: Tensor,
-    decoder_input_ids: Tensor | None = None,
-    prefix_length: Tensor | None = None,
-) -> list[tuple[str, int, Tensor]]:
-    """(kind, layer, probs [B, H, T, S]) for every attention layer.
-
-    input_ids: [B, T] (the source for an encoder-decoder); decoder_input_ids: [B, T'] for an
-    encoder-decoder (default: the start token alone).
-    """
-    model.eval()
-    if isinstance(model, EncoderDecoder):
-        enc = model.encoder(model.embed(input_ids), need_weights=True)  # encoder self-attention, per layer
-        if decoder_input_ids is None:
-            decoder_input_ids = model.start_tokens(input_ids.shape[0], input_ids.device)
-        out = model(encoder_hidden_states=enc.hidden, decoder_input_ids=decoder_input_ids, output_attentions=True)
-        # Decoder blocks append self-attention, then cross-attention: [self0, cross0, self1, cross1, …]
-        result = [("encoder", i, p) for i, p in enumerate(enc.attentions)]
-        result += [("decoder", i, p) for i, p in enumerate(out.attentions[0::2])]
-        result += [("cross", i, p) for i, p in enumerate(out.attentions[1::2])]
-        return result
-    kwargs: dict[str, Any] = {"prefix_length": prefix_length} if prefix_length is not None else {}
-    out = model(input_ids, output_attentions=True, **kwargs)
-    return [("self", i, p) for i, p in enumerate(out.attentions)]
-
-
 def select(indices: Sequence[int] | None, n: int, what: str) -> list[int]:
     """Indices into range(n); negative ones count from the end; None selects all."""
     if indices is None:
@@ -101,6 +72,7 @@ def select(indices: Sequence[int] | None, n: int, what: str) -> list[int]:
     return chosen
 
 
+@torch.no_grad()
 def attention_maps(
     model: TransformerModel,
     input_ids: Tensor,
@@ -109,19 +81,20 @@ def attention_maps(
     layers: Sequence[int] | None = None,
     prefix_length: Tensor | None = None,
 ) -> list[AttentionMap]:
-    """The attention maps of the first example in ``input_ids`` [B, T], for the chosen layers."""
-    src_labels = token_labels(tokenizer, input_ids[0].tolist())
-    tgt_labels = token_labels(tokenizer, decoder_input_ids[0].tolist()) if decoder_input_ids is not None else None
+    """The attention maps of the first example in ``input_ids`` [B, T], for the chosen layers.
+
+    ``decoder_input_ids`` [B, T']: the decoder's input of an encoder-decoder (default: its start
+    token alone); ``prefix_length`` [B]: the bidirectional prefix of a prefix-LM decoder.
+    """
+    model.eval()
+    collected = model.attention_probs(input_ids, decoder_input_ids=decoder_input_ids, prefix_length=prefix_length)
     maps: list[AttentionMap] = []
-    collected = collect_attention(model, input_ids, decoder_input_ids, prefix_length)
-    for kind in dict.fromkeys(k for k, _, _ in collected):  # kinds in order
-        of_kind = [(i, p) for k, i, p in collected if k == kind]
+    for kind in dict.fromkeys(a.kind for a in collected):  # kinds in order
+        of_kind = [a for a in collected if a.kind == kind]
         for layer in select(layers, len(of_kind), "layer"):
-            _, probs = of_kind[layer]
-            T, S = probs.shape[-2:]
-            queries = src_labels if kind in ("self", "encoder") else (tgt_labels or [f"<{t}>" for t in range(T)])
-            keys = src_labels if kind in ("self", "encoder", "cross") else (tgt_labels or [f"<{s}>" for s in range(S)])
-            maps.append(AttentionMap(kind, layer, probs[0].float().cpu(), queries[:T], keys[:S]))
+            a = of_kind[layer]
+            maps.append(AttentionMap(kind, layer, a.probs[0].float().cpu(), token_labels(tokenizer, a.queries[0].tolist()),
+                                     token_labels(tokenizer, a.keys[0].tolist())))
     return maps
 
 
@@ -194,10 +167,12 @@ def run(cfg: DictConfig) -> list[Path]:
                          f"Shorten the text or raise max_tokens")
     input_ids = torch.tensor([ids], device=device)  # [1, T]
     decoder_input_ids = None
-    if isinstance(model, EncoderDecoder):
-        start = model.start_tokens(1, device)  # [1, 1]
-        target = tok.encode(str(cfg.target)) if cfg.get("target") else []
-        decoder_input_ids = torch.cat([start, torch.tensor([target], dtype=torch.long, device=device)], dim=1)
+    if model.prompt_is_source:  # the decoder reads its start token, then the target (teacher-forced)
+        target = torch.tensor([tok.encode(str(cfg.target)) if cfg.get("target") else []], dtype=torch.long, device=device)
+        decoder_input_ids = torch.cat([model.start_tokens(1, device), target], dim=1)  # [1, 1 + T']
+    elif cfg.get("target"):
+        raise ValueError(f"target= is the decoder's text of an encoder-decoder; this {model.config.family} model "
+                         f"reads only text=. Drop target=")
     prefix = torch.tensor([int(cfg.prefix_length)], device=device) if cfg.get("prefix_length") else None
     maps = attention_maps(model, input_ids, tok, decoder_input_ids, cfg.get("layers"), prefix)
     out_dir = Path(str(cfg.out_dir))

@@ -16,8 +16,10 @@ from rich.tree import Tree
 from torch import nn
 
 from src.inspection.params import describe
+from src.models.components import FFNS, MASKS, NORMS, PLACEMENTS, POSITIONS
 from src.models.components.attention import MultiHeadAttention
 from src.models.config import ModelConfig
+from src.models.families import FAMILIES
 
 # -- module tree ----------------------------------------------------------------------------
 
@@ -98,15 +100,14 @@ class _Flow:
 
 
 def _norm_name(cfg: ModelConfig) -> str:
-    return {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}.get(cfg.norm.get("name", ""), str(cfg.norm.get("name")))
+    return getattr(NORMS.get(cfg.norm["name"]), "display", cfg.norm["name"])
 
 
 def _ffn_text(cfg: ModelConfig) -> str:
-    name = cfg.ffn.get("name", "")
-    if name == "swiglu":
-        return f"FFN: SwiGLU<br/>down(silu(gate·x) ⊙ up·x)<br/>{cfg.d_model} → {cfg.d_ff} → {cfg.d_model}"
-    act = {"gelu": "GELU", "relu": "ReLU", "silu": "SiLU"}.get(name, name)
-    return f"FFN: {act}<br/>{cfg.d_model} → {cfg.d_ff} → {cfg.d_model}"
+    cls = FFNS.get(cfg.ffn["name"])
+    formula = getattr(cls, "formula", None)
+    return (f"FFN: {getattr(cls, 'display', cfg.ffn['name'])}<br/>" + (f"{formula}<br/>" if formula else "")
+            + f"{cfg.d_model} → {cfg.d_ff} → {cfg.d_model}")
 
 
 def _heads_text(cfg: ModelConfig) -> str:
@@ -116,58 +117,47 @@ def _heads_text(cfg: ModelConfig) -> str:
     return text
 
 
-def _position_in_attention(cfg: ModelConfig) -> str:
-    name = cfg.position.get("name")
-    return {
-        "rope": "<br/>RoPE rotates Q, K",
-        "alibi": "<br/>ALiBi bias on scores",
-        "none": "<br/>no positions (NoPE)",
-    }.get(str(name), "")
-
-
 def _block(flow: _Flow, p: str, cfg: ModelConfig, x: str, attn_kind: str, cross: bool, memory: str | None) -> str:
-    """Draw one block starting from node ``x``; return the block's output node. ``p`` prefixes ids."""
-    sublayers = [("attn", f"{attn_kind} self-attention<br/>{_heads_text(cfg)}{_position_in_attention(cfg)}")]
+    """Draw one block starting from node ``x`` with the placement's own ``drawing``; return the
+    block's output node. ``p`` prefixes ids."""
+    in_attn = POSITIONS.get(cfg.position["name"]).in_attention
+    sublayers = [("attn", f"{attn_kind} self-attention<br/>{_heads_text(cfg)}" + (f"<br/>{in_attn}" if in_attn else ""))]
     if cross:
         sublayers.append(("cross", f"cross-attention<br/>Q ← decoder, K/V ← encoder<br/>{_heads_text(cfg)}"))
     sublayers.append(("ffn", _ffn_text(cfg)))
+    steps = PLACEMENTS.get(cfg.norm_placement).drawing
     norm = _norm_name(cfg)
     cur = x
     for i, (key, text) in enumerate(sublayers, start=1):
-        sub = flow.node(f"{p}_{key}", text)
-        add = flow.node(f"{p}_add{i}", "+", "add")
-        if cfg.norm_placement == "pre":  # x + f(norm(x))
-            n = flow.node(f"{p}_norm{i}", norm)
-            flow.edge(cur, n)
-            flow.edge(n, sub)
-            flow.edge(sub, add)
-            flow.edge(cur, add, "residual", dotted=True)
-            cur = add
-        else:  # norm(x + f(x))
-            n = flow.node(f"{p}_norm{i}", norm)
-            flow.edge(cur, sub)
-            flow.edge(sub, add)
-            flow.edge(cur, add, "residual", dotted=True)
-            flow.edge(add, n)
-            cur = n
-        if key == "cross" and memory is not None:
-            flow.edge(memory, sub, "K, V")
+        start, n_norms = cur, 0
+        for step in steps:
+            if step == "add":
+                node = flow.node(f"{p}_add{i}", "+", "add")
+                flow.edge(cur, node)
+                flow.edge(start, node, "residual", dotted=True)
+            elif step == "sublayer":
+                node = flow.node(f"{p}_{key}", text)
+                flow.edge(cur, node)
+                if key == "cross" and memory is not None:
+                    flow.edge(memory, node, "K, V")
+            else:
+                n_norms += step == "norm"
+                node_id = f"{p}_{step}{i}" + ("" if n_norms < 2 else "b")
+                node = flow.node(node_id, norm if step == "norm" else step)
+                flow.edge(cur, node)
+            cur = node
     return cur
 
 
-def _embeddings(flow: _Flow, p: str, cfg: ModelConfig, ids_text: str) -> str:
+def _embeddings(flow: _Flow, p: str, cfg: ModelConfig, ids_text: str, shared: bool) -> str:
     """token ids → token embedding (→ + positions) (→ embedding norm); return the last node."""
     ids = flow.node(f"{p}_ids", ids_text, "io")
     scale = f"<br/>× √{cfg.d_model}" if cfg.scale_embeddings else ""
-    shared = " (shared)" if cfg.family == "encoder_decoder" else ""
-    tok = flow.node(f"{p}_tok", f"token embedding{shared}<br/>{cfg.vocab_size} × {cfg.d_model}{scale}")
+    tok = flow.node(f"{p}_tok", f"token embedding{' (shared)' if shared else ''}<br/>{cfg.vocab_size} × {cfg.d_model}{scale}")
     flow.edge(ids, tok)
     cur = tok
-    name = cfg.position.get("name")
-    if name in ("learned", "sinusoidal"):
-        what = f"learned positions<br/>{cfg.max_seq_len} × {cfg.d_model}" if name == "learned" else (
-            f"sinusoidal positions<br/>{cfg.position.get('layout', 'interleaved')}, fixed"
-        )
+    what = POSITIONS.get(cfg.position["name"]).in_embeddings(cfg.position, cfg.d_model, cfg.max_seq_len)
+    if what is not None:
         pos = flow.node(f"{p}_pos", what)
         add = flow.node(f"{p}_posadd", "+", "add")
         flow.edge(tok, add)
@@ -182,45 +172,41 @@ def _embeddings(flow: _Flow, p: str, cfg: ModelConfig, ids_text: str) -> str:
 
 def _stack(flow: _Flow, p: str, cfg: ModelConfig, x: str, n_layer: int, title: str, attn_kind: str,
            cross: bool = False, memory: str | None = None) -> str:
-    """A subgraph with one block (×n_layer), then the final norm for pre-norm stacks."""
+    """A subgraph with one block (×n_layer), then the final norm when the placement has one."""
     flow.lines.append(f'    subgraph {p}["{title} block × {n_layer} ({cfg.norm_placement}-norm)"]')
     flow.lines.append("    direction TB")
     block_in = flow.node(f"{p}_in", "x [B, T, C]" if not cross else "y [B, T, C]", "round")
     out = _block(flow, p, cfg, block_in, attn_kind, cross, memory)
     flow.lines.append("    end")
     flow.edge(x, block_in)
-    if cfg.norm_placement == "pre":
+    if PLACEMENTS.get(cfg.norm_placement).final_norm:
         final = flow.node(f"{p}_final", f"final {_norm_name(cfg)}")
         flow.edge(out, final)
         out = final
     return out
 
 
-def _mask_kind(cfg: ModelConfig, default: str) -> str:
-    name = (cfg.mask or {}).get("name", default)
-    return {"causal": "causal", "bidirectional": "bidirectional", "prefix_lm": "prefix-LM"}.get(name, name)
-
-
 def model_mermaid(cfg: ModelConfig) -> str:
-    """A Mermaid flowchart of the model: embeddings, one block per stack (× N), head."""
+    """A Mermaid flowchart of the model: embeddings, one block per stack (× N), head; the stacks
+    as the family lays them out (``TransformerModel.layout``)."""
     flow = _Flow(["flowchart TD"])
     tied = " (tied to token embedding)" if cfg.tie_embeddings else ""
-    if cfg.family == "encoder_decoder":
-        src = _embeddings(flow, "src", cfg, "source ids [B, S]")
-        enc = _stack(flow, "enc", cfg, src, cfg.encoder_layers, "encoder", "bidirectional")
-        memory = flow.node("memory", "encoder output (memory)<br/>[B, S, C]", "io")
-        flow.edge(enc, memory)
-        tgt = _embeddings(flow, "tgt", cfg, "target ids [B, T]")
-        out = _stack(flow, "dec", cfg, tgt, cfg.decoder_layers, "decoder", "causal", cross=True, memory=memory)
-    elif cfg.family == "encoder_only":
-        x = _embeddings(flow, "in", cfg, "token ids [B, T]")
-        out = _stack(flow, "enc", cfg, x, cfg.n_layer, "encoder", _mask_kind(cfg, "bidirectional"))
-        transform = flow.node("transform", f"MLM transform<br/>dense, GELU, {_norm_name(cfg)}")
-        flow.edge(out, transform)
-        out = transform
-    else:
-        x = _embeddings(flow, "in", cfg, "token ids [B, T]")
-        out = _stack(flow, "dec", cfg, x, cfg.n_layer, "decoder", _mask_kind(cfg, "causal"))
+    layouts = FAMILIES.get(cfg.family).layout(cfg)
+    ids_prefix = {1: ["in"], 2: ["src", "tgt"]}.get(len(layouts), [s.name[:3] for s in layouts])
+    memory: str | None = None
+    out = ""
+    for k, (stack, prefix) in enumerate(zip(layouts, ids_prefix)):
+        x = _embeddings(flow, prefix, cfg, stack.inputs, shared=len(layouts) > 1)
+        mask = MASKS.get(stack.mask)
+        out = _stack(flow, stack.name[:3], cfg, x, stack.n_layer, stack.name, getattr(mask, "display", "") or stack.mask,
+                     cross=stack.cross, memory=memory)
+        if k < len(layouts) - 1:  # the next stack reads this one's output
+            memory = flow.node("memory", "encoder output (memory)<br/>[B, S, C]", "io")
+            flow.edge(out, memory)
+        if stack.then:
+            then = flow.node("transform", stack.then.format(norm=_norm_name(cfg)))
+            flow.edge(out, then)
+            out = then
     head = flow.node("head", f"LM head<br/>{cfg.d_model} → {cfg.vocab_size}{tied}")
     logits = flow.node("logits", "logits [B, T, V]", "io")
     flow.edge(out, head)

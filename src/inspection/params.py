@@ -6,9 +6,8 @@ without allocating memory: ``with torch.device("meta"): build_model(cfg)``).
 * ``parameter_table(model)`` — rows by component: token embedding, positions, per block
   attention / FFN / norms, final norm, head (marked when tied). Identical consecutive
   blocks are shown once with ``×N``.
-* ``flops_per_token(model, T)`` — training FLOPs per token, 6N + 12·L·H·Q·T, the estimate
-  of nanoGPT's ``estimate_mfu`` (after Kaplan et al. 2020, §2.1, and the PaLM paper,
-  appendix B).
+* ``flops_per_token(model, T)`` — FLOPs per token at context T from the model's own count
+  (``model.forward_flops``: every matmul, attention scores included), forward and training.
 * ``attention_memory(model, T, dtype)`` — bytes the materialised attention probabilities
   [B, H, T, S] take (what the explicit path and ``output_attentions`` allocate, and what
   flash attention avoids).
@@ -25,7 +24,8 @@ from torch import nn
 from src.models.components.attention import MultiHeadAttention
 from src.models.components.block import Block, Stack
 from src.models.components.positions import Position
-from src.models.components.residual import Placement
+from src.models.components.residual import Residual
+from src.models.families import TransformerModel
 
 DTYPE_BYTES: dict[str, int] = {
     "fp64": 8, "float64": 8, "double": 8,
@@ -190,8 +190,8 @@ def _block_rows(block: Block, path: str, counter: _Counter, level: int) -> list[
             norm_names.append(attr)
             norm_kind = registry_label(child)
             continue
-        if isinstance(child, (Placement, nn.Dropout)):
-            continue  # the residual wrapper and dropout hold no parameters
+        if isinstance(child, (Residual, nn.Dropout)) and not counter.count(child, f"{path}.{attr}")[0]:
+            continue  # a placement without parameters (pre, post) and dropout: nothing to count
         rows.append(ParamRow(component_label(attr, child), f".{attr}", n, describe(child), level=level, tied_to=tied_to))
     if norm_names:
         rows.append(
@@ -258,65 +258,34 @@ def position_parameters(model: nn.Module) -> int:
 
 @dataclass
 class FlopsEstimate:
-    """Training FLOPs per token, forward + backward: 6·N + 12·L·H·Q·T (nanoGPT's estimate_mfu).
+    """FLOPs per token at context length ``seq_len``, from ``model.forward_flops`` (one count, owned
+    by the model; checked against ``torch.utils.flop_counter`` in tests/models/test_flops.py).
 
-    6N: each parameter does a multiply-add (2 FLOPs) per token forward and twice that
-    backward. 12·L·H·Q·T: per attention layer, Q·Kᵀ and P·V cost 2·2·H·Q·T forward per
-    token, ×3 with the backward. N excludes the learned position table, as nanoGPT's
-    ``get_num_params(non_embedding=True)``: a lookup does no matmul; the token embedding
-    stays in N because, tied, it is the LM head's matrix. L counts attention modules (self
-    and cross), so it is ``n_layer`` for a decoder-only model.
+    Per token the forward count is ``a + b·T``: ``a`` from the weight matmuls, ``b·T`` from the
+    attention scores (Q·Kᵀ and P·V over the whole T × T grid), read off the count at T and 2T.
     """
 
-    n_params: int  # N
-    excluded_params: int  # learned position parameters left out of N
-    n_attention_layers: int  # L
-    n_head: int  # H
-    head_dim: int  # Q
     seq_len: int  # T
-    untied_input_embedding: int = 0  # an untied token embedding, counted in N as nanoGPT's formula would
+    forward: int  # forward FLOPs per token
+    attention: int  # of which the attention scores
+    training: int  # forward + backward per token (model.training_flops: 3 × forward)
 
     @property
-    def param_flops(self) -> int:
-        return 6 * self.n_params
+    def weights(self) -> int:
+        """Forward FLOPs per token of the weight matmuls (2 per multiply-add, every linear and the head)."""
+        return self.forward - self.attention
 
-    @property
-    def attention_flops(self) -> int:
-        return 12 * self.n_attention_layers * self.n_head * self.head_dim * self.seq_len
 
-    @property
-    def total(self) -> int:
-        return self.param_flops + self.attention_flops
-
-    @property
-    def forward(self) -> int:
-        """Forward pass only: a third of the training figure (2N + 4·L·H·Q·T)."""
-        return self.total // 3
+def flops_per_token(model: TransformerModel, seq_len: int) -> FlopsEstimate:
+    """The model's FLOPs per token at context length ``seq_len`` (see ``FlopsEstimate``)."""
+    at_t = model.forward_flops(1, seq_len) // seq_len
+    at_2t = model.forward_flops(1, 2 * seq_len) // (2 * seq_len)
+    return FlopsEstimate(seq_len=seq_len, forward=at_t, attention=at_2t - at_t,
+                         training=model.training_flops(1, seq_len) // seq_len)
 
 
 def attention_modules(model: nn.Module) -> list[MultiHeadAttention]:
     return [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
-
-
-def flops_per_token(model: nn.Module, seq_len: int) -> FlopsEstimate:
-    """The training-FLOPs estimate at context length ``seq_len`` (see ``FlopsEstimate``)."""
-    attn = attention_modules(model)
-    if not attn:
-        raise ValueError("the model has no MultiHeadAttention modules")
-    excluded = position_parameters(model)
-    tok, head = getattr(model, "tok_embed", None), getattr(model, "head", None)
-    untied = 0
-    if isinstance(tok, nn.Embedding) and isinstance(head, nn.Linear) and head.weight is not tok.weight:
-        untied = tok.weight.numel()
-    return FlopsEstimate(
-        n_params=sum(p.numel() for p in model.parameters()) - excluded,
-        excluded_params=excluded,
-        n_attention_layers=len(attn),
-        n_head=attn[0].n_head,
-        head_dim=attn[0].head_dim,
-        seq_len=seq_len,
-        untied_input_embedding=untied,
-    )
 
 
 # -- attention memory -------------------------------------------------------------------
@@ -384,25 +353,14 @@ def render_summary(total: int, flops: FlopsEstimate, memory: AttentionMemory, dt
     out.add_row("total parameters", f"{total:,} ({format_count(total)})")
     out.add_row(
         "FLOPs per token",
-        f"{flops.total:,} ≈ {flops.total / 1e9:.3g} GFLOP (training: forward + backward; forward alone ≈ {flops.forward:,})",
+        f"{flops.training:,} ≈ {flops.training / 1e9:.3g} GFLOP training (forward + backward = 3 × forward "
+        f"{flops.forward:,}) at T = {flops.seq_len}",
     )
     out.add_row(
         "",
-        f"= 6N + 12·L·H·Q·T = {flops.param_flops:,} + {flops.attention_flops:,}, with N = {flops.n_params:,}, "
-        f"L = {flops.n_attention_layers}, H = {flops.n_head}, Q = {flops.head_dim}, T = {flops.seq_len}",
+        f"forward = weight matmuls {flops.weights:,} + attention scores {flops.attention:,} (Q·Kᵀ and P·V over "
+        f"T × T); 2 FLOPs per multiply-add, model.forward_flops",
     )
-    if flops.excluded_params:
-        n_note = (f"N excludes the {flops.excluded_params:,} learned position-embedding parameters (as nanoGPT's "
-                  "estimate_mfu / get_num_params(non_embedding=True)); the token embedding stays in N")
-    else:
-        n_note = "N = all parameters (nanoGPT's estimate_mfu leaves out only a learned position table, and there is none)"
-    out.add_row("", n_note)
-    if flops.untied_input_embedding:
-        out.add_row(
-            "",
-            f"untied head: N also holds the {flops.untied_input_embedding:,} input-embedding parameters, a lookup "
-            f"without FLOPs; leaving them out gives {flops.total - 6 * flops.untied_input_embedding:,}",
-        )
     out.add_row(
         "attention weights",
         f"{format_bytes(memory.per_layer)} per layer, {format_bytes(memory.total)} for {memory.n_layers} attention layers "

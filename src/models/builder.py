@@ -5,28 +5,24 @@ from collections.abc import Mapping
 from typing import Any
 
 import src.models.components  # noqa: F401  (registers built-in components)
-from src.models.config import ModelConfig
+from src.models.config import ConfigError, ModelConfig
 from src.models.families import FAMILIES, TransformerModel
+from src.plain import to_plain
+from src.registry import or_list
 
 
-def to_plain(cfg: Any) -> dict[str, Any]:
-    """OmegaConf DictConfig / dataclass / mapping -> plain dict."""
-    if isinstance(cfg, ModelConfig):
-        return cfg.to_dict()
-    try:
-        from omegaconf import DictConfig, OmegaConf
-
-        if isinstance(cfg, DictConfig):
-            return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
-    except ImportError:  # pragma: no cover
-        pass
-    if isinstance(cfg, Mapping):
-        return dict(cfg)
-    raise TypeError(f"cannot read a model config from {type(cfg).__name__}")
+def model_config(cfg: ModelConfig | Mapping[str, Any]) -> ModelConfig:
+    """A validated ``ModelConfig`` from a plain config (dict, DictConfig or ModelConfig): every
+    check that building would make, without building (config validation calls this)."""
+    config = cfg if isinstance(cfg, ModelConfig) else ModelConfig.from_dict(to_plain(cfg))
+    config.validate()
+    if config.family not in FAMILIES:
+        raise ConfigError(f"model.family='{config.family}' is not known; use {or_list(FAMILIES.in_order())}")
+    FAMILIES.get(config.family).check_config(config)
+    return config
 
 
 def build_model(cfg: ModelConfig | Mapping[str, Any]) -> TransformerModel:
     """Build any registered family from a plain config (dict, DictConfig or ModelConfig)."""
-    config = cfg if isinstance(cfg, ModelConfig) else ModelConfig.from_dict(to_plain(cfg))
-    config.validate()
+    config = model_config(cfg)
     return FAMILIES.get(config.family)(config)

@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from src.models.errors import ConfigError
+from src.registry import or_list
 
-class ConfigError(ValueError):
-    """A model config that cannot be built; the message names the key, the value and the fix."""
+__all__ = ["ConfigError", "ModelConfig"]
 
 
 @dataclass
@@ -87,6 +88,12 @@ class ModelConfig:
         return self.n_decoder_layer if self.n_decoder_layer is not None else self.n_layer
 
     def validate(self) -> None:
+        """Numbers, then each component's own checks (``Registry.check``: name, keys,
+        ``check_args``), without building anything. The family (its name, ``check_config``) is
+        checked by ``src.models.builder.model_config``."""
+        from src.models.components import FFNS, MASKS, NORMS, PLACEMENTS, POSITIONS
+        from src.models.components.attention import MultiHeadAttention
+
         def need(cond: bool, msg: str) -> None:
             if not cond:
                 raise ConfigError(msg)
@@ -94,25 +101,18 @@ class ModelConfig:
         for key in ("vocab_size", "d_model", "n_layer", "n_head", "d_ff", "max_seq_len"):
             v = getattr(self, key)
             need(isinstance(v, int) and v > 0, f"model.{key}={v!r} must be a positive integer")
-        need(
-            self.d_model % self.n_head == 0,
-            f"model.d_model={self.d_model} is not divisible by model.n_head={self.n_head}; "
-            f"choose n_head among the divisors of d_model (e.g. {self.d_model // 64 or 1} for 64-dim heads)",
-        )
-        need(
-            self.kv_heads > 0 and self.n_head % self.kv_heads == 0,
-            f"model.n_head={self.n_head} is not divisible by model.n_kv_head={self.n_kv_head}; "
-            f"n_kv_head must divide n_head (n_kv_head=1 is multi-query, n_kv_head=n_head is multi-head)",
-        )
+        MultiHeadAttention.check_args(d_model=self.d_model, n_head=self.n_head, n_kv_head=self.n_kv_head)
         need(0.0 <= self.dropout < 1.0, f"model.dropout={self.dropout} must be in [0, 1)")
-        need(self.norm_placement in ("pre", "post"), f"model.norm_placement='{self.norm_placement}' is not known; use 'pre' or 'post'")
-        need(self.family in ("decoder_only", "encoder_only", "encoder_decoder"),
-             f"model.family='{self.family}' is not known; use decoder_only, encoder_only or encoder_decoder")
-        if self.family == "encoder_decoder":
-            need(self.mask is None, "model.mask is for decoder_only / encoder_only; an encoder_decoder's encoder is "
-                 "bidirectional and its decoder causal. Remove model/mask from the defaults")
-        if self.position.get("name") == "rope" and self.head_dim % 2:
-            raise ConfigError(
-                f"model/position=rope needs an even head dimension, but d_model/n_head = {self.d_model}/{self.n_head} "
-                f"= {self.head_dim}; change model.n_head or model.d_model"
-            )
+        need(self.norm_placement in PLACEMENTS, f"model.norm_placement='{self.norm_placement}' is not known; "
+             f"use {or_list(PLACEMENTS.in_order(), quote=True)}")
+        context = self.component_context()
+        POSITIONS.check(self.position, **context)
+        NORMS.check(self.norm, **context)
+        FFNS.check(self.ffn, **context)
+        if self.mask is not None:
+            MASKS.check(self.mask)
+
+    def component_context(self) -> dict[str, Any]:
+        """What the builder hands every component constructor that asks for it (by name)."""
+        return {"d_model": self.d_model, "n_head": self.n_head, "head_dim": self.head_dim,
+                "max_seq_len": self.max_seq_len, "d_ff": self.d_ff, "bias": self.bias, "dropout": self.dropout}

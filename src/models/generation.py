@@ -1,8 +1,10 @@
 """Autoregressive decoding with the KV cache: greedy, temperature, top-k, top-p (nucleus).
 
-Works for decoder-only models (continues ``input_ids``) and encoder-decoders (encodes
-``input_ids`` once, decodes from ``decoder_start_token_id``). Returns the token ids of the
-whole decoded sequence (prompt included for decoder-only, as transformers does).
+The loop is the same for every family; the family prepares the prompt and runs one step
+(``start_decoding`` / ``decode_step``): a decoder-only model continues ``input_ids``, an
+encoder-decoder encodes them once and decodes from its start token. Returns the token ids of
+the whole decoded sequence (the prompt included for decoder-only, as transformers does);
+``model.new_tokens(sequences, input_ids)`` gives the generated part.
 """
 from __future__ import annotations
 
@@ -11,10 +13,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from src.models.components.kv_cache import KVCache
 from src.models.families import TransformerModel
-from src.models.families.encoder_decoder import EncoderDecoder
-from src.models.families.encoder_only import EncoderOnly
 
 
 class GenerationError(ValueError):
@@ -82,8 +81,8 @@ def generate(
     """input_ids [B, T] -> [B, T + new] (decoder-only) or [B, 1 + new] (encoder-decoder).
 
     ``prefix_length`` [B]: for a prefix-LM decoder (``model/mask=prefix_lm``), how many prompt
-    tokens form the bidirectional prefix (usually the whole prompt). It matters for the prompt's
-    forward only; every generated token sees all earlier ones anyway.
+    tokens form the bidirectional prefix (default: the whole prompt). It matters for the
+    prompt's forward only; every generated token sees all earlier ones anyway.
 
     ``on_token`` is called with each step's new tokens [B] (for streaming to a console).
     Rows that emitted ``eos_token_id`` are padded with it afterwards. A decoder-only model with a
@@ -91,51 +90,22 @@ def generate(
     tokens (no cache from then on), as nanoGPT does.
     """
     check_generation_args(max_new_tokens, temperature, top_k, top_p)  # GenerationError naming the argument
-    if isinstance(model, EncoderOnly):
-        raise ValueError("an encoder_only (masked LM) model cannot generate text; use a decoder_only or encoder_decoder model")
     was_training = model.training
     model.eval()
-    B = input_ids.shape[0]
-    is_seq2seq = isinstance(model, EncoderDecoder)
-    memory = model.encode(input_ids, attention_mask) if is_seq2seq else None
-    seq = model.start_tokens(B, input_ids.device) if is_seq2seq else input_ids
-    n_layer = len(model.decoder.blocks)
-    # A learned position table has no row past its end: a decoder-only model then keeps
-    # generating from the last `window` tokens, without the cache (nanoGPT's idx[:, -block_size:]).
-    window = None if is_seq2seq else model.decoder.position.max_positions
-    max_len = seq.shape[1] + max_new_tokens
-    if window is not None:
-        max_len = min(max_len, window)
-    cache = KVCache(n_layer, max_length=max_len) if use_cache else None
-    finished = torch.zeros(B, dtype=torch.bool, device=input_ids.device)
-    step_input = seq
-    for _ in range(max_new_tokens):
-        kwargs = {}
-        if is_seq2seq:
-            kwargs = dict(encoder_hidden_states=memory, attention_mask=attention_mask, decoder_input_ids=step_input if use_cache else seq)
-            out = model(cache=cache, **kwargs)
-        else:
-            mask = attention_mask
-            if mask is not None and seq.shape[1] > mask.shape[1]:  # extend padding mask over generated tokens
-                mask = torch.cat([mask, mask.new_ones(B, seq.shape[1] - mask.shape[1])], dim=1)
-            if window is not None and seq.shape[1] > window:  # past the table: slide the window, no cache
-                cache, use_cache = None, False
-                seq_in, mask = seq[:, -window:], None if mask is None else mask[:, -window:]
-                prefix = None if prefix_length is None else (prefix_length - (seq.shape[1] - window)).clamp(min=0)
-            else:
-                seq_in, prefix = seq, prefix_length
-            ids = step_input if use_cache else seq_in
-            out = model(ids, attention_mask=mask, cache=cache, logits_to_keep=1,  # the head at the last position only
-                        prefix_length=prefix)
-        tok = next_token(out.logits[:, -1, :], do_sample, temperature, top_k, top_p, generator)  # [B]
-        if eos_token_id is not None:
-            tok = torch.where(finished, torch.full_like(tok, eos_token_id), tok)
-            finished |= tok == eos_token_id
-        seq = torch.cat([seq, tok[:, None]], dim=1)
-        step_input = tok[:, None]
-        if on_token is not None:
-            on_token(tok)
-        if eos_token_id is not None and bool(finished.all()):
-            break
-    model.train(was_training)
-    return seq
+    try:
+        d = model.start_decoding(input_ids, max_new_tokens, attention_mask=attention_mask, prefix_length=prefix_length,
+                                 use_cache=use_cache)
+        finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        for _ in range(max_new_tokens):
+            tok = next_token(model.decode_step(d), do_sample, temperature, top_k, top_p, generator)  # [B]
+            if eos_token_id is not None:
+                tok = torch.where(finished, torch.full_like(tok, eos_token_id), tok)
+                finished |= tok == eos_token_id
+            d.append(tok)
+            if on_token is not None:
+                on_token(tok)
+            if eos_token_id is not None and bool(finished.all()):
+                break
+    finally:
+        model.train(was_training)
+    return d.sequences

@@ -10,13 +10,12 @@ Checks, in order (the first failure is raised):
 2. keys: top-level keys are those of ``conf/train.yaml`` (Hydra's struct mode already rejects
    ``key=v`` typos; this also catches ``+key=v``), and ``task``/``optim``/``scheduler``/
    ``tokenizer`` keys are those of their chosen ``conf/<group>/<name>.yaml``;
-3. model: component names (position, norm, ffn, mask) are registered and get only keys their
-   class accepts; ``n_kv_head`` in range; then ``ModelConfig.validate`` (d_model % n_head,
-   even head dim with RoPE, n_head % n_kv_head …);
-4. task and data: the task is registered, fits the model family and the data's batch format
-   (translation pairs on an encoder-only model …); the data source is registered and gets
-   only its own keys; ``block_size`` fits a learned position table; optimiser and scheduler
-   names;
+3. model: everything building it would check, without building it (``src.models.builder.model_config``:
+   numbers, each component's own ``check_args``, registered names and accepted keys, the family);
+4. task and data: the task is registered and fits the model family and the data's batch format
+   (translation pairs on an encoder-only model …); the data node is its source's
+   (``src.data.sources.check_source``); ``block_size`` fits a learned position table; optimiser
+   and scheduler names;
 5. trainer: argument names, accelerator / strategy / devices / precision against the hardware
    (FSDP on CPU, more GPUs than visible, fp16 on CPU, bf16 on a GPU without it), callbacks
    that need a logger, ``ckpt_path`` exists, ``reliability`` settings.
@@ -27,7 +26,6 @@ Checks that need built objects stay where the objects are: the tokenizer's vocab
 """
 from __future__ import annotations
 
-import copy
 import inspect
 import os
 from collections.abc import Iterator, Mapping
@@ -36,6 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from src.plain import to_plain
 from src.reliability.errors import RunConfigError
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
@@ -78,14 +77,13 @@ def validate_run_config(
     (``ConfigError`` for model numbers, ``RegistryError`` for component names, ``TaskError``,
     ``DataError``), each with a message naming key, value and fix.
     """
-    plain = _to_plain(cfg)
+    plain = to_plain(cfg)
     conf, primary = (Path(conf_dir), "train") if conf_dir is not None else _primary_config()
     _check_no_remote_code(plain)
     _check_no_missing(plain)
     _check_top_keys(plain, conf, primary)
     _check_group_keys(plain, conf)
-    _check_model(plain["model"])
-    _check_task_and_data(plain)
+    _check_task_and_data(plain, _check_model(plain["model"]))
     _check_names(plain)
     _check_trainer(plain, hardware or Hardware.detect())
     _check_callbacks(plain)
@@ -94,22 +92,6 @@ def validate_run_config(
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def _to_plain(cfg: Any) -> dict[str, Any]:
-    try:
-        from omegaconf import DictConfig, OmegaConf
-
-        if isinstance(cfg, DictConfig):
-            plain = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
-            assert isinstance(plain, dict)
-            plain.pop("hydra", None)
-            return plain  # type: ignore[return-value]
-    except ImportError:  # pragma: no cover
-        pass
-    plain = copy.deepcopy(dict(cfg))
-    plain.pop("hydra", None)
-    return plain
 
 
 def _primary_config() -> tuple[Path, str]:
@@ -222,45 +204,22 @@ def _check_group_keys(plain: Mapping[str, Any], conf: Path) -> None:
 # ---------------------------------------------------------------- 3. model
 
 
-def _check_model(model: Mapping[str, Any]) -> None:
-    import src.models.components  # noqa: F401  (registers components)
-    from src.models.components.ffn import FFNS
-    from src.models.components.masks import MASKS
-    from src.models.components.norms import NORMS
-    from src.models.components.positions import POSITIONS
-    from src.models.config import ModelConfig
+def _check_model(model: Mapping[str, Any]) -> Any:
+    """Every check building the model would make (its numbers, each component's own checks, the
+    family), without building it; returns the ModelConfig."""
+    from src.models.builder import model_config
 
-    for group, registry in (("position", POSITIONS), ("norm", NORMS), ("ffn", FFNS), ("mask", MASKS)):
-        node = model.get(group)
-        if node is None:
-            continue
-        node = {"name": node} if isinstance(node, str) else dict(node)
-        cls = registry.get(node.get("name"))  # RegistryError listing the registered names
-        params = inspect.signature(cls.__init__).parameters
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-            unknown = sorted(k for k in node if k != "name" and k not in params)
-            if unknown:
-                from src.registry import RegistryError
-
-                own = [p for p in params if p not in ("self", "d_model", "n_head", "head_dim", "max_seq_len")]
-                raise RegistryError(f"{registry.kind} '{node['name']}' got unknown key(s) {unknown}; "
-                                    f"it accepts: {', '.join(own) or '(no keys)'}")
-    n_head, n_kv = model.get("n_head"), model.get("n_kv_head")
-    if n_kv is not None and (isinstance(n_kv, bool) or not isinstance(n_kv, int) or n_kv < 1
-                             or (isinstance(n_head, int) and n_kv > n_head)):
-        raise RunConfigError("bad_value", key="model.n_kv_head", value=n_kv,
-                             fix=f"use null (= n_head: multi-head), 1 (multi-query) or a divisor of model.n_head={n_head}")
-    ModelConfig.from_dict(model)  # ConfigError: unknown keys, divisibility, RoPE head dim …
+    return model_config(model)  # ConfigError / RegistryError, each naming the key and the fix
 
 
 # ---------------------------------------------------------------- 4. task, data, names
 
 
-def _check_task_and_data(plain: dict[str, Any]) -> None:
-    from src.data.errors import DataError
-    from src.data.sources import SOURCES
+def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
+    """The task fits the model and the data (cross-group); the data node is its source's; the
+    training window fits a learned position table (data x model)."""
+    from src.data.sources import check_source, split_config
     from src.models.components.positions import POSITIONS, LearnedPosition
-    from src.models.config import ModelConfig
     from src.tasks import TASKS
 
     task_name = (plain.get("task") or {}).get("name")
@@ -268,30 +227,18 @@ def _check_task_and_data(plain: dict[str, Any]) -> None:
         raise RunConfigError("unknown_name", key="task", value=task_name,
                              names=f"{', '.join(TASKS.names())} (conf/task/<name>.yaml picks one)")
     cls = TASKS.get(task_name)
-    model = ModelConfig.from_dict(plain["model"])
     cls.check_family(model)  # TaskError: masked LM on a causal decoder …
 
-    data = dict(plain.get("data") or {})
-    name = data.get("name")
-    if name not in SOURCES:
-        raise DataError("unknown_source", name=name, names=", ".join(SOURCES.names()))
-    source = SOURCES.get(name)
-    from src.data.sources import DATAMODULE_KEYS
-
-    kind = source.kind
-    own = set(DATAMODULE_KEYS.get(kind, ())) | {"name"}
-    accepted = [p for p in inspect.signature(source.__init__).parameters if p != "self"]
-    unknown = sorted(k for k in data if k not in own and k not in accepted)
-    if unknown:
-        raise DataError("unknown_key", name=name, unknown=unknown, accepted=", ".join(accepted))
+    kind, node, _ = split_config(plain.get("data") or {})  # DataError: unknown source
+    check_source(node)  # DataError: a key the source does not take
     fmt = "pairs" if kind == "pairs" else "text"
-    cls.check_batch_format(fmt, f"data={name}")  # TaskError: translation pairs on an encoder-only model …
+    cls.check_batch_format(fmt, f"data={node['name']}")  # TaskError: translation pairs on an encoder-only model …
 
     block = plain.get("block_size") or model.max_seq_len
     block = _positive_int("block_size", block, "a positive number of tokens per training window, at most model.max_seq_len")
     _positive_int("batch_size", plain.get("batch_size"), "a positive number of sequences per device per step")
-    pos_name = (model.position or {}).get("name")
-    if fmt == "text" and pos_name in POSITIONS and issubclass(POSITIONS.get(pos_name), LearnedPosition):
+    pos_name = model.position["name"]
+    if fmt == "text" and issubclass(POSITIONS.get(pos_name), LearnedPosition):
         if cls.data_block_size(block, model.max_seq_len, fmt) > model.max_seq_len:
             raise RunConfigError("block_size_exceeds_table", block_size=block, max_seq_len=model.max_seq_len,
                                  position=pos_name)

@@ -7,9 +7,11 @@ config (a dict) and the tokenizer's ``state_dict()`` — never from an injected
 ``src.reliability.checkpoint_load.load_checkpoint`` rebuild the exact model and tokenizer, and the
 checkpoint loads with ``torch.load(weights_only=True)``.
 
-Subclasses implement ``prepare(batch) -> Prepared``: the model inputs, the labels
-(``-100`` = not scored) aligned with the logits, and the number of tokens processed.
-Loss, metrics and logging are shared.
+Subclasses implement ``prepare(batch) -> Prepared``: the model inputs, the labels in the
+model family's own convention (``-100`` = not scored; the family shifts them: one label
+convention, ``TransformerModel.score_labels``), the number of tokens processed and the shape
+the model's FLOPs count takes. The loss is the model's (``model(**inputs, labels=…).loss``);
+metrics and logging are shared.
 
 Metrics (torchmetrics, reset per epoch, synced across ranks): ``{stage}/loss`` (mean
 cross-entropy per scored token, ``MeanMetric`` weighted by token count), ``{stage}/ppl``
@@ -44,10 +46,10 @@ class TaskError(ValueError):
 class Prepared:
     """A batch turned into model inputs and scored labels."""
 
-    inputs: dict[str, Any]  # kwargs for the model's forward
-    labels: Tensor  # [B, T] aligned with the logits (no shift left to do); IGNORE_INDEX = not scored
+    inputs: dict[str, Any]  # kwargs for the model's forward (without labels)
+    labels: Tensor  # as the model's forward takes them (its family aligns them); IGNORE_INDEX = not scored
     tokens: int  # tokens the model processed (from shapes only: no device sync)
-    seq_len: int  # the longest sequence the model attended over (for the FLOPs estimate)
+    shape: dict[str, int]  # the arguments of model.forward_flops for these inputs (batch_size, seq_len, …)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -87,7 +89,7 @@ class LMTask(pl.LightningModule):
         self.save_hyperparameters()  # plain dicts only -> weights_only-loadable checkpoints
         self.cfg = cfg
         self.task_cfg: dict[str, Any] = dict(cfg.get("task") or {})
-        self.model_config = ModelConfig.from_dict(cfg["model"])
+        self.model_config = ModelConfig.from_dict({**cfg["model"], **self.model_overrides(self.task_cfg)})
         self.check_family(self.model_config)
         self.tokenizer: Tokenizer | None = tokenizer_from_state(tokenizer) if tokenizer else None
         self.model: TransformerModel = build_model(self.model_config)
@@ -96,6 +98,7 @@ class LMTask(pl.LightningModule):
             setattr(self, f"{stage}_loss", MeanMetric(nan_strategy="disable"))
             setattr(self, f"{stage}_acc", MeanMetric(nan_strategy="disable"))
         self.tokens_seen = 0  # training tokens over all ranks (python int, saved in checkpoints)
+        self._flops_memo: dict[tuple[Any, ...], int] = {}
         self._rng_to_restore: dict[str, Any] | None = None
 
     # ---------------------------------------------------------------- checks
@@ -126,6 +129,11 @@ class LMTask(pl.LightningModule):
         return SpecialIds()
 
     @classmethod
+    def model_overrides(cls, task_cfg: Mapping[str, Any]) -> dict[str, Any]:
+        """Model config keys the objective fixes (its resolved special ids), applied before building."""
+        return {}
+
+    @classmethod
     def data_block_size(cls, block_size: int, max_seq_len: int, batch_format: str) -> int:
         """Tokens per window/side to ask the datamodule for, so inputs fit ``max_seq_len``."""
         return block_size
@@ -144,15 +152,11 @@ class LMTask(pl.LightningModule):
         Training skips the accuracy: an argmax over [B, T, V] logits is a full extra pass over
         the largest tensor of the step (on CPU about as slow as the loss itself)."""
         prep = self.prepare(batch)
-        out = self.model(**prep.inputs)
-        logits = out.logits  # [B, T, V]
-        if logits.shape[:2] != prep.labels.shape:
-            raise RuntimeError(f"{type(self).__name__}: logits {tuple(logits.shape)} and labels "
-                               f"{tuple(prep.labels.shape)} are not aligned")
-        loss = TransformerModel.cross_entropy(logits, prep.labels)
-        scored = prep.labels != IGNORE_INDEX  # [B, T]
-        correct = (logits.argmax(-1) == prep.labels) & scored if accuracy else None
-        return loss, correct, scored, prep
+        out = self.model(**prep.inputs, labels=prep.labels)
+        target = self.model.score_labels(prep.labels, out.logits.shape[1])  # [B, T] aligned with the logits
+        scored = target != IGNORE_INDEX  # [B, T]
+        correct = (out.logits.argmax(-1) == target) & scored if accuracy else None
+        return out.loss, correct, scored, prep
 
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
         self._maybe_restore_rng()
@@ -160,13 +164,13 @@ class LMTask(pl.LightningModule):
     def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
         loss, _, _, prep = self.shared_step(batch, accuracy=False)
         self.tokens_seen += prep.tokens * self.trainer.world_size
-        self.flops_per_batch = self.flops_per_token(prep.seq_len) * prep.tokens  # read by ThroughputMonitor
+        self.flops_per_batch = self.flops(prep, training=True)  # read by ThroughputMonitor
         self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True)
         return loss
 
     def _eval_step(self, stage: str, batch: Mapping[str, Tensor], batch_idx: int = 0) -> Tensor:
         loss, correct, scored, prep = self.shared_step(batch)
-        self.flops_per_batch = self.flops_per_token(prep.seq_len) * prep.tokens // 3  # forward only
+        self.flops_per_batch = self.flops(prep, training=False)
         n = scored.sum()
         loss_metric: MeanMetric = getattr(self, f"{stage}_loss")
         acc_metric: MeanMetric = getattr(self, f"{stage}_acc")
@@ -205,16 +209,14 @@ class LMTask(pl.LightningModule):
             return b * (t1 - 1)
         return int(batch["src_ids"].numel() + batch["tgt_ids"].numel())
 
-    def flops_per_token(self, seq_len: int) -> int:
-        """Training FLOPs per token, nanoGPT's ``estimate_mfu`` (PaLM appendix B):
-        6N + 12·L·H·Q·T (forward + backward), N = parameters without position tables."""
-        if getattr(self, "_n_flop_params", None) is None:
-            self._n_flop_params = self.model.num_parameters() - sum(
-                p.numel() for n, p in self.model.named_parameters() if ".position." in f".{n}"
-            )
-        c = self.model_config
-        layers = c.encoder_layers + c.decoder_layers if c.family == "encoder_decoder" else c.n_layer
-        return 6 * self._n_flop_params + 12 * layers * c.n_head * c.head_dim * seq_len
+    def flops(self, prep: Prepared, training: bool) -> int:
+        """The model's FLOPs count for this batch: ``model.training_flops`` (forward + backward) or
+        ``model.forward_flops``, memoised by shape (a few distinct shapes per run)."""
+        key = (training, *sorted(prep.shape.items()))
+        if key not in self._flops_memo:
+            count = self.model.training_flops if training else self.model.forward_flops
+            self._flops_memo[key] = count(**prep.shape)
+        return self._flops_memo[key]
 
     # ---------------------------------------------------------------- optimisation
     def configure_model(self) -> None:

@@ -29,11 +29,11 @@ class CausalLM(LMTask):
         super().__init__(cfg, tokenizer)
         self.prefix_length: int | None = self.task_cfg.get("prefix_length")
         mask = (self.model_config.mask or {}).get("name", "causal")
-        if mask == "prefix_lm" and self.prefix_length is None:
-            raise TaskError("model/mask=prefix_lm needs task.prefix_length (tokens of bidirectional prefix per window), "
+        if self.model.needs_prefix_length and self.prefix_length is None:
+            raise TaskError(f"model/mask={mask} needs task.prefix_length (tokens of bidirectional prefix per window), "
                             "e.g. task.prefix_length=32; or use model/mask=causal")
         if self.prefix_length is not None:
-            if mask != "prefix_lm":
+            if not self.model.needs_prefix_length:
                 raise TaskError(f"task.prefix_length={self.prefix_length} needs model/mask=prefix_lm (the model's mask is "
                                 f"{mask}); add model/mask=prefix_lm or set task.prefix_length=null")
             if not 0 < self.prefix_length < self.model_config.max_seq_len:
@@ -41,12 +41,12 @@ class CausalLM(LMTask):
                                 f"{self.model_config.max_seq_len})")
 
     def prepare(self, batch: Mapping[str, Tensor]) -> Prepared:
-        tokens = batch["tokens"]  # [B, T+1]
-        x, y = tokens[:, :-1], tokens[:, 1:]  # [B, T] each
+        tokens = batch["tokens"]  # [B, T+1]: position t of tokens[:, :-1] predicts tokens[:, t+1]
+        x, labels = tokens[:, :-1], tokens  # the window form of the decoder's labels: every position scored
         inputs: dict[str, Any] = {"input_ids": x}
         if self.prefix_length is not None:
             p = min(self.prefix_length, x.shape[1] - 1)
-            y = y.clone()
-            y[:, : p - 1] = IGNORE_INDEX  # targets inside the prefix are visible to the prefix
+            labels = labels.clone()
+            labels[:, :p] = IGNORE_INDEX  # targets 1 … p-1 lie inside the prefix, which sees them (token 0 is no target)
             inputs["prefix_length"] = torch.full((x.shape[0],), p, dtype=torch.long, device=x.device)
-        return Prepared(inputs=inputs, labels=y, tokens=x.numel(), seq_len=x.shape[1])
+        return Prepared(inputs=inputs, labels=labels, tokens=x.numel(), shape={"batch_size": x.shape[0], "seq_len": x.shape[1]})

@@ -61,7 +61,6 @@ class DecoderTranslation(LMTask):
             raise TaskError("task.sep_token_id is not resolved; build the task with src.training.setup.build_run")
         self.sep_id = int(sep)
         self.pad_id = self.model_config.pad_token_id if self.model_config.pad_token_id is not None else self.sep_id
-        self.prefix_lm = (self.model_config.mask or {}).get("name") == "prefix_lm"
 
     @classmethod
     def special_ids(cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]) -> SpecialIds:
@@ -83,9 +82,9 @@ class DecoderTranslation(LMTask):
         if seq.shape[1] - 1 > self.model_config.max_seq_len:
             raise TaskError(f"src <sep> tgt is {seq.shape[1] - 1} tokens but model.max_seq_len="
                             f"{self.model_config.max_seq_len}; shorten the pairs (data block size) or raise max_seq_len")
-        x, y = seq[:, :-1], labels[:, 1:]  # position t predicts token t+1
+        x = seq[:, :-1]  # [B, L]; labels [B, L+1]: the window form, position t predicts token t+1
         inputs: dict[str, Any] = {"input_ids": x}
-        if self.prefix_lm:
+        if self.model.needs_prefix_length:
             inputs["prefix_length"] = prefix  # [B]: source + <sep> are bidirectional
         # right padding under a causal / prefix mask never reaches real positions: no padding mask needed
-        return Prepared(inputs=inputs, labels=y, tokens=x.numel(), seq_len=x.shape[1])
+        return Prepared(inputs=inputs, labels=labels, tokens=x.numel(), shape={"batch_size": x.shape[0], "seq_len": x.shape[1]})

@@ -77,4 +77,5 @@ class MaskedLM(LMTask):
         random_ids = torch.randint(0, self.random_vocab, tokens.shape, device=dev, generator=g)
         inputs = torch.where(to_mask, torch.full_like(tokens, self.mask_token_id), tokens)
         inputs = torch.where(to_random, random_ids, inputs)
-        return Prepared(inputs={"input_ids": inputs}, labels=labels, tokens=tokens.numel(), seq_len=tokens.shape[1])
+        return Prepared(inputs={"input_ids": inputs}, labels=labels, tokens=tokens.numel(),
+                        shape={"batch_size": tokens.shape[0], "seq_len": tokens.shape[1]})

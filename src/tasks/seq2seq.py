@@ -9,15 +9,14 @@
 
 The decoder's start token is ``model.decoder_start_token_id`` / ``bos`` / ``pad`` when set,
 else the tokenizer's bos / pad / eos, else a reserved id after the tokenizer's vocabulary;
-it is resolved into ``task.decoder_start_token_id``. Decoder inputs are built here (not
-by the model from labels) so no host sync is needed.
+it is resolved into ``task.decoder_start_token_id`` and given to the model, which builds the
+decoder inputs from the labels (``EncoderDecoder.shift_right``, no host sync).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import torch
 from torch import Tensor
 
 from src.data.tokenizers import Tokenizer
@@ -37,13 +36,9 @@ class Seq2Seq(LMTask):
         self.split = float(self.task_cfg.get("split", 0.5))
         if not 0.0 < self.split < 1.0:
             raise TaskError(f"task.split={self.split} must be in (0, 1): the fraction of a text window used as source")
-        start = self.task_cfg.get("decoder_start_token_id")
-        if start is None:
+        if self.task_cfg.get("decoder_start_token_id") is None:  # model_overrides gave it to the model
             raise TaskError("task.decoder_start_token_id is not resolved; build the task with "
                             "src.training.setup.build_run (it picks the model's or tokenizer's start id)")
-        self.start_id = int(start)
-        pad = self.model_config.pad_token_id
-        self.pad_id = int(pad) if pad is not None else self.start_id  # decoder inputs are never padding-attended
 
     @classmethod
     def special_ids(cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]) -> SpecialIds:
@@ -53,13 +48,14 @@ class Seq2Seq(LMTask):
         return s
 
     @classmethod
+    def model_overrides(cls, task_cfg: Mapping[str, Any]) -> dict[str, Any]:
+        """The decoder starts from the id resolved here (the model shifts the labels right with it)."""
+        start = task_cfg.get("decoder_start_token_id")
+        return {} if start is None else {"decoder_start_token_id": int(start)}
+
+    @classmethod
     def data_block_size(cls, block_size: int, max_seq_len: int, batch_format: str) -> int:
         return min(block_size, max_seq_len)
-
-    def shift_right(self, labels: Tensor) -> Tensor:
-        """[y0, y1, …] (IGNORE_INDEX for padding) -> [start, y0, y1, …] (padding -> pad id)."""
-        shifted = torch.cat([labels.new_full((labels.shape[0], 1), self.start_id), labels[:, :-1]], dim=1)
-        return shifted.masked_fill(shifted == IGNORE_INDEX, self.pad_id)
 
     def prepare(self, batch: Mapping[str, Tensor]) -> Prepared:
         if "tokens" in batch:
@@ -70,11 +66,8 @@ class Seq2Seq(LMTask):
         else:
             src, src_mask = batch["src_ids"], batch["src_mask"]  # [B, S]
             labels = batch["tgt_ids"].masked_fill(batch["tgt_mask"] == 0, IGNORE_INDEX)  # [B, T]
-        inputs = {
-            "input_ids": src,
-            "attention_mask": src_mask,
-            "decoder_input_ids": self.shift_right(labels),
-            # right padding under a causal decoder never reaches real positions: no decoder mask needed
-        }
+        # the model teacher-forces its decoder on shift_right(labels) = [start, y0, …]; right padding under a
+        # causal decoder never reaches real positions: no decoder mask needed
+        inputs = {"input_ids": src, "attention_mask": src_mask}
         return Prepared(inputs=inputs, labels=labels, tokens=src.numel() + labels.numel(),
-                        seq_len=max(src.shape[1], labels.shape[1]))
+                        shape={"batch_size": src.shape[0], "seq_len": src.shape[1], "target_len": labels.shape[1]})

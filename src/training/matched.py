@@ -38,6 +38,7 @@ import torch
 
 from src.jsonfile import write_json
 from src.models import ModelConfig, build_model
+from src.plain import to_plain
 
 log = logging.getLogger(__name__)
 
@@ -217,21 +218,10 @@ def match_model(model: Mapping[str, Any], reference: str | Mapping[str, Any], *,
     return solved, result
 
 
-def _plain(node: Any) -> Any:
-    try:
-        from omegaconf import DictConfig, ListConfig, OmegaConf
-
-        if isinstance(node, (DictConfig, ListConfig)):
-            return OmegaConf.to_container(node, resolve=True)
-    except ImportError:  # pragma: no cover
-        pass
-    return node
-
-
 def apply_match_params(plain: dict[str, Any], run_dir: str | Path | None = None) -> MatchResult | None:
     """If ``plain['match_params'].reference`` is set, solve ``plain['model']`` in place, log
     both counts and write ``<run dir>/match_params.json`` (run dir: ``paths.output_dir``)."""
-    node = _plain(plain.get("match_params"))
+    node = to_plain(plain.get("match_params"))
     if not node or node.get("reference") in (None, "", "null"):
         return None
     unknown = sorted(set(node) - {"reference", "solve", "tolerance", "multiple_of"})

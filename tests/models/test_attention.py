@@ -139,7 +139,7 @@ def test_cross_attention_shapes() -> None:
 
 
 def test_invalid_head_counts_raise() -> None:
-    with pytest.raises(ValueError, match="not divisible by n_head"):
+    with pytest.raises(ValueError, match="not divisible by model.n_head"):
         MultiHeadAttention(30, 4, 4)
-    with pytest.raises(ValueError, match="not divisible by n_kv_head"):
+    with pytest.raises(ValueError, match="not divisible by model.n_kv_head"):
         MultiHeadAttention(32, 4, 3)

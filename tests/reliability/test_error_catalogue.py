@@ -50,7 +50,7 @@ CONFIG_CASES = [
     Case("n_head-not-divisible-by-n_kv_head", ["model=tiny", "+model.n_kv_head=3"], ConfigError,
          "model.n_head=4 is not divisible by model.n_kv_head=3; n_kv_head must divide n_head (n_kv_head=1 is "
          "multi-query, n_kv_head=n_head is multi-head)"),
-    Case("negative-n_kv_head", ["model=tiny", "+model.n_kv_head=-2"], RunConfigError,
+    Case("negative-n_kv_head", ["model=tiny", "+model.n_kv_head=-2"], ConfigError,  # attention's own check
          "model.n_kv_head=-2 is invalid: use null (= n_head: multi-head), 1 (multi-query) or a divisor of "
          "model.n_head=4"),
     Case("dropout-out-of-range", ["model.dropout=1.5"], ConfigError, "model.dropout=1.5 must be in [0, 1)"),

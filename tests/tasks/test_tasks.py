@@ -89,12 +89,14 @@ def test_each_family_learns_a_repeated_batch(task_name: str, task_cfg: dict, bat
 def test_causal_targets_are_next_tokens_and_prefix_is_unscored() -> None:
     cls = TASKS.get("causal_lm")
     tokens = torch.arange(10)[None]  # [1, 10]
-    prep = cls(plain_cfg({"name": "causal_lm", "prefix_length": None}), TOK.state_dict()).prepare({"tokens": tokens})
-    assert torch.equal(prep.inputs["input_ids"], tokens[:, :-1]) and torch.equal(prep.labels, tokens[:, 1:])
+    task = cls(plain_cfg({"name": "causal_lm", "prefix_length": None}), TOK.state_dict())
+    prep = task.prepare({"tokens": tokens})
+    targets = task.model.score_labels(prep.labels, 9)  # the family aligns the labels with the 9 logit positions
+    assert torch.equal(prep.inputs["input_ids"], tokens[:, :-1]) and torch.equal(targets, tokens[:, 1:])
     task = cls(plain_cfg({"name": "causal_lm", "prefix_length": 4}, mask={"name": "prefix_lm"}), TOK.state_dict())
     prep = task.prepare({"tokens": tokens})
     # positions 0..3 see the whole prefix (tokens 0..3); predicting tokens 1..3 would read them
-    assert prep.labels.tolist() == [[IGNORE_INDEX] * 3 + list(range(4, 10))]
+    assert task.model.score_labels(prep.labels, 9).tolist() == [[IGNORE_INDEX] * 3 + list(range(4, 10))]
     assert prep.inputs["prefix_length"].tolist() == [4]
 
 
@@ -138,11 +140,11 @@ def test_seq2seq_teacher_forcing_inputs() -> None:
     b = {"src_ids": torch.tensor([[5, 6]]), "src_mask": torch.tensor([[1, 1]]),
          "tgt_ids": torch.tensor([[7, 1, 0]]), "tgt_mask": torch.tensor([[1, 1, 0]])}
     prep = task.prepare(b)
-    assert prep.inputs["decoder_input_ids"].tolist() == [[2, 7, 1]]
+    assert task.model.shift_right(prep.labels).tolist() == [[2, 7, 1]]  # the decoder's teacher-forced inputs
     assert prep.labels.tolist() == [[7, 1, -100]]
     prep = task.prepare({"tokens": torch.arange(10)[None]})
     assert prep.inputs["input_ids"].tolist() == [[0, 1, 2, 3, 4]] and prep.labels.tolist() == [[5, 6, 7, 8, 9]]
-    assert prep.inputs["decoder_input_ids"].tolist() == [[2, 5, 6, 7, 8]]
+    assert task.model.shift_right(prep.labels).tolist() == [[2, 5, 6, 7, 8]]
 
 
 @pytest.mark.parametrize(

@@ -38,8 +38,9 @@ def split_config(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str,
     return kind, node, dm_kwargs
 
 
-def build_source(cfg: Mapping[str, Any]) -> Source:
-    """From ``{name: <source>, <its keys>...}`` (datamodule keys already removed)."""
+def check_source(cfg: Mapping[str, Any]) -> tuple[type[Source], dict[str, Any]]:
+    """(class, constructor keys) of ``{name: <source>, <its keys>...}`` (datamodule keys already
+    removed); unknown names and keys fail with the accepted ones listed. Builds nothing."""
     node = dict(cfg)
     name = node.pop("name", None)
     if name not in SOURCES:
@@ -49,7 +50,14 @@ def build_source(cfg: Mapping[str, Any]) -> Source:
     unknown = sorted(k for k in node if k not in accepted)
     if unknown:
         raise DataError("unknown_key", name=name, unknown=unknown, accepted=", ".join(accepted))
+    return cls, node
+
+
+def build_source(cfg: Mapping[str, Any]) -> Source:
+    """From ``{name: <source>, <its keys>...}`` (datamodule keys already removed)."""
+    cls, node = check_source(cfg)
     return cls(**node)
 
 
-__all__ = ["SOURCES", "DATAMODULE_KEYS", "Source", "LMSource", "PairSource", "build_source", "split_config"]
+__all__ = ["SOURCES", "DATAMODULE_KEYS", "Source", "LMSource", "PairSource", "build_source", "check_source",
+           "split_config"]

@@ -17,6 +17,7 @@ from typing import Any
 from src.data.errors import DataError
 from src.data.sources import SOURCES
 from src.data.sources.base import LMSource, check_fractions
+from src.plain import to_plain
 
 
 @SOURCES.register("hf")
@@ -64,7 +65,7 @@ class HFDataset(LMSource):
 
         try:
             dd = datasets.load_dataset(
-                self.path, self.config, data_files=self._plain(self.data_files), revision=self.revision,
+                self.path, self.config, data_files=to_plain(self.data_files), revision=self.revision,
                 streaming=self.streaming, **self.builder_kwargs,
             )
         except Exception as e:  # the loader's own errors vary by version; report them with the fix
@@ -97,21 +98,12 @@ class HFDataset(LMSource):
         self._loaded = out
         return out
 
-    @staticmethod
-    def _plain(x: Any) -> Any:
-        """OmegaConf containers -> plain lists/dicts (datasets type-checks them)."""
-        if isinstance(x, Mapping):
-            return {k: HFDataset._plain(v) for k, v in x.items()}
-        if isinstance(x, Sequence) and not isinstance(x, str):
-            return [HFDataset._plain(v) for v in x]
-        return x
-
     def fingerprint(self) -> dict[str, Any]:
         fp: dict[str, Any] = {
-            "path": self.path, "config": self.config, "data_files": self._plain(self.data_files), "splits": self.split_names,
+            "path": self.path, "config": self.config, "data_files": to_plain(self.data_files), "splits": self.split_names,
             "column": self.text_column, "val_fraction": self.val_fraction, "test_fraction": self.test_fraction,
             "seed": self.seed, "revision": self.revision,
-            "streaming": self.streaming, "max_documents": self.max_documents, "builder_kwargs": self._plain(self.builder_kwargs),
+            "streaming": self.streaming, "max_documents": self.max_documents, "builder_kwargs": to_plain(self.builder_kwargs),
             "separate": self.separate_documents,
         }
         if not self.streaming:  # datasets' own content fingerprint of each split

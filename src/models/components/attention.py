@@ -23,8 +23,10 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from src.models.components.flops import attention_score_flops, linear_flops
 from src.models.components.kv_cache import KVCache
 from src.models.components.positions import Position
+from src.models.errors import ConfigError
 
 
 @dataclass
@@ -83,10 +85,7 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_head: int, n_kv_head: int, bias: bool = True, dropout: float = 0.0, cross: bool = False) -> None:
         super().__init__()
-        if d_model % n_head:
-            raise ValueError(f"d_model={d_model} is not divisible by n_head={n_head}")
-        if n_head % n_kv_head:
-            raise ValueError(f"n_head={n_head} is not divisible by n_kv_head={n_kv_head}")
+        self.check_args(d_model=d_model, n_head=n_head, n_kv_head=n_kv_head)
         self.n_head, self.n_kv_head, self.head_dim = n_head, n_kv_head, d_model // n_head
         self.cross, self.dropout = cross, dropout
         q_dim, kv_dim = n_head * self.head_dim, n_kv_head * self.head_dim
@@ -97,6 +96,35 @@ class MultiHeadAttention(nn.Module):
             self.qkv = nn.Linear(d_model, q_dim + 2 * kv_dim, bias=bias)
         self.out = nn.Linear(q_dim, d_model, bias=bias)
         self.out_dropout = nn.Dropout(dropout)
+
+    @classmethod
+    def check_args(cls, *, d_model: int, n_head: int, n_kv_head: int | None, **_: object) -> None:
+        """Head counts that split ``d_model`` (``n_kv_head`` None = ``n_head``)."""
+        if d_model % n_head:
+            raise ConfigError(
+                f"model.d_model={d_model} is not divisible by model.n_head={n_head}; "
+                f"choose n_head among the divisors of d_model (e.g. {d_model // 64 or 1} for 64-dim heads)"
+            )
+        if n_kv_head is not None and (isinstance(n_kv_head, bool) or not isinstance(n_kv_head, int) or n_kv_head < 1
+                                      or n_kv_head > n_head):
+            raise ConfigError(f"model.n_kv_head={n_kv_head!r} is invalid: use null (= n_head: multi-head), 1 (multi-query) "
+                              f"or a divisor of model.n_head={n_head}")
+        if n_head % (n_kv_head or n_head):
+            raise ConfigError(
+                f"model.n_head={n_head} is not divisible by model.n_kv_head={n_kv_head}; "
+                f"n_kv_head must divide n_head (n_kv_head=1 is multi-query, n_kv_head=n_head is multi-head)"
+            )
+
+    def forward_flops(self, batch_size: int, q_len: int, kv_len: int) -> int:
+        """Projections (Q, K, V, out) and scores of one forward: ``q_len`` queries over ``kv_len`` keys
+        (the encoder output's length for cross-attention)."""
+        B = batch_size
+        if self.cross:
+            proj = linear_flops(self.q, B * q_len) + linear_flops(self.kv, B * kv_len)
+        else:
+            proj = linear_flops(self.qkv, B * q_len)
+        proj += linear_flops(self.out, B * q_len)
+        return proj + attention_score_flops(B, self.n_head, q_len, kv_len, self.head_dim)
 
     def _heads(self, x: Tensor, n: int) -> Tensor:
         B, T, _ = x.shape

@@ -17,10 +17,11 @@ import torch
 from torch import Tensor, nn
 
 from src.models.components.attention import AttentionBias, MultiHeadAttention
+from src.models.components.flops import linear_flops
 from src.models.components.kv_cache import KVCache
 from src.models.components.masks import AttentionMask
 from src.models.components.positions import Position
-from src.models.components.residual import Placement
+from src.models.components.residual import Residual
 
 
 class Block(nn.Module):
@@ -31,20 +32,38 @@ class Block(nn.Module):
         n_kv_head: int,
         make_norm: Callable[[], nn.Module],
         make_ffn: Callable[[], nn.Module],
-        placement: Placement,
+        make_residual: Callable[[], Residual],
         bias: bool = True,
         dropout: float = 0.0,
         cross_attention: bool = False,
     ) -> None:
+        """``make_residual`` builds the placement (``model.norm_placement``) of one sublayer."""
         super().__init__()
-        self.placement = placement
-        self.attn_norm = make_norm()
+        self.attn_res = make_residual()
+        self.attn_norm = make_norm() if self.attn_res.uses_norm else None
         self.attn = MultiHeadAttention(d_model, n_head, n_kv_head, bias, dropout)
         if cross_attention:
-            self.cross_norm = make_norm()
+            self.cross_res = make_residual()
+            self.cross_norm = make_norm() if self.cross_res.uses_norm else None
             self.cross_attn = MultiHeadAttention(d_model, n_head, n_kv_head, bias, dropout, cross=True)
-        self.ffn_norm = make_norm()
+        self.ffn_res = make_residual()
+        self.ffn_norm = make_norm() if self.ffn_res.uses_norm else None
         self.ffn = make_ffn()
+
+    def sublayers(self) -> list[tuple[Residual, nn.Module]]:
+        """(placement, sublayer) pairs in forward order."""
+        pairs = [(self.attn_res, self.attn)]
+        if hasattr(self, "cross_attn"):
+            pairs.append((self.cross_res, self.cross_attn))
+        return [*pairs, (self.ffn_res, self.ffn)]
+
+    def forward_flops(self, batch_size: int, seq_len: int, memory_len: int = 0) -> int:
+        """Matmul FLOPs of one forward over ``batch_size × seq_len`` tokens (cross-attention reads
+        ``memory_len`` encoder positions); see ``TransformerModel.forward_flops``."""
+        flops = self.attn.forward_flops(batch_size, seq_len, seq_len)
+        if hasattr(self, "cross_attn"):
+            flops += self.cross_attn.forward_flops(batch_size, seq_len, memory_len)
+        return flops + linear_flops(self.ffn, batch_size * seq_len)
 
     def forward(
         self,
@@ -68,7 +87,7 @@ class Block(nn.Module):
                 probs.append(o.probs)
             return o.out
 
-        x = self.placement(x, self.attn_norm, self_attn)
+        x = self.attn_res(x, self.attn_norm, self_attn)
         if hasattr(self, "cross_attn"):
 
             def cross_attn(h: Tensor) -> Tensor:
@@ -77,8 +96,8 @@ class Block(nn.Module):
                     probs.append(o.probs)
                 return o.out
 
-            x = self.placement(x, self.cross_norm, cross_attn)
-        x = self.placement(x, self.ffn_norm, self.ffn)
+            x = self.cross_res(x, self.cross_norm, cross_attn)
+        x = self.ffn_res(x, self.ffn_norm, self.ffn)
         return x, probs
 
 
@@ -141,6 +160,15 @@ class Stack(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(blocks)
         self.final_norm = final_norm
+
+    @property
+    def needs_prefix_length(self) -> bool:
+        """Whether the forward needs ``prefix_length`` (the mask is a prefix LM's)."""
+        return self.mask is not None and self.mask.needs_prefix_length
+
+    def forward_flops(self, batch_size: int, seq_len: int, memory_len: int = 0) -> int:
+        """Matmul FLOPs of the blocks over ``batch_size × seq_len`` tokens (see ``Block.forward_flops``)."""
+        return sum(block.forward_flops(batch_size, seq_len, memory_len) for block in self.blocks)  # type: ignore[operator]
 
     def forward(
         self,

@@ -6,11 +6,14 @@ from torch.nn import functional as F
 
 from src.registry import Registry
 
-FFNS: Registry[nn.Module] = Registry("ffn")
+FFNS: Registry[nn.Module] = Registry("ffn", conf="model/ffn")
 
 
 class MLP(nn.Module):
     """Two-layer MLP: C -> F -> C with an elementwise activation (subclasses pick it)."""
+
+    display = "MLP"  # the name diagrams use
+    formula: str | None = None  # a one-line formula for diagrams, when the name is not enough
 
     def __init__(self, d_model: int, d_ff: int, bias: bool = True, dropout: float = 0.0) -> None:
         super().__init__()
@@ -30,6 +33,8 @@ class GeluMLP(MLP):
     """GELU MLP (Hendrycks & Gimpel 2016). ``approximate='tanh'`` is GPT-2's ``gelu_new``;
     ``'none'`` is the exact erf form BERT uses."""
 
+    display = "GELU"
+
     def __init__(self, d_model: int, d_ff: int, bias: bool = True, dropout: float = 0.0, approximate: str = "tanh") -> None:
         super().__init__(d_model, d_ff, bias, dropout)
         if approximate not in ("tanh", "none"):
@@ -44,6 +49,8 @@ class GeluMLP(MLP):
 class ReluMLP(MLP):
     """ReLU MLP, the 2017 Transformer's FFN(x) = max(0, xW1 + b1)W2 + b2 (Vaswani et al., eq. 2)."""
 
+    display = "ReLU"
+
     def act(self, x: Tensor) -> Tensor:
         return F.relu(x)
 
@@ -51,6 +58,8 @@ class ReluMLP(MLP):
 @FFNS.register("silu")
 class SiluMLP(MLP):
     """SiLU / swish MLP (Marian's ``activation_function=swish``)."""
+
+    display = "SiLU"
 
     def act(self, x: Tensor) -> Tensor:
         return F.silu(x)
@@ -62,6 +71,9 @@ class SwiGLU(nn.Module):
 
     Three matrices instead of two: at equal parameters d_ff is about 2/3 of a GELU MLP's.
     """
+
+    display = "SwiGLU"
+    formula = "down(silu(gate·x) ⊙ up·x)"
 
     def __init__(self, d_model: int, d_ff: int, bias: bool = False, dropout: float = 0.0) -> None:
         super().__init__()

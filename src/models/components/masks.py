@@ -11,13 +11,16 @@ from torch import Tensor
 
 from src.registry import Registry
 
-MASKS: Registry["AttentionMask"] = Registry("mask")
+MASKS: Registry["AttentionMask"] = Registry("mask", conf="model/mask")
 
 
 class AttentionMask:
-    """Base class. ``causal`` tells the attention kernel it may use its causal fast path."""
+    """Base class. ``causal`` tells the attention kernel it may use its causal fast path;
+    ``needs_prefix_length`` says the forward must be given ``prefix_length`` [B]."""
 
     causal: bool = False
+    needs_prefix_length: bool = False
+    display: str = ""  # the kind of self-attention, as diagrams name it
 
     def allowed(self, q_pos: Tensor, k_pos: Tensor, prefix_length: Tensor | None = None) -> Tensor | None:
         """Boolean [1 or B, T, S] (True = may attend), or None when every key is visible."""
@@ -28,12 +31,15 @@ class AttentionMask:
 class Bidirectional(AttentionMask):
     """Every token sees every token (BERT, the 2017 encoder)."""
 
+    display = "bidirectional"
+
 
 @MASKS.register("causal")
 class Causal(AttentionMask):
     """Token i sees tokens j <= i only, so the output at i cannot depend on later tokens."""
 
     causal = True
+    display = "causal"
 
     def allowed(self, q_pos: Tensor, k_pos: Tensor, prefix_length: Tensor | None = None) -> Tensor:
         return (k_pos[None, :] <= q_pos[:, None])[None]  # [1, T, S]
@@ -42,6 +48,9 @@ class Causal(AttentionMask):
 @MASKS.register("prefix_lm")
 class PrefixLM(AttentionMask):
     """Bidirectional over the first ``prefix_length[b]`` tokens, causal after them."""
+
+    needs_prefix_length = True
+    display = "prefix-LM"
 
     def allowed(self, q_pos: Tensor, k_pos: Tensor, prefix_length: Tensor | None = None) -> Tensor:
         causal = (k_pos[None, :] <= q_pos[:, None])[None]  # [1, T, S]

@@ -7,12 +7,14 @@ from torch.nn import functional as F
 
 from src.registry import Registry
 
-NORMS: Registry[nn.Module] = Registry("norm")
+NORMS: Registry[nn.Module] = Registry("norm", conf="model/norm")
 
 
 @NORMS.register("layernorm")
 class LayerNorm(nn.Module):
     """Layer normalisation (Ba et al. 2016) with an optional bias (GPT-2 and BERT have one)."""
+
+    display = "LayerNorm"  # the name diagrams use
 
     def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True) -> None:
         super().__init__()
@@ -30,6 +32,8 @@ class RMSNorm(nn.Module):
 
     Computed in float32 and cast back, as Llama does.
     """
+
+    display = "RMSNorm"
 
     def __init__(self, d_model: int, eps: float = 1e-6) -> None:
         super().__init__()

@@ -9,17 +9,25 @@ Every position variant implements both hooks; blocks never ask which kind they h
 
 Without any of them (``none``, NoPE) attention is permutation-equivariant over the
 tokens of a bidirectional encoder; only the causal mask then carries order.
+
+One position module serves a whole stack (every layer calls the same instance, so a learned
+relative-bias table is shared across layers). A constructor asks for the context it needs by
+name: ``d_model``, ``n_head``, ``head_dim``, ``max_seq_len``, and ``causal`` (whether the stack's
+attention is causal, e.g. for bucketing relative distances one-sided in a decoder).
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
+from src.models.errors import ConfigError
 from src.registry import Registry
 
-POSITIONS: Registry["Position"] = Registry("position")
+POSITIONS: Registry["Position"] = Registry("position", conf="model/position")
 
 
 class PositionLimitError(ValueError):
@@ -31,6 +39,13 @@ class Position(nn.Module):
 
     #: Rows of an absolute table, or ``None`` when any length is accepted.
     max_positions: int | None = None
+    #: For diagrams: what the scheme does inside attention (None: nothing there).
+    in_attention: str | None = None
+
+    @classmethod
+    def in_embeddings(cls, node: Mapping[str, Any], d_model: int, max_seq_len: int) -> str | None:
+        """For diagrams: what the scheme adds to the token embeddings (None: nothing)."""
+        return None
 
     def check_length(self, length: int) -> None:
         if self.max_positions is not None and length > self.max_positions:
@@ -57,6 +72,8 @@ class Position(nn.Module):
 class NoPosition(Position):
     """NoPE: no position information at all (Kazemnejad et al. 2023)."""
 
+    in_attention = "no positions (NoPE)"
+
 
 @POSITIONS.register("learned")
 class LearnedPosition(Position):
@@ -70,6 +87,10 @@ class LearnedPosition(Position):
         super().__init__()
         self.max_positions = max_seq_len
         self.table = nn.Embedding(max_seq_len, d_model)
+
+    @classmethod
+    def in_embeddings(cls, node: Mapping[str, Any], d_model: int, max_seq_len: int) -> str | None:
+        return f"learned positions<br/>{max_seq_len} × {d_model}"
 
     def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
         # Stack checks offset + T on the host before calling; this tensor check is for other
@@ -111,6 +132,10 @@ class SinusoidalPosition(Position):
         self.d_model, self.layout, self.base = d_model, layout, base
         self._table: Tensor = torch.empty(0)  # grown on demand; not part of the state dict
 
+    @classmethod
+    def in_embeddings(cls, node: Mapping[str, Any], d_model: int, max_seq_len: int) -> str | None:
+        return f"sinusoidal positions<br/>{node.get('layout', 'interleaved')}, fixed"
+
     def _get(self, n: int, device: torch.device) -> Tensor:
         if self._table.shape[0] < n or self._table.device != device:
             size = max(n, 2 * self._table.shape[0], 1024)
@@ -138,22 +163,32 @@ class RotaryPosition(Position):
     each head (partial rotary, GPT-NeoX / Phi).
     """
 
+    in_attention = "RoPE rotates Q, K"
+
     def __init__(self, head_dim: int, theta: float = 10000.0, rotary_fraction: float = 1.0) -> None:
         super().__init__()
-        rot = int(head_dim * rotary_fraction)
-        rot -= rot % 2
-        if rot <= 0 or head_dim % 2:
-            raise ValueError(
-                f"RoPE needs an even head dimension to pair channels: head_dim={head_dim} "
-                f"(d_model / n_head), rotary_fraction={rotary_fraction}; choose d_model and n_head "
-                f"so that d_model / n_head is even"
-            )
+        rot = self.check_args(head_dim=head_dim, rotary_fraction=rotary_fraction)
         self.head_dim, self.rot_dim, self.theta = head_dim, rot, theta
         inv_freq = 1.0 / (theta ** (torch.arange(0, rot, 2, dtype=torch.float32) / rot))  # [R/2]
         self.register_buffer("inv_freq", inv_freq, persistent=False)
         # (positions, dtype, cos, sin) of the last call: every layer of a forward passes the
         # same positions tensor for q and k, so cos/sin are computed once per forward, not 2·L times
         self._memo: tuple[Tensor, torch.dtype, Tensor, Tensor] | None = None
+
+    @classmethod
+    def check_args(cls, *, head_dim: int, rotary_fraction: float = 1.0, d_model: int | None = None,
+                   n_head: int | None = None, **_: object) -> int:
+        """Channels are rotated in pairs: the head dimension must be even. Returns the rotated width."""
+        rot = int(head_dim * rotary_fraction)
+        rot -= rot % 2
+        if head_dim % 2:
+            split = f"d_model/n_head = {d_model}/{n_head} = {head_dim}" if d_model and n_head else f"head_dim = {head_dim}"
+            raise ConfigError(f"model/position=rope needs an even head dimension, but {split}; "
+                              f"change model.n_head or model.d_model")
+        if rot <= 0:
+            raise ConfigError(f"model.position.rotary_fraction={rotary_fraction} rotates no channel pair of a "
+                              f"{head_dim}-dim head; use a fraction in (0, 1] with at least 2 channels")
+        return rot
 
     def _cos_sin(self, pos: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
         memo = self._memo
@@ -196,6 +231,8 @@ def alibi_slopes(n_head: int) -> Tensor:
 @POSITIONS.register("alibi")
 class ALiBiPosition(Position):
     """Attention with Linear Biases (Press et al. 2022, arXiv:2108.12409): score += -m_h·|i - j|."""
+
+    in_attention = "ALiBi bias on scores"
 
     def __init__(self, n_head: int) -> None:
         super().__init__()

@@ -7,39 +7,66 @@
 
 Xiong et al. 2020 (arXiv:2002.04745) show post-norm needs learning-rate warmup because
 its gradients near the output are large at initialisation; pre-norm's are not.
+
+A placement is one module *per sublayer* (self-attention, cross-attention, FFN of every
+block), so a variant can own parameters (a learned gate), extra norms (a second norm after
+the sublayer) and adjust the sublayer's initialisation (``init_sublayer``). Its constructor
+asks for the context it needs, by name (the registry passes only what it accepts):
+
+* ``d_model``; ``make_norm`` — a factory for the configured norm (``model/norm``);
+* ``n_layer`` — blocks in this stack; ``n_sublayers`` — residual sublayers per block (2, or 3
+  with cross-attention); ``stack`` — ``"encoder"`` or ``"decoder"``;
+* ``encoder_layers`` / ``decoder_layers`` — the family's depths (0 for a stack it lacks), for
+  schemes whose constants depend on both (DeepNet, Wang et al. 2022).
+
+The sublayer's own norm (``attn_norm``, ``cross_norm``, ``ffn_norm`` in the block, the keys
+checkpoints and the Hugging Face adapters use) is built by the block when ``uses_norm`` and
+handed to ``forward``.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
 
 from torch import Tensor, nn
 
 from src.registry import Registry
 
-PLACEMENTS: Registry["Placement"] = Registry("norm_placement")
+PLACEMENTS: Registry["Residual"] = Registry("norm_placement")
 
 
-class Placement(nn.Module):
-    """Stateless wrapper: combines the residual stream, a norm and a sublayer."""
+class Residual(nn.Module):
+    """One sublayer's residual connection: combines the stream ``x``, the sublayer's norm and ``f``."""
 
     #: Whether a stack of such blocks ends with a final norm (``ln_f``).
-    final_norm: bool = False
+    final_norm: ClassVar[bool] = False
+    #: Whether the block builds the sublayer's norm (``<sublayer>_norm``) and passes it to ``forward``.
+    uses_norm: ClassVar[bool] = True
+    #: For diagrams: the steps from the stream to the sublayer's output, in order ("norm", "sublayer",
+    #: "add" joins the residual; any other word is drawn as a node of that name).
+    drawing: ClassVar[tuple[str, ...]] = ()
 
-    def forward(self, x: Tensor, norm: nn.Module, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+    def forward(self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        """x: [B, T, C] -> [B, T, C]."""
         raise NotImplementedError
+
+    def init_sublayer(self, sublayer: nn.Module) -> None:
+        """Called once the family has initialised its weights; the default keeps them."""
 
 
 @PLACEMENTS.register("pre")
-class PreNorm(Placement):
+class PreNorm(Residual):
     final_norm = True
+    drawing = ("norm", "sublayer", "add")
 
-    def forward(self, x: Tensor, norm: nn.Module, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
-        return x + sublayer(norm(x))
+    def forward(self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        return x + sublayer(norm(x))  # type: ignore[misc]
 
 
 @PLACEMENTS.register("post")
-class PostNorm(Placement):
+class PostNorm(Residual):
     final_norm = False
+    drawing = ("sublayer", "add", "norm")
 
-    def forward(self, x: Tensor, norm: nn.Module, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
-        return norm(x + sublayer(x))
+    def forward(self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        return norm(x + sublayer(x))  # type: ignore[misc]

@@ -1,31 +1,65 @@
-"""What every family shares: token embedding, stacks built from the config, the head,
-initialisation and the loss."""
+"""What every family shares, and everything a consumer may ask of a model.
+
+Generation, evaluation, callbacks, inspection and benchmarks use only the methods below; what
+differs between families is implemented by each family, so a consumer never asks which family
+it holds (no ``isinstance`` on a family outside ``src/models/families``)::
+
+    forward(...)                       ModelOutput: logits, and the loss when labels are given
+    score_labels(labels, T), loss(…)   the one label convention: labels aligned with the logits
+    hidden_states(...), logits(h)      the states before the head, and the head (applied where scored)
+    forward_flops(B, T), training_flops(B, T)
+    start_decoding(...), decode_step(d), new_tokens(seq, prompt)      generation with the KV cache
+    attention_probs(...)               every attention map, named (self / encoder / decoder / cross)
+    needs_prefix_length, max_positions, stacks(), num_parameters(), device
+    left_to_right                      defines p(x_t | x_<t): generation and log-likelihood scoring
+    prompt_is_source                   a prompt is read by an encoder; the output does not repeat it
+                                       and begins with start_tokens(batch, device)
+"""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
 
 from src.models.components.block import Block, Stack
 from src.models.components.ffn import FFNS
+from src.models.components.flops import linear_flops
 from src.models.components.loss import cross_entropy
 from src.models.components.masks import MASKS, AttentionMask
 from src.models.components.norms import NORMS
 from src.models.components.positions import POSITIONS
 from src.models.components.residual import PLACEMENTS
 from src.models.config import ModelConfig
+from src.models.outputs import AttentionProbs, Decoding
 from src.registry import Registry
 
 FAMILIES: Registry["TransformerModel"] = Registry("family")
+
+
+@dataclass(frozen=True)
+class StackLayout:
+    """How one of a family's stacks reads, for diagrams (``src.inspection.diagram``)."""
+
+    name: str  # "decoder" / "encoder": the attribute, and the diagram's title
+    inputs: str  # what its token ids are ("token ids [B, T]", "source ids [B, S]")
+    n_layer: int
+    mask: str  # the registered mask of its self-attention
+    cross: bool = False  # reads the previous stack's output (memory) through cross-attention
+    then: str | None = None  # a module between the stack and the head ("MLM transform")
 
 IGNORE_INDEX = -100  # label value that is not scored (transformers' convention)
 
 
 class TransformerModel(nn.Module):
-    """Base of the three families. Subclasses set ``default_mask`` and build their stacks."""
+    """Base of the families. Subclasses set ``default_mask``, build their stacks and implement
+    the consumer methods that differ (see the module docstring)."""
 
-    default_mask: str | None = None
+    default_mask: ClassVar[str | None] = None
+    left_to_right: ClassVar[bool] = True
+    prompt_is_source: ClassVar[bool] = False
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -33,28 +67,39 @@ class TransformerModel(nn.Module):
         self.tok_embed = nn.Embedding(config.padded_vocab_size, config.d_model)
         self.embed_scale = math.sqrt(config.d_model) if config.scale_embeddings else 1.0
 
+    @classmethod
+    def check_config(cls, config: ModelConfig) -> None:
+        """The family's own rules on a config (raise ConfigError naming the key and the fix)."""
+
     # -- construction helpers -------------------------------------------------------
     def make_norm(self) -> nn.Module:
-        return NORMS.build(self.config.norm, d_model=self.config.d_model, bias=self.config.bias)
+        return NORMS.build(self.config.norm, **self.config.component_context())
 
     def make_mask(self) -> AttentionMask | None:
         node = self.config.mask or ({"name": self.default_mask} if self.default_mask else None)
         return MASKS.build(node) if node else None
 
-    def make_stack(self, n_layer: int, mask: AttentionMask | None, cross_attention: bool = False) -> Stack:
+    def make_stack(self, n_layer: int, mask: AttentionMask | None, stack: str, cross_attention: bool = False) -> Stack:
+        """``stack``: "encoder" or "decoder" (placements and positions may depend on it)."""
         c = self.config
-        placement = PLACEMENTS.build({"name": c.norm_placement})
+        context = c.component_context()
+        placement = PLACEMENTS.get(c.norm_placement)
+        residual_context = dict(
+            context, make_norm=self.make_norm, n_layer=n_layer, n_sublayers=3 if cross_attention else 2, stack=stack,
+            encoder_layers=self.depths().get("encoder", 0), decoder_layers=self.depths().get("decoder", 0),
+        )
+
+        def make_residual():  # -> Residual, one per sublayer
+            return PLACEMENTS.build({"name": c.norm_placement}, **residual_context)
 
         def make_ffn() -> nn.Module:
-            return FFNS.build(c.ffn, d_model=c.d_model, d_ff=c.d_ff, bias=c.bias, dropout=c.dropout)
+            return FFNS.build(c.ffn, **context)
 
         blocks = [
-            Block(c.d_model, c.n_head, c.kv_heads, self.make_norm, make_ffn, placement, c.bias, c.dropout, cross_attention)
+            Block(c.d_model, c.n_head, c.kv_heads, self.make_norm, make_ffn, make_residual, c.bias, c.dropout, cross_attention)
             for _ in range(n_layer)
         ]
-        position = POSITIONS.build(
-            c.position, d_model=c.d_model, max_seq_len=c.max_seq_len, n_head=c.n_head, head_dim=c.head_dim
-        )
+        position = POSITIONS.build(c.position, **context, causal=bool(mask is not None and mask.causal))
         return Stack(
             blocks,
             position,
@@ -70,9 +115,19 @@ class TransformerModel(nn.Module):
             head.weight = self.tok_embed.weight  # Press & Wolf 2017: one matrix in and out
         return head
 
+    def depths(self) -> dict[str, int]:
+        """Blocks per stack, by stack name (``{"decoder": 12}``), known before the stacks exist."""
+        return {s.name: s.n_layer for s in self.layout(self.config)}
+
+    @classmethod
+    def layout(cls, config: ModelConfig) -> list[StackLayout]:
+        """The stacks in forward order (built from the config alone: diagrams need no model)."""
+        raise NotImplementedError
+
     def init_weights(self) -> None:
         """GPT-2 initialisation (as nanoGPT): N(0, 0.02) for matrices and embeddings, zero
-        biases, and residual output projections scaled by 1/√(2·layers) (Radford et al. 2019, §2.3)."""
+        biases, and residual output projections scaled by 1/√(2·layers) (Radford et al. 2019, §2.3);
+        then each placement may adjust its sublayer (``Residual.init_sublayer``)."""
         std = self.config.init_std
         n_residual = 2 * sum(1 for m in self.modules() if isinstance(m, Block))
         for name, module in self.named_modules():
@@ -83,6 +138,9 @@ class TransformerModel(nn.Module):
                     nn.init.zeros_(module.bias)
             elif isinstance(module, nn.Embedding):
                 nn.init.normal_(module.weight, 0.0, std)
+        for block in (m for m in self.modules() if isinstance(m, Block)):
+            for residual, sublayer in block.sublayers():
+                residual.init_sublayer(sublayer)
 
     # -- shared forward pieces --------------------------------------------------------
     def check_ids(self, input_ids: Tensor) -> None:
@@ -107,15 +165,86 @@ class TransformerModel(nn.Module):
         return x * self.embed_scale if self.embed_scale != 1.0 else x
 
     def logits(self, hidden: Tensor) -> Tensor:
+        """The head on ``hidden_states``: [..., C] -> [..., V] (at any subset of positions)."""
         logits = self.head(hidden)  # [B, T, C] -> [B, T, V_padded]
         if self.config.padded_vocab_size != self.config.vocab_size:
             logits = logits[..., : self.config.vocab_size]  # padded rows are never predicted
         return logits
 
-    @staticmethod
-    def cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
-        """Mean over labelled tokens; logits [B, T, V], labels [B, T] (-100 = not scored)."""
-        return cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE_INDEX)
+    def hidden_states(self, input_ids: Tensor, attention_mask: Tensor | None = None, **inputs: Any) -> Tensor:
+        """The forward up to the final norm, without the head: [B, T] -> [B, T, C]."""
+        raise NotImplementedError
+
+    # -- the label convention -------------------------------------------------------------
+    def score_labels(self, labels: Tensor, length: int) -> Tensor:
+        """``labels`` as the forward takes them -> the target of each of the ``length`` logit
+        positions [B, length] (IGNORE_INDEX = not scored). Here: already aligned (no shift)."""
+        if labels.shape[1] != length:
+            raise ValueError(f"labels {tuple(labels.shape)} do not align with {length} logit positions")
+        return labels
+
+    def loss(self, logits: Tensor, labels: Tensor) -> Tensor:
+        """Mean cross-entropy over the scored tokens; logits [B, T, V], labels as the forward takes them."""
+        target = self.score_labels(labels, logits.shape[1])
+        return cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE_INDEX)
+
+    # -- FLOPs ------------------------------------------------------------------------------
+    def forward_flops(self, batch_size: int, seq_len: int) -> int:
+        """FLOPs of one forward pass over ``batch_size`` sequences of ``seq_len`` tokens (source and
+        target both ``seq_len`` for an encoder-decoder): every matmul, the attention scores over the
+        full T × S grid included, 2 FLOPs per multiply-add (src/models/components/flops.py)."""
+        raise NotImplementedError
+
+    def training_flops(self, batch_size: int, seq_len: int, **shape: int) -> int:
+        """Forward + backward: 3 × the forward (the backward computes the gradient of each matmul's
+        input and of its weight, one matmul each; Kaplan et al. 2020, §2.1)."""
+        return 3 * self.forward_flops(batch_size, seq_len, **shape)
+
+    def head_flops(self, n_tokens: int) -> int:
+        return linear_flops(self.head, n_tokens)
+
+    # -- generation ---------------------------------------------------------------------------
+    def start_decoding(self, input_ids: Tensor, max_new_tokens: int, *, attention_mask: Tensor | None = None,
+                       prefix_length: Tensor | None = None, use_cache: bool = True) -> Decoding:
+        """The prompt prepared for ``decode_step`` (see ``src.models.generation.generate``)."""
+        raise ValueError(f"a {self.config.family} model cannot generate text")
+
+    def decode_step(self, decoding: Decoding) -> Tensor:
+        """One decoding step (with the cache when there is one): the next-token logits [B, V]."""
+        raise NotImplementedError
+
+    def new_tokens(self, sequences: Tensor, input_ids: Tensor) -> Tensor:
+        """The generated tokens of ``generate``'s output for the prompt ``input_ids``."""
+        raise NotImplementedError
+
+    def start_tokens(self, batch: int, device: torch.device) -> Tensor:
+        """[B, 1]: the first token of an output that does not repeat its prompt (``prompt_is_source``)."""
+        raise ValueError(f"a {self.config.family} model continues its prompt; it has no start token")
+
+    # -- introspection --------------------------------------------------------------------------
+    def attention_probs(self, input_ids: Tensor, *, decoder_input_ids: Tensor | None = None,
+                        prefix_length: Tensor | None = None) -> list[AttentionProbs]:
+        """The probabilities of every attention layer, in forward order (the explicit path)."""
+        if decoder_input_ids is not None:
+            raise ValueError(f"decoder_input_ids / target apply to encoder-decoder models; a {self.config.family} "
+                             f"model reads only input_ids (text)")
+        out = self(input_ids, prefix_length=prefix_length, output_attentions=True)
+        return [AttentionProbs("self", i, p, input_ids, input_ids) for i, p in enumerate(out.attentions)]
+
+    def stacks(self) -> dict[str, Stack]:
+        """The model's stacks by attribute name (``decoder``; ``encoder`` and ``decoder``)."""
+        return {name: m for name, m in self.named_children() if isinstance(m, Stack)}
+
+    @property
+    def needs_prefix_length(self) -> bool:
+        """Whether the forward needs ``prefix_length`` [B] (a prefix-LM mask)."""
+        return any(s.needs_prefix_length for s in self.stacks().values())
+
+    @property
+    def max_positions(self) -> int | None:
+        """The rows of the smallest learned position table (None: any length is accepted)."""
+        rows = [s.position.max_positions for s in self.stacks().values() if s.position.max_positions is not None]
+        return min(rows) if rows else None
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())  # tied weights counted once

@@ -3,16 +3,22 @@
 ::
 
     ids ─ tok_embed ─ (+positions) ─ blocks × N ─ final norm ─ head (tied to tok_embed) ─ logits
+
+Labels follow transformers: ``labels`` [B, T] are the tokens themselves and position t is
+scored against ``labels[t+1]`` (the last position is not scored). A training window of T + 1
+tokens can also be passed whole (``labels`` [B, T+1], nanoGPT's ``x, y``): every position is
+scored. ``score_labels`` is the one place that shifts.
 """
 from __future__ import annotations
 
+import torch
 from torch import Tensor
 from torch.nn import functional as F
 
 from src.models.components.kv_cache import KVCache
 from src.models.config import ModelConfig
-from src.models.families.base import FAMILIES, IGNORE_INDEX, TransformerModel
-from src.models.outputs import ModelOutput
+from src.models.families.base import FAMILIES, IGNORE_INDEX, StackLayout, TransformerModel
+from src.models.outputs import Decoding, ModelOutput
 
 
 @FAMILIES.register("decoder_only")
@@ -21,9 +27,13 @@ class DecoderOnly(TransformerModel):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        self.decoder = self.make_stack(config.n_layer, self.make_mask())
+        self.decoder = self.make_stack(config.n_layer, self.make_mask(), "decoder")
         self.head = self.make_head()
         self.init_weights()
+
+    @classmethod
+    def layout(cls, config: ModelConfig) -> list[StackLayout]:
+        return [StackLayout("decoder", "token ids [B, T]", config.n_layer, (config.mask or {}).get("name", cls.default_mask))]
 
     def forward(
         self,
@@ -37,9 +47,9 @@ class DecoderOnly(TransformerModel):
         logits_to_keep: int = 0,
     ) -> ModelOutput:
         """input_ids: [B, T]; attention_mask: [B, offset+T] (1 = token, 0 = padding);
-        labels: [B, T] (shifted inside: position t predicts labels[t+1], as transformers);
-        logits_to_keep: 0 = logits at every position, n > 0 = at the last n only (decoding
-        needs one: the head is the costliest matmul of a small model; transformers' name)."""
+        labels: [B, T] or [B, T+1] (see the module docstring); logits_to_keep: 0 = logits at
+        every position, n > 0 = at the last n only (decoding needs one: the head is the
+        costliest matmul of a small model; transformers' name)."""
         if logits_to_keep and labels is not None:
             raise ValueError("logits_to_keep needs labels=None: the loss scores every position")
         out = self.decoder(
@@ -50,9 +60,53 @@ class DecoderOnly(TransformerModel):
             need_weights=output_attentions,
         )
         logits = self.logits(out.hidden[:, -logits_to_keep:] if logits_to_keep else out.hidden)  # [B, T|n, V]
-        loss = None
-        if labels is not None:
-            # Shift the labels, not the logits: logits[:, :-1] would copy [B, T-1, V] forward
-            # and scatter it back in backward; the last position is simply not scored.
-            loss = self.cross_entropy(logits, F.pad(labels[:, 1:], (0, 1), value=IGNORE_INDEX))
+        loss = self.loss(logits, labels) if labels is not None else None
         return ModelOutput(logits=logits, loss=loss, hidden_states=out.hidden, attentions=out.attentions, cache=cache)
+
+    def hidden_states(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
+                      prefix_length: Tensor | None = None) -> Tensor:
+        return self.decoder(self.embed(input_ids), key_padding=attention_mask, prefix_length=prefix_length).hidden
+
+    def score_labels(self, labels: Tensor, length: int) -> Tensor:
+        # Shift the labels, not the logits: logits[:, :-1] would copy [B, T-1, V] forward and
+        # scatter it back in backward.
+        target = labels[:, 1:]  # [B, T-1] or [B, T]
+        if target.shape[1] == length - 1:
+            return F.pad(target, (0, 1), value=IGNORE_INDEX)  # the last position has nothing to predict
+        if target.shape[1] != length:
+            raise ValueError(f"labels {tuple(labels.shape)} fit neither {length} positions nor a window of {length + 1}")
+        return target
+
+    def forward_flops(self, batch_size: int, seq_len: int) -> int:
+        return self.decoder.forward_flops(batch_size, seq_len) + self.head_flops(batch_size * seq_len)
+
+    # -- generation: continue the prompt ------------------------------------------------------
+    def start_decoding(self, input_ids: Tensor, max_new_tokens: int, *, attention_mask: Tensor | None = None,
+                       prefix_length: Tensor | None = None, use_cache: bool = True) -> Decoding:
+        """A prefix-LM decoder reads the whole prompt as its bidirectional prefix unless told
+        otherwise. A learned position table has no row past its end: generation then continues
+        from the last ``max_seq_len`` tokens without the cache (nanoGPT's ``idx[:, -block_size:]``)."""
+        B, T = input_ids.shape
+        if prefix_length is None and self.needs_prefix_length:
+            prefix_length = torch.full((B,), T, dtype=torch.long, device=input_ids.device)
+        window = self.max_positions
+        max_len = T + max_new_tokens if window is None else min(T + max_new_tokens, window)
+        cache = KVCache(len(self.decoder.blocks), max_length=max_len) if use_cache else None
+        return Decoding(input_ids, input_ids, cache, attention_mask=attention_mask, prefix_length=prefix_length,
+                        window=window)
+
+    def decode_step(self, d: Decoding) -> Tensor:
+        seq, mask, prefix = d.sequences, d.attention_mask, d.prefix_length
+        if mask is not None and seq.shape[1] > mask.shape[1]:  # the padding mask grows over generated tokens
+            mask = torch.cat([mask, mask.new_ones(seq.shape[0], seq.shape[1] - mask.shape[1])], dim=1)
+        if d.window is not None and seq.shape[1] > d.window:  # past the table: slide the window, no cache
+            d.cache = None
+            shift = seq.shape[1] - d.window
+            seq, mask = seq[:, -d.window:], None if mask is None else mask[:, -d.window:]
+            prefix = None if prefix is None else (prefix - shift).clamp(min=0)
+        ids = d.fresh if d.cache is not None else seq
+        out = self(ids, attention_mask=mask, cache=d.cache, logits_to_keep=1, prefix_length=prefix)  # head at the end only
+        return out.logits[:, -1]  # [B, V]
+
+    def new_tokens(self, sequences: Tensor, input_ids: Tensor) -> Tensor:
+        return sequences[:, input_ids.shape[1]:]  # the output repeats the prompt, as transformers

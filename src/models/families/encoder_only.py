@@ -7,13 +7,16 @@
 """
 from __future__ import annotations
 
+from typing import Any
+
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from src.models.components.flops import linear_flops
 from src.models.components.kv_cache import KVCache
 from src.models.config import ModelConfig
-from src.models.families.base import FAMILIES, TransformerModel
-from src.models.outputs import ModelOutput
+from src.models.families.base import FAMILIES, StackLayout, TransformerModel
+from src.models.outputs import Decoding, ModelOutput
 
 
 class MLMTransform(nn.Module):
@@ -30,14 +33,22 @@ class MLMTransform(nn.Module):
 
 @FAMILIES.register("encoder_only")
 class EncoderOnly(TransformerModel):
+    """Labels are aligned with the positions (no shift): -100 where a token was not masked."""
+
     default_mask = "bidirectional"
+    left_to_right = False  # no p(x_t | x_<t): scored by pseudo-log-likelihood, cannot generate
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        self.encoder = self.make_stack(config.n_layer, self.make_mask())
+        self.encoder = self.make_stack(config.n_layer, self.make_mask(), "encoder")
         self.transform = MLMTransform(config.d_model, self.make_norm())
         self.head = self.make_head(bias=True)
         self.init_weights()
+
+    @classmethod
+    def layout(cls, config: ModelConfig) -> list[StackLayout]:
+        mask = (config.mask or {}).get("name", cls.default_mask)
+        return [StackLayout("encoder", "token ids [B, T]", config.n_layer, mask, then="MLM transform<br/>dense, GELU, {norm}")]
 
     def forward(
         self,
@@ -53,6 +64,21 @@ class EncoderOnly(TransformerModel):
         if cache is not None:
             raise ValueError("an encoder_only model has no incremental decoding; call it without cache")
         out = self.encoder(self.embed(input_ids), key_padding=attention_mask, prefix_length=prefix_length, need_weights=output_attentions)
-        logits = self.logits(self.transform(out.hidden))  # [B, T, V]
-        loss = self.cross_entropy(logits, labels) if labels is not None else None
+        logits = self.logits(out.hidden)  # [B, T, V]
+        loss = self.loss(logits, labels) if labels is not None else None
         return ModelOutput(logits=logits, loss=loss, hidden_states=out.hidden, attentions=out.attentions)
+
+    def hidden_states(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
+                      prefix_length: Tensor | None = None) -> Tensor:
+        return self.encoder(self.embed(input_ids), key_padding=attention_mask, prefix_length=prefix_length).hidden
+
+    def logits(self, hidden: Tensor) -> Tensor:
+        """The MLM head: transform, then the tied decoder: [..., C] -> [..., V]."""
+        return super().logits(self.transform(hidden))
+
+    def forward_flops(self, batch_size: int, seq_len: int) -> int:
+        n = batch_size * seq_len
+        return self.encoder.forward_flops(batch_size, seq_len) + linear_flops(self.transform, n) + self.head_flops(n)
+
+    def start_decoding(self, input_ids: Tensor, max_new_tokens: int, **kwargs: Any) -> Decoding:
+        raise ValueError("an encoder_only (masked LM) model cannot generate text; use a decoder_only or encoder_decoder model")
