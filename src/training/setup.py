@@ -8,7 +8,6 @@
 """
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,20 +15,15 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from src.training.matched import apply_match_params
-from src.data.datamodule import PairDataModule, build_datamodule
+from src.data.datamodule import build_datamodule
 from src.data.sources import SOURCES
 from src.data.tokenizers import Tokenizer, build_tokenizer
-from src.models import ModelConfig
-from src.registry import RegistryError
 from src.reliability import harden_trainer, validate_run_config
 from src.reliability.checkpoint_load import init_from_checkpoint
 from src.tasks import TASKS, LMTask
-from src.tasks.base import TaskError
-
-VOCAB_MODES = ("tokenizer", "model")
+from src.training.matched import apply_match_params
 
 
 class SetupError(ValueError):
@@ -45,49 +39,26 @@ class Run:
     batch_format: str  # "text" | "pairs"
 
 
-def to_plain(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
-    """A resolved, plain-data copy of the run config (without Hydra's own node)."""
-    if isinstance(cfg, DictConfig):
-        if "hydra" in cfg:  # composed with return_hydra_config=True: leave Hydra's node unresolved
-            cfg = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
-        plain = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
-    else:
-        plain = copy.deepcopy(dict(cfg))
-    assert isinstance(plain, dict)
-    plain.pop("hydra", None)
-    return plain  # type: ignore[return-value]
-
-
-def task_class(name: str) -> type[LMTask]:
-    try:
-        return TASKS.get(name)  # type: ignore[return-value]
-    except RegistryError:
-        raise SetupError(f"task={name} is not known; registered tasks: {', '.join(TASKS.names())} "
-                         f"(conf/task/<name>.yaml picks one)") from None
-
-
 def resolve_vocab(plain: dict[str, Any], tokenizer: Tokenizer, n_reserved: int) -> None:
     """Set ``model.vocab_size`` (and bos/eos/pad ids) from the tokenizer, or check they fit.
 
     ``vocab_size_from=tokenizer``: model.vocab_size = tokenizer.vocab_size + ids reserved by the task.
     ``vocab_size_from=model``: keep model.vocab_size; it must hold the tokenizer's ids and the reserved ones.
     """
-    mode = plain.get("vocab_size_from", "tokenizer")
+    mode = plain.get("vocab_size_from", "tokenizer")  # tokenizer | model (checked by validate_run_config)
     model = plain["model"]
     needed = tokenizer.vocab_size + n_reserved
     extra = f" (+{n_reserved} id(s) reserved by task={plain['task']['name']})" if n_reserved else ""
-    if mode == "tokenizer":
-        model["vocab_size"] = needed
-        for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
-            model[key] = getattr(tokenizer, key)
-    elif mode == "model":
+    if mode == "model":
         if model["vocab_size"] < needed:
             raise SetupError(
                 f"tokenizer={tokenizer.name} has {tokenizer.vocab_size} tokens{extra}, more than model.vocab_size="
                 f"{model['vocab_size']}; raise model.vocab_size to at least {needed}, or set vocab_size_from=tokenizer"
             )
     else:
-        raise SetupError(f"vocab_size_from={mode!r} is not known; use one of {', '.join(VOCAB_MODES)}")
+        model["vocab_size"] = needed
+        for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
+            model[key] = getattr(tokenizer, key)
     for key in ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id"):
         v = model.get(key)
         if v is not None and not 0 <= v < model["vocab_size"]:
@@ -97,31 +68,18 @@ def resolve_vocab(plain: dict[str, Any], tokenizer: Tokenizer, n_reserved: int) 
 
 def build_run(cfg: DictConfig | Mapping[str, Any], *, rank: int | None = None, world_size: int | None = None) -> Run:
     """Tokenizer, datamodule, resolved config and task from a composed run config."""
-    validate_run_config(cfg)  # every config-only check, before anything heavy (docs/reliability.md)
-    plain = to_plain(cfg)
-    cls = task_class(plain["task"]["name"])
-    try:
-        cls.check_family(ModelConfig.from_dict(plain["model"]))  # fail before any data work
-    except TaskError as e:
-        raise SetupError(str(e)) from None
+    plain = validate_run_config(cfg)  # every config-only check, before anything heavy (docs/reliability.md)
+    cls: type[LMTask] = TASKS.get(plain["task"]["name"])  # type: ignore[assignment]
     tokenizer = build_tokenizer(plain["tokenizer"])
     max_seq_len = int(plain["model"]["max_seq_len"])
     block_size = int(plain.get("block_size") or max_seq_len)
-    if block_size > max_seq_len and plain["model"].get("position", {}).get("name") == "learned":
-        raise SetupError(f"block_size={block_size} exceeds model.max_seq_len={max_seq_len} (learned positions); "
-                         f"lower block_size or raise model.max_seq_len")
-    kind = SOURCES.get(plain["data"]["name"]).kind if plain["data"].get("name") in SOURCES else "lm"
+    batch_format = "pairs" if SOURCES.get(plain["data"]["name"]).kind == "pairs" else "text"
     datamodule = build_datamodule(
         plain["data"], tokenizer,
-        block_size=cls.data_block_size(block_size, max_seq_len, "pairs" if kind == "pairs" else "text"),
+        block_size=cls.data_block_size(block_size, max_seq_len, batch_format),
         batch_size=int(plain["batch_size"]), seed=int(plain["seed"]), num_workers=int(plain.get("num_workers", 0)),
         pin_memory=torch.cuda.is_available(), rank=rank, world_size=world_size,
     )
-    batch_format = "pairs" if isinstance(datamodule, PairDataModule) else "text"
-    try:
-        cls.check_batch_format(batch_format, f"data={plain['data'].get('name')}")
-    except TaskError as e:
-        raise SetupError(str(e)) from None
     datamodule.prepare_tokenizer()  # a char vocabulary is fitted here, so vocab_size is final below
     specials = cls.special_ids(plain["task"], tokenizer, plain["model"])
     plain["task"].update(specials.ids)
