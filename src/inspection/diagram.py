@@ -140,10 +140,12 @@ def _block(flow: _Flow, p: str, cfg: ModelConfig, x: str, attn_kind: str, cross:
                 flow.edge(cur, node)
                 if key == "cross" and memory is not None:
                     flow.edge(memory, node, "K, V")
-            else:
-                n_norms += step == "norm"
-                node_id = f"{p}_{step}{i}" + ("" if n_norms < 2 else "b")
-                node = flow.node(node_id, norm if step == "norm" else step)
+            elif step == "norm":
+                n_norms += 1
+                node = flow.node(f"{p}_norm{i}" + ("" if n_norms < 2 else "b"), norm)
+                flow.edge(cur, node)
+            else:  # a placement's own step (a gate, a scale …), drawn under its name
+                node = flow.node(f"{p}_step{steps.index(step)}_{i}", step)
                 flow.edge(cur, node)
             cur = node
     return cur
