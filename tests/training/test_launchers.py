@@ -4,7 +4,7 @@
   minimum over the trials' own metrics.json;
 * ``hydra/launcher=joblib``: 4 jobs, 2 at once, each pinned to its own CPU; a re-run with
   ``sweep_resume.skip_completed`` skips the finished jobs and re-runs only the unfinished one,
-  and two concurrent jobs given one directory do not clobber each other;
+  and a job whose directory a live job holds stops instead of archiving that job's files;
 * ``hydra/launcher=submitit_local``: 2 jobs through submitit's local executor;
 * without a plugin: one line naming the extra to install.
 """
@@ -110,20 +110,32 @@ def test_joblib_launcher_two_at_a_time_and_resume(tmp_path: Path, run_entry_poin
 
 
 @slow
-def test_joblib_jobs_sharing_a_directory_do_not_clobber(tmp_path: Path, run_entry_point: Any,
-                                                       tiny_run: tuple[str, ...]) -> None:
+def test_joblib_job_whose_directory_is_held_stops_and_touches_nothing(tmp_path: Path, run_entry_point: Any,
+                                                                       tiny_run: tuple[str, ...]) -> None:
+    """A job whose directory another live job holds (here: this test, as src/sweeps/lock.py holds it) stops at once
+    with an error naming it, instead of taking the running job's files for an interrupted attempt and archiving
+    them; the sweep's other job runs."""
+    import fcntl
+    import os
+
     sweep = tmp_path / "joblib"
-    # hydra.sweep.subdir that does not tell the jobs apart: both seeds would land in one directory
-    r = run_entry_point("src.train", [
-        "-m", *tiny_run, "trainer.max_steps=40", "trainer.val_check_interval=20", "seed=1,2", "hydra/launcher=joblib",
-        "hydra.launcher.n_jobs=2", "hydra.sweep.subdir=same", "sweep_resume.skip_completed=true",
-        f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
-    assert r.returncode != 0  # the job that found the directory held failed, and the sweep says so
-    assert "is in use by another running job" in r.stderr
-    (job,) = job_dirs(sweep)
-    m = metrics(job)
-    assert m["status"] == "completed" and m["global_step"] == 40  # the running job's result is intact
-    assert not (job / "attempts").exists()  # nothing was archived from under it
+    held = sweep / "seed1"
+    (held / "checkpoints").mkdir(parents=True)
+    (held / "checkpoints" / "last.ckpt").write_bytes(b"a running job's checkpoint")
+    fd = os.open(held, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        r = run_entry_point("src.train", [
+            "-m", *tiny_run, "seed=1,2", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+            "hydra.sweep.subdir=seed${seed}", "sweep_resume.skip_completed=true", f"hydra.sweep.dir={sweep}"],
+            cwd=tmp_path)
+    finally:
+        os.close(fd)
+    assert r.returncode != 0  # the held job failed, and the sweep says so at the end
+    assert f"{held} is in use by another running job" in r.stderr
+    assert sorted(p.name for p in held.iterdir() if p.name != ".hydra" and not p.name.endswith(".log")) == ["checkpoints"]
+    assert (held / "checkpoints" / "last.ckpt").read_bytes() == b"a running job's checkpoint"  # nothing archived
+    assert metrics(sweep / "seed2")["status"] == "completed"
 
 
 @slow
