@@ -23,7 +23,7 @@ from src.data.tokenizers import Tokenizer, build_tokenizer
 from src.reliability import harden_trainer, validate_run_config
 from src.reliability.checkpoint_load import init_from_checkpoint
 from src.tasks import TASKS, LMTask
-from src.training.matched import apply_match_params
+from src.training.matched import apply_match_params, write_budget
 
 
 class SetupError(ValueError):
@@ -72,7 +72,7 @@ def build_run(cfg: DictConfig | Mapping[str, Any], *, rank: int | None = None, w
     cls: type[LMTask] = TASKS.get(plain["task"]["name"])  # type: ignore[assignment]
     tokenizer = build_tokenizer(plain["tokenizer"])
     max_seq_len = int(plain["model"]["max_seq_len"])
-    block_size = int(plain.get("block_size") or max_seq_len)
+    block_size = max_seq_len if plain.get("block_size") is None else int(plain["block_size"])  # 0 refused by validate
     batch_format = "pairs" if SOURCES.get(plain["data"]["name"]).kind == "pairs" else "text"
     datamodule = build_datamodule(
         plain["data"], tokenizer,
@@ -89,7 +89,9 @@ def build_run(cfg: DictConfig | Mapping[str, Any], *, rank: int | None = None, w
     task = cls(plain, tokenizer.state_dict())
     if plain.get("init_from"):  # fine-tuning: only the weights of that checkpoint (src/reliability/checkpoint_load.py)
         init_from_checkpoint(task, plain["init_from"], resume_path=plain.get("ckpt_path"))
-    return Run(cfg=plain, tokenizer=tokenizer, datamodule=datamodule, task=task, batch_format=batch_format)
+    run = Run(cfg=plain, tokenizer=tokenizer, datamodule=datamodule, task=task, batch_format=batch_format)
+    write_budget(run)  # budget.json: parameters, training FLOPs per step and per token (src/training/matched.py)
+    return run
 
 
 def build_trainer(cfg: DictConfig, extra_callbacks: list[pl.Callback] = ()) -> pl.Trainer:

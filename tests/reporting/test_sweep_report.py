@@ -127,6 +127,9 @@ def test_report_table_matches_the_runs_metrics(sweep: dict) -> None:
         assert all(r["tokens_seen"] == 6 * 4 * 16 for r in runs)
         # learned positions: 1x scored, 2x reported not applicable (null in metrics.json)
         assert all(r["extrapolation/ppl@1x"] > 0 and r["extrapolation/ppl@2x"] is None for r in runs)
+        budget = json.loads((next(d for d in job_dirs(sweep["dir"]) if overrides(d)["model/ffn"] == ffn)
+                             / "budget.json").read_text())
+        assert budget["params"] == runs[0]["params"] and budget["tokens_per_step"] == 4 * 16
     # matched sizes: SwiGLU solved to the GELU count, the report shows both
     gelu_params = per_variant["gelu"][0]["params"]
     assert abs(per_variant["swiglu"][0]["params"] - gelu_params) <= 0.01 * gelu_params

@@ -68,3 +68,60 @@ def test_apply_match_params_updates_the_plain_config(tmp_path, make_tiny_config:
     assert apply_match_params({"model": make_tiny_config(), "match_params": {"reference": None}}) is None
     with pytest.raises(MatchError, match="unknown key"):
         apply_match_params({"model": make_tiny_config(), "match_params": {"reference": "tiny", "tol": 1}})
+
+
+# --------------------------------------------------------------------------- budgets and FLOPs matching
+def _budget(tmp_path, *overrides: str):
+    from src.training.matched import run_budget
+    from src.training.setup import build_run
+    from tests.training.conftest import TINY, compose_train
+
+    run = build_run(compose_train([*TINY, *overrides], tmp_path))
+    return run, run_budget(run)
+
+
+def test_budget_is_the_models_own_count(tmp_path) -> None:
+    run, b = _budget(tmp_path, "trainer.max_steps=100")
+    assert b.shape == {"batch_size": 4, "seq_len": 32} and b.tokens_per_step == 4 * 32
+    assert b.flops_per_step == run.task.model.training_flops(batch_size=4, seq_len=32)  # one formula, the model's
+    assert b.flops_per_token == b.flops_per_step / 128 and b.params == run.task.model.num_parameters()
+    assert b.to_dict()["planned_flops"] == 100 * b.flops_per_step and b.match == "none"
+    _, acc = _budget(tmp_path, "trainer.accumulate_grad_batches=2")
+    assert acc.tokens_per_step == 2 * b.tokens_per_step and acc.flops_per_token == b.flops_per_token
+
+
+def test_flops_matching_gives_equal_training_flops(tmp_path) -> None:
+    from src.training.matched import solve_steps
+
+    _, ref = _budget(tmp_path, "trainer.max_steps=100")
+    _, deep = _budget(tmp_path, "model.n_layer=3", "model.d_ff=96", "trainer.max_steps=100")
+    assert deep.flops_per_step > 1.3 * ref.flops_per_step
+    steps = solve_steps(ref, deep, "flops")
+    assert steps < 100 and abs(steps * deep.flops_per_step - 100 * ref.flops_per_step) <= 0.01 * 100 * ref.flops_per_step
+    assert solve_steps(ref, deep, "tokens") == 100 and solve_steps(ref, deep, "params") == 100
+    _, long = _budget(tmp_path, "block_size=16", "trainer.max_steps=100")  # half the tokens per step
+    assert solve_steps(ref, long, "tokens") == 200
+    with pytest.raises(MatchError, match="protocol.match='compute'"):
+        solve_steps(ref, deep, "compute")
+
+
+def test_flops_per_step_of_the_families_study(tmp_path) -> None:
+    """Study 3 at matched parameters: the decoder reads "source <sep> target" through every layer,
+    the encoder-decoder reads each side through half of them, so it costs about half the FLOPs
+    per step, and FLOPs matching gives it about twice the steps."""
+    from src.training.matched import run_budget, solve_steps
+    from src.training.setup import build_run
+    from tests.training.conftest import SHARED_DATA, compose_train
+
+    if not (SHARED_DATA / "multi30k_en_de").is_dir():
+        pytest.skip("Multi30k not in ../shared/data")
+    budgets = {}
+    for family in ("decoder_only", "encoder_decoder"):
+        cfg = compose_train(["experiment=study_families", f"+experiment/study_families={family}",
+                             f"paths.data_dir={SHARED_DATA}", "trainer.max_steps=300"], tmp_path / family)
+        budgets[family] = run_budget(build_run(cfg))
+    dec, encdec = budgets["decoder_only"], budgets["encoder_decoder"]
+    assert abs(dec.params - encdec.params) <= 0.01 * dec.params and dec.match == encdec.match == "params"
+    assert 1.6 < dec.flops_per_step / encdec.flops_per_step < 2.4
+    steps = solve_steps(dec, encdec, "flops")
+    assert abs(steps * encdec.flops_per_step - 300 * dec.flops_per_step) <= 0.01 * 300 * dec.flops_per_step

@@ -1,4 +1,5 @@
-"""Every study config composes, defines its sweep and a fixed sweep directory, and builds its model."""
+"""Every study config composes, defines its sweep and a fixed sweep directory, declares a protocol
+(docs/studies.md) over exactly the variants it sweeps, and builds its model."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,6 +9,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import src.sweeps  # noqa: F401  (the ${sweep_subdir:} resolver)
+from src.reporting.protocol import Protocol, as_number
+from src.reporting.sweep import parse_override
 from src.training.matched import count_parameters, reference_config
 from src.sweeps.resume import job_dirname
 
@@ -28,10 +31,24 @@ def test_study_composes_with_a_sweep(study: str) -> None:
     raw = OmegaConf.to_container(cfg.hydra.sweep, resolve=False)
     assert raw["subdir"] == "${sweep_subdir:${hydra.job.override_dirname}}"
     params = cfg.hydra.sweeper.params
-    assert params is not None and "seed" in params and len(str(params.seed).split(",")) >= 2
+    assert params is not None and "seed" not in params  # seeds come from the protocol (python -m src.study)
     assert cfg.sweep_resume.skip_completed is True
-    variants = [k for k in params if k != "seed"]
-    assert variants, f"{study} sweeps nothing but seeds"
+    variants = [parse_override(k)[0] for k in params]
+    assert variants, f"{study} sweeps nothing"
+    protocol = Protocol.from_config(OmegaConf.to_container(cfg, resolve=False))
+    assert protocol is not None and sorted(protocol.factors) == sorted(variants)
+    lrs = [as_number(x) for x in protocol.tune["optim.lr"]]  # 3-5 log-spaced learning rates
+    ratios = [b / a for a, b in zip(lrs, lrs[1:])]
+    assert 3 <= len(lrs) <= 5 and all(r > 1.5 for r in ratios) and max(ratios) / min(ratios) < 1.2
+    assert len(protocol.seeds) >= 3 and (protocol.design == "grid" or protocol.tune_seeds)
+    assert set(protocol.seeds).isdisjoint(protocol.tune_seeds)  # confirm seeds never repeat a tuning run
+    assert protocol.metric.startswith("test/") and protocol.select.startswith("val/") and protocol.baseline
+    baseline = dict(x.split("=", 1) for x in protocol.baseline.split(","))
+    for key, value in baseline.items():
+        swept = {parse_override(k)[0]: str(v).split(",") for k, v in params.items()}
+        assert value in swept[key], f"{study}: protocol.baseline {key}={value} is not one of the swept values"
+    callbacks = OmegaConf.to_container(cfg.callbacks, resolve=False)
+    assert callbacks["ngram_reference"]["_target_"] == "src.callbacks.ngram_reference.NgramReference"
     model = OmegaConf.to_container(cfg.model, resolve=False)
     model["max_seq_len"] = int(cfg.block_size)
     model["vocab_size"] = 2000

@@ -1,0 +1,250 @@
+"""Run a study's protocol stage by stage: ``python -m src.study experiment=study_<name> [overrides] [--stage ...]``.
+
+The study config declares the protocol (``protocol:``, docs/studies.md) and its variants (the
+keys of ``hydra.sweeper.params`` other than the seed, the tuned keys and ``protocol.*``, plus any
+sweep given here, e.g. ``model/ffn=gelu,swiglu``). Each stage is ``python -m src.train -m`` with
+the overrides it needs, into the study's ``hydra.sweep.dir``, resumable (a re-run skips the jobs
+that completed):
+
+* ``tune`` — every candidate of the tuned keys on ``protocol.tune_seeds`` (``two_stage``), or on
+  every seed (``grid``), ``protocol.stage=tune|grid``;
+* ``confirm`` (``two_stage``) — per variant, the candidate with the lowest mean ``val/loss`` of
+  the tune stage (``src.reporting.tuning``) on ``protocol.seeds``, ``protocol.stage=confirm``;
+* ``report`` — ``python -m src.report <sweep dir> --out <--out>``;
+* ``all`` (default) — the three in order.
+
+With ``protocol.match: flops`` (or ``tokens``) each variant is built once here to count its
+training FLOPs per step (``src.training.matched``), and gets the ``trainer.max_steps`` at which
+its training FLOPs (tokens) equal the baseline variant's at the configured ``trainer.max_steps``;
+that override is part of every one of its jobs. Every command is printed and appended to
+``<sweep dir>/study_commands.sh``; ``--dry-run`` prints the commands without running them.
+
+Examples::
+
+    python -m src.study experiment=study_ffn_norm hydra.sweep.dir=$HOME/studies/ffn_norm \\
+        hydra/launcher=joblib hydra.launcher.n_jobs=2 --out experiments/04_ffn_norm
+    python -m src.study experiment=study_ffn_norm --stage confirm --dry-run
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from src.reporting.protocol import Protocol, ProtocolError, canonical
+from src.reporting.build import make_report
+from src.reporting.sweep import IGNORED_KEYS, is_ignored, load_runs, parse_override
+from src.reporting.tuning import tune_variants
+
+log = logging.getLogger("src.study")
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+STAGES = ("tune", "confirm", "report", "all")
+
+
+class StudyError(ValueError):
+    """A study that cannot be run as asked; the message says what to do."""
+
+
+@dataclass
+class Plan:
+    protocol: Protocol
+    sweep_dir: Path
+    fixed: list[str]  # the overrides every job gets (no sweeps)
+    variants: list[dict[str, str]]  # factor override text -> value, one dict per variant (override keys as typed)
+    steps: list[int | None]  # solved trainer.max_steps per variant (flops / tokens matching), else None
+
+
+def _compose(overrides: Sequence[str]) -> Any:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    import src.sweeps  # noqa: F401  (the ${sweep_subdir:} resolver of the study configs)
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose("train", overrides=list(overrides), return_hydra_config=True)
+
+
+def _split_sweeps(overrides: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """(plain overrides, {key as typed: values} of the sweep overrides) via Hydra's own parser."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    plain, sweeps = [], {}
+    for text, o in zip(overrides, parsed):
+        if o.is_sweep_override():
+            sweeps[text.split("=", 1)[0]] = list(o.sweep_string_iterator())
+        else:
+            plain.append(text)
+    return plain, sweeps
+
+
+def plan(overrides: Sequence[str], work_dir: Path | None = None) -> Plan:
+    """The protocol, the sweep directory, the variants and (for flops/tokens matching) their steps."""
+    fixed, cli_sweeps = _split_sweeps(overrides)
+    cfg = _compose(fixed)
+    from omegaconf import OmegaConf
+
+    protocol = Protocol.from_config(OmegaConf.to_container(cfg, resolve=False))  # type: ignore[arg-type]
+    if protocol is None:
+        raise StudyError("the config declares no protocol: give experiment=study_<name> (conf/experiment), or add a "
+                         "protocol: node (docs/studies.md)")
+    params = dict(cfg.hydra.sweeper.params or {})
+    _, config_sweeps = _split_sweeps([f"{k}={v}" for k, v in params.items()])
+    sweeps = {**config_sweeps, **cli_sweeps}
+    tuned = set(protocol.tune)
+    factors = {k: v for k, v in sweeps.items() if parse_override(k)[0] not in tuned and not is_ignored(parse_override(k)[0])}
+    if set(protocol.factors) - {parse_override(k)[0] for k in factors}:
+        missing = sorted(set(protocol.factors) - {parse_override(k)[0] for k in factors})
+        raise StudyError(f"protocol.factors names {missing}, which hydra.sweeper.params does not sweep")
+    variants = [dict(zip(factors, combo)) for combo in itertools.product(*factors.values())] or [{}]
+    p = Plan(protocol, Path(str(cfg.hydra.sweep.dir)).expanduser(), fixed, variants, [None] * len(variants))
+    if protocol.match in ("flops", "tokens"):
+        p.steps = solved_steps(p, work_dir)
+    return p
+
+
+def variant_overrides(variant: dict[str, str]) -> list[str]:
+    return [f"{k}={v}" for k, v in variant.items()]
+
+
+def baseline_index(p: Plan) -> int:
+    """The variant the protocol's baseline names (first when none)."""
+    if not p.protocol.baseline:
+        return 0
+    wanted = {k.lstrip("+"): canonical(v) for k, v in (x.split("=", 1) for x in p.protocol.baseline.split(","))}
+    for i, v in enumerate(p.variants):
+        values = {parse_override(k)[0]: canonical(x) for k, x in v.items()}
+        if all(values.get(k) == x for k, x in wanted.items() if k in values):
+            return i
+    raise StudyError(f"protocol.baseline={p.protocol.baseline!r} matches none of the variants {p.variants}")
+
+
+def solved_steps(p: Plan, work_dir: Path | None = None) -> list[int | None]:
+    """``trainer.max_steps`` per variant so its training FLOPs (tokens) equal the baseline's."""
+    from src.training.matched import run_budget, solve_steps
+    from src.training.setup import build_run
+
+    budgets = []
+    for v in p.variants:
+        with tempfile.TemporaryDirectory(dir=work_dir) as tmp:
+            cfg = _compose([*p.fixed, *variant_overrides(v), f"paths.output_dir={tmp}", f"paths.root_dir={Path.cwd()}"])
+            from omegaconf import open_dict
+
+            with open_dict(cfg):
+                del cfg["hydra"]
+            budgets.append(run_budget(build_run(cfg)))
+    ref = budgets[baseline_index(p)]
+    steps = [solve_steps(ref, b, p.protocol.match) for b in budgets]
+    for v, b, s in zip(p.variants, budgets, steps):
+        log.info("%s: %.4g training FLOPs per step, %d tokens per step -> trainer.max_steps=%d (%s matching)",
+                 variant_overrides(v) or "(defaults)", b.flops_per_step, b.tokens_per_step, s, p.protocol.match)
+    return steps
+
+
+def _seeds(seeds: Sequence[str], key: str) -> str:
+    if not seeds:
+        raise StudyError(f"protocol.{key} is empty: list the seeds, e.g. [1, 2, 3, 4, 5]")
+    return ",".join(seeds)
+
+
+def _train(overrides: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "src.train", "-m", *overrides]
+
+
+def tune_commands(p: Plan) -> list[list[str]]:
+    stage = "tune" if p.protocol.design == "two_stage" else "grid"
+    seeds = _seeds(p.protocol.tune_seeds if stage == "tune" else p.protocol.seeds, "tune_seeds" if stage == "tune" else "seeds")
+    tune = [f"{k}={','.join(v)}" for k, v in p.protocol.tune.items()]
+    tail = [*tune, f"seed={seeds}", f"protocol.stage={stage}"]
+    if all(s is None for s in p.steps):  # one multirun over every variant
+        factors = [f"{k}={','.join(dict.fromkeys(v[k] for v in p.variants))}" for k in (p.variants[0] if p.variants else {})]
+        return [_train([*p.fixed, *factors, *tail])]
+    return [_train([*p.fixed, *variant_overrides(v), f"trainer.max_steps={s}", *tail]) for v, s in zip(p.variants, p.steps)]
+
+
+def confirm_commands(p: Plan) -> list[list[str]]:
+    """Per variant: its chosen candidate (from the tune stage's runs) on the confirm seeds."""
+    if p.protocol.design != "two_stage":
+        return []
+    runs = load_runs([p.sweep_dir])
+    tuned, _, _ = tune_variants(runs, p.protocol, IGNORED_KEYS)
+    out = []
+    for v, steps in zip(p.variants, p.steps):
+        want = {parse_override(k)[0]: canonical(x) for k, x in v.items()}
+        if steps is not None:  # flops / tokens matching: the tune runs at this variant's solved steps
+            want["trainer.max_steps"] = canonical(steps)
+        match = [t for t in tuned if all(canonical(t.variant.values().get(k, "")) == x for k, x in want.items())
+                 and any(c.runs for c in t.candidates)]
+        if not match:
+            raise StudyError(f"no tune-stage runs for {variant_overrides(v) or '(defaults)'} in {p.sweep_dir}: run --stage tune")
+        t = match[0]
+        incomplete = [r.path.name for c in t.candidates for r in c.runs if r.status == "incomplete"]
+        ran = {(tuple(c.values[k] for k in p.protocol.tune), canonical(r.seed)) for c in t.candidates for r in c.runs}
+        planned = set(itertools.product(itertools.product(*p.protocol.tune.values()), p.protocol.tune_seeds))
+        if incomplete or planned - ran:
+            missing = sorted(planned - ran)
+            raise StudyError(f"the tune stage of {variant_overrides(v) or '(defaults)'} is not finished: "
+                             f"{len(incomplete)} run(s) without metrics.json, {len(missing)} not run "
+                             f"{'(' + str(missing[0]) + ' …)' if missing else ''}; run --stage tune again first")
+        if t.chosen is None:
+            log.warning("%s: no candidate could be chosen (%s); skipping its confirm stage", variant_overrides(v), t.notes)
+            continue
+        chosen = [f"{k}={x}" for k, x in t.chosen.items()]
+        max_steps = [f"trainer.max_steps={steps}"] if steps is not None else []
+        out.append(_train([*p.fixed, *variant_overrides(v), *max_steps, *chosen, f"seed={_seeds(p.protocol.seeds, 'seeds')}",
+                           "protocol.stage=confirm"]))
+    return out
+
+
+def run_commands(commands: Sequence[list[str]], sweep_dir: Path, dry_run: bool) -> None:
+    for cmd in commands:
+        text = shlex.join(["python", *cmd[1:]])
+        print(text, flush=True)
+        if dry_run:
+            continue
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        with (sweep_dir / "study_commands.sh").open("a") as f:
+            f.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')}\n{text}\n")
+        rc = subprocess.call(cmd)
+        if rc != 0:  # a failed or diverged job fails the multirun after every job ran; the report counts it
+            log.warning("exit status %d (a job failed or diverged: its metrics.json says how; the report counts it)", rc)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m src.study", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("overrides", nargs="*", help="Hydra overrides of conf/train.yaml, e.g. experiment=study_norm")
+    ap.add_argument("--stage", default="all", choices=STAGES)
+    ap.add_argument("--out", default=None, help="where the report goes (default: the sweep directory)")
+    ap.add_argument("--dry-run", action="store_true", help="print the commands of the stage(s) without running them")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        p = plan(args.overrides)
+        stages = ("tune", "confirm", "report") if args.stage == "all" else (args.stage,)
+        for stage in stages:
+            if stage == "tune":
+                run_commands(tune_commands(p), p.sweep_dir, args.dry_run)
+            elif stage == "confirm" and args.dry_run and "tune" in stages:
+                print("# confirm: one multirun per variant at its chosen value, once the tune stage has run")
+            elif stage == "confirm":
+                run_commands(confirm_commands(p), p.sweep_dir, args.dry_run)
+            elif stage == "report" and not args.dry_run:
+                files = make_report([p.sweep_dir], args.out or p.sweep_dir)
+                print(f"wrote {files.markdown}")
+    except (StudyError, ProtocolError, FileNotFoundError) as e:
+        ap.exit(2, f"python -m src.study: {e}\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""``python -m src.study``: the stages it plans from a study's protocol, and a real 2-variant x
+3-learning-rate x 3-seed quickstart study whose report recomputes, number by number, from its
+runs.csv (numpy and scipy here, not the report's code)."""
+from __future__ import annotations
+
+import csv
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from src.study import StudyError, confirm_commands, plan, tune_commands
+from tests.reporting.fake_runs import completed, write_run
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_plan_of_a_two_stage_study(tmp_path: Path) -> None:
+    p = plan(["experiment=study_ffn_norm", f"hydra.sweep.dir={tmp_path}"])
+    assert p.sweep_dir == tmp_path and p.protocol.design == "two_stage" and len(p.variants) == 4
+    (tune,) = tune_commands(p)
+    assert tune[1:4] == ["-m", "src.train", "-m"]
+    assert {"model/ffn=gelu,swiglu", "model/norm=layernorm,rmsnorm", "optim.lr=0.001,0.002,0.004", "seed=0",
+            "protocol.stage=tune"} <= set(tune)
+    # the confirm stage reads the tune stage's runs: each variant at its own lowest mean val/loss
+    best = {("gelu", "layernorm"): "2e-3", ("gelu", "rmsnorm"): "4e-3", ("swiglu", "layernorm"): "1e-3",
+            ("swiglu", "rmsnorm"): "2e-3"}
+    cfg = {"protocol": {**p.protocol.__dict__, "tune": {"optim.lr": [1e-3, 2e-3, 4e-3]}, "seeds": [1, 2, 3, 4, 5],
+                        "tune_seeds": [0], "stage": "tune"}}
+    for key in ("equivalence_margin", "declared"):
+        cfg["protocol"].pop(key)
+    with pytest.raises(FileNotFoundError):  # nothing ran yet
+        confirm_commands(p)
+    for (ffn, norm), lr_best in best.items():
+        for lr in ("1e-3", "2e-3", "4e-3"):
+            if (ffn, norm, lr) == ("swiglu", "rmsnorm", "4e-3"):
+                continue
+            write_run(tmp_path, [f"model/ffn={ffn}", f"model/norm={norm}", f"optim.lr={lr}", "seed=0", "protocol.stage=tune"],
+                      config=cfg, metrics=completed(2.0 if lr == lr_best else 2.5, 2.0))
+    with pytest.raises(StudyError, match=r"tune stage of \['model/ffn=swiglu', 'model/norm=rmsnorm'\] is not finished"):
+        confirm_commands(p)  # a candidate never ran: no choice is made without it
+    write_run(tmp_path, ["model/ffn=swiglu", "model/norm=rmsnorm", "optim.lr=4e-3", "seed=0", "protocol.stage=tune"],
+              config=cfg, metrics=completed(2.5, 2.0))
+    confirm = confirm_commands(p)
+    assert len(confirm) == 4
+    for cmd, ((ffn, norm), lr) in zip(confirm, best.items()):
+        assert {f"model/ffn={ffn}", f"model/norm={norm}", f"optim.lr={float(lr)}", "seed=1,2,3,4,5",
+                "protocol.stage=confirm"} <= set(cmd)
+
+
+def test_flops_matching_plans_steps_per_variant(tmp_path: Path) -> None:
+    p = plan(["experiment=study_quickstart", f"hydra.sweep.dir={tmp_path}", "protocol.match=flops",
+              "trainer.max_steps=100", "model/ffn=gelu,relu", "~match_params.reference"], work_dir=tmp_path)
+    assert [v["model/ffn"] for v in p.variants] == ["gelu", "relu"]
+    assert p.steps == [100, 100]  # GELU and ReLU FFNs have the same matmuls: the same FLOPs per step
+    cmds = tune_commands(p)
+    assert len(cmds) == 2 and all("trainer.max_steps=100" in c and "protocol.stage=grid" in c for c in cmds)
+
+
+@pytest.mark.slow
+def test_quickstart_study_report_recomputes_from_runs_csv(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "MPLBACKEND": "Agg",
+           "TRANSFORMER_LAB_CACHE": os.environ.get("TRANSFORMER_LAB_CACHE", str(tmp_path / "cache"))}
+    r = subprocess.run([sys.executable, "-m", "src.study", "experiment=study_quickstart", f"hydra.sweep.dir={sweep}",
+                        "trainer.max_steps=6", "trainer.val_check_interval=3", "scheduler.warmup_steps=2",
+                        "trainer.limit_val_batches=2", "trainer.limit_test_batches=2", "--out", str(tmp_path / "report")],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    out = tmp_path / "report"
+    read = lambda name: list(csv.DictReader((out / name).open()))  # noqa: E731
+    runs, table, comps = read("runs.csv"), {x["variant"]: x for x in read("report.csv")}, read("comparisons.csv")
+    assert len(runs) == 18 and all(x["outcome"] == "ok" and x["stage"] == "grid" for x in runs)
+    assert list(read("report.csv")[0]) == ["variant", "n_seeds", "mean", "std", "ci_low", "ci_high", "delta", "delta_ci_low",
+                                           "delta_ci_high", "p", "p_holm", "verdict", "mde", "optim.lr"]
+    # selection: the lr with the lowest mean val/loss over the 3 seeds, from runs.csv alone
+    verdict: dict[str, list[float]] = {}
+    for variant in ("model/ffn=gelu", "model/ffn=swiglu"):
+        mine = [x for x in runs if x["variant"] == variant]
+        by_lr = {lr: [float(x["val/loss"]) for x in mine if x["optim.lr"] == lr] for lr in {x["optim.lr"] for x in mine}}
+        assert sorted(by_lr) == ["0.001", "0.003", "0.01"] and all(len(v) == 3 for v in by_lr.values())
+        chosen = min(by_lr, key=lambda lr: np.mean(by_lr[lr]))
+        assert table[variant]["optim.lr"] == chosen
+        verdict[variant] = [float(x["test/loss"]) for x in mine if x["optim.lr"] == chosen]
+        assert {x["role"] for x in mine if x["optim.lr"] == chosen} == {"selection+verdict"}
+        # the summaries: mean, sample std, t-interval
+        v, row = verdict[variant], table[variant]
+        half = stats.t.ppf(0.975, 2) * np.std(v, ddof=1) / math.sqrt(3)
+        assert int(row["n_seeds"]) == 3 and float(row["mean"]) == pytest.approx(np.mean(v))
+        assert float(row["std"]) == pytest.approx(np.std(v, ddof=1))
+        assert float(row["ci_low"]) == pytest.approx(np.mean(v) - half) and float(row["ci_high"]) == pytest.approx(np.mean(v) + half)
+    a, b = verdict["model/ffn=swiglu"], verdict["model/ffn=gelu"]
+    row = table["model/ffn=swiglu"]
+    w = stats.ttest_ind(a, b, equal_var=False)
+    ci = w.confidence_interval(0.95)
+    assert float(row["delta"]) == pytest.approx(np.mean(a) - np.mean(b))
+    assert (float(row["delta_ci_low"]), float(row["delta_ci_high"])) == (pytest.approx(ci.low), pytest.approx(ci.high))
+    assert float(row["p"]) == pytest.approx(w.pvalue)
+    # the family: every comparison the report makes (here test/loss only), Holm over all of them
+    tested = [c for c in comps if c["p"]]
+    ps = sorted(float(c["p"]) for c in tested)
+    k = ps.index(float(row["p"]))
+    assert float(row["p_holm"]) == pytest.approx(min(1.0, max((len(ps) - j) * ps[j] for j in range(k + 1))))
+    # TOST against the stated margin (study_common: 0.02 nats), and the verdict it allows
+    margin = 0.02
+    p_tost = max(stats.ttest_ind(np.add(a, margin), b, equal_var=False, alternative="greater").pvalue,
+                 stats.ttest_ind(np.subtract(a, margin), b, equal_var=False, alternative="less").pvalue)
+    c = next(c for c in comps if c["variant"] == "model/ffn=swiglu" and c["metric"] == "test/loss")
+    assert float(c["p_tost"]) == pytest.approx(p_tost) and float(c["margin"]) == margin
+    expected = ("better" if float(row["delta"]) < 0 else "worse") if float(row["p_holm"]) < 0.05 else \
+        "equivalent" if float(c["p_tost_holm"]) < 0.05 else "inconclusive"
+    assert row["verdict"] == expected and table["model/ffn=gelu"]["verdict"] == "baseline"
+    # the minimum detectable effect at α/m and 80 % power, from the two spreads
+    va, vb = np.var(a, ddof=1) / 3, np.var(b, ddof=1) / 3
+    se, df = math.sqrt(va + vb), (va + vb) ** 2 / (va**2 / 2 + vb**2 / 2)
+    crit = stats.t.ppf(1 - 0.05 / len(tested) / 2, df)
+    mde = float(row["mde"])
+    assert stats.nct.sf(crit, df, mde / se) + stats.nct.cdf(-crit, df, mde / se) == pytest.approx(0.8, abs=1e-6)
+    # compute: FLOPs per token x tokens seen, the same training tokens for both (tokens per step equal)
+    for x in runs:
+        assert float(x["train_flops"]) == pytest.approx(float(x["flops_per_token"]) * float(x["tokens_seen"]))
+    md = (out / "report.md").read_text()
+    assert "reference: 4-gram (Kneser-Ney)" in md and (out / "tuning_optim_lr.png").stat().st_size > 1000
+    assert len(read("references.csv")) == 4 and (sweep / "study_commands.sh").read_text().count("src.train -m") == 1
