@@ -25,6 +25,74 @@ from torch import nn
 
 OPTIMIZERS = ("adamw",)
 SCHEDULERS = ("cosine", "constant", "none")
+FUSED = ("auto", True, False)
+
+
+class OptimConfigError(ValueError):
+    """An ``optim`` / ``scheduler`` value of the wrong type or out of range: key, value and fix."""
+
+    @classmethod
+    def bad(cls, key: str, value: Any, fix: str) -> "OptimConfigError":
+        return cls(f"{key}={value!r} is invalid: {fix}")
+
+    @classmethod
+    def unknown(cls, key: str, value: Any, names: tuple[str, ...]) -> "OptimConfigError":
+        return cls(f"{key}={value!r} is not known; registered: {', '.join(names)}")
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _count(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def check_optim(cfg: Mapping[str, Any]) -> None:
+    """Every ``optim`` value's type and range (``OptimConfigError`` naming key, value and fix)."""
+    name = cfg.get("name", "adamw")
+    if name not in OPTIMIZERS:
+        raise OptimConfigError.unknown("optim.name", name, OPTIMIZERS)
+    lr = cfg.get("lr")
+    if not _number(lr) or lr <= 0:
+        raise OptimConfigError.bad("optim.lr", lr, "a positive learning rate, e.g. optim.lr=6e-4")
+    betas = cfg.get("betas", (0.9, 0.999))
+    if (not isinstance(betas, (list, tuple)) or len(betas) != 2
+            or not all(_number(b) and 0 <= b < 1 for b in betas)):
+        raise OptimConfigError.bad("optim.betas", betas, "two numbers in [0, 1), e.g. optim.betas=[0.9,0.95]")
+    eps = cfg.get("eps", 1e-8)
+    if not _number(eps) or eps <= 0:
+        raise OptimConfigError.bad("optim.eps", eps, "a small positive number, e.g. optim.eps=1e-8")
+    wd = cfg.get("weight_decay", 0.0)
+    if not _number(wd) or wd < 0:
+        raise OptimConfigError.bad("optim.weight_decay", wd, "0 or more, e.g. optim.weight_decay=0.1")
+    if not isinstance(cfg.get("decay_embeddings", False), bool):
+        raise OptimConfigError.bad("optim.decay_embeddings", cfg.get("decay_embeddings"), "true or false")
+    if cfg.get("fused", "auto") not in FUSED:
+        raise OptimConfigError.bad("optim.fused", cfg.get("fused"), "auto (fused on CUDA), true or false")
+
+
+def check_scheduler(cfg: Mapping[str, Any], lr: float, max_steps: int | None) -> None:
+    """Every ``scheduler`` value's type and range, and a horizon for ``cosine`` (``OptimConfigError``)."""
+    name = cfg.get("name", "none")
+    if name not in SCHEDULERS:
+        raise OptimConfigError.unknown("scheduler.name", name, SCHEDULERS)
+    warmup = cfg.get("warmup_steps", 0)
+    if not _count(warmup) or warmup < 0:
+        raise OptimConfigError.bad("scheduler.warmup_steps", warmup, "a number of optimizer steps, 0 or more")
+    if name != "cosine":
+        return
+    decay = cfg.get("decay_steps")
+    if decay is not None and (not _count(decay) or decay < 1):
+        raise OptimConfigError.bad("scheduler.decay_steps", decay,
+                               "a positive number of optimizer steps, or null (= trainer.max_steps)")
+    if decay is None and (max_steps is None or max_steps <= 0):
+        raise OptimConfigError.bad("scheduler.decay_steps", decay,
+                               "scheduler=cosine needs a horizon: set scheduler.decay_steps, or trainer.max_steps "
+                               "(it defaults to it)")
+    min_lr = cfg.get("min_lr")
+    if min_lr is not None and (not _number(min_lr) or not 0 <= min_lr <= lr):
+        raise OptimConfigError.bad("scheduler.min_lr", min_lr, f"in [0, optim.lr={lr}], or null (= optim.lr / 10)")
 
 
 def param_groups(model: nn.Module, weight_decay: float, decay_embeddings: bool = False) -> list[dict[str, Any]]:
@@ -53,9 +121,7 @@ def param_groups(model: nn.Module, weight_decay: float, decay_embeddings: bool =
 
 def build_optimizer(model: nn.Module, cfg: Mapping[str, Any], device: torch.device) -> torch.optim.Optimizer:
     """``optim`` config -> optimiser. ``fused: auto`` uses the fused CUDA AdamW kernel on CUDA."""
-    name = cfg.get("name", "adamw")
-    if name not in OPTIMIZERS:
-        raise ValueError(f"optim.name='{name}' is not known; available: {', '.join(OPTIMIZERS)}")
+    check_optim(cfg)
     fused = cfg.get("fused", "auto")
     if fused == "auto":
         fused = device.type == "cuda"
@@ -100,9 +166,8 @@ def build_scheduler(
     optimizer: torch.optim.Optimizer, cfg: Mapping[str, Any], lr: float, max_steps: int | None
 ) -> torch.optim.lr_scheduler.LRScheduler | None:
     """``scheduler`` config -> a per-step ``LambdaLR`` (or ``None`` for ``scheduler=none``)."""
+    check_scheduler(cfg, lr, max_steps)
     name = cfg.get("name", "none")
-    if name not in SCHEDULERS:
-        raise ValueError(f"scheduler.name='{name}' is not known; available: {', '.join(SCHEDULERS)}")
     if name == "none":
         return None
     warmup = int(cfg.get("warmup_steps", 0))
@@ -112,13 +177,7 @@ def build_scheduler(
         decay_steps = cfg.get("decay_steps")
         if decay_steps is None:
             decay_steps = max_steps
-        if decay_steps is None or decay_steps <= 0:
-            raise ValueError(
-                "scheduler=cosine needs a horizon: set scheduler.decay_steps, or trainer.max_steps (it defaults to it)"
-            )
         min_lr = cfg.get("min_lr")
         min_ratio = 0.1 if min_lr is None else float(min_lr) / lr
-        if not 0.0 <= min_ratio <= 1.0:
-            raise ValueError(f"scheduler.min_lr={min_lr} must lie in [0, optim.lr={lr}]")
         fn = WarmupCosine(warmup, int(decay_steps), min_ratio)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, fn)

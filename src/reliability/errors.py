@@ -35,6 +35,12 @@ MESSAGES: dict[str, str] = {
         "trainer.devices={value} asks for {requested} GPU(s) but only {available} are visible; "
         "use trainer.devices={available_fix} or trainer.devices=auto"
     ),
+    "cpu_oversubscribed": (  # a warning: the run computes the same, slower
+        "trainer.devices={value} starts {n} training processes on {cores} usable CPU cores: each gets {share:.2g} "
+        "of a core and every step waits for the slowest, so expect each step to take more than {slower:.2g}x as "
+        "long as with trainer.devices={cores} (reported: 4 processes on 2 cores, 6.6x slower); use "
+        "trainer.devices={cores} or fewer (trainer=cpu for one process)"
+    ),
     "fp16_on_cpu": (
         "trainer.precision={value} (float16) runs on GPUs only and Lightning would silently switch to bf16-mixed on "
         "CPU; use trainer.precision=32 or trainer.precision=bf16-mixed"

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from src.plain import to_plain
-from src.reliability.errors import RunConfigError
+from src.reliability.errors import MESSAGES, RunConfigError
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 #: top-level keys read by the code but not declared in conf/train.yaml (add with +key=value)
@@ -54,17 +54,23 @@ class Hardware:
     cuda_count: int
     bf16_supported: bool
     device_name: str = "cpu"
+    cpu_cores: int | None = None  # usable by this process (None: unknown, not checked)
 
     @classmethod
     def detect(cls) -> "Hardware":
         import torch
 
         ok = torch.cuda.is_available()
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not Linux
+            cores = os.cpu_count() or None
         return cls(
             cuda_available=ok,
             cuda_count=torch.cuda.device_count() if ok else 0,
             bf16_supported=bool(ok and torch.cuda.is_bf16_supported()),
             device_name=torch.cuda.get_device_name(0) if ok else "cpu",
+            cpu_cores=cores,
         )
 
 
@@ -84,7 +90,7 @@ def validate_run_config(
     _check_top_keys(plain, conf, primary)
     _check_group_keys(plain, conf)
     _check_task_and_data(plain, _check_model(plain["model"]))
-    _check_names(plain)
+    _check_optimisation(plain)
     _check_trainer(plain, hardware or Hardware.detect())
     _check_callbacks(plain)
     _check_run_keys(plain)
@@ -147,6 +153,10 @@ def _default_groups(path: Path) -> tuple[str, ...]:
         if isinstance(entry, Mapping):
             groups.update(str(k).removeprefix("override ").split("/")[0].split("@")[0] for k in entry)
     return tuple(sorted(groups))
+
+
+def _fail(key: str, value: Any, fix: str) -> None:
+    raise RunConfigError("bad_value", key=key, value=value, fix=fix)
 
 
 def _positive_int(key: str, value: Any, fix: str) -> int:
@@ -234,7 +244,8 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
     fmt = "pairs" if kind == "pairs" else "text"
     cls.check_batch_format(fmt, f"data={node['name']}")  # TaskError: translation pairs on an encoder-only model …
 
-    block = plain.get("block_size") or model.max_seq_len
+    block = plain.get("block_size")
+    block = model.max_seq_len if block is None else block  # null = the model's context; 0 is an error, not a default
     block = _positive_int("block_size", block, "a positive number of tokens per training window, at most model.max_seq_len")
     _positive_int("batch_size", plain.get("batch_size"), "a positive number of sequences per device per step")
     pos_name = model.position["name"]
@@ -244,15 +255,27 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
                                  position=pos_name)
 
 
-def _check_names(plain: Mapping[str, Any]) -> None:
-    from src.optim import OPTIMIZERS, SCHEDULERS
+def _check_optimisation(plain: Mapping[str, Any]) -> None:
+    """``optim`` and ``scheduler`` by their own checks (``src.optim``, the code that reads them), and
+    the top-level run values: their types and ranges."""
+    from src.optim import check_optim, check_scheduler
 
-    optim = (plain.get("optim") or {}).get("name", "adamw")
-    if optim not in OPTIMIZERS:
-        raise RunConfigError("unknown_name", key="optim.name", value=optim, names=", ".join(OPTIMIZERS))
-    sched = (plain.get("scheduler") or {}).get("name", "none")
-    if sched not in SCHEDULERS:
-        raise RunConfigError("unknown_name", key="scheduler.name", value=sched, names=", ".join(SCHEDULERS))
+    optim = plain.get("optim") or {}
+    check_optim(optim)  # OptimConfigError: optim.lr=-1, optim.lr=abc, betas, eps …
+    max_steps = (plain.get("trainer") or {}).get("max_steps")
+    check_scheduler(plain.get("scheduler") or {"name": "none"}, optim["lr"], max_steps)
+    seed = plain.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        _fail("seed", seed, "an integer seed, 0 or more")
+    workers = plain.get("num_workers", 0)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        _fail("num_workers", workers, "0 (load in the training process) or a number of worker processes")
+    threads = plain.get("cpu_threads")
+    if threads is not None:
+        _positive_int("cpu_threads", threads, "a number of torch threads, 1 or more, or null (torch's default)")
+    for key in ("compile", "test", "deterministic", "tf32"):
+        if key in plain and not isinstance(plain[key], bool):
+            _fail(key, plain[key], "true or false")
     mode = plain.get("vocab_size_from", "tokenizer")
     if mode not in ("tokenizer", "model"):
         raise RunConfigError("bad_value", key="vocab_size_from", value=mode,
@@ -329,6 +352,8 @@ def _check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
     if devices in (0, "0") and not isinstance(devices, bool):
         raise RunConfigError("bad_value", key="trainer.devices", value=devices,
                              fix="at least 1 (a number of devices), a list of GPU indices, -1 or auto")
+    if not on_gpu:
+        _warn_cpu_oversubscribed(devices, hw)
     accepted = _precisions()
     if str(precision) not in accepted:
         raise RunConfigError("bad_value", key="trainer.precision", value=precision, fix=f"use one of {', '.join(accepted)}")
@@ -343,6 +368,52 @@ def _check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
                                  fix="a positive number of optimizer steps, or -1 (use max_epochs)")
     acc = t.get("accumulate_grad_batches", 1)
     _positive_int("trainer.accumulate_grad_batches", acc, "a positive number of batches per optimizer step")
+    _positive_int("trainer.num_nodes", t.get("num_nodes", 1), "a positive number of machines")
+    _positive_int("trainer.log_every_n_steps", t.get("log_every_n_steps", 50), "log every this many steps, 1 or more")
+    epochs = t.get("max_epochs")
+    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < -1):
+        _fail("trainer.max_epochs", epochs, "a number of epochs, -1 (no limit: max_steps decides) or null")
+    interval = t.get("val_check_interval")
+    if interval is not None and not _fraction_or_count(interval, zero=False):
+        _fail("trainer.val_check_interval", interval, "a number of steps (1 or more) or a fraction of an epoch in (0, 1]")
+    for key in ("limit_train_batches", "limit_val_batches", "limit_test_batches"):
+        if t.get(key) is not None and not _fraction_or_count(t[key], zero=True):
+            _fail(f"trainer.{key}", t[key], "a number of batches (0 skips the loop) or a fraction in [0, 1]")
+    clip = t.get("gradient_clip_val")
+    if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not 0 <= clip < float("inf")):
+        _fail("trainer.gradient_clip_val", clip, "a gradient norm (or value) limit, 0 or more, or null (no clipping)")
+
+
+def _fraction_or_count(value: Any, *, zero: bool) -> bool:
+    """Lightning's convention: an int counts batches/steps, a float is a fraction of an epoch."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value >= (0 if zero else 1)
+    return isinstance(value, float) and (0.0 <= value if zero else 0.0 < value) and value <= 1.0
+
+
+def _cpu_processes(devices: Any) -> int | None:
+    if devices in ("auto", None):
+        return 1
+    if isinstance(devices, (list, tuple)):
+        return len(devices)
+    try:
+        return int(devices)
+    except (TypeError, ValueError):
+        return None
+
+
+def _warn_cpu_oversubscribed(devices: Any, hw: Hardware) -> None:
+    """More CPU processes than usable cores: allowed (it still computes the same), with a warning
+    that states the cost (docs/reliability.md)."""
+    n = _cpu_processes(devices)
+    if hw.cpu_cores is None or n is None or n <= hw.cpu_cores:
+        return
+    from lightning.pytorch.utilities.rank_zero import rank_zero_warn
+
+    rank_zero_warn(MESSAGES["cpu_oversubscribed"].format(value=devices, n=n, cores=hw.cpu_cores,
+                                                         share=hw.cpu_cores / n, slower=n / hw.cpu_cores))
 
 
 def _check_callbacks(plain: Mapping[str, Any]) -> None:

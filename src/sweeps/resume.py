@@ -76,6 +76,10 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("sweep_subdir", job_dirname)
 
 
+class SweepResumeError(ValueError):
+    """A ``sweep_resume`` setting that cannot work; the message names the key and the fix."""
+
+
 @dataclass
 class Completed:
     """A job that finished in an earlier run of the sweep."""
@@ -144,7 +148,7 @@ def run_dir_of(cfg: DictConfig) -> Path:
 
         return Path(HydraConfig.get().runtime.output_dir)
     except ValueError:  # HydraConfig not set: not under Hydra
-        raise ValueError("sweep_resume needs the job's directory: run under Hydra or set paths.output_dir") from None
+        raise SweepResumeError("sweep_resume needs the job's directory: run under Hydra or set paths.output_dir") from None
 
 
 def archive_attempt(run_dir: Path) -> Path | None:
@@ -169,14 +173,17 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
     """At the start of a job: the stored result if it already completed with this config,
     else None after preparing the directory for a fresh attempt (see the module docstring)."""
     node = OmegaConf.select(cfg, "sweep_resume", default=None)
+    if node and not isinstance(node.get("skip_completed", False), bool):
+        raise SweepResumeError(f"sweep_resume.skip_completed={node.get('skip_completed')!r} is invalid: true or false")
     if not node or not node.get("skip_completed", False) or not _is_rank_zero():
         return None
     unknown = sorted(set(node) - {"skip_completed", "incomplete"})
     if unknown:
-        raise ValueError(f"sweep_resume has unknown key(s) {unknown}; accepted: skip_completed, incomplete")
+        raise SweepResumeError(f"sweep_resume has unknown key(s) {unknown}; accepted: skip_completed, incomplete")
     mode = str(node.get("incomplete", "restart"))
     if mode not in INCOMPLETE_MODES:
-        raise ValueError(f"sweep_resume.incomplete='{mode}' is not known; use one of {', '.join(INCOMPLETE_MODES)}")
+        raise SweepResumeError(f"sweep_resume.incomplete='{mode}' is not known; use one of {', '.join(INCOMPLETE_MODES)} "
+                               "(restart: run an unfinished job again; last: continue it from its checkpoints/last.ckpt)")
     run_dir = run_dir_of(cfg)
     fp = fingerprint(cfg, run_dir)
     flat = flat_config(cfg, run_dir)

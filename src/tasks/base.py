@@ -34,6 +34,8 @@ from torchmetrics import MeanMetric
 
 from src.data.tokenizers import Tokenizer, tokenizer_from_state
 from src.models import ModelConfig, TransformerModel, build_model
+from src.models.components.masks import MASKS
+from src.models.families import FAMILIES
 from src.models.families.base import IGNORE_INDEX
 from src.optim import build_optimizer, build_scheduler
 
@@ -81,6 +83,10 @@ class LMTask(pl.LightningModule):
     name: ClassVar[str] = "base"
     families: ClassVar[tuple[str, ...]] = ()
     batch_formats: ClassVar[tuple[str, ...]] = ("text",)  # "text" {"tokens"} and/or "pairs" {"src_ids", ...}
+    #: what the objective needs of the self-attention mask (``check_mask``): "left_to_right", "bidirectional"
+    #: or None (the family fixes its masks: encoder_decoder)
+    mask_rule: ClassVar[str | None] = None
+    mask_hint: ClassVar[str] = ""
 
     def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None) -> None:
         """cfg: the plain resolved run config (``model``, ``task``, ``optim``, ``scheduler``, ``trainer`` …);
@@ -104,11 +110,32 @@ class LMTask(pl.LightningModule):
     # ---------------------------------------------------------------- checks
     @classmethod
     def check_family(cls, model: ModelConfig) -> None:
+        """The model's family, and its self-attention mask, fit this objective (``TaskError`` otherwise)."""
         if model.family not in cls.families:
             raise TaskError(
                 f"task={cls.name} needs model.family in {list(cls.families)}, but the model is {model.family} "
                 f"({model.name}); {cls.family_hint()}"
             )
+        cls.check_mask(model)
+
+    @classmethod
+    def check_mask(cls, model: ModelConfig) -> None:
+        """``mask_rule`` against the mask the model will use (``model/mask``, else its family's default).
+
+        left_to_right: no position may see a later one (a causal mask, or a prefix LM whose prefix the
+        loss does not score); bidirectional: every position sees both sides (a masked LM)."""
+        name = (model.mask or {}).get("name") or getattr(FAMILIES.get(model.family), "default_mask", None)
+        if cls.mask_rule is None or name is None:
+            return
+        mask = MASKS.get(name)
+        sees_ahead = not (mask.causal or mask.needs_prefix_length)
+        if cls.mask_rule == "left_to_right" and sees_ahead:
+            raise TaskError(f"task={cls.name} predicts each token from the tokens before it, but model/mask={name} lets "
+                            f"every position see the tokens after it, its targets included (the loss would fall "
+                            f"without learning to predict); {cls.mask_hint}")
+        if cls.mask_rule == "bidirectional" and not sees_ahead:
+            raise TaskError(f"task={cls.name} predicts masked tokens from both sides, but model/mask={name} hides the "
+                            f"tokens after each position; {cls.mask_hint}")
 
     @classmethod
     def family_hint(cls) -> str:

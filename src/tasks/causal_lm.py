@@ -24,6 +24,8 @@ class CausalLM(LMTask):
     name: ClassVar[str] = "causal_lm"
     families: ClassVar[tuple[str, ...]] = ("decoder_only",)
     batch_formats: ClassVar[tuple[str, ...]] = ("text",)
+    mask_rule: ClassVar[str | None] = "left_to_right"
+    mask_hint: ClassVar[str] = "use model/mask=causal, or model/mask=prefix_lm with task.prefix_length=P for a prefix LM"
 
     def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None) -> None:
         super().__init__(cfg, tokenizer)

@@ -53,6 +53,8 @@ class DecoderTranslation(LMTask):
     name: ClassVar[str] = "decoder_translation"
     families: ClassVar[tuple[str, ...]] = ("decoder_only",)
     batch_formats: ClassVar[tuple[str, ...]] = ("pairs",)
+    mask_rule: ClassVar[str | None] = "left_to_right"
+    mask_hint: ClassVar[str] = "use model/mask=causal, or model/mask=prefix_lm (the source and <sep> as the prefix)"
 
     def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None) -> None:
         super().__init__(cfg, tokenizer)

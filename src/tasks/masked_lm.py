@@ -29,6 +29,8 @@ class MaskedLM(LMTask):
     name: ClassVar[str] = "masked_lm"
     families: ClassVar[tuple[str, ...]] = ("encoder_only",)
     batch_formats: ClassVar[tuple[str, ...]] = ("text",)
+    mask_rule: ClassVar[str | None] = "bidirectional"
+    mask_hint: ClassVar[str] = "use model/mask=bidirectional (BERT)"
 
     def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None) -> None:
         super().__init__(cfg, tokenizer)

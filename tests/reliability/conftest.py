@@ -53,6 +53,8 @@ def compose() -> Iterator[Callable[..., DictConfig]]:
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
+    import src.training  # noqa: F401  (registers ${device_precision:...} and the other resolvers, as src.train does)
+
     GlobalHydra.instance().clear()  # in case an earlier test left Hydra initialized
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         def _compose(*overrides: str, output_dir: str | Path = "/tmp/unused") -> DictConfig:

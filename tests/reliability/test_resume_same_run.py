@@ -40,12 +40,12 @@ def _resume(compose: Callable[..., Any], tiny: tuple[str, ...], ckpt: Path, tmp:
 
 @pytest.mark.parametrize(("extra", "details", "keys"), [
     (["model.n_head=2"], "  model.n_head: checkpoint 4, now 2", "model.n_head"),
-    (["model/ffn=relu", "model/mask=bidirectional"],
+    (["model/ffn=relu", "model.norm.eps=1e-6"],
      "  model.ffn.approximate: checkpoint 'tanh', now (absent)\n  model.ffn.name: checkpoint 'gelu', now 'relu'\n"
-     "  model.mask.name: checkpoint 'causal', now 'bidirectional'", "model.ffn.approximate,model.ffn.name,model.mask.name"),
+     "  model.norm.eps: checkpoint 1e-05, now 1e-06", "model.ffn.approximate,model.ffn.name,model.norm.eps"),
     (["model.dropout=0.1", "seed=7"], "  model.dropout: checkpoint 0.0, now 0.1\n  seed: checkpoint 1337, now 7",
      "model.dropout,seed"),
-], ids=["n_head-same-shapes", "ffn-and-mask", "dropout-and-seed"])
+], ids=["n_head-same-shapes", "ffn-and-norm-eps", "dropout-and-seed"])
 def test_resume_refuses_a_different_run(compose: Callable[..., Any], tiny: tuple[str, ...], trained: Path,
                                          tmp_path: Path, extra: list[str], details: str, keys: str) -> None:
     with pytest.raises(CheckpointError) as info:
