@@ -44,7 +44,7 @@ def main(cfg: DictConfig) -> float | None:
 def say_where_results_went(run_dir: str, skipped: bool = False) -> None:
     """The last lines of a run: its directory, metrics.json, checkpoints, each logger's files."""
     metrics = read_json(Path(run_dir) / METRICS) or {}
-    head = "already completed, skipped (sweep_resume)" if skipped else f"{metrics.get('status', 'finished')}"
+    head = "skipped by sweep_resume (done earlier with this config)" if skipped else f"{metrics.get('status', 'finished')}"
     print(f"\nrun {head}; outputs:\n{format_outputs(run_outputs(run_dir, metrics))}", flush=True)
 
 

@@ -92,7 +92,7 @@ def test_experiment_fast_dev_run(name: str, tmp_path: Path) -> None:
     compose_train(overrides, tmp_path)
     params = dict(HydraConfig.get().sweeper.get("params") or {})
     cfg = compose_train([*overrides, *first_sweep_point(params)], tmp_path)
-    for key in ("data.path", "tokenizer.path"):
+    for key in ("data.path", "data.dir", "tokenizer.path"):  # data.dir: token bins src.prepare writes (recipes)
         path = OmegaConf.select(cfg, key, default=None)
         if path and "://" not in str(path) and not Path(str(path)).exists():
             pytest.skip(f"experiment={name} needs {key}={path} (offline data not present)")
