@@ -38,7 +38,7 @@ MESSAGES: dict[str, str] = {
     "cpu_oversubscribed": (  # a warning: the run computes the same, slower
         "trainer.devices={value} starts {n} training processes on {cores} usable CPU cores: each gets {share:.2g} "
         "of a core and every step waits for the slowest, so expect each step to take more than {slower:.2g}x as "
-        "long as with trainer.devices={cores} (reported: 4 processes on 2 cores, 6.6x slower); use "
+        "long as with trainer.devices={cores} (docs/reliability.md: 4 processes on 2 cores ran 6.6x slower); use "
         "trainer.devices={cores} or fewer (trainer=cpu for one process)"
     ),
     "fp16_on_cpu": (

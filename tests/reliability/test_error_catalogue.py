@@ -247,8 +247,9 @@ def test_more_cpu_processes_than_cores_warns_with_the_cost(compose: Callable[...
         validate_run_config(compose("trainer=ddp_cpu", "trainer.devices=4"), hardware=two_cores)
     assert [str(w.message) for w in caught if "trainer.devices" in str(w.message)] == [
         "trainer.devices=4 starts 4 training processes on 2 usable CPU cores: each gets 0.5 of a core and every step "
-        "waits for the slowest, so expect each step to take more than 2x as long as with trainer.devices=2 (reported: "
-        "4 processes on 2 cores, 6.6x slower); use trainer.devices=2 or fewer (trainer=cpu for one process)"]
+        "waits for the slowest, so expect each step to take more than 2x as long as with trainer.devices=2 "
+        "(docs/reliability.md: 4 processes on 2 cores ran 6.6x slower); use trainer.devices=2 or fewer (trainer=cpu "
+        "for one process)"]
     import warnings
 
     with warnings.catch_warnings():
@@ -399,3 +400,17 @@ def test_token_id_beyond_the_vocabulary_deep_in_a_cache(tmp_path: Path) -> None:
     dm.vocab_size = 999
     with pytest.raises(DataError, match=r"token id 999 at position 1000 .* \(model.vocab_size=999\)"):
         dm.setup("fit")
+
+
+def test_docs_list_every_message() -> None:
+    """docs/reliability.md's catalogue holds every template of both message tables and the exact text
+    of every case above (those that list registered names are checked against the registries only)."""
+    from src.data.errors import MESSAGES as DATA_MESSAGES
+    from src.reliability.errors import MESSAGES
+
+    docs = (REPO / "docs" / "reliability.md").read_text()
+    missing = [code for code, text in (*MESSAGES.items(), *DATA_MESSAGES.items()) if text not in docs]
+    assert not missing, f"templates not in docs/reliability.md: {missing}"
+    cases = [c.message for c in (*CONFIG_CASES, *COMPOSE_CASES) if c.exact and "{" not in c.message]
+    cases += [m for _, _, m in GENERATION_CASES]
+    assert not [m for m in cases if m not in docs], "exact texts not in docs/reliability.md"
