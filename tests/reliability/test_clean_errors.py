@@ -149,3 +149,13 @@ def test_every_app_that_makes_a_run_dir_checks_it(config: str) -> None:
     node = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / config)
     hydra = node if config.startswith("hydra/") else node.hydra
     assert hydra.callbacks.output_dir_check._target_ == "src.reliability.output_dir.OutputDirCheck"
+
+
+def test_evaluation_paths_say_directory_or_missing(tmp_path: Path) -> None:
+    from src.evaluation.sources import EvalFileError, open_text
+
+    with pytest.raises(EvalFileError) as info:
+        open_text(tmp_path)
+    assert str(info.value) == f"'{tmp_path}' is a directory, not a file; give a text or JSON-lines file (.gz/.bz2/.xz too)"
+    with pytest.raises(FileNotFoundError, match=r"no such file: '.*nope.txt'"):  # still a FileNotFoundError
+        open_text(tmp_path / "nope.txt")
