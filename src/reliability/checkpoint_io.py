@@ -116,9 +116,9 @@ def atomic_torch_save(obj: Any, dest: PathLike, *, verify: bool = True,
                       before_replace: Callable[[Path, Any], None] | None = None) -> Path:
     """``torch.save`` to a temporary file beside ``dest``, fsync, verify, rename over ``dest``."""
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = _temp_name(dest)
     try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:
             torch.save(obj, f)
             f.flush()
@@ -131,6 +131,9 @@ def atomic_torch_save(obj: Any, dest: PathLike, *, verify: bool = True,
         if before_replace is not None:
             before_replace(dest, obj)
         os.replace(tmp, dest)
+    except OSError as e:  # a full disk, a quota, a read-only or vanished directory
+        tmp.unlink(missing_ok=True)
+        raise CheckpointError("ckpt_write_failed", path=dest, reason=f"{e.strerror or type(e).__name__}") from e
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

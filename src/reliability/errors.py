@@ -106,6 +106,11 @@ MESSAGES: dict[str, str] = {
         "something put a Python object into it (a callback's state_dict or hyper-parameters) - store plain "
         "dicts/lists/numbers/tensors instead. The previous file at that path is kept"
     ),
+    "ckpt_write_failed": (
+        "could not write {path} ({reason}); the previous file at that path is kept. Free space on that disk (or "
+        "lift the quota), or give the run a directory elsewhere (hydra.run.dir=...), then resume from the last "
+        "checkpoint there is"
+    ),
     "ckpt_nonfinite": (
         "refusing to write {path}: {count} tensor(s) of its state_dict hold NaN/inf ({names}); the previous file at "
         "that path is kept. See docs/reliability.md (non-finite loss)"

@@ -136,6 +136,25 @@ def test_interrupted_save_keeps_the_old_file(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".*.tmp"))
 
 
+def test_a_full_disk_is_a_clear_error_and_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    dest, old = _old_file(tmp_path)
+
+    def full(obj: Any, f: Any) -> None:
+        f.write(b"partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(CheckpointError) as info:
+        SafeCheckpointIO().save_checkpoint({"state_dict": {"w": torch.zeros(2)}, "global_step": 2}, dest)
+    assert str(info.value) == (
+        f"could not write {dest} (No space left on device); the previous file at that path is kept. Free space on "
+        "that disk (or lift the quota), or give the run a directory elsewhere (hydra.run.dir=...), then resume from "
+        "the last checkpoint there is")
+    assert dest.read_bytes() == old and not list(tmp_path.glob(".*.tmp"))
+
+
 def test_next_save_removes_a_stale_temp_file(tmp_path: Path) -> None:
     dest, _ = _old_file(tmp_path)
     stale = tmp_path / ".last.ckpt.99999.tmp"  # left by a process killed mid-save
