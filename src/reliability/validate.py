@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from src.plain import to_plain
-from src.reliability.errors import MESSAGES, RunConfigError
+from src.reliability.checkpoint_io import checkpoint_file
+from src.reliability.errors import MESSAGES, CheckpointError, RunConfigError
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 #: top-level keys read by the code but not declared in conf/train.yaml (add with +key=value)
@@ -445,5 +446,13 @@ def _check_run_keys(plain: Mapping[str, Any]) -> None:
             _positive_int(f"reliability.{key}", rel[key], "a positive number of steps")
     ckpt = plain.get("ckpt_path")
     if ckpt and str(ckpt) not in LIGHTNING_CKPT_ALIASES and "://" not in str(ckpt):
-        if not Path(os.path.expanduser(str(ckpt))).is_file():
+        path = Path(os.path.expanduser(str(ckpt)))
+        if path.is_dir():
+            checkpoint_file(path)  # CheckpointError: a directory, naming the .ckpt files in it
+        if not path.is_file():
             raise RunConfigError("ckpt_missing", value=ckpt)
+    init = plain.get("init_from")
+    if init:
+        if ckpt:
+            raise CheckpointError("init_and_resume", init_from=init, ckpt_path=ckpt)
+        checkpoint_file(init)  # CheckpointError: missing, or a directory

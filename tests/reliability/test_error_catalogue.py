@@ -22,7 +22,7 @@ from src.data.errors import DataError
 from src.optim import OptimConfigError
 from src.models.config import ConfigError
 from src.registry import RegistryError
-from src.reliability import Hardware, RunConfigError, validate_run_config
+from src.reliability import CheckpointError, Hardware, RunConfigError, validate_run_config
 from tests.reliability.conftest import REPO
 from src.tasks.base import TaskError
 
@@ -127,6 +127,12 @@ CONFIG_CASES = [
     Case("resume-from-missing-file", ["ckpt_path=/nonexistent/checkpoints/last.ckpt"], RunConfigError,
          "ckpt_path=/nonexistent/checkpoints/last.ckpt: no such file; resume from <run dir>/checkpoints/last.ckpt of "
          "an earlier run, or set ckpt_path=null to start fresh"),
+    Case("resume-from-a-directory", ["ckpt_path=/"], CheckpointError,
+         "/ is a directory, not a checkpoint file; give one of its .ckpt files (it holds none). Sharded FSDP "
+         "checkpoints are directories: train with trainer.strategy.state_dict_type=full to get one file"),
+    Case("init-from-missing-file", ["init_from=/nonexistent/last.ckpt"], CheckpointError,
+         "no checkpoint at /nonexistent/last.ckpt; run directories keep them in <run dir>/checkpoints/ (last.ckpt, "
+         "best-*.ckpt)"),
     Case("unknown-nonfinite-action", ["reliability.nonfinite=ignore"], RunConfigError,
          "reliability.nonfinite='ignore' is invalid: use stop (end the run, keep the last good checkpoint) or skip "
          "(drop that update)"),
