@@ -134,9 +134,13 @@ def component_label(attr: str, module: nn.Module) -> str:
         heads = f"{module.n_head} heads × {module.head_dim}"
         if module.n_kv_head != module.n_head:
             heads += f", {module.n_kv_head} KV head" + ("s" if module.n_kv_head > 1 else "")
+        if module.q_norm is not None:
+            heads += ", QK-norm"
         return f"{kind} ({heads})"
     if isinstance(module, Position):
         return f"positions ({registry_label(module)})"
+    if isinstance(module, Residual):  # a placement's own parameters (ReZero's gate α)
+        return f"{attr.removesuffix('_res')} residual ({registry_label(module)})"
     labels = {
         "tok_embed": "token embedding",
         "ffn": f"FFN ({registry_label(module)})",
@@ -190,8 +194,14 @@ def _block_rows(block: Block, path: str, counter: _Counter, level: int) -> list[
             norm_names.append(attr)
             norm_kind = registry_label(child)
             continue
-        if isinstance(child, (Residual, nn.Dropout)) and not counter.count(child, f"{path}.{attr}")[0]:
-            continue  # a placement without parameters (pre, post) and dropout: nothing to count
+        if isinstance(child, Residual):  # a placement's own norms (sandwich) count with the block's norms
+            for sub, norm in ((f"{attr}.{name}", m) for name, m in child.named_children() if m in child.norms()):
+                norm_params += counter.count(norm, f"{path}.{sub}")[0]
+                norm_names.append(sub)
+                norm_kind = registry_label(norm)
+            n -= sum(p.numel() for m in child.norms() for p in m.parameters())
+        if isinstance(child, (Residual, nn.Dropout)) and not n:
+            continue  # a placement without parameters of its own (pre, post, sandwich) and dropout: nothing to count
         rows.append(ParamRow(component_label(attr, child), f".{attr}", n, describe(child), level=level, tied_to=tied_to))
     if norm_names:
         rows.append(

@@ -18,7 +18,9 @@ def model_config(cfg: ModelConfig | Mapping[str, Any]) -> ModelConfig:
     config.validate()
     if config.family not in FAMILIES:
         raise ConfigError(f"model.family='{config.family}' is not known; use {or_list(FAMILIES.in_order())}")
-    FAMILIES.get(config.family).check_config(config)
+    family = FAMILIES.get(config.family)
+    family.check_config(config)
+    family.check_placement(config)
     return config
 
 

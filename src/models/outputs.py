@@ -42,6 +42,7 @@ class Decoding:
     prefix_length: Tensor | None = None  # [B] bidirectional prefix of a prefix-LM decoder
     memory: Tensor | None = None  # [B, S, C] encoder output (encoder_decoder)
     window: int | None = None  # rows of a learned position table; past them the model slides without the cache
+    cache_limit: int | None = None  # the longest sequence the KV cache holds exactly (dynamic RoPE); past it, no cache
 
     def append(self, tokens: Tensor) -> None:
         """tokens: [B] chosen at this step."""

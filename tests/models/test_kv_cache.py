@@ -10,6 +10,7 @@ import torch
 from src.models import build_model
 from src.models.components.kv_cache import KVCache
 from src.models.generation import generate
+from tests.conftest import tiny_model_dict as make_tiny_config_dict
 
 MakeConfig = Callable[..., dict[str, Any]]
 
@@ -131,3 +132,61 @@ def test_generation_past_a_learned_table_slides_the_window() -> None:
             ref = torch.cat([ref, model(ref[:, -16:]).logits[:, -1].argmax(-1, keepdim=True)], dim=1)
     assert cached.shape == (2, 34)
     assert torch.equal(cached, ref) and torch.equal(uncached, ref)
+
+
+# -- the variants of issue 13: generation with the cache equals generation without it, tokens and logits ----------
+NEW_VARIANTS = {
+    "sandwich": {"norm_placement": "sandwich", "position": {"name": "sinusoidal"}},
+    "deepnorm": {"norm_placement": "deepnorm", "position": {"name": "rope"}},
+    "rezero": {"norm_placement": "rezero", "position": {"name": "alibi"}},
+    "qk_rmsnorm_head": {"qk_norm": {"name": "rmsnorm"}, "position": {"name": "rope"}, "n_kv_head": 2},
+    "qk_layernorm_all": {"qk_norm": {"name": "layernorm", "scope": "all"}, "position": {"name": "none"}},
+    "t5_bias": {"position": {"name": "t5_bias", "num_buckets": 8, "max_distance": 12}, "norm": {"name": "rmsnorm"}},
+    "t5_shape": {"position": {"name": "t5_bias"}, "d_head": 12, "attn_scale": 1.0, "bias": False, "ffn": {"name": "geglu"},
+                 "scale_head": True},
+    "rope_linear": {"position": {"name": "rope", "scaling": {"name": "linear", "factor": 2.0}}},
+    "rope_yarn": {"position": {"name": "rope", "scaling": {"name": "yarn", "factor": 4.0}}},
+    "rope_llama3": {"position": {"name": "rope", "scaling": {"name": "llama3", "factor": 4.0}}},
+    "rope_dynamic": {"position": {"name": "rope", "scaling": {"name": "dynamic", "factor": 2.0}}},
+}
+
+
+def decode_logits(model: torch.nn.Module, prompt: torch.Tensor, continuation: torch.Tensor, use_cache: bool) -> torch.Tensor:
+    """The family's own decoding steps (what generate() runs), fed a given continuation [B, n]: logits [B, n, V]."""
+    with torch.inference_mode():
+        d = model.start_decoding(prompt, continuation.shape[1], use_cache=use_cache)
+        logits = []
+        for t in range(continuation.shape[1]):
+            logits.append(model.decode_step(d))  # [B, V]
+            d.append(continuation[:, t])
+    return torch.stack(logits, dim=1)
+
+
+@pytest.mark.parametrize("family", ["decoder_only", "encoder_decoder"])
+@pytest.mark.parametrize("variant", sorted(NEW_VARIANTS))
+def test_new_variants_decode_the_same_with_and_without_the_cache(family: str, variant: str) -> None:
+    """20 new tokens (after a 10-token prompt) cross max_seq_len = 16: dynamic RoPE changes its base at every
+    step past it (the cache then gives way to a full recompute), T5's causal buckets reach their log range.
+    Step logits are compared on a random continuation (greedy decoding of a random model repeats a token)."""
+    torch.manual_seed(0)
+    cfg = dict(NEW_VARIANTS[variant], max_seq_len=16, family=family, decoder_start_token_id=0)
+    model = build_model(make_tiny_config_dict(**cfg)).eval()
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():  # weights of unit scale and ReZero's gates open, so that every part of every block counts
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * p.shape[-1] ** -0.5 if p.dim() > 1 else 1 + 0.2 * torch.randn(p.shape, generator=g))
+    prompt, continuation = torch.randint(1, 97, (2, 10)), torch.randint(1, 97, (2, 20))
+    cached = decode_logits(model, prompt, continuation, use_cache=True)
+    torch.testing.assert_close(cached, decode_logits(model, prompt, continuation, use_cache=False), atol=1e-5, rtol=1e-5)
+    assert torch.equal(generate(model, prompt, 20), generate(model, prompt, 20, use_cache=False))  # the tokens
+
+
+def test_a_cache_past_a_dynamic_ropes_original_length_is_refused(make_tiny_config: MakeConfig) -> None:
+    """Past its original length a dynamic RoPE rotates every position by the current length's base, so keys
+    cached at a shorter length are stale: extending the cache there fails loudly (generate() recomputes)."""
+    model = build_model(make_tiny_config(max_seq_len=16, position={"name": "rope", "scaling": {"name": "dynamic", "factor": 2}}))
+    cache = KVCache(2)
+    with torch.no_grad():
+        model(torch.zeros(1, 16, dtype=torch.long), cache=cache)  # up to the original length: exact
+        with pytest.raises(ValueError, match="KV cache of 17 positions: past model.position's original length 16"):
+            model(torch.zeros(1, 1, dtype=torch.long), cache=cache)

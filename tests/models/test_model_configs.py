@@ -39,7 +39,7 @@ def tiny_overrides(model: str) -> list[str]:
     extra = []
     if model == "llama_small":
         extra = ["model.n_kv_head=2"]  # 4 heads; the file's 4 KV heads would be plain MHA
-    if model == "transformer_base":
+    if model in ("transformer_base", "t5_small"):
         extra = ["model.n_encoder_layer=2", "model.n_decoder_layer=2"]
     return [f"model={model}", *TINY, *extra]
 
@@ -64,8 +64,8 @@ def smoke(cfg: DictConfig) -> None:
 
 
 def test_model_configs_discovered() -> None:
-    assert {"gpt2_small", "tiny", "llama_small", "bert_base", "transformer_base"} <= set(MODEL_CONFIGS)
-    assert {"position", "norm", "ffn", "mask"} <= {g for g, _ in GROUP_OPTIONS}
+    assert {"gpt2_small", "tiny", "llama_small", "bert_base", "transformer_base", "t5_small"} <= set(MODEL_CONFIGS)
+    assert {"position", "norm", "ffn", "mask", "qk_norm"} <= {g for g, _ in GROUP_OPTIONS}
 
 
 @pytest.mark.parametrize("model", MODEL_CONFIGS)
@@ -85,12 +85,22 @@ def test_group_option_with_gpt2_small(group: str, option: str) -> None:
     smoke(cfg)
 
 
-@pytest.mark.parametrize("model", ["bert_base", "transformer_base"])
+@pytest.mark.parametrize("model", ["bert_base", "transformer_base", "t5_small"])
 @pytest.mark.parametrize(
-    "group_option", [f"model/position={p}" for p in ("learned", "sinusoidal", "rope", "alibi", "none")] + ["model/norm=rmsnorm", "model/ffn=swiglu"]
+    "group_option", [f"model/position={p}" for p in ("learned", "sinusoidal", "rope", "alibi", "none", "t5_bias")]
+    + ["model/norm=rmsnorm", "model/ffn=swiglu", "model/ffn=geglu", "model/qk_norm=rmsnorm", "model/qk_norm=layernorm"]
+    + [f"model.norm_placement={p}" for p in ("pre", "post", "sandwich", "deepnorm", "rezero")]
 )
 def test_group_options_with_encoder_families(model: str, group_option: str) -> None:
     smoke(compose_model([*tiny_overrides(model), group_option]))
+
+
+@pytest.mark.parametrize("scaling", ["linear", "dynamic", "yarn", "llama3"])
+def test_rope_scaling_is_a_key_of_the_rope_option(scaling: str) -> None:
+    """``model.position.scaling`` is null in rope.yaml, so a scaling is set on the command line without ``+``."""
+    cfg = compose_model([*tiny_overrides("llama_small"), f"model.position.scaling={{name:{scaling},factor:4}}"])
+    assert cfg.position.scaling.name == scaling
+    smoke(cfg)
 
 
 def test_encoder_only_takes_a_mask_option() -> None:

@@ -5,6 +5,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import torch
 
 from src.models import ConfigError, ModelConfig, build_model
 from src.registry import Registry, RegistryError
@@ -15,9 +16,10 @@ MakeConfig = Callable[..., dict[str, Any]]
 @pytest.mark.parametrize(
     ("group", "bad", "listed"),
     [
-        ("position", "rotary", "alibi, learned, none, rope, sinusoidal"),
+        ("position", "rotary", "alibi, learned, none, rope, sinusoidal, t5_bias"),
         ("norm", "batchnorm", "layernorm, rmsnorm"),
-        ("ffn", "geglu", "gelu, relu, silu, swiglu"),
+        ("ffn", "reglu", "geglu, gelu, relu, silu, swiglu"),
+        ("qk_norm", "batchnorm", "layernorm, none, rmsnorm"),
         ("mask", "sliding", "bidirectional, causal, prefix_lm"),
     ],
 )
@@ -29,8 +31,9 @@ def test_unknown_component_name_lists_registered(make_tiny_config: MakeConfig, g
 def test_unknown_family_and_placement(make_tiny_config: MakeConfig) -> None:
     with pytest.raises(ConfigError, match="family='decoder' is not known; use decoder_only, encoder_only or encoder_decoder"):
         build_model(make_tiny_config(family="decoder"))
-    with pytest.raises(ConfigError, match="norm_placement='sandwich' is not known; use 'pre' or 'post'"):
-        build_model(make_tiny_config(norm_placement="sandwich"))
+    with pytest.raises(ConfigError, match="norm_placement='peri' is not known; use 'pre', 'post', 'sandwich', 'deepnorm' "
+                                          "or 'rezero'"):
+        build_model(make_tiny_config(norm_placement="peri"))
 
 
 def test_unknown_top_level_key(make_tiny_config: MakeConfig) -> None:
@@ -41,7 +44,9 @@ def test_unknown_top_level_key(make_tiny_config: MakeConfig) -> None:
 @pytest.mark.parametrize(
     ("group", "node", "accepts"),
     [
-        ("position", {"name": "rope", "base": 500.0}, "accepts: theta, rotary_fraction"),
+        ("position", {"name": "rope", "base": 500.0}, "accepts: theta, rotary_fraction, scaling"),
+        ("position", {"name": "t5_bias", "buckets": 8}, "accepts: causal, num_buckets, max_distance"),
+        ("qk_norm", {"name": "rmsnorm", "axis": "head"}, "accepts: eps, scope"),
         ("norm", {"name": "rmsnorm", "bias": False}, "accepts: eps"),
         ("ffn", {"name": "gelu", "approx": "tanh"}, "accepts: approximate"),
         ("position", {"name": "learned", "size": 8}, r"accepts: \(no keys\)"),
@@ -67,6 +72,18 @@ def test_invalid_sizes_explain_the_fix(make_tiny_config: MakeConfig) -> None:
         ModelConfig.from_dict(make_tiny_config(d_model=36, n_head=4, position={"name": "rope"}))
     with pytest.raises(ConfigError, match="model.mask is for decoder_only / encoder_only"):
         build_model(make_tiny_config(family="encoder_decoder", mask={"name": "causal"}))
+    with pytest.raises(ConfigError, match=r"model.d_head=0 must be a positive integer"):
+        build_model(make_tiny_config(d_head=0))
+    with pytest.raises(ConfigError, match=r"model.attn_scale=-1.0 must be a positive number"):
+        build_model(make_tiny_config(attn_scale=-1.0))
+
+
+def test_head_dim_need_not_split_d_model(make_tiny_config: MakeConfig) -> None:
+    """T5's d_kv × heads may differ from d_model: with model.d_head the projections are [C -> H·d_head]."""
+    model = build_model(make_tiny_config(d_model=30, n_head=4, d_head=12, n_kv_head=2, position={"name": "rope"}))
+    attn = model.decoder.blocks[0].attn
+    assert attn.qkv.weight.shape == (4 * 12 + 2 * 2 * 12, 30) and attn.out.weight.shape == (30, 48)
+    assert model(torch.randint(0, 97, (2, 5))).logits.shape == (2, 5, 97)
 
 
 def test_registry_refuses_a_second_class_under_one_name() -> None:

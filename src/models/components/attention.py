@@ -13,6 +13,12 @@ Two numerically equivalent paths:
 
 Cross-attention (encoder-decoder): Q comes from the decoder stream, K and V from the
 encoder output (``memory``).
+
+Two seams for other architectures: ``head_dim`` (``model.d_head``) need not be d_model / H
+(T5's ``d_kv``, Qwen 3's ``head_dim``), and ``scale`` (``model.attn_scale``) replaces 1/√D (T5
+does not scale: Mesh TensorFlow folds it into the initialisation of Q). A QK-norm
+(``model/qk_norm``, ``components/qk_norm.py``) normalises the projected q and k before the
+position's ``rotate``.
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ from torch.nn import functional as F
 from src.models.components.flops import attention_score_flops, linear_flops
 from src.models.components.kv_cache import KVCache
 from src.models.components.positions import Position
+from src.models.components.qk_norm import QKNorm
 from src.models.errors import ConfigError
 
 
@@ -49,10 +56,12 @@ class AttentionOutput:
 
 
 def explicit_attention(
-    q: Tensor, k: Tensor, v: Tensor, bias: AttentionBias, dropout: float = 0.0, training: bool = False
+    q: Tensor, k: Tensor, v: Tensor, bias: AttentionBias, dropout: float = 0.0, training: bool = False,
+    scale: float | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """q: [B, H, T, D], k/v: [B, H, S, D] -> (out [B, H, T, D], probs [B, H, T, S])."""
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # [B, H, T, S]
+    """q: [B, H, T, D], k/v: [B, H, S, D] -> (out [B, H, T, D], probs [B, H, T, S]); ``scale`` None = 1/√D."""
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = (q @ k.transpose(-2, -1)) * scale  # [B, H, T, S]
     if bias.is_causal:
         T, S = scores.shape[-2:]
         keep = torch.ones(T, S, dtype=torch.bool, device=q.device).tril(S - T)
@@ -68,11 +77,13 @@ def explicit_attention(
     return out, probs
 
 
-def sdpa_attention(q: Tensor, k: Tensor, v: Tensor, bias: AttentionBias, dropout: float = 0.0, training: bool = False) -> Tensor:
+def sdpa_attention(q: Tensor, k: Tensor, v: Tensor, bias: AttentionBias, dropout: float = 0.0, training: bool = False,
+                   scale: float | None = None) -> Tensor:
     """Same contract as ``explicit_attention`` without the probabilities; K/V heads may be fewer."""
     gqa = k.shape[1] != q.shape[1]
     return F.scaled_dot_product_attention(
-        q, k, v, attn_mask=bias.mask, dropout_p=dropout if training else 0.0, is_causal=bias.is_causal, enable_gqa=gqa
+        q, k, v, attn_mask=bias.mask, dropout_p=dropout if training else 0.0, is_causal=bias.is_causal, enable_gqa=gqa,
+        scale=scale,
     )
 
 
@@ -83,11 +94,13 @@ class MultiHeadAttention(nn.Module):
     projects Q from the decoder and K, V (fused) from the encoder memory.
     """
 
-    def __init__(self, d_model: int, n_head: int, n_kv_head: int, bias: bool = True, dropout: float = 0.0, cross: bool = False) -> None:
+    def __init__(self, d_model: int, n_head: int, n_kv_head: int, bias: bool = True, dropout: float = 0.0, cross: bool = False,
+                 *, head_dim: int | None = None, scale: float | None = None, qk_norm: QKNorm | None = None) -> None:
         super().__init__()
-        self.check_args(d_model=d_model, n_head=n_head, n_kv_head=n_kv_head)
-        self.n_head, self.n_kv_head, self.head_dim = n_head, n_kv_head, d_model // n_head
-        self.cross, self.dropout = cross, dropout
+        self.check_args(d_model=d_model, n_head=n_head, n_kv_head=n_kv_head, head_dim=head_dim, scale=scale)
+        self.n_head, self.n_kv_head = n_head, n_kv_head
+        self.head_dim = d_model // n_head if head_dim is None else head_dim
+        self.cross, self.dropout, self.scale = cross, dropout, scale
         q_dim, kv_dim = n_head * self.head_dim, n_kv_head * self.head_dim
         if cross:
             self.q = nn.Linear(d_model, q_dim, bias=bias)
@@ -96,11 +109,22 @@ class MultiHeadAttention(nn.Module):
             self.qkv = nn.Linear(d_model, q_dim + 2 * kv_dim, bias=bias)
         self.out = nn.Linear(q_dim, d_model, bias=bias)
         self.out_dropout = nn.Dropout(dropout)
+        # QK-norm on the projections [B, T, H·D] / [B, S, K·D] (None without it)
+        self.q_norm = qk_norm.build(n_head) if qk_norm is not None else None
+        self.k_norm = qk_norm.build(n_kv_head) if qk_norm is not None else None
 
     @classmethod
-    def check_args(cls, *, d_model: int, n_head: int, n_kv_head: int | None, **_: object) -> None:
-        """Head counts that split ``d_model`` (``n_kv_head`` None = ``n_head``)."""
-        if d_model % n_head:
+    def check_args(cls, *, d_model: int, n_head: int, n_kv_head: int | None, head_dim: int | None = None,
+                   scale: float | None = None, **_: object) -> None:
+        """Head counts that split ``d_model`` (``n_kv_head`` None = ``n_head``) unless ``head_dim`` is
+        given; a positive ``head_dim`` and a positive, finite ``scale``."""
+        if head_dim is not None and (isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 1):
+            raise ConfigError(f"model.d_head={head_dim!r} must be a positive integer (channels per head), or null for "
+                              f"d_model / n_head")
+        if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < math.inf):
+            raise ConfigError(f"model.attn_scale={scale!r} must be a positive number (scores = scale · q·k), or null for "
+                              f"1/√d_head (T5 uses 1.0)")
+        if head_dim is None and d_model % n_head:
             raise ConfigError(
                 f"model.d_model={d_model} is not divisible by model.n_head={n_head}; "
                 f"choose n_head among the divisors of d_model (e.g. {d_model // 64 or 1} for 64-dim heads)"
@@ -132,7 +156,19 @@ class MultiHeadAttention(nn.Module):
 
     def _project_kv(self, src: Tensor) -> tuple[Tensor, Tensor]:
         k, v = self.kv(src).split(self.n_kv_head * self.head_dim, dim=-1)  # [B, S, 2·K·D] -> 2 × [B, S, K·D]
+        if self.k_norm is not None:
+            k = self.k_norm(k)
         return self._heads(k, self.n_kv_head), self._heads(v, self.n_kv_head)
+
+    def projection_weights(self) -> dict[str, Tensor]:
+        """The q, k, v and out matrices as views ([rows, C]; rows of the fused ``qkv`` / ``kv``), for
+        initialisation schemes that treat them apart (DeepNet)."""
+        qd, kd = self.n_head * self.head_dim, self.n_kv_head * self.head_dim
+        if self.cross:
+            k, v = self.kv.weight.split(kd)
+            return {"q": self.q.weight, "k": k, "v": v, "out": self.out.weight}
+        q, k, v = self.qkv.weight.split([qd, kd, kd])
+        return {"q": q, "k": k, "v": v, "out": self.out.weight}
 
     def forward(
         self,
@@ -149,7 +185,8 @@ class MultiHeadAttention(nn.Module):
         """x: [B, T, C]; memory: [B, S, C] (cross only) -> AttentionOutput(out [B, T, C])."""
         B, T, C = x.shape
         if self.cross:
-            q = self._heads(self.q(x), self.n_head)  # [B, H, T, D]
+            q = self.q(x)  # [B, T, H·D]
+            q = self._heads(q if self.q_norm is None else self.q_norm(q), self.n_head)  # [B, H, T, D]
             if cache is not None and cache.cross[layer_idx] is not None:
                 k, v = cache.cross[layer_idx]  # type: ignore[misc]
             else:
@@ -159,6 +196,8 @@ class MultiHeadAttention(nn.Module):
                     cache.cross[layer_idx] = (k, v)
         else:
             q, k, v = self.qkv(x).split([self.n_head * self.head_dim, self.n_kv_head * self.head_dim, self.n_kv_head * self.head_dim], dim=-1)
+            if self.q_norm is not None:  # QK-norm on [B, T, H·D] and [B, T, K·D], before the rotation
+                q, k = self.q_norm(q), self.k_norm(k)  # type: ignore[misc]
             q, k, v = self._heads(q, self.n_head), self._heads(k, self.n_kv_head), self._heads(v, self.n_kv_head)
             if position is not None:
                 q, k = position.rotate(q, k, positions, positions)  # the new tokens, at their own positions
@@ -171,8 +210,8 @@ class MultiHeadAttention(nn.Module):
             if self.n_kv_head != self.n_head:  # [B, K, S, D] -> [B, H, S, D]
                 rep = self.n_head // self.n_kv_head
                 k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-            y, probs = explicit_attention(q, k, v, bias, p, self.training)
+            y, probs = explicit_attention(q, k, v, bias, p, self.training, self.scale)
         else:
-            y = sdpa_attention(q, k, v, bias, p, self.training)
+            y = sdpa_attention(q, k, v, bias, p, self.training, self.scale)
         y = y.transpose(1, 2).reshape(B, T, self.n_head * self.head_dim)  # [B, H, T, D] -> [B, T, H·D]
         return AttentionOutput(out=self.out_dropout(self.out(y)), probs=probs)

@@ -6,7 +6,7 @@
     x ─┬─ norm? ─ self-attn ─ (+) ─┐      x ─ [self-attn] ─ [cross-attn: Q←x, K/V←memory] ─ [FFN]
        └────────────────────────┘
     x ─┬─ norm? ─ FFN ─────── (+) ─┐      each [·] is a residual sublayer whose norm sits
-       └────────────────────────┘      before it (pre) or after the add (post)
+       └────────────────────────┘      where its placement puts it (residual.py)
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from src.models.components.flops import linear_flops
 from src.models.components.kv_cache import KVCache
 from src.models.components.masks import AttentionMask
 from src.models.components.positions import Position
+from src.models.components.qk_norm import QKNorm
 from src.models.components.residual import Residual
 
 
@@ -36,16 +37,22 @@ class Block(nn.Module):
         bias: bool = True,
         dropout: float = 0.0,
         cross_attention: bool = False,
+        *,
+        head_dim: int | None = None,
+        attn_scale: float | None = None,
+        qk_norm: QKNorm | None = None,
     ) -> None:
-        """``make_residual`` builds the placement (``model.norm_placement``) of one sublayer."""
+        """``make_residual`` builds the placement (``model.norm_placement``) of one sublayer; ``head_dim``,
+        ``attn_scale`` and ``qk_norm`` go to every attention of the block (see ``MultiHeadAttention``)."""
         super().__init__()
+        attention = dict(head_dim=head_dim, scale=attn_scale, qk_norm=qk_norm)
         self.attn_res = make_residual()
         self.attn_norm = make_norm() if self.attn_res.uses_norm else None
-        self.attn = MultiHeadAttention(d_model, n_head, n_kv_head, bias, dropout)
+        self.attn = MultiHeadAttention(d_model, n_head, n_kv_head, bias, dropout, **attention)
         if cross_attention:
             self.cross_res = make_residual()
             self.cross_norm = make_norm() if self.cross_res.uses_norm else None
-            self.cross_attn = MultiHeadAttention(d_model, n_head, n_kv_head, bias, dropout, cross=True)
+            self.cross_attn = MultiHeadAttention(d_model, n_head, n_kv_head, bias, dropout, cross=True, **attention)
         self.ffn_res = make_residual()
         self.ffn_norm = make_norm() if self.ffn_res.uses_norm else None
         self.ffn = make_ffn()
@@ -187,6 +194,8 @@ class Stack(nn.Module):
         positions = torch.arange(offset, offset + T, device=x.device)  # [T]
         key_positions = torch.arange(0, offset + T, device=x.device)  # [S]
         self.position.check_length(offset + T)
+        if cache is not None:
+            self.position.check_cache(offset + T)
         x = self.position.add_to_embeddings(x, positions)
         if self.embed_norm is not None:
             x = self.embed_norm(x)

@@ -1,4 +1,4 @@
-"""Position-wise feed-forward networks, registered by name (``model/ffn=gelu|relu|swiglu``)."""
+"""Position-wise feed-forward networks, registered by name (``model/ffn=gelu|relu|silu|swiglu|geglu``)."""
 from __future__ import annotations
 
 from torch import Tensor, nn
@@ -82,5 +82,26 @@ class SwiGLU(nn.Module):
         self.down = nn.Linear(d_ff, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
+    def act(self, x: Tensor) -> Tensor:
+        return F.silu(x)
+
     def forward(self, x: Tensor) -> Tensor:  # [B, T, C] -> [B, T, F] -> [B, T, C]
-        return self.dropout(self.down(F.silu(self.gate(x)) * self.up(x)))
+        return self.dropout(self.down(self.act(self.gate(x)) * self.up(x)))
+
+
+@FFNS.register("geglu")
+class GeGLU(SwiGLU):
+    """GEGLU (Shazeer 2020, arXiv:2002.05202): down(gelu(gate(x)) * up(x)); T5 v1.1 / flan-T5's
+    "gated-gelu" with the tanh approximation (``gelu_new``), ``approximate: none`` for the erf form."""
+
+    display = "GEGLU"
+    formula = "down(gelu(gate·x) ⊙ up·x)"
+
+    def __init__(self, d_model: int, d_ff: int, bias: bool = False, dropout: float = 0.0, approximate: str = "tanh") -> None:
+        super().__init__(d_model, d_ff, bias, dropout)
+        if approximate not in ("tanh", "none"):
+            raise ValueError(f"ffn.approximate='{approximate}' is not known; use 'tanh' (T5 v1.1's gelu_new) or 'none'")
+        self.approximate = approximate
+
+    def act(self, x: Tensor) -> Tensor:
+        return F.gelu(x, approximate=self.approximate)

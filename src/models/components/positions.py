@@ -24,8 +24,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from src.models.components.rope_scaling import ROPE_SCALINGS, RopeScaling, base_inv_freq
 from src.models.errors import ConfigError
-from src.registry import Registry
+from src.registry import Registry, RegistryError, or_list
 
 POSITIONS: Registry["Position"] = Registry("position", conf="model/position")
 
@@ -41,6 +42,10 @@ class Position(nn.Module):
     max_positions: int | None = None
     #: For diagrams: what the scheme does inside attention (None: nothing there).
     in_attention: str | None = None
+    #: The longest sequence whose KV cache stays exact (None: any). Dynamic NTK RoPE rotates every
+    #: position by the frequencies of the current length once it exceeds the training length, so
+    #: keys and values cached at a shorter length are stale past it.
+    cache_limit: int | None = None
 
     @classmethod
     def in_embeddings(cls, node: Mapping[str, Any], d_model: int, max_seq_len: int) -> str | None:
@@ -53,6 +58,15 @@ class Position(nn.Module):
                 f"sequence length {length} exceeds the learned position table ({self.max_positions} rows, "
                 f"model.max_seq_len={self.max_positions}); shorten the input (data.block_size / context_length) "
                 f"or use a relative scheme such as model/position=rope"
+            )
+
+    def check_cache(self, length: int) -> None:
+        """A cached forward reaching ``length`` positions must stay within ``cache_limit``."""
+        if self.cache_limit is not None and length > self.cache_limit:
+            raise ValueError(
+                f"a KV cache of {length} positions: past model.position's original length {self.cache_limit} its "
+                f"rotation follows the current length (dynamic RoPE), so cached keys and values would be stale; decode "
+                f"without the cache past it (generate() does so itself: it recomputes the whole prefix each step)"
             )
 
     def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
@@ -160,25 +174,35 @@ class RotaryPosition(Position):
     Rotates each (q, k) channel pair by an angle proportional to the position, so the
     score q_m·k_n depends only on m - n. Channels are paired as [first half | second half]
     (GPT-NeoX / Llama layout). ``rotary_fraction`` < 1 rotates only the first part of
-    each head (partial rotary, GPT-NeoX / Phi).
+    each head (partial rotary, GPT-NeoX / Phi). ``scaling`` rescales the frequencies for
+    contexts beyond the training length (``src.models.components.rope_scaling``: linear,
+    dynamic, yarn, llama3), in training or only at evaluation.
     """
 
     in_attention = "RoPE rotates Q, K"
 
-    def __init__(self, head_dim: int, theta: float = 10000.0, rotary_fraction: float = 1.0) -> None:
+    def __init__(self, head_dim: int, max_seq_len: int | None = None, theta: float = 10000.0,
+                 rotary_fraction: float = 1.0, scaling: Mapping[str, Any] | None = None) -> None:
         super().__init__()
-        rot = self.check_args(head_dim=head_dim, rotary_fraction=rotary_fraction)
+        rot = self.check_args(head_dim=head_dim, rotary_fraction=rotary_fraction, scaling=scaling, max_seq_len=max_seq_len)
         self.head_dim, self.rot_dim, self.theta = head_dim, rot, theta
-        inv_freq = 1.0 / (theta ** (torch.arange(0, rot, 2, dtype=torch.float32) / rot))  # [R/2]
+        self.scaling = build_scaling(scaling, max_seq_len)
+        self.follows_length = self.scaling is not None and self.scaling.follows_length  # dynamic NTK
+        if self.follows_length:  # below the original length the frequencies are fixed, so the cache is exact there
+            self.cache_limit = self.scaling.original  # type: ignore[union-attr]
+        self.attention_factor = 1.0 if self.scaling is None else self.scaling.attention_factor  # YaRN's temperature
+        inv_freq = base_inv_freq(theta, rot) if self.scaling is None else self.scaling.inv_freq(theta, rot)  # [R/2]
         self.register_buffer("inv_freq", inv_freq, persistent=False)
-        # (positions, dtype, cos, sin) of the last call: every layer of a forward passes the
-        # same positions tensor for q and k, so cos/sin are computed once per forward, not 2·L times
-        self._memo: tuple[Tensor, torch.dtype, Tensor, Tensor] | None = None
+        # (q positions, k positions, dtype, cos/sin of q, cos/sin of k) of the last call: every layer of a forward
+        # passes the same position tensors, so cos/sin are computed once per forward, not 2·L times
+        self._memo: tuple[Tensor, Tensor, torch.dtype, tuple[Tensor, Tensor], tuple[Tensor, Tensor]] | None = None
 
     @classmethod
     def check_args(cls, *, head_dim: int, rotary_fraction: float = 1.0, d_model: int | None = None,
-                   n_head: int | None = None, **_: object) -> int:
-        """Channels are rotated in pairs: the head dimension must be even. Returns the rotated width."""
+                   n_head: int | None = None, scaling: Mapping[str, Any] | None = None, max_seq_len: int | None = None,
+                   **_: object) -> int:
+        """Channels are rotated in pairs: the head dimension must be even; ``scaling`` must build.
+        Returns the rotated width."""
         rot = int(head_dim * rotary_fraction)
         rot -= rot % 2
         if head_dim % 2:
@@ -188,30 +212,68 @@ class RotaryPosition(Position):
         if rot <= 0:
             raise ConfigError(f"model.position.rotary_fraction={rotary_fraction} rotates no channel pair of a "
                               f"{head_dim}-dim head; use a fraction in (0, 1] with at least 2 channels")
+        if rot == 2 and scaling is not None and scaling.get("name") == "dynamic":
+            raise ConfigError("model.position.scaling=dynamic needs at least 4 rotated channels (its exponent is R/(R-2))")
+        build_scaling(scaling, max_seq_len)
         return rot
 
-    def _cos_sin(self, pos: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-        memo = self._memo
-        if memo is not None and memo[0] is pos and memo[1] == dtype and memo[2].device == self.inv_freq.device:
-            return memo[2], memo[3]
-        freqs = pos.float()[..., None] * self.inv_freq  # [..., T, R/2]
+    def _freqs(self, k_pos: Tensor) -> Tensor:
+        if not self.follows_length:
+            return self.inv_freq
+        length = k_pos.max() + 1  # the current sequence length (a tensor: no host-device sync)
+        return self.scaling.inv_freq(self.theta, self.rot_dim, length).to(self.inv_freq.device)  # type: ignore[union-attr]
+
+    def _cos_sin(self, pos: Tensor, inv_freq: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        freqs = pos.float()[..., None] * inv_freq  # [..., T, R/2]
         emb = torch.cat((freqs, freqs), dim=-1)  # [..., T, R]
-        cos, sin = emb.cos().to(dtype), emb.sin().to(dtype)
+        cos, sin = emb.cos(), emb.sin()
+        if self.attention_factor != 1.0:
+            cos, sin = cos * self.attention_factor, sin * self.attention_factor
+        cos, sin = cos.to(dtype), sin.to(dtype)
         if pos.dim() == 2:  # per-example positions [B, T] -> [B, 1, T, R]
             cos, sin = cos[:, None], sin[:, None]
-        if not torch.compiler.is_compiling():  # compiled graphs dedupe it themselves
-            self._memo = (pos, dtype, cos, sin)
         return cos, sin
 
-    def _rotate_one(self, x: Tensor, pos: Tensor) -> Tensor:  # not ``_apply``: that is nn.Module's hook for .to()
-        cos, sin = self._cos_sin(pos, x.dtype)
+    def _rotate_one(self, x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:  # not ``_apply``: nn.Module's hook for .to()
         if self.rot_dim == self.head_dim:
             return x * cos + rotate_half(x) * sin
         x_rot, x_pass = x[..., : self.rot_dim], x[..., self.rot_dim :]
         return torch.cat((x_rot * cos + rotate_half(x_rot) * sin, x_pass), dim=-1)
 
     def rotate(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
-        return self._rotate_one(q, q_pos), self._rotate_one(k, k_pos)
+        memo = self._memo
+        if (memo is not None and memo[0] is q_pos and memo[1] is k_pos and memo[2] == q.dtype
+                and memo[3][0].device == self.inv_freq.device):
+            cq, ck = memo[3], memo[4]
+        else:
+            inv_freq = self._freqs(k_pos)  # dynamic: the frequencies of the current length, for q and k alike
+            cq = self._cos_sin(q_pos, inv_freq, q.dtype)
+            ck = cq if k_pos is q_pos else self._cos_sin(k_pos, inv_freq, q.dtype)
+            if not torch.compiler.is_compiling():  # compiled graphs dedupe it themselves
+                self._memo = (q_pos, k_pos, q.dtype, cq, ck)
+        return self._rotate_one(q, *cq), self._rotate_one(k, *ck)
+
+
+def build_scaling(scaling: Mapping[str, Any] | None, max_seq_len: int | None) -> RopeScaling | None:
+    """The ``model.position.scaling`` node as a ``RopeScaling`` (None: none); errors name the key."""
+    if scaling is None:
+        return None
+    if not isinstance(scaling, Mapping):
+        raise ConfigError(f"model.position.scaling={scaling!r} must be a mapping such as {{name: yarn, factor: 4}}")
+    node = dict(scaling)
+    name = node.get("name")
+    if name not in ROPE_SCALINGS:
+        raise ConfigError(f"model.position.scaling.name={name!r} is not a RoPE scaling type; use "
+                          f"{or_list(ROPE_SCALINGS.in_order(), quote=True)} (transformers' rope_type)")
+    if "factor" not in node:
+        raise ConfigError(f"model.position.scaling ({name}) needs a factor: the ratio of the longest context to the "
+                          f"training length (e.g. model.position.scaling.factor=4)")
+    try:
+        return ROPE_SCALINGS.build(node, max_seq_len=max_seq_len)
+    except RegistryError as e:
+        raise ConfigError(f"model.position.scaling: {e}") from None
+    except TypeError as e:  # e.g. max_seq_len unknown to a caller building the position alone
+        raise ConfigError(f"model.position.scaling ({name}): {e}; give original_max_seq_len") from None
 
 
 def alibi_slopes(n_head: int) -> Tensor:

@@ -1,9 +1,15 @@
-"""Where the norm sits around each sublayer (``model.norm_placement=pre|post``).
+"""Where the norm sits around each sublayer (``model.norm_placement=pre|post|sandwich|deepnorm|rezero``).
 
 ::
 
-    pre  (GPT-2, Llama):        x = x + f(norm(x))      ... final norm before the head
-    post (2017, BERT):          x = norm(x + f(x))      "Add & Norm", no final norm
+    pre      (GPT-2, Llama):        x = x + f(norm(x))              ... final norm before the head
+    post     (2017, BERT):          x = norm(x + f(x))              "Add & Norm", no final norm
+    sandwich (CogView, Peri-LN):    x = x + norm'(f(norm(x)))       sandwich.py
+    deepnorm (DeepNet):             x = norm(α·x + f(x)), β-init    deepnorm.py
+    rezero   (ReZero):              x = x + α·f(x), α = 0 at init   rezero.py
+
+This file holds the base class and the two classic placements; each other placement is one
+registered class in its own file.
 
 Xiong et al. 2020 (arXiv:2002.04745) show post-norm needs learning-rate warmup because
 its gradients near the output are large at initialisation; pre-norm's are not.
@@ -45,6 +51,8 @@ class Residual(nn.Module):
     #: For diagrams: the steps from the stream to the sublayer's output, in order ("norm", "sublayer",
     #: "add" joins the residual; any other word is drawn as a node of that name).
     drawing: ClassVar[tuple[str, ...]] = ()
+    #: For diagrams: the label of the residual (skip) connection.
+    residual: ClassVar[str] = "residual"
 
     def forward(self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
         """x: [B, T, C] -> [B, T, C]."""
@@ -52,6 +60,10 @@ class Residual(nn.Module):
 
     def init_sublayer(self, sublayer: nn.Module) -> None:
         """Called once the family has initialised its weights; the default keeps them."""
+
+    def norms(self) -> list[nn.Module]:
+        """Norms the placement owns besides the sublayer's own (sandwich's second norm), for counting."""
+        return []
 
 
 @PLACEMENTS.register("pre")

@@ -10,7 +10,7 @@ it holds (no ``isinstance`` on a family outside ``src/models/families``)::
     forward_flops(B, T), training_flops(B, T)
     start_decoding(...), decode_step(d), new_tokens(seq, prompt)      generation with the KV cache
     attention_probs(...)               every attention map, named (self / encoder / decoder / cross)
-    needs_prefix_length, max_positions, stacks(), num_parameters(), device
+    needs_prefix_length, max_positions, cache_limit, stacks(), num_parameters(), device
     left_to_right                      defines p(x_t | x_<t): generation and log-likelihood scoring
     prompt_is_source                   a prompt is read by an encoder; the output does not repeat it
                                        and begins with start_tokens(batch, device)
@@ -31,6 +31,7 @@ from src.models.components.loss import cross_entropy
 from src.models.components.masks import MASKS, AttentionMask
 from src.models.components.norms import NORMS
 from src.models.components.positions import POSITIONS
+from src.models.components.qk_norm import QK_NORMS
 from src.models.components.residual import PLACEMENTS
 from src.models.config import ModelConfig
 from src.models.outputs import AttentionProbs, Decoding
@@ -79,15 +80,25 @@ class TransformerModel(nn.Module):
         node = self.config.mask or ({"name": self.default_mask} if self.default_mask else None)
         return MASKS.build(node) if node else None
 
+    @classmethod
+    def residual_context(cls, config: ModelConfig, n_layer: int, stack: str, cross_attention: bool) -> dict[str, Any]:
+        """What a placement's constructor may ask for (``residual.py``), for one of the family's stacks."""
+        depths = {s.name: s.n_layer for s in cls.layout(config)}
+        return dict(config.component_context(), n_layer=n_layer, n_sublayers=3 if cross_attention else 2, stack=stack,
+                    encoder_layers=depths.get("encoder", 0), decoder_layers=depths.get("decoder", 0))
+
+    @classmethod
+    def check_placement(cls, config: ModelConfig) -> None:
+        """The placement's own checks (``check_args``) for each stack, without building (DeepNorm needs the depths)."""
+        for s in cls.layout(config):
+            PLACEMENTS.check({"name": config.norm_placement}, **cls.residual_context(config, s.n_layer, s.name, s.cross))
+
     def make_stack(self, n_layer: int, mask: AttentionMask | None, stack: str, cross_attention: bool = False) -> Stack:
         """``stack``: "encoder" or "decoder" (placements and positions may depend on it)."""
         c = self.config
         context = c.component_context()
         placement = PLACEMENTS.get(c.norm_placement)
-        residual_context = dict(
-            context, make_norm=self.make_norm, n_layer=n_layer, n_sublayers=3 if cross_attention else 2, stack=stack,
-            encoder_layers=self.depths().get("encoder", 0), decoder_layers=self.depths().get("decoder", 0),
-        )
+        residual_context = dict(self.residual_context(c, n_layer, stack, cross_attention), make_norm=self.make_norm)
 
         def make_residual():  # -> Residual, one per sublayer
             return PLACEMENTS.build({"name": c.norm_placement}, **residual_context)
@@ -95,8 +106,10 @@ class TransformerModel(nn.Module):
         def make_ffn() -> nn.Module:
             return FFNS.build(c.ffn, **context)
 
+        qk_norm = QK_NORMS.build(c.qk_norm, **context)
         blocks = [
-            Block(c.d_model, c.n_head, c.kv_heads, self.make_norm, make_ffn, make_residual, c.bias, c.dropout, cross_attention)
+            Block(c.d_model, c.n_head, c.kv_heads, self.make_norm, make_ffn, make_residual, c.bias, c.dropout, cross_attention,
+                  head_dim=c.d_head, attn_scale=c.attn_scale, qk_norm=qk_norm)
             for _ in range(n_layer)
         ]
         position = POSITIONS.build(c.position, **context, causal=bool(mask is not None and mask.causal))
@@ -114,10 +127,6 @@ class TransformerModel(nn.Module):
         if self.config.tie_embeddings:
             head.weight = self.tok_embed.weight  # Press & Wolf 2017: one matrix in and out
         return head
-
-    def depths(self) -> dict[str, int]:
-        """Blocks per stack, by stack name (``{"decoder": 12}``), known before the stacks exist."""
-        return {s.name: s.n_layer for s in self.layout(self.config)}
 
     @classmethod
     def layout(cls, config: ModelConfig) -> list[StackLayout]:
@@ -165,7 +174,10 @@ class TransformerModel(nn.Module):
         return x * self.embed_scale if self.embed_scale != 1.0 else x
 
     def logits(self, hidden: Tensor) -> Tensor:
-        """The head on ``hidden_states``: [..., C] -> [..., V] (at any subset of positions)."""
+        """The head on ``hidden_states``: [..., C] -> [..., V] (at any subset of positions). With
+        ``scale_head`` (T5 v1.0, Mesh TF) the states are first multiplied by d_model^-0.5."""
+        if self.config.scale_head:
+            hidden = hidden * self.config.d_model**-0.5
         logits = self.head(hidden)  # [B, T, C] -> [B, T, V_padded]
         if self.config.padded_vocab_size != self.config.vocab_size:
             logits = logits[..., : self.config.vocab_size]  # padded rows are never predicted
@@ -245,6 +257,13 @@ class TransformerModel(nn.Module):
         """The rows of the smallest learned position table (None: any length is accepted)."""
         rows = [s.position.max_positions for s in self.stacks().values() if s.position.max_positions is not None]
         return min(rows) if rows else None
+
+    @property
+    def cache_limit(self) -> int | None:
+        """The longest sequence whose KV cache stays exact (None: any): a dynamic-NTK RoPE rotates every
+        position by the current length's frequencies past its original length (``Position.cache_limit``)."""
+        limits = [s.position.cache_limit for s in self.stacks().values() if s.position.cache_limit is not None]
+        return min(limits) if limits else None
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())  # tied weights counted once

@@ -85,7 +85,8 @@ class DecoderOnly(TransformerModel):
                        prefix_length: Tensor | None = None, use_cache: bool = True) -> Decoding:
         """A prefix-LM decoder reads the whole prompt as its bidirectional prefix unless told
         otherwise. A learned position table has no row past its end: generation then continues
-        from the last ``max_seq_len`` tokens without the cache (nanoGPT's ``idx[:, -block_size:]``)."""
+        from the last ``max_seq_len`` tokens without the cache (nanoGPT's ``idx[:, -block_size:]``).
+        Past a dynamic RoPE's original length (``cache_limit``) each step recomputes the whole prefix."""
         B, T = input_ids.shape
         if prefix_length is None and self.needs_prefix_length:
             prefix_length = torch.full((B,), T, dtype=torch.long, device=input_ids.device)
@@ -93,7 +94,7 @@ class DecoderOnly(TransformerModel):
         max_len = T + max_new_tokens if window is None else min(T + max_new_tokens, window)
         cache = KVCache(len(self.decoder.blocks), max_length=max_len) if use_cache else None
         return Decoding(input_ids, input_ids, cache, attention_mask=attention_mask, prefix_length=prefix_length,
-                        window=window)
+                        window=window, cache_limit=self.cache_limit)
 
     def decode_step(self, d: Decoding) -> Tensor:
         seq, mask, prefix = d.sequences, d.attention_mask, d.prefix_length
@@ -104,6 +105,8 @@ class DecoderOnly(TransformerModel):
             shift = seq.shape[1] - d.window
             seq, mask = seq[:, -d.window:], None if mask is None else mask[:, -d.window:]
             prefix = None if prefix is None else (prefix - shift).clamp(min=0)
+        if d.cache is not None and d.cache_limit is not None and seq.shape[1] > d.cache_limit:
+            d.cache = None  # past a dynamic RoPE's original length every rotation changes: recompute the prefix
         ids = d.fresh if d.cache is not None else seq
         out = self(ids, attention_mask=mask, cache=d.cache, logits_to_keep=1, prefix_length=prefix)  # head at the end only
         return out.logits[:, -1]  # [B, V]

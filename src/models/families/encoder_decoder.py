@@ -126,9 +126,11 @@ class EncoderDecoder(TransformerModel):
         memory = self.encode(input_ids, attention_mask)  # [B, S, C], once
         start = self.start_tokens(input_ids.shape[0], input_ids.device)  # [B, 1]
         cache = KVCache(len(self.decoder.blocks), max_length=1 + max_new_tokens) if use_cache else None
-        return Decoding(start, start, cache, attention_mask=attention_mask, memory=memory)
+        return Decoding(start, start, cache, attention_mask=attention_mask, memory=memory, cache_limit=self.cache_limit)
 
     def decode_step(self, d: Decoding) -> Tensor:
+        if d.cache is not None and d.cache_limit is not None and d.sequences.shape[1] > d.cache_limit:
+            d.cache = None  # past a dynamic RoPE's original length every rotation changes: recompute the prefix
         ids = d.fresh if d.cache is not None else d.sequences
         out = self(encoder_hidden_states=d.memory, attention_mask=d.attention_mask, decoder_input_ids=ids, cache=d.cache)
         return out.logits[:, -1]  # [B, V]
