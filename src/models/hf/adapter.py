@@ -22,12 +22,12 @@ from src.models.hf.rules import Rule
 from src.registry import Registry
 
 
-def special_tokens(hf: Any) -> dict[str, int | None]:
+def special_tokens(hf: Any, bos: bool = True) -> dict[str, int | None]:
     """pad / bos / eos ids of a transformers config. transformers allows several eos ids
-    (Llama 3); our config holds one: the first."""
+    (Llama 3); our config holds one: the first. ``bos=False``: a config without one (T5)."""
     eos = hf.eos_token_id
     eos = eos[0] if isinstance(eos, (list, tuple)) and eos else eos
-    return {"pad_token_id": hf.pad_token_id, "bos_token_id": hf.bos_token_id, "eos_token_id": eos}
+    return {"pad_token_id": hf.pad_token_id, "bos_token_id": hf.bos_token_id if bos else None, "eos_token_id": eos}
 
 
 def special_tokens_to_hf(c: ModelConfig) -> dict[str, int | None]:

@@ -15,6 +15,7 @@ from src.models.components.ffn import FFNS
 from src.models.components.masks import MASKS
 from src.models.components.norms import NORMS
 from src.models.components.positions import POSITIONS
+from src.models.components.qk_norm import QK_NORMS
 from src.models.config import ModelConfig
 from src.registry import Registry
 
@@ -58,7 +59,7 @@ ANY: Any = _Any()
 
 #: Component groups of ModelConfig and their registries (for constructor defaults); a group
 #: ModelConfig gains later is added here, so that a format can give a node pattern for it.
-GROUPS: dict[str, Registry[Any]] = {"position": POSITIONS, "norm": NORMS, "ffn": FFNS, "mask": MASKS}
+GROUPS: dict[str, Registry[Any]] = {"position": POSITIONS, "norm": NORMS, "ffn": FFNS, "mask": MASKS, "qk_norm": QK_NORMS}
 
 #: ModelConfig keys every format maps in both directions (the round-trip tests check them), plus
 #: the label ``name`` and ``vocab_pad_multiple`` (its padding rows are cut on export).

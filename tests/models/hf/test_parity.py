@@ -56,6 +56,22 @@ def build_reference(kind: str) -> torch.nn.Module:
         cfg = t.BertConfig(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                            max_position_embeddings=64, pad_token_id=0)
         return randomize(t.BertForMaskedLM(cfg), 3)
+    if kind == "qwen3":  # Llama + QK-norm per head; head_dim 16 × 4 heads != hidden 32; GQA
+        cfg = t.Qwen3Config(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                            num_key_value_heads=2, head_dim=16, max_position_embeddings=64, rope_theta=5000.0,
+                            rms_norm_eps=1e-5, bos_token_id=0, eos_token_id=1, tie_word_embeddings=False)
+        return randomize(t.Qwen3ForCausalLM(cfg), 5)
+    if kind.startswith("t5"):  # v1.0: ReLU, tied head fed hidden × d_model^-0.5; v1.1: gated GELU, own lm_head.
+        # d_kv 12 × 4 heads != d_model 32; 3 decoder layers vs 2; 16 buckets up to distance 20 (T up to 32 uses them all)
+        v10 = kind == "t5"
+        cfg = t.T5Config(vocab_size=V, d_model=32, d_kv=12, d_ff=64, num_layers=2, num_decoder_layers=3, num_heads=4,
+                         relative_attention_num_buckets=16, relative_attention_max_distance=20, dropout_rate=0.0,
+                         feed_forward_proj="relu" if v10 else "gated-gelu", tie_word_embeddings=v10,
+                         decoder_start_token_id=0)  # as the released configs: decoding starts from <pad>
+        model = t.T5ForConditionalGeneration(cfg)  # transformers 5 ties T5's head always; v1.1 checkpoints untie it
+        if not v10:
+            model.lm_head.weight = torch.nn.Parameter(torch.empty(V, 32))
+        return randomize(model, 6)
     # Marian: shared embeddings, scaled by √C, SiLU ("swish"), post-norm, fixed [sin | cos] positions.
     # The "marian_untied" variant has a separate head: a tied random Marian repeats one token, which
     # would make the greedy-decoding comparison weak.
@@ -69,7 +85,8 @@ def build_reference(kind: str) -> torch.nn.Module:
     return randomize(model, 4)
 
 
-KINDS = ("gpt2", "llama", "bert", "marian", "marian_untied")
+KINDS = ("gpt2", "llama", "bert", "marian", "marian_untied", "qwen3", "t5", "t5_v11")
+SEQ2SEQ = ("marian", "marian_untied", "t5", "t5_v11")
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +109,7 @@ def logits(model: torch.nn.Module, kind: str, src: torch.Tensor, mask: torch.Ten
            dec: torch.Tensor | None = None, dec_mask: torch.Tensor | None = None) -> torch.Tensor:
     """The same call for both libraries (our forward takes transformers-style kwargs)."""
     with torch.no_grad():
-        if kind.startswith("marian"):
+        if kind in SEQ2SEQ:
             return model(input_ids=src, attention_mask=mask, decoder_input_ids=dec, decoder_attention_mask=dec_mask).logits
         return model(input_ids=src, attention_mask=mask).logits
 
@@ -114,14 +131,14 @@ def test_config_mapping(pairs) -> None:
 def test_logits_match_transformers(pairs, kind: str) -> None:
     ref, ours, _ = pairs[kind]
     src = ids(2, 12, seed=10)
-    dec = ids(2, 7, seed=11) if kind.startswith("marian") else None
+    dec = ids(2, 7, seed=11) if kind in SEQ2SEQ else None
     expected = logits(ref, kind, src, dec=dec)
     got = logits(ours, kind, src, dec=dec)
     assert got.shape == expected.shape
     torch.testing.assert_close(got, expected, atol=ATOL, rtol=0)
 
 
-@pytest.mark.parametrize("kind", ["gpt2", "llama"])
+@pytest.mark.parametrize("kind", ["gpt2", "llama", "qwen3"])
 @pytest.mark.parametrize("side", ["right", "left"])
 def test_padded_decoder_logits(pairs, kind: str, side: str) -> None:
     """With padding only real tokens are compared (padded queries are undefined in both).
@@ -147,15 +164,18 @@ def test_padded_bert_logits(pairs) -> None:
     torch.testing.assert_close(logits(ours, "bert", src, mask)[real], logits(ref, "bert", src, mask)[real], atol=ATOL, rtol=0)
 
 
-@pytest.mark.parametrize("kind", ["marian", "marian_untied"])
-def test_padded_marian_logits(pairs, kind: str) -> None:
-    """Source padding (encoder self-attention and cross-attention) and target padding."""
+@pytest.mark.parametrize("kind", ["marian", "marian_untied", "t5", "t5_v11"])
+def test_padded_seq2seq_logits(pairs, kind: str) -> None:
+    """Source padding (encoder self-attention and cross-attention) and target padding; T5's relative
+    bias over 31 × 23 positions reaches its log-spaced buckets and the max_distance bucket."""
     ref, ours, _ = pairs[kind]
-    src, mask = ids(2, 11, seed=14), torch.ones(2, 11, dtype=torch.long)
+    S, T = (31, 23) if kind.startswith("t5") else (11, 6)
+    pad = ref.config.pad_token_id
+    src, mask = ids(2, S, seed=14), torch.ones(2, S, dtype=torch.long)
     mask[1, 7:] = 0
-    src[1, 7:] = 99
-    dec, dec_mask = ids(2, 6, seed=15), torch.ones(2, 6, dtype=torch.long)
-    dec[:, 0] = 99
+    src[1, 7:] = pad
+    dec, dec_mask = ids(2, T, seed=15), torch.ones(2, T, dtype=torch.long)
+    dec[:, 0] = ours.config.decoder_start_token_id
     dec_mask[0, 4:] = 0
     expected = logits(ref, kind, src, mask, dec, dec_mask)
     got = logits(ours, kind, src, mask, dec, dec_mask)
@@ -163,14 +183,15 @@ def test_padded_marian_logits(pairs, kind: str) -> None:
     torch.testing.assert_close(got[real], expected[real], atol=ATOL, rtol=0)
 
 
-def greedy_reference(ref: torch.nn.Module, src: torch.Tensor, mask: torch.Tensor, n: int) -> torch.Tensor:
+def greedy_reference(ref: torch.nn.Module, src: torch.Tensor, mask: torch.Tensor, n: int,
+                     use_cache: bool = True) -> torch.Tensor:
     """transformers' greedy search with nothing but argmax: no eos stop, no forced eos."""
     ref.generation_config.eos_token_id = None
     ref.generation_config.forced_eos_token_id = None
     pad = ref.config.pad_token_id if ref.config.pad_token_id is not None else 0
     with torch.no_grad():
         return ref.generate(input_ids=src, attention_mask=mask, max_new_tokens=n, do_sample=False, num_beams=1,
-                            pad_token_id=pad)
+                            pad_token_id=pad, use_cache=use_cache)
 
 
 def test_greedy_generation_gpt2(pairs) -> None:
@@ -182,26 +203,28 @@ def test_greedy_generation_gpt2(pairs) -> None:
     assert len(set(got[:, 5:].flatten().tolist())) > 3, "degenerate reference: too few distinct tokens"
 
 
-def test_greedy_generation_marian(pairs) -> None:
-    ref, ours, _ = pairs["marian_untied"]
+@pytest.mark.parametrize("kind", ["marian_untied", "t5_v11"])
+def test_greedy_generation_seq2seq(pairs, kind: str) -> None:
+    ref, ours, _ = pairs[kind]
     src, mask = ids(3, 9, seed=17), torch.ones(3, 9, dtype=torch.long)
     mask[1, 6:] = 0
-    src[1, 6:] = 99
-    expected = greedy_reference(ref, src, mask, 12)
+    src[1, 6:] = ref.config.pad_token_id
+    # transformers 5.24's T5 cache has num_layers entries, too few for 3 decoder layers: its uncached search
+    expected = greedy_reference(ref, src, mask, 12, use_cache=not kind.startswith("t5"))
     got = generate(ours, src, 12, attention_mask=mask)
     assert got.tolist() == expected.tolist()
     assert len(set(got[:, 1:].flatten().tolist())) > 3, "degenerate reference: too few distinct tokens"
     assert got.tolist() == generate(ours, src, 12, attention_mask=mask, use_cache=False).tolist()
 
 
-@pytest.mark.parametrize("kind", ["gpt2", "llama", "marian"])
+@pytest.mark.parametrize("kind", ["gpt2", "llama", "marian", "qwen3", "t5"])
 def test_cached_steps_equal_full_forward(pairs, kind: str) -> None:
     """Prefill 4 tokens, then one token per step through the KV cache: the step logits equal
     one full forward without cache (positions continue from the cache offset)."""
     _, ours, _ = pairs[kind]
     seq = ids(2, 10, seed=18)
     with torch.no_grad():
-        if kind == "marian":
+        if kind in SEQ2SEQ:
             src, mask = ids(2, 8, seed=19), torch.tensor([[1] * 8, [1] * 5 + [0] * 3])
             full = ours(src, mask, decoder_input_ids=seq).logits
             memory = ours.encode(src, mask)
@@ -221,7 +244,8 @@ def test_cached_steps_equal_full_forward(pairs, kind: str) -> None:
 
 
 AUTO = {"gpt2": "AutoModelForCausalLM", "llama": "AutoModelForCausalLM", "bert": "AutoModelForMaskedLM",
-        "marian": "AutoModelForSeq2SeqLM", "marian_untied": "AutoModelForSeq2SeqLM"}
+        "marian": "AutoModelForSeq2SeqLM", "marian_untied": "AutoModelForSeq2SeqLM", "qwen3": "AutoModelForCausalLM",
+        "t5": "AutoModelForSeq2SeqLM", "t5_v11": "AutoModelForSeq2SeqLM"}
 
 
 def load_exported(kind: str, folder: Path) -> torch.nn.Module:
@@ -239,7 +263,7 @@ def test_to_hf_round_trip(pairs, kind: str, tmp_path: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.safetensors"]
     back = load_exported(kind, out)
     assert type(back) is type(ref)
-    src, dec = ids(2, 9, seed=20), (ids(2, 5, seed=21) if kind.startswith("marian") else None)
+    src, dec = ids(2, 9, seed=20), (ids(2, 5, seed=21) if kind in SEQ2SEQ else None)
     torch.testing.assert_close(logits(back, kind, src, dec=dec), logits(ours, kind, src, dec=dec), atol=ATOL, rtol=0)
     assert config_from_hf(back.config).to_dict() == {**ours.config.to_dict(), "name": f"hf-{back.config.model_type}"}
 
@@ -340,11 +364,15 @@ def rewrite_checkpoint(src: Path, dst: Path, edit) -> Path:
 @pytest.mark.parametrize(
     "config, match",
     [
-        ({"model_type": "t5"}, "'t5' is not supported; supported: bert, gpt2, llama, marian"),
+        ({"model_type": "mt5"}, "'mt5' is not supported; supported: bert, gpt2, llama, marian, qwen3, t5"),
         ({"model_type": "gpt2", "scale_attn_by_inverse_layer_idx": True}, "gpt2.*scale_attn_by_inverse_layer_idx"),
         ({"model_type": "gpt2", "reorder_and_upcast_attn": True}, "gpt2.*reorder_and_upcast_attn"),
-        ({"model_type": "llama", "rope_scaling": {"rope_type": "linear", "factor": 2.0}}, "llama.*rope_type='linear'"),
-        ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "head_dim": 32}, "llama.*head_dim=32"),
+        ({"model_type": "llama", "rope_scaling": {"rope_type": "longrope", "factor": 2.0, "short_factor": [1.0] * 32,
+                                                  "long_factor": [2.0] * 32, "original_max_position_embeddings": 1024}},
+         "llama.*rope_type='longrope'.*supported rope types: default, linear, dynamic, yarn, llama3"),
+        ({"model_type": "qwen3", "use_sliding_window": True}, "qwen3.*use_sliding_window"),
+        ({"model_type": "qwen3", "attention_bias": True}, "qwen3.*attention_bias"),
+        ({"model_type": "t5", "feed_forward_proj": "gated-relu"}, "t5.*feed_forward_proj='gated-relu'"),
         ({"model_type": "bert", "hidden_act": "gelu_new"}, "bert.*hidden_act='gelu_new'"),
         ({"model_type": "marian", "share_encoder_decoder_embeddings": False}, "marian.*unshared"),
         ({"model_type": "marian", "decoder_vocab_size": 1234}, "marian.*unshared"),

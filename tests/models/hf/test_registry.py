@@ -1,4 +1,4 @@
-"""The format registry: exactly the four formats, one file each, and an unknown model_type
+"""The format registry: exactly the six formats, one file each, and an unknown model_type
 that says what is supported and how to add a format."""
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ from src.models.hf import (ADAPTERS, ANY, Adapter, HFConversionError, config_fro
 from src.models.hf.architecture import GROUPS
 from src.registry import RegistryError
 
-FORMATS = ["bert", "gpt2", "llama", "marian"]
+FORMATS = ["bert", "gpt2", "llama", "marian", "qwen3", "t5"]
 
 
-def test_registry_lists_exactly_the_four_formats() -> None:
+def test_registry_lists_exactly_the_six_formats() -> None:
     assert ADAPTERS.names() == FORMATS
-    assert [get_adapter(t).family for t in FORMATS] == ["encoder_only", "decoder_only", "decoder_only", "encoder_decoder"]
+    assert [get_adapter(t).family for t in FORMATS] == ["encoder_only", "decoder_only", "decoder_only", "encoder_decoder",
+                                                        "decoder_only", "encoder_decoder"]
 
 
 def test_each_format_is_one_file_named_after_its_model_type() -> None:
@@ -33,19 +34,19 @@ def test_each_format_is_one_file_named_after_its_model_type() -> None:
         assert get_adapter(t).model_type == t
 
 
-@pytest.mark.parametrize("model_type", ["t5", None])
+@pytest.mark.parametrize("model_type", ["mt5", None])
 def test_unknown_model_type_lists_formats_and_how_to_add_one(model_type: str | None) -> None:
     name = model_type or "<model_type>"
     with pytest.raises(HFConversionError) as err:
         get_adapter(model_type)
     msg = str(err.value)
-    assert f"model_type {model_type!r} is not supported; supported: bert, gpt2, llama, marian" in msg
+    assert f"model_type {model_type!r} is not supported; supported: bert, gpt2, llama, marian, qwen3, t5" in msg
     assert f"src/models/hf/formats/{name}.py" in msg and f"@ADAPTERS.register({name!r})" in msg and "docs/hf.md" in msg
 
 
 def test_unknown_model_type_in_a_config_json_fails_before_transformers() -> None:
-    with pytest.raises(HFConversionError, match=r"'t5' is not supported.*src/models/hf/formats/t5\.py"):
-        config_from_hf({"model_type": "t5", "d_model": 32})
+    with pytest.raises(HFConversionError, match=r"'mt5' is not supported.*src/models/hf/formats/mt5\.py"):
+        config_from_hf({"model_type": "mt5", "d_model": 32})
 
 
 def test_a_model_type_cannot_be_registered_twice() -> None:
