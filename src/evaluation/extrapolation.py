@@ -14,33 +14,47 @@ A learned position table has ``max_seq_len`` rows; a context beyond it is report
 not decoder-only (or not causal) are reported the same way. A prefix-LM decoder is scored
 with an empty prefix, i.e. causally.
 
+A RoPE model trained without scaling can be evaluated *with* it (``scaling``, a
+``model.position.scaling`` node: linear position interpolation, dynamic NTK, YaRN, llama3;
+src/models/components/rope_scaling.py): at each length the model is rebuilt with the scaling and
+its own weights. Unless the node says otherwise, ``factor`` is that length over the training
+length (at least 1: position interpolation fits the context exactly into the trained range) and
+``original_max_seq_len`` is the training length. A model whose position has no rotary
+frequencies fails with the ConfigError that names ``model.position.scaling``.
+
 Three ways to run it:
 
 * at the end of training: the ``src.callbacks.length_extrapolation.LengthExtrapolation``
-  callback (``callbacks.extrapolation`` in a study config);
-* standalone: ``python -m src.evaluation.extrapolation <run dir | .ckpt> --factors 1 2 4``;
-* from Python: ``evaluate_lengths(model, tokens, train_length)``.
+  callback (``callbacks.extrapolation`` in a study config; ``scalings: [linear, dynamic, yarn]``);
+* standalone: ``python -m src.evaluation.extrapolation <run dir | .ckpt> --factors 1 2 4 [--scaling yarn]``;
+* from Python: ``evaluate_lengths(model, tokens, train_length, scaling={"name": "yarn"})``.
 
 Results go into the run's ``metrics.json`` as ``extrapolation/ppl@2x`` (null when not
-applicable, with ``extrapolation/note@2x`` saying why), ``extrapolation/loss@2x``, and into
-``<run dir>/extrapolation.json`` in full; ``python -m src.report`` plots them.
+applicable, with ``extrapolation/note@2x`` saying why), ``extrapolation/loss@2x`` — with a
+scaling ``extrapolation/<name>/ppl@2x`` … — and into ``<run dir>/extrapolation.json``
+(``extrapolation_<name>.json``) in full; ``python -m src.report`` plots them.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+import yaml
 
 from src.evaluation.windows import extrapolation_windows, windows_nll
 from src.jsonfile import METRICS, update_json, write_json
+from src.models.builder import build_model
+from src.models.config import ModelConfig
 from src.models.components.positions import PositionLimitError
+from src.models.components.rope_scaling import ROPE_SCALINGS
 from src.models.families import TransformerModel
 
 log = logging.getLogger(__name__)
@@ -59,6 +73,7 @@ class LengthResult:
     ppl: float | None = None
     tokens_scored: int = 0
     note: str | None = None
+    scaling: dict[str, Any] | None = None  # the model.position.scaling evaluated with (None: the model as trained)
 
 
 def factor_label(f: float) -> str:
@@ -71,6 +86,39 @@ def not_applicable(model: TransformerModel) -> str | None:
     if not model.left_to_right or model.prompt_is_source:
         return f"not applicable: {model.config.family} model (extrapolation scores decoder-only causal LMs)"
     return None
+
+
+def scaling_node(scaling: str | Mapping[str, Any], context: int, train_length: int) -> dict[str, Any]:
+    """A ``model.position.scaling`` node for a context of ``context`` tokens: ``factor`` defaults to
+    context / train_length (at least 1), ``original_max_seq_len`` (where the type reads it) to train_length."""
+    node = {"name": scaling} if isinstance(scaling, str) else dict(scaling)
+    node.setdefault("factor", max(1.0, context / train_length))
+    if node.get("name") in ROPE_SCALINGS and "original_max_seq_len" in ROPE_SCALINGS.accepted_keys(node["name"]):
+        node.setdefault("original_max_seq_len", int(train_length))
+    return node
+
+
+def scaled_config(config: ModelConfig, scaling: Mapping[str, Any]) -> ModelConfig:
+    """``config`` with ``model.position.scaling`` set, validated: ConfigError naming the key when the
+    position has no frequencies to scale or the node is bad."""
+    scaled = dataclasses.replace(config, position={**config.position, "scaling": dict(scaling)})
+    scaled.validate()
+    return scaled
+
+
+def with_scaling(model: TransformerModel, scaling: Mapping[str, Any]) -> TransformerModel:
+    """A copy of ``model`` (same weights, device, dtype; eval mode) whose RoPE has ``scaling``."""
+    scaled = build_model(scaled_config(model.config, scaling))
+    scaled.load_state_dict(model.state_dict(), strict=True)
+    p = next(model.parameters())
+    return scaled.to(device=p.device, dtype=p.dtype).eval()
+
+
+def scaling_label(scaling: str | Mapping[str, Any] | None) -> str | None:
+    """'yarn' for {name: yarn, …}; None for no scaling (the metrics prefix ``extrapolation/<label>``)."""
+    if scaling is None:
+        return None
+    return scaling if isinstance(scaling, str) else str(scaling["name"])
 
 
 @torch.inference_mode()
@@ -89,17 +137,23 @@ def score_length(model: TransformerModel, tokens: torch.Tensor, context: int, st
 
 def evaluate_lengths(model: TransformerModel, tokens: Sequence[int] | np.ndarray | torch.Tensor, train_length: int,
                      factors: Sequence[float] = DEFAULT_FACTORS, stride: int | None = None,
-                     max_tokens: int | None = None, max_batch_tokens: int = 16384) -> list[LengthResult]:
+                     max_tokens: int | None = None, max_batch_tokens: int = 16384,
+                     scaling: str | Mapping[str, Any] | None = None) -> list[LengthResult]:
     """Perplexity at ``factor × train_length`` for each factor on the same span of ``tokens``.
 
     ``stride`` None: disjoint windows (Press et al.'s non-overlapping evaluation); otherwise
     windows every ``stride`` tokens (at most the context length). ``max_tokens`` caps the span.
     The span is cut to a multiple of the longest context so every factor scores the same text.
+    ``scaling``: evaluate with this RoPE scaling (a type name or a ``model.position.scaling``
+    node; see ``scaling_node`` for its defaults), the model rebuilt at each length.
     """
     if train_length < 1:
         raise ValueError(f"train_length={train_length} must be positive")
     contexts = [max(2, int(round(f * train_length))) for f in factors]
-    results = [LengthResult(float(f), c) for f, c in zip(factors, contexts)]
+    nodes = [None if scaling is None else scaling_node(scaling, c, train_length) for c in contexts]
+    results = [LengthResult(float(f), c, scaling=n) for f, c, n in zip(factors, contexts, nodes)]
+    if scaling is not None:
+        scaled_config(model.config, nodes[0])  # a bad node fails here, naming its key, before any scoring
     why = not_applicable(model)
     if why:
         for r in results:
@@ -124,8 +178,9 @@ def evaluate_lengths(model: TransformerModel, tokens: Sequence[int] | np.ndarray
                           f"(context {r.context_length} = {factor_label(r.factor)} training length {train_length})")
                 continue
             step = r.context_length if stride is None else min(int(stride), r.context_length)
+            scored = model if r.scaling is None else with_scaling(model, r.scaling)
             try:
-                nll, k = score_length(model, ids, r.context_length, step, max_batch_tokens)
+                nll, k = score_length(scored, ids, r.context_length, step, max_batch_tokens)
             except PositionLimitError as e:  # a table we did not see above
                 r.note = f"not applicable: {e}"
                 continue
@@ -150,11 +205,12 @@ def metrics_from(results: Sequence[LengthResult], train_length: int, prefix: str
     return out
 
 
-def write_results(run_dir: str | Path, results: Sequence[LengthResult], train_length: int, extra: dict[str, Any] | None = None
-                  ) -> Path:
-    """``<run dir>/extrapolation.json`` with every field of every length."""
+def write_results(run_dir: str | Path, results: Sequence[LengthResult], train_length: int, extra: dict[str, Any] | None = None,
+                  scaling: str | None = None) -> Path:
+    """``<run dir>/extrapolation.json`` (``extrapolation_<scaling>.json``) with every field of every length."""
     record = {"train_length": int(train_length), "lengths": [asdict(r) for r in results], **(extra or {})}
-    return write_json(Path(run_dir) / FILENAME, record)
+    name = FILENAME if scaling is None else f"{Path(FILENAME).stem}_{scaling}.json"
+    return write_json(Path(run_dir) / name, record)
 
 
 def format_table(results: Sequence[LengthResult]) -> str:
@@ -211,6 +267,9 @@ def main(argv: Sequence[str] | None = None) -> list[LengthResult]:
     parser.add_argument("--train-length", type=int, default=None, help="default: the run's block_size")
     parser.add_argument("--split", default="val", help="split of the run's data source (default val)")
     parser.add_argument("--text", default=None, help="evaluate this text file instead of the run's split")
+    parser.add_argument("--scaling", default=None, help="evaluate a RoPE model with a scaling: linear | dynamic | yarn | "
+                        "llama3, or a model.position.scaling node such as '{name: yarn, factor: 8}' (default factor: "
+                        "each context over the training length)")
     parser.add_argument("--no-write", action="store_true", help="print only; do not update the run's metrics.json")
     args = parser.parse_args(argv)
 
@@ -224,12 +283,17 @@ def main(argv: Sequence[str] | None = None) -> list[LengthResult]:
         tokens = np.asarray(loaded.tokenizer.encode(Path(args.text).read_text()), dtype=np.int64)
     else:
         tokens = validation_tokens(loaded.cfg, loaded.tokenizer, args.split)
-    results = evaluate_lengths(loaded.model, tokens, train_length, args.factors, args.stride, args.max_tokens)
-    print(f"{ckpt} (trained at {train_length} tokens)\n{format_table(results)}")
+    scaling = None if args.scaling is None else yaml.safe_load(args.scaling)
+    results = evaluate_lengths(loaded.model, tokens, train_length, args.factors, args.stride, args.max_tokens,
+                               scaling=scaling)
+    label = scaling_label(scaling)
+    print(f"{ckpt} (trained at {train_length} tokens{f', evaluated with {label} RoPE scaling' if label else ''})\n"
+          f"{format_table(results)}")
     if not args.no_write:
-        write_results(run_dir, results, train_length, {"checkpoint": str(ckpt), "stride": args.stride})
-        update_json(run_dir / METRICS, metrics_from(results, train_length))
-        print(f"wrote {run_dir / FILENAME} and extrapolation/* in {run_dir / 'metrics.json'}")
+        path = write_results(run_dir, results, train_length, {"checkpoint": str(ckpt), "stride": args.stride}, label)
+        prefix = "extrapolation" if label is None else f"extrapolation/{label}"
+        update_json(run_dir / METRICS, metrics_from(results, train_length, prefix))
+        print(f"wrote {path} and {prefix}/* in {run_dir / 'metrics.json'}")
     return results
 
 

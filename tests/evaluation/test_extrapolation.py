@@ -66,3 +66,49 @@ def test_encoder_decoder_is_reported_not_applicable(make_tiny_config: Callable[.
     model = build_model(make_tiny_config(family="encoder_decoder", position={"name": "rope"}))
     res = evaluate_lengths(model, tokens, 32, factors=(1, 2))
     assert all(r.ppl is None and "encoder_decoder" in (r.note or "") for r in res)
+
+
+# -- RoPE scaling at evaluation time, on a model trained without it ------------------------------------------------
+@pytest.mark.parametrize("scaling", ["linear", "dynamic", "yarn", "llama3"])
+def test_a_scaling_override_rebuilds_the_model_with_its_weights(make_tiny_config: Callable[..., dict[str, Any]],
+                                                                tokens: torch.Tensor, scaling: str) -> None:
+    """Each length is scored by the model rebuilt with model.position.scaling = {name, factor: length / trained,
+    original_max_seq_len: trained}: the same numbers as a model configured that way with the same weights."""
+    from src.evaluation.extrapolation import with_scaling
+
+    model = build_model(make_tiny_config(max_seq_len=32, position={"name": "rope"})).eval()
+    res = evaluate_lengths(model, tokens, train_length=32, factors=(1, 2, 4), scaling=scaling)
+    assert [r.scaling["factor"] for r in res] == [1.0, 2.0, 4.0]
+    assert all(r.ppl is not None and math.isfinite(r.ppl) for r in res)
+    plain = evaluate_lengths(model, tokens, train_length=32, factors=(1, 2, 4))
+    node = dict(res[2].scaling)
+    assert node.get("original_max_seq_len", 32) == 32
+    by_hand = build_model(make_tiny_config(max_seq_len=32, position={"name": "rope", "scaling": node})).eval()
+    by_hand.load_state_dict(model.state_dict())
+    assert evaluate_lengths(by_hand, tokens, 32, factors=(4,))[0].loss == pytest.approx(res[2].loss, rel=1e-6)
+    scaled = with_scaling(model, node)
+    assert scaled.decoder.position.scaling is not None and model.decoder.position.scaling is None  # the model is untouched
+    x = tokens[:128][None]
+    with torch.no_grad():
+        assert not torch.equal(scaled(x).logits, model(x).logits)  # the rotation at 4x differs
+    assert res[0].loss == pytest.approx(plain[0].loss, rel=1e-5)  # factor 1 at the trained length: as trained
+
+
+def test_scaling_metrics_have_their_own_prefix(make_tiny_config: Callable[..., dict[str, Any]], tokens: torch.Tensor) -> None:
+    model = build_model(make_tiny_config(max_seq_len=32, position={"name": "rope"}))
+    res = evaluate_lengths(model, tokens, 32, factors=(2,), scaling={"name": "yarn", "factor": 8.0})
+    assert res[0].scaling == {"name": "yarn", "factor": 8.0, "original_max_seq_len": 32}  # an explicit factor is kept
+    m = metrics_from(res, 32, prefix="extrapolation/yarn")
+    assert set(m) == {"extrapolation/yarn/train_length", "extrapolation/yarn/ppl@2x", "extrapolation/yarn/loss@2x"}
+
+
+@pytest.mark.parametrize("position", ["alibi", "learned"])
+def test_scaling_a_model_without_rotary_frequencies_fails_naming_the_key(
+        make_tiny_config: Callable[..., dict[str, Any]], tokens: torch.Tensor, position: str) -> None:
+    from src.models import ConfigError
+
+    model = build_model(make_tiny_config(max_seq_len=32, position={"name": position}))
+    with pytest.raises(ConfigError, match=rf"model.position.scaling is RoPE frequency scaling .* model/position={position}"):
+        evaluate_lengths(model, tokens, 32, factors=(1, 2), scaling="linear")
+    with pytest.raises(ConfigError, match="model.position.scaling.name='ntk' is not a RoPE scaling type"):
+        evaluate_lengths(build_model(make_tiny_config(position={"name": "rope"})), tokens, 32, factors=(1,), scaling="ntk")
