@@ -148,7 +148,7 @@ def test_perplexity_on_a_data_source_and_on_token_bins(scorer: Scorer, hf_model,
     nll, n = hf_reference.window_nll(hf_model, ids, 64, 32)
     assert by_source.metrics["ppl"] == pytest.approx(math.exp(nll / n), rel=1e-4)
 
-    write_token_dir({"train": [text], "val": [text]}, scorer.tokenizer, tmp_path / "bins", source="text", separate=False)
+    write_token_dir({"train": [text], "val": [text], "test": [text]}, scorer.tokenizer, tmp_path / "bins", source="text", separate=False)
     task = build_benchmark("owt", {"task": "perplexity", "source": {"name": "bin", "dir": str(tmp_path / "bins")}, "split": "val",
                               "context_length": 64, "stride": 32})
     by_bin = task.run(scorer)
