@@ -16,7 +16,7 @@ from rich.tree import Tree
 from torch import nn
 
 from src.inspection.params import describe
-from src.models.components import FFNS, MASKS, NORMS, PLACEMENTS, POSITIONS
+from src.models.components import FFNS, MASKS, NORMS, PLACEMENTS, POSITIONS, QK_NORMS
 from src.models.components.attention import MultiHeadAttention
 from src.models.config import ModelConfig
 from src.models.families import FAMILIES
@@ -36,6 +36,8 @@ def _node_label(name: str, path: str, module: nn.Module, tied: dict[str, str]) -
         extra = f"{module.n_head} heads × {module.head_dim}"
         if module.n_kv_head != module.n_head:
             extra += f", {module.n_kv_head} KV heads"
+        if module.q_norm is not None:
+            extra += ", QK-norm"
         label += f" {extra}" + (" (cross)" if module.cross else "")
     elif isinstance(module, (nn.Linear, nn.Embedding)):
         label += f" {describe(module)}"
@@ -117,15 +119,33 @@ def _heads_text(cfg: ModelConfig) -> str:
     return text
 
 
+def _attention_extras(cfg: ModelConfig) -> str:
+    """QK-norm and a score scale other than 1/√d_head, as lines of an attention node."""
+    qk = QK_NORMS.build(cfg.qk_norm, **cfg.component_context()).describe()
+    lines = ([qk] if qk else []) + ([f"scores × {cfg.attn_scale:g} (not 1/√{cfg.head_dim})"] if cfg.attn_scale is not None else [])
+    return "".join(f"<br/>{line}" for line in lines)
+
+
+def _position_text(cfg: ModelConfig) -> str | None:
+    """What the position does inside attention, with a RoPE scaling when there is one."""
+    text = POSITIONS.get(cfg.position["name"]).in_attention
+    scaling = cfg.position.get("scaling")
+    if text and scaling:
+        text += f"<br/>scaling: {scaling['name']} ×{scaling.get('factor', 1):g}"
+    return text
+
+
 def _block(flow: _Flow, p: str, cfg: ModelConfig, x: str, attn_kind: str, cross: bool, memory: str | None) -> str:
     """Draw one block starting from node ``x`` with the placement's own ``drawing``; return the
     block's output node. ``p`` prefixes ids."""
-    in_attn = POSITIONS.get(cfg.position["name"]).in_attention
-    sublayers = [("attn", f"{attn_kind} self-attention<br/>{_heads_text(cfg)}" + (f"<br/>{in_attn}" if in_attn else ""))]
+    in_attn = _position_text(cfg)
+    extras = _attention_extras(cfg)
+    sublayers = [("attn", f"{attn_kind} self-attention<br/>{_heads_text(cfg)}" + (f"<br/>{in_attn}" if in_attn else "") + extras)]
     if cross:
-        sublayers.append(("cross", f"cross-attention<br/>Q ← decoder, K/V ← encoder<br/>{_heads_text(cfg)}"))
+        sublayers.append(("cross", f"cross-attention<br/>Q ← decoder, K/V ← encoder<br/>{_heads_text(cfg)}{extras}"))
     sublayers.append(("ffn", _ffn_text(cfg)))
-    steps = PLACEMENTS.get(cfg.norm_placement).drawing
+    placement = PLACEMENTS.get(cfg.norm_placement)
+    steps = placement.drawing
     norm = _norm_name(cfg)
     cur = x
     for i, (key, text) in enumerate(sublayers, start=1):
@@ -134,7 +154,7 @@ def _block(flow: _Flow, p: str, cfg: ModelConfig, x: str, attn_kind: str, cross:
             if step == "add":
                 node = flow.node(f"{p}_add{i}", "+", "add")
                 flow.edge(cur, node)
-                flow.edge(start, node, "residual", dotted=True)
+                flow.edge(start, node, placement.residual, dotted=True)
             elif step == "sublayer":
                 node = flow.node(f"{p}_{key}", text)
                 flow.edge(cur, node)
@@ -175,13 +195,14 @@ def _embeddings(flow: _Flow, p: str, cfg: ModelConfig, ids_text: str, shared: bo
 def _stack(flow: _Flow, p: str, cfg: ModelConfig, x: str, n_layer: int, title: str, attn_kind: str,
            cross: bool = False, memory: str | None = None) -> str:
     """A subgraph with one block (×n_layer), then the final norm when the placement has one."""
-    flow.lines.append(f'    subgraph {p}["{title} block × {n_layer} ({cfg.norm_placement}-norm)"]')
+    placement = PLACEMENTS.get(cfg.norm_placement)
+    flow.lines.append(f'    subgraph {p}["{title} block × {n_layer} ({placement.title or cfg.norm_placement})"]')
     flow.lines.append("    direction TB")
     block_in = flow.node(f"{p}_in", "x [B, T, C]" if not cross else "y [B, T, C]", "round")
     out = _block(flow, p, cfg, block_in, attn_kind, cross, memory)
     flow.lines.append("    end")
     flow.edge(x, block_in)
-    if PLACEMENTS.get(cfg.norm_placement).final_norm:
+    if placement.final_norm:
         final = flow.node(f"{p}_final", f"final {_norm_name(cfg)}")
         flow.edge(out, final)
         out = final
@@ -209,7 +230,8 @@ def model_mermaid(cfg: ModelConfig) -> str:
             then = flow.node("transform", stack.then.format(norm=_norm_name(cfg)))
             flow.edge(out, then)
             out = then
-    head = flow.node("head", f"LM head<br/>{cfg.d_model} → {cfg.vocab_size}{tied}")
+    scaled = f"<br/>input × d_model^-0.5" if cfg.scale_head else ""
+    head = flow.node("head", f"LM head<br/>{cfg.d_model} → {cfg.vocab_size}{tied}{scaled}")
     logits = flow.node("logits", "logits [B, T, V]", "io")
     flow.edge(out, head)
     flow.edge(head, logits)

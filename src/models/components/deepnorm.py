@@ -43,6 +43,7 @@ def deepnorm_constants(encoder_layers: int, decoder_layers: int, stack: str) -> 
 
 @PLACEMENTS.register("deepnorm")
 class DeepNorm(Residual):
+    title = "DeepNorm"
     final_norm = False
     drawing = ("sublayer", "add", "norm")
     residual = "residual × α"

@@ -51,8 +51,9 @@ class Residual(nn.Module):
     #: For diagrams: the steps from the stream to the sublayer's output, in order ("norm", "sublayer",
     #: "add" joins the residual; any other word is drawn as a node of that name).
     drawing: ClassVar[tuple[str, ...]] = ()
-    #: For diagrams: the label of the residual (skip) connection.
+    #: For diagrams: the label of the residual (skip) connection, and the placement's name ("" = its registered name).
     residual: ClassVar[str] = "residual"
+    title: ClassVar[str] = ""
 
     def forward(self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
         """x: [B, T, C] -> [B, T, C]."""
@@ -69,6 +70,7 @@ class Residual(nn.Module):
 @PLACEMENTS.register("pre")
 class PreNorm(Residual):
     final_norm = True
+    title = "pre-norm"
     drawing = ("norm", "sublayer", "add")
 
     def forward(self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
@@ -78,6 +80,7 @@ class PreNorm(Residual):
 @PLACEMENTS.register("post")
 class PostNorm(Residual):
     final_norm = False
+    title = "post-norm"
     drawing = ("sublayer", "add", "norm")
 
     def forward(self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]) -> Tensor:

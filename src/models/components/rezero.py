@@ -21,6 +21,7 @@ from src.models.components.residual import PLACEMENTS, Residual
 
 @PLACEMENTS.register("rezero")
 class ReZero(Residual):
+    title = "ReZero"
     final_norm = False
     uses_norm = False
     drawing = ("sublayer", "× α (0 at init)", "add")

@@ -21,6 +21,7 @@ from src.models.components.residual import PLACEMENTS, Residual
 
 @PLACEMENTS.register("sandwich")
 class SandwichNorm(Residual):
+    title = "sandwich norm"
     final_norm = True
     drawing = ("norm", "sublayer", "norm", "add")
 
