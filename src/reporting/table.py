@@ -25,6 +25,8 @@ from src.reporting.tuning import TunedVariant
 
 #: Secondary metrics reported when the runs have them and no protocol names its own (fnmatch patterns).
 DEFAULT_SECONDARY = ("extrapolation/ppl@*", "*/bleu", "*/chrf", "grad_norm/*.last_over_first")
+#: Overrides that ``python -m src.study`` solves per variant under flops / tokens matching (not factors).
+MATCHED_KEYS = ("trainer.max_steps",)
 
 
 @dataclass
@@ -182,10 +184,13 @@ def build_report(tuned: Sequence[TunedVariant], varying: Sequence[str], shared: 
     comps: list[Comparison] = []
     pairs = [(i, baseline) for i in range(len(rows)) if i != baseline]
     if protocol.comparisons == "one_factor":
+        # under flops / tokens matching each variant carries its solved trainer.max_steps (python -m src.study):
+        # a consequence of the factors, not a factor of its own
+        keys = [k for k in varying if not (k in MATCHED_KEYS and protocol.match in ("flops", "tokens"))]
         for i in range(len(rows)):
             for j in range(i + 1, len(rows)):
                 a, b = rows[i].variant.values(), rows[j].variant.values()
-                if baseline not in (i, j) and sum(a.get(k) != b.get(k) for k in varying) == 1:
+                if baseline not in (i, j) and sum(a.get(k) != b.get(k) for k in keys) == 1:
                     pairs.append((j, i))
     for i, j in pairs:
         for key in [metric, *sec]:

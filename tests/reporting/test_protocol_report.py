@@ -181,3 +181,21 @@ def test_tune_flag_without_a_declared_protocol(tmp_path: Path) -> None:
     untuned = make_report([tmp_path / "sweep"], tmp_path / "out2")  # no --tune: the lr defines variants
     assert len(untuned.report.rows) == 6 and all(r.primary.n == 3 for r in untuned.report.rows)
     json.loads(json.dumps(read_csv(untuned.csv)))  # plain strings
+
+
+def test_one_factor_pairs_under_flops_matching(tmp_path: Path) -> None:
+    """Under flops matching every variant runs its own solved trainer.max_steps (python -m src.study);
+    the steps follow from the factors, so pairs that differ in one factor are still compared."""
+    proto = {"factors": ["model/ffn", "model/norm"], "design": "grid", "seeds": [1, 2], "match": "flops",
+             "baseline": "model/ffn=gelu,model/norm=layernorm", "comparisons": "one_factor"}
+    steps = {("gelu", "layernorm"): 100, ("gelu", "rmsnorm"): 101, ("swiglu", "layernorm"): 97, ("swiglu", "rmsnorm"): 98}
+    for (ffn, norm), n in steps.items():
+        for seed in (1, 2):
+            write_run(tmp_path / "s", [f"model/ffn={ffn}", f"model/norm={norm}", f"trainer.max_steps={n}", f"seed={seed}"],
+                      config={"protocol": proto}, metrics=completed(2.0, 2.0 + 0.01 * seed + 0.1 * (ffn == "swiglu")))
+    report = make_report([tmp_path / "s"], tmp_path / "out").report
+    pairs = {(c.variant, c.reference) for c in report.comparisons}
+    label = lambda ffn, norm: f"model/ffn={ffn}, model/norm={norm}, trainer.max_steps={steps[ffn, norm]}"  # noqa: E731
+    assert pairs == {(label(*v), label("gelu", "layernorm")) for v in steps if v != ("gelu", "layernorm")} | {
+        (label("swiglu", "rmsnorm"), label("gelu", "rmsnorm")), (label("swiglu", "rmsnorm"), label("swiglu", "layernorm"))}
+    assert report.m == 5  # Holm's family: the 3 baseline comparisons and the 2 one-factor pairs
