@@ -55,14 +55,16 @@ def main(argv: Sequence[str] | None = None) -> ReportFiles:
     p.add_argument("--extra", nargs="*", default=None,
                    help="secondary metrics (metrics.json keys or fnmatch patterns; default: the protocol's, else "
                         + " ".join(DEFAULT_SECONDARY) + ")")
-    p.add_argument("--ignore", nargs="*", default=list(IGNORED_KEYS),
-                   help="override keys (a trailing '.' = prefix) that do not define a variant (default: seed, hydra., …)")
+    p.add_argument("--ignore", nargs="*", default=[],
+                   help="more override keys (a trailing '.' = prefix) that do not define a variant, besides "
+                        + ", ".join(IGNORED_KEYS))
     p.add_argument("--title", default=None)
     args = p.parse_args(argv)
     try:
         files = make_report(args.dirs, args.out, tune=args.tune, baseline=args.baseline, metric=args.metric,
                             select=args.select, design=args.design, equivalence_margin=args.equivalence_margin,
-                            comparisons=args.comparisons, alpha=args.alpha, extra=args.extra, ignore=args.ignore,
+                            comparisons=args.comparisons, alpha=args.alpha, extra=args.extra,
+                            ignore=[*IGNORED_KEYS, *args.ignore],
                             title=args.title)
     except (ProtocolError, ValueError, FileNotFoundError) as e:
         p.exit(2, f"python -m src.report: {e}\n")

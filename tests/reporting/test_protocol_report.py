@@ -199,3 +199,28 @@ def test_one_factor_pairs_under_flops_matching(tmp_path: Path) -> None:
     assert pairs == {(label(*v), label("gelu", "layernorm")) for v in steps if v != ("gelu", "layernorm")} | {
         (label("swiglu", "rmsnorm"), label("gelu", "rmsnorm")), (label("swiglu", "rmsnorm"), label("swiglu", "layernorm"))}
     assert report.m == 5  # Holm's family: the 3 baseline comparisons and the 2 one-factor pairs
+
+
+def test_the_command_line_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m src.report <sweep dir>… --tune optim.lr --baseline <override>`` on a sweep that declares no
+    protocol; --ignore adds keys to the ignored ones (the seed still never defines a variant)."""
+    from src.report import main
+
+    root = grid_sweep(tmp_path / "sweep", protocol=None)
+    for run in root.iterdir():  # a bookkeeping override that varies between seeds
+        overrides = run / ".hydra" / "overrides.yaml"
+        overrides.write_text(overrides.read_text() + f"- data.num_workers={int(run.name[-1]) % 2}\n")
+    assert len(make_report([root], tmp_path / "split", tune=["optim.lr"]).report.rows) == 4  # it splits the variants
+    files = main([str(root), "--tune", "optim.lr", "--baseline", "model/ffn=gelu", "--ignore", "data.num_workers",
+                  "--out", str(tmp_path / "out")])
+    assert "wrote" in capsys.readouterr().out
+    table = read_csv(files.csv)
+    assert [r["variant"] for r in table] == ["model/ffn=gelu", "model/ffn=swiglu"]
+    assert list(table[0]) == [*REPORT_COLUMNS, "optim.lr"] and [r["optim.lr"] for r in table] == ["0.002", "0.004"]
+    assert table[0]["verdict"] == "baseline" and int(table[1]["n_seeds"]) == 3
+    assert {p.name for p in (tmp_path / "out").iterdir()} >= {"report.md", "report.csv", "runs.csv", "comparisons.csv",
+                                                             "tuning.csv", "references.csv", "tuning_optim_lr.png",
+                                                             "loss_vs_tokens.png"}
+    with pytest.raises(SystemExit) as exit_info:  # a baseline that names no variant: one clear line, status 2
+        main([str(root), "--tune", "optim.lr", "--baseline", "model/ffn=relu", "--out", str(tmp_path / "out")])
+    assert exit_info.value.code == 2 and "--baseline 'model/ffn=relu' matches no variant" in capsys.readouterr().err
