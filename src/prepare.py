@@ -31,6 +31,7 @@ from src.data.sources.base import LMSource
 from src.data.sources.openwebtext import BinDir
 from src.data.tokenizers import build_tokenizer
 from src.reliability.cli import clean_errors
+from src.reliability.output_dir import check_output_dir
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,9 @@ def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | 
     if not overwrite and (meta := read_meta(out)) is not None:
         log.info("%s is already prepared (%s); pass overwrite=true to redo it", out, meta["tokens"])
         return out
+    # a file there, a path under a file, /proc/x, read-only: one clear error before any tokenizing
+    key = "out_dir" if out_dir else ("data.dir" if isinstance(source, BinDir) else "data.cache_dir")
+    check_output_dir(out, key)
     meta = write_token_dir(
         text.splits(), tokenizer, out, source=text.name, separate=text.separate_documents, fingerprint=text.fingerprint(),
         num_proc=int(num_proc), encode=partial(encode_sharded, shard_docs=int(shard_docs)),

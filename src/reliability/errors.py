@@ -59,12 +59,12 @@ MESSAGES: dict[str, str] = {
     ),
     # ---------------------------------------------------------------- run directory (RunConfigError, before any job)
     "output_is_file": (
-        "{key}={path} is an existing file, not a directory; give the run a directory (Hydra creates it if needed), "
+        "{key}={path} is an existing file, not a directory; give a directory (it is created if needed), "
         "e.g. {key}={path}_run"
     ),
-    "output_under_file": "{key}={path} cannot be created: {parent} is a file, not a directory; give the run a directory outside it",
+    "output_under_file": "{key}={path} cannot be created: {parent} is a file, not a directory; give a directory outside it",
     "output_unwritable": (
-        "{key}={path} cannot be created or written ({reason}); give the run a directory you can write to, "
+        "{key}={path} cannot be created or written ({reason}); give a directory you can write to, "
         "e.g. {key}=outputs/my_run"
     ),
     # ---------------------------------------------------------------- checkpoints (CheckpointError)

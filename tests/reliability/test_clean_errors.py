@@ -87,9 +87,9 @@ def test_a_failed_sweep_job_is_one_message_and_the_others_run(runs: dict[str, An
 
 @pytest.mark.parametrize(("name", "message"), [
     ("run_dir_proc", "hydra.run.dir=/proc/tlab-x cannot be created or written (No such file or directory: "
-                     "/proc/tlab-x); give the run a directory you can write to, e.g. hydra.run.dir=outputs/my_run"),
-    ("run_dir_file", "hydra.run.dir={root}/a_file is an existing file, not a directory; give the run a directory "
-                     "(Hydra creates it if needed), e.g. hydra.run.dir={root}/a_file_run"),
+                     "/proc/tlab-x); give a directory you can write to, e.g. hydra.run.dir=outputs/my_run"),
+    ("run_dir_file", "hydra.run.dir={root}/a_file is an existing file, not a directory; give a directory "
+                     "(it is created if needed), e.g. hydra.run.dir={root}/a_file_run"),
     ("generate_temperature", "GenerationError: temperature=-1 is invalid: 0 or more (0 = greedy; below 1 sharper, "
                              "above 1 flatter)"),
     ("generate_ckpt_dir", "CheckpointError: {root}/run_dir is a directory, not a checkpoint file; give one of its "
@@ -159,3 +159,21 @@ def test_evaluation_paths_say_directory_or_missing(tmp_path: Path) -> None:
     assert str(info.value) == f"'{tmp_path}' is a directory, not a file; give a text or JSON-lines file (.gz/.bz2/.xz too)"
     with pytest.raises(FileNotFoundError, match=r"no such file: '.*nope.txt'"):  # still a FileNotFoundError
         open_text(tmp_path / "nope.txt")
+
+
+def test_prepare_checks_its_output_directory_before_tokenizing(tmp_path: Path) -> None:
+    """src.prepare writes to out_dir (or data.dir, or the token cache): a file there or a path under a
+    file is one clear error before any tokenizing (was: a raw FileExistsError / NotADirectoryError)."""
+    from src.prepare import prepare
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("hello world, the cat sat on the mat.\n" * 4)
+    (tmp_path / "f").write_text("")
+    data = {"name": "text", "paths": [str(corpus)], "cache_dir": str(tmp_path / "cache")}
+    for out, code, extra in ((tmp_path / "f", "output_is_file", {}),
+                             (tmp_path / "f" / "sub", "output_under_file", {"parent": tmp_path / "f"})):
+        with pytest.raises(RunConfigError) as info:
+            prepare(data, {"name": "char"}, out_dir=str(out), num_proc=1)
+        assert str(info.value) == MESSAGES[code].format(key="out_dir", path=out, **extra)
+    assert prepare(data, {"name": "char"}, out_dir=str(tmp_path / "ok"), num_proc=1) == tmp_path / "ok"
+    assert (tmp_path / "ok" / "train.bin").is_file()
