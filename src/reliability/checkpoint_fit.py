@@ -129,15 +129,22 @@ def _allowed(key: str, allowed: Sequence[str]) -> bool:
     return any(key == a or key.startswith(f"{a}.") for a in allowed)
 
 
+def allow_list(cfg: Mapping[str, Any]) -> list[str]:
+    """``resume.allow_config_change``, checked: a list of config keys or nodes (``CheckpointError`` otherwise;
+    ``validate_run_config`` calls it too, so a bad value fails before anything is built)."""
+    allowed = (cfg.get("resume") or {}).get("allow_config_change") or []
+    if isinstance(allowed, (str, Mapping)) or not all(isinstance(a, str) and a for a in allowed):
+        raise CheckpointError("bad_allow_list", value=allowed)
+    return list(allowed)
+
+
 def check_same_run(checkpoint: Mapping[str, Any], current_cfg: Mapping[str, Any] | None, *, path: str) -> None:
     """``CheckpointError('resume_config_changed')`` unless the checkpoint was trained with the same
     ``RUN_KEYS`` as ``current_cfg`` (up to ``current_cfg.resume.allow_config_change``)."""
     saved = (checkpoint.get("hyper_parameters") or {}).get("cfg")
     if not isinstance(saved, Mapping) or not isinstance(current_cfg, Mapping):
         return  # not written by src.train: the state-dict check below still applies
-    allowed = (current_cfg.get("resume") or {}).get("allow_config_change") or []
-    if isinstance(allowed, str) or not all(isinstance(a, str) for a in allowed):
-        raise CheckpointError("bad_allow_list", value=allowed)
+    allowed = allow_list(current_cfg)
     diffs = run_differences(saved, current_cfg)
     blocked = [d for d in diffs if not _allowed(d[0], allowed)]
     if blocked:

@@ -18,7 +18,8 @@ Checks, in order (the first failure is raised):
    and scheduler names;
 5. trainer: argument names, accelerator / strategy / devices / precision against the hardware
    (FSDP on CPU, more GPUs than visible, fp16 on CPU, bf16 on a GPU without it), callbacks
-   that need a logger, ``ckpt_path`` exists, ``reliability`` settings.
+   that need a logger, callback/logger keys against their classes, ``ckpt_path`` exists,
+   ``reliability`` and ``resume`` keys and values.
 
 Checks that need built objects stay where the objects are: the tokenizer's vocabulary against
 ``model.vocab_size`` (``src.training.setup.resolve_vocab``), data files and their contents
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from src.plain import to_plain
+from src.reliability.checkpoint_fit import allow_list
 from src.reliability.checkpoint_io import checkpoint_file
 from src.reliability.errors import MESSAGES, CheckpointError, RunConfigError
 
@@ -263,7 +265,7 @@ def _check_optimisation(plain: Mapping[str, Any]) -> None:
 
     optim = plain.get("optim") or {}
     check_optim(optim)  # OptimConfigError: optim.lr=-1, optim.lr=abc, betas, eps …
-    max_steps = (plain.get("trainer") or {}).get("max_steps")
+    max_steps = _max_steps(plain.get("trainer") or {})  # before the schedule reads it as its horizon
     check_scheduler(plain.get("scheduler") or {"name": "none"}, optim["lr"], max_steps)
     seed = plain.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -354,7 +356,10 @@ def _check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
         raise RunConfigError("bad_value", key="trainer.devices", value=devices,
                              fix="at least 1 (a number of devices), a list of GPU indices, -1 or auto")
     if not on_gpu:
+        _check_cpu_devices(devices)
         _warn_cpu_oversubscribed(devices, hw)
+    elif isinstance(devices, int) and not isinstance(devices, bool) and devices < -1:
+        _fail("trainer.devices", devices, "a number of GPUs, 1 or more, a list of GPU indices, -1 (all) or auto")
     accepted = _precisions()
     if str(precision) not in accepted:
         raise RunConfigError("bad_value", key="trainer.precision", value=precision, fix=f"use one of {', '.join(accepted)}")
@@ -362,18 +367,15 @@ def _check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
         raise RunConfigError("fp16_on_cpu", value=precision)
     if on_gpu and precision in _BF16 and not hw.bf16_supported:
         raise RunConfigError("bf16_unsupported", value=precision, device=hw.device_name)
-    for key in ("max_steps",):
-        v = t.get(key)
-        if v is not None and (not isinstance(v, int) or (v < 1 and v != -1)):
-            raise RunConfigError("bad_value", key=f"trainer.{key}", value=v,
-                                 fix="a positive number of optimizer steps, or -1 (use max_epochs)")
+    _max_steps(t)
     acc = t.get("accumulate_grad_batches", 1)
     _positive_int("trainer.accumulate_grad_batches", acc, "a positive number of batches per optimizer step")
     _positive_int("trainer.num_nodes", t.get("num_nodes", 1), "a positive number of machines")
     _positive_int("trainer.log_every_n_steps", t.get("log_every_n_steps", 50), "log every this many steps, 1 or more")
     epochs = t.get("max_epochs")
-    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < -1):
-        _fail("trainer.max_epochs", epochs, "a number of epochs, -1 (no limit: max_steps decides) or null")
+    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs == 0 or epochs < -1):
+        # 0 would end fit() before its first step, with status 0
+        _fail("trainer.max_epochs", epochs, "a number of epochs, 1 or more, -1 (no limit: max_steps decides) or null")
     interval = t.get("val_check_interval")
     if interval is not None and not _fraction_or_count(interval, zero=False):
         _fail("trainer.val_check_interval", interval, "a number of steps (1 or more) or a fraction of an epoch in (0, 1]")
@@ -383,6 +385,25 @@ def _check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
     clip = t.get("gradient_clip_val")
     if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not 0 <= clip < float("inf")):
         _fail("trainer.gradient_clip_val", clip, "a gradient norm (or value) limit, 0 or more, or null (no clipping)")
+
+
+def _max_steps(t: Mapping[str, Any]) -> Any:
+    """``trainer.max_steps``, checked (the schedule's default horizon: checked before it is read)."""
+    v = t.get("max_steps")
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or (v < 1 and v != -1)):
+        raise RunConfigError("bad_value", key="trainer.max_steps", value=v,
+                             fix="a positive number of optimizer steps, or -1 (use max_epochs)")
+    return v
+
+
+def _check_cpu_devices(devices: Any) -> None:
+    """On CPU, Lightning takes a number of processes only (-1 and lists raise a bare TypeError there)."""
+    if devices in ("auto", None) or (isinstance(devices, int) and not isinstance(devices, bool) and devices >= 1):
+        return
+    if isinstance(devices, str) and devices.strip().isdigit() and int(devices) >= 1:
+        return
+    _fail("trainer.devices", devices, "on CPU a number of processes, 1 or more, or auto (GPU indices and -1 "
+          "are for trainer.accelerator=gpu)")
 
 
 def _fraction_or_count(value: Any, *, zero: bool) -> bool:
@@ -433,10 +454,34 @@ def _check_callbacks(plain: Mapping[str, Any]) -> None:
                                      fix=f"it cannot be imported ({reason}); give a dotted path to a class") from None
             if group == "callbacks" and not loggers and getattr(target, "__name__", "") == "LearningRateMonitor":
                 raise RunConfigError("logger_needed", name=name, target=node["_target_"], logger="none")
+            _check_target_keys(f"{group}.{name}", node, target)
+
+
+def _check_target_keys(key: str, node: Mapping[str, Any], target: Any) -> None:
+    """Keys of a ``_target_`` node against the target's arguments (``+logger.csv.nme=x`` would end in a bare
+    ``TypeError`` when it is instantiated); a target taking ``**kwargs`` accepts anything."""
+    try:
+        params = inspect.signature(target).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check against
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    for k, value in node.items():
+        if not str(k).startswith("_") and k not in params:
+            raise RunConfigError("unknown_key", key=f"{key}.{k}", value=value, where=node["_target_"],
+                                 accepted=", ".join(params))
 
 
 def _check_run_keys(plain: Mapping[str, Any]) -> None:
+    allow_list(plain)  # CheckpointError bad_allow_list: resume.allow_config_change=model (not a list)
     rel = dict(plain.get("reliability") or {})
+    for node, where, accepted in (("reliability", "conf/reliability/default.yaml",
+                                   _yaml_keys(CONF_DIR / "reliability" / "default.yaml")),
+                                  ("resume", "conf/train.yaml", ("allow_config_change",))):
+        for key, value in (plain.get(node) or {}).items():
+            if accepted is not None and key not in accepted:  # +reliability.nonfinit=skip would change nothing
+                raise RunConfigError("unknown_key", key=f"{node}.{key}", value=value, where=where,
+                                     accepted=", ".join(accepted))
     action = rel.get("nonfinite", "stop")
     if action not in NONFINITE_ACTIONS:
         raise RunConfigError("bad_value", key="reliability.nonfinite", value=action,
