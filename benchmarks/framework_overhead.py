@@ -15,10 +15,13 @@ Repeats alternate framework / bare; the median steady-state step time is reporte
 Overhead = framework step time / bare step time − 1 (target ≤ 5%).
 
     python benchmarks/framework_overhead.py          # GPT-2-shaped 4 layers d 256 T 256 B 4, and the tiny quickstart model
+    python benchmarks/framework_overhead.py --shapes "tiny, char vocab" --profile "tiny, char vocab"   # + where the ms go
     python benchmarks/framework_overhead.py --quick  # smoke run
 """
 from __future__ import annotations
 
+import cProfile
+import pstats
 import sys
 import tempfile
 import time
@@ -43,15 +46,24 @@ SHAPES = {
 
 class StepTimer(pl.Callback):
     """Records (wall, process CPU) time at the start of every training batch (class-level,
-    read back by the benchmark)."""
+    read back by the benchmark); with ``profile_window = (first, last)`` set, a ``cProfile``
+    profile runs from the start of batch ``first`` to the start of batch ``last``."""
 
     starts: list[tuple[float, float]] = []
+    profile_window: tuple[int, int] | None = None
+    profiler: cProfile.Profile | None = None
 
     def __init__(self) -> None:
         StepTimer.starts = []
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:  # noqa: ANN001
+        i = len(StepTimer.starts)
+        if StepTimer.profile_window is not None and i == StepTimer.profile_window[1] and StepTimer.profiler:
+            StepTimer.profiler.disable()
         StepTimer.starts.append((time.perf_counter(), time.process_time()))
+        if StepTimer.profile_window is not None and i == StepTimer.profile_window[0]:
+            StepTimer.profiler = cProfile.Profile()
+            StepTimer.profiler.enable()
 
 
 def parse_args(argv: list[str] | None = None):
@@ -60,10 +72,16 @@ def parse_args(argv: list[str] | None = None):
                    help=f"semicolon-separated, from: {'; '.join(SHAPES)}")
     p.add_argument("--steps", type=int, default=None, help="timed steps per repeat (default per shape)")
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--profile", default=None, metavar="SHAPE",
+                   help="also profile (cProfile) one framework run and one bare run of this shape and print where "
+                        "the milliseconds of a step go")
+    p.add_argument("--profile-rows", type=int, default=30)
     args = p.parse_args(argv)
     if args.quick:
         args.shapes, args.steps, args.warmup = "toy", 3, 1
     args.repeats = args.repeats or (1 if args.quick else 3)
+    if args.profile is not None and args.profile not in SHAPES:
+        p.error(f"--profile {args.profile!r}: choose from {'; '.join(SHAPES)}")
     return args
 
 
@@ -95,8 +113,9 @@ def framework_run(cfg, warmup: int, steps: int) -> tuple[float, float]:
     return (w1 - w0) / steps, (c1 - c0) / steps
 
 
-def bare_run(cfg, warmup: int, steps: int) -> tuple[float, float]:
-    """(wall, CPU) seconds per step of a plain loop over the same pieces."""
+def bare_run(cfg, warmup: int, steps: int, profiler: cProfile.Profile | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds per step of a plain loop over the same pieces (profiled over the
+    timed steps when ``profiler`` is given)."""
     from src.optim import build_optimizer, build_scheduler
     from src.training.runner import configure_backends
     from src.training.setup import build_run
@@ -114,6 +133,8 @@ def bare_run(cfg, warmup: int, steps: int) -> tuple[float, float]:
     for i in range(warmup + steps):
         if i == warmup:
             t0, c0 = time.perf_counter(), time.process_time()
+            if profiler is not None:
+                profiler.enable()
         tokens = next(it)["tokens"]  # [B, T+1]
         loss = model(tokens[:, :-1], labels=tokens).loss  # what src.tasks.causal_lm computes
         loss.backward()
@@ -122,7 +143,51 @@ def bare_run(cfg, warmup: int, steps: int) -> tuple[float, float]:
         if sched is not None:
             sched.step()
         opt.zero_grad(set_to_none=True)
+    if profiler is not None:
+        profiler.disable()
     return (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
+
+
+def _where(path: str) -> str:
+    """A profile row's file, shortened: ``lightning/…``, ``src/…``, ``torch/…``."""
+    for marker in ("site-packages/", str(REPO_ROOT) + "/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return path
+
+
+def profile(args, name: str, tmp: Path) -> dict:
+    """cProfile of the steady-state steps of one framework run and one bare run of shape ``name``:
+    the per-step milliseconds of the largest cumulative entries (the profiler's own cost inflates
+    Python-heavy code, so read the framework-only rows against each other and the two totals)."""
+    steps = args.steps or 200
+    cfg = compose(SHAPES[name], args.warmup + steps + 1, tmp / "profile", tmp / "cache")
+    from benchmarks.framework_overhead import StepTimer as timer  # the class Hydra instantiates (not __main__'s)
+
+    timer.profile_window = (args.warmup, args.warmup + steps)
+    try:
+        fw_wall, _ = framework_run(cfg, args.warmup, steps)
+        fw_prof = timer.profiler
+    finally:
+        timer.profile_window, timer.profiler = None, None
+    bare_prof = cProfile.Profile()
+    bare_wall, _ = bare_run(cfg, args.warmup, steps, bare_prof)
+    assert fw_prof is not None
+    stats = pstats.Stats(fw_prof).stats  # {(file, line, func): (calls, ncalls, tottime, cumtime, callers)}
+    bare = {k: v[3] for k, v in pstats.Stats(bare_prof).stats.items()}
+    rows = []
+    for (path, line, func), (_, ncalls, tottime, cumtime, _) in sorted(stats.items(), key=lambda kv: -kv[1][3]):
+        if len(rows) >= args.profile_rows:
+            break
+        where = f"{_where(path)}:{line}" if line else "(built-in)"
+        bare_ms = bare.get((path, line, func))
+        rows.append([func, where, f"{ncalls / steps:.3g}", f"{1e3 * cumtime / steps:.3f}", f"{1e3 * tottime / steps:.3f}",
+                     "-" if bare_ms is None else f"{1e3 * bare_ms / steps:.3f}"])
+    print(f"\n### Profile: {name}, {steps} steady-state steps, cProfile (ms per step)\n")
+    print(f"- profiled step: framework {1e3 * fw_wall:.2f} ms, bare loop {1e3 * bare_wall:.2f} ms "
+          f"(the profiler's cost included; unprofiled figures in the table above)\n")
+    print(table(["function", "where", "calls/step", "framework cum ms", "framework self ms", "bare cum ms"], rows))
+    return {"framework_s": fw_wall, "bare_s": bare_wall, "stats": stats}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -185,6 +250,9 @@ def _run(args) -> dict:
     for name, r in result.items():
         print(f"{name}: framework/bare step time, wall {verdict(r['ratio'], TARGET, higher_is_better=False)}; "
               f"CPU {verdict(r['cpu_ratio'], TARGET, higher_is_better=False)}")
+    if args.profile:
+        with tempfile.TemporaryDirectory() as tmp:
+            result["profile"] = profile(args, args.profile, Path(tmp))
     return result
 
 

@@ -99,12 +99,16 @@ def test_framework_overhead_quick(capsys: pytest.CaptureFixture[str], tmp_path: 
     from benchmarks import framework_overhead
 
     monkeypatch.setenv("TRANSFORMER_LAB_CACHE", str(tmp_path))
-    res = framework_overhead.main(["--quick"])
+    res = framework_overhead.main(["--quick", "--profile", "toy", "--profile-rows", "200"])
     out = capsys.readouterr().out
     _header_ok(out)
     rows = _table_rows(out, "model")
     assert rows[0][0] == "toy" and rows[0][-2].endswith("%")  # overhead (wall), overhead (CPU), CPU ms/step
     assert res["toy"]["framework_s"] > 0 and res["toy"]["bare_s"] > 0
+    # the profile covers the framework's steady-state steps: our training_step once per step
+    prof = {(r[0], r[1].rsplit(":", 1)[0]): r for r in _table_rows(out, "function")}
+    assert prof[("training_step", "src/tasks/base.py")][2] == "1"  # calls per step
+    assert res["profile"]["framework_s"] > 0 and res["profile"]["bare_s"] > 0
 
 
 def test_gpu_check_cpu_smoke(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -116,10 +120,26 @@ def test_gpu_check_cpu_smoke(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     assert all("error" not in r for r in rep["train"].values())
     assert "| variant | tokens/s | MFU | peak memory GiB |" in out
     assert (tmp_path / "gpu_check.json").exists()
+    top = rep["train"]["eager"]["profile"]  # --no-compile: the eager variant is profiled
+    assert top and all(r["ms_per_step"] > 0 for r in top) and "### Where a step's time goes: eager" in out
 
 
 def test_gpu_check_sh_is_valid_bash() -> None:
     subprocess.run(["bash", "-n", str(REPO_ROOT / "benchmarks" / "gpu_check.sh")], check=True)
+
+
+@pytest.mark.slow
+def test_gpu_check_sh_without_a_gpu_says_so(tmp_path: Path) -> None:
+    """No CUDA device and no --cpu-smoke: exit 3 with one clear line, nothing measured."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is visible")
+    r = subprocess.run(["bash", str(REPO_ROOT / "benchmarks" / "gpu_check.sh")], capture_output=True, text=True,
+                       env={**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable}, timeout=300)
+    assert r.returncode == 3, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "gpu_check: no CUDA device visible to torch: nothing measured" in r.stdout
+    assert "== 1/2" not in r.stdout and not (tmp_path / "gpu_check.json").exists()
 
 
 @pytest.mark.slow
@@ -142,3 +162,45 @@ def test_token_check_quick(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert [r[0] for r in rows] == ["check (warm)", "read (warm)", "check (cold)", "read (cold)"]
     assert all(float(r[1]) > 0 for r in rows)  # seconds
     assert "check/read (cold):" in out and res["ratio"] > 0
+
+
+def test_scaling_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import scaling
+
+    res = scaling.main(["--quick"])
+    out = capsys.readouterr().out
+    _header_ok(out)
+    assert [r["T"] for r in res["seq"]] == [32, 64] and [r["d"] for r in res["width"]] == [32, 64]
+    assert all(r["B"] * r["T"] == 128 for r in res["seq"])  # a constant number of tokens per step
+    assert all(v > 0 for r in res["seq"] + res["width"] for v in r["tps"].values())
+    assert all(r["flops"] > 0 for r in res["seq"])
+    assert [r[0] for r in _table_rows(out, "context")] == ["16", "48"]
+    assert all(r["same"] for r in res["decode"]), "greedy decoding must agree with transformers at every context"
+    assert "decode: speed ours/transformers" in out
+
+
+def test_nanogpt_side_by_side_skips_cleanly_without_nanogpt(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from benchmarks import nanogpt_side_by_side
+
+    res = nanogpt_side_by_side.main(["--anchor", str(tmp_path / "no-nanogpt")])
+    assert "train.py is not at" in res["skipped"]
+    assert capsys.readouterr().out.startswith("nanogpt_side_by_side: skipped:")
+
+
+@pytest.mark.slow
+def test_nanogpt_side_by_side_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    """Both runs, 20 iterations each (about a minute): nanoGPT's own train.py from its files and
+    ours, each evaluated, timed and compared."""
+    from benchmarks import nanogpt_side_by_side
+
+    reason = nanogpt_side_by_side.skip_reason(nanogpt_side_by_side.parse_args(["--quick"]))
+    if reason:
+        pytest.skip(reason)
+    res = nanogpt_side_by_side.main(["--quick"])
+    out = capsys.readouterr().out
+    (pair,) = res["pairs"]
+    assert len(pair["nanoGPT"].evals) >= 2 and len(pair["ours"].evals) >= 2  # evaluations at steps 10 and 20
+    assert [s for _, s, _ in pair["ours"].evals] == [10, 20]
+    assert all(0 < v < 5 for who in pair.values() for _, _, v in who.evals)  # character-level losses
+    assert res["ratio"] > 0 and "time to nanoGPT's loss" in out
+    assert [r[1] for r in _table_rows(out, "pair")] == ["nanoGPT", "ours"]
