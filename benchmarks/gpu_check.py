@@ -44,6 +44,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-compile", action="store_true")
     p.add_argument("--compile-backend", default=None, help="torch.compile backend (default inductor; aot_eager in --cpu-smoke)")
     p.add_argument("--json", default=None, help="write the results here")
+    p.add_argument("--profile-steps", type=int, default=3,
+                   help="torch.profiler over this many steps of the compiled variant (eager with --no-compile); 0 = off")
     args = p.parse_args(argv)
     args.vocab = 50257
     if args.cpu_smoke:
@@ -127,7 +129,27 @@ def flash_check(args: argparse.Namespace, device: torch.device) -> dict:
 
 
 # -- training-step throughput ----------------------------------------------------------------
-def train_variant(args: argparse.Namespace, device: torch.device, compiled: bool, vocab_pad_multiple: int) -> dict:
+def profile_top(step, steps: int, device: torch.device, rows: int = 12) -> list[dict]:
+    """The ops taking the most self time (device time on CUDA, CPU time elsewhere) over ``steps``
+    calls of ``step`` under ``torch.profiler``: name, ms per step, share of the profiled total."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            step()
+        sync(device)
+    key = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    events = [e for e in prof.key_averages() if getattr(e, key, 0) > 0]
+    total = sum(getattr(e, key) for e in events) or 1.0
+    events.sort(key=lambda e: -getattr(e, key))
+    return [{"op": e.key[:80], "ms_per_step": round(getattr(e, key) / 1e3 / steps, 3),
+             "share": round(getattr(e, key) / total, 4), "calls_per_step": round(e.count / steps, 1)}
+            for e in events[:rows]]
+
+
+def train_variant(args: argparse.Namespace, device: torch.device, compiled: bool, vocab_pad_multiple: int,
+                  profile_steps: int = 0) -> dict:
     from src.models import build_model
 
     torch.manual_seed(0)
@@ -179,6 +201,8 @@ def train_variant(args: argparse.Namespace, device: torch.device, compiled: bool
         "loss_last": round(float(last), 4),
         "flops_per_token": round(fpt),
     }
+    if profile_steps:
+        res["profile"] = profile_top(step, profile_steps, device)
     del model, opt
     if device.type == "cuda":
         torch.cuda.empty_cache()
@@ -222,9 +246,10 @@ def main(argv: list[str] | None = None) -> dict:
         variants.append((f"torch.compile ({args.compile_backend}), model + loss", True, 1))
     variants.append(("eager, vocab padded to a multiple of 64", False, 64))
     results = {}
+    profiled = variants[1][0] if not args.no_compile else variants[0][0]
     for name, compiled, pad in variants:
         try:
-            results[name] = train_variant(args, device, compiled, pad)
+            results[name] = train_variant(args, device, compiled, pad, args.profile_steps if name == profiled else 0)
         except Exception as e:  # noqa: BLE001 - report and go on with the other variants
             results[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"}
         print(f"[{name}] {json.dumps(results[name])}", flush=True)
@@ -245,6 +270,16 @@ def main(argv: list[str] | None = None) -> dict:
     if "tokens_per_s" in eager and "tokens_per_s" in comp:
         print()
         print(f"compile speed-up: {comp['tokens_per_s'] / eager['tokens_per_s']:.2f}×")
+    top = results.get(profiled, {}).get("profile")
+    if top:
+        print()
+        print(f"### Where a step's time goes: {profiled}, torch.profiler over {args.profile_steps} steps "
+              f"({'device' if device.type == 'cuda' else 'CPU'} self time)")
+        print()
+        print("| op | ms/step | share | calls/step |")
+        print("|---|---|---|---|")
+        for r in top:
+            print(f"| {r['op']} | {r['ms_per_step']} | {100 * r['share']:.1f}% | {r['calls_per_step']} |")
     report = {"env": env, "flash": flash, "train": results, "args": vars(args)}
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
