@@ -184,7 +184,8 @@ def render(a: ScalingAnalysis, title: str, plot: Path | None) -> str:
     for s, order in a.ranking:
         n = min(p.params for p in a.points if p.size == s)
         lines.append(f"| {s} | {_g(n)} | {' < '.join(order)} |")
-    lines += ["", "The ranking " + ("**changes** across the range." if a.ranking_changes else "is the same at every size."), "",
+    lines += ["", "The ranking " + ("**changes** across the range." if a.ranking_changes else "is the same at every size.")
+              + " (By means; whether each size's difference is a finding is the report's verdict on that pair, with Holm.)", "",
               "## Where the fitted curves cross", "", "| arms | crossing N | inside the measured range | "
               "bootstrap pairs crossing inside |", "|---|---|---|---|"]
     for c in a.crossings:
