@@ -77,6 +77,10 @@ def test_fused_where_pytorch_has_the_kernel() -> None:
     assert not build_optimizer(model, {**cfg, "fused": False}, torch.device("cpu")).defaults["fused"]
     with pytest.raises(ValueError, match="optim.fused=true needs a device with PyTorch's fused AdamW"):
         build_optimizer(model, {**cfg, "fused": True}, torch.device("meta"))
+    # Lightning refuses to clip a fused optimizer's gradients under mixed precision: auto takes the loop there
+    assert not build_optimizer(model, cfg, torch.device("cpu"), clips_under_mixed_precision=True).defaults["fused"]
+    with pytest.raises(ValueError, match="optim.fused=true cannot be combined with gradient clipping under mixed"):
+        build_optimizer(model, {**cfg, "fused": True}, torch.device("cpu"), clips_under_mixed_precision=True)
     # the fused kernel and the loop take the same step
     twins = [build_model(tiny_model_dict()) for _ in range(2)]
     twins[1].load_state_dict(twins[0].state_dict())

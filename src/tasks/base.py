@@ -253,7 +253,10 @@ class LMTask(pl.LightningModule):
             self._compiled = True
 
     def configure_optimizers(self) -> Any:
-        optimizer = build_optimizer(self.model, self.cfg["optim"], self.device)
+        trainer = self._trainer  # None outside a Trainer
+        clips_mixed = (trainer is not None and str(trainer.precision).endswith("-mixed")
+                       and bool(trainer.gradient_clip_val))
+        optimizer = build_optimizer(self.model, self.cfg["optim"], self.device, clips_under_mixed_precision=clips_mixed)
         max_steps = (self.cfg.get("trainer") or {}).get("max_steps")
         scheduler = build_scheduler(optimizer, self.cfg.get("scheduler") or {"name": "none"}, float(self.cfg["optim"]["lr"]),
                                     max_steps if max_steps and max_steps > 0 else None)
