@@ -46,3 +46,27 @@ def test_timed_updates_only_on_logging_steps(tmp_path: Path, monkeypatch: pytest
     assert flops_s[step] / tok_s[step] == pytest.approx(per_token, rel=1e-3)
     params = json.loads((run_dir / "metrics.json").read_text())["params"]
     assert per_token == pytest.approx(6 * (params - 32 * 32) + 12 * 2 * 2 * 16 * 32, rel=0.05)
+
+
+def test_progress_bar_updates_at_most_refresh_rate_per_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The training bar's counter and metrics are redrawn at most ``refresh_rate`` times a second,
+    and always at the last step; tokens are counted on every batch."""
+    from types import SimpleNamespace
+
+    from lightning.pytorch.callbacks import RichProgressBar
+
+    from src.callbacks import throughput
+
+    drawn: list[int] = []
+    monkeypatch.setattr(RichProgressBar, "on_train_batch_end", lambda self, tr, pm, out, batch, i: drawn.append(i))
+    clock = {"t": 100.0}
+    monkeypatch.setattr(throughput.time, "perf_counter", lambda: clock["t"])
+    bar = throughput.TokensPerSecondBar(refresh_rate=4)  # at most every 0.25 s
+    module = SimpleNamespace(batch_tokens=lambda batch: 10)
+    bar._t0 = clock["t"]
+    for i in range(20):  # 20 steps of 1/16 s (exact in binary)
+        trainer = SimpleNamespace(is_last_batch=False, max_steps=20, global_step=i + 1)
+        bar.on_train_batch_end(trainer, module, None, None, i)
+        clock["t"] += 0.0625
+    assert drawn == [0, 4, 8, 12, 16, 19]  # the first, then every 0.25 s, and the last step (global_step = max_steps)
+    assert bar._tokens == 200
