@@ -44,6 +44,14 @@ def _legend(ax: Any, n: int) -> None:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
 
 
+def _save(fig: Any, path: Path) -> Path:
+    """Every report figure is written the same way: tight layout, 120 dpi, closed after."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def _short(label: str, width: int = 90) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"
 
@@ -82,11 +90,7 @@ def loss_vs_tokens(rows: Sequence[VariantRow], out: Path, metric: str = "val/los
     ax.set_title(f"{metric} vs tokens (line: mean over seeds; band: min–max)")
     ax.grid(alpha=0.3)
     _legend(ax, len(rows) + len(references))
-    path = out / "loss_vs_tokens.png"
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "loss_vs_tokens.png")
 
 
 def _factor(key: str) -> float | None:
@@ -138,11 +142,7 @@ def extrapolation(rows: Sequence[VariantRow], out: Path, prefix: str = "extrapol
     ax.set_title("length extrapolation (bars: min–max over seeds)")
     ax.grid(alpha=0.3, which="both")
     _legend(ax, len(rows))
-    path = out / "extrapolation.png"
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "extrapolation.png")
 
 
 def grad_norms(rows: Sequence[VariantRow], out: Path, kind: str = "ffn") -> Path | None:
@@ -188,11 +188,7 @@ def grad_norms(rows: Sequence[VariantRow], out: Path, kind: str = "ffn") -> Path
         ax.set_title(f"{stack}: per-layer gradient norm at step 0 (mean over seeds)")
         ax.grid(alpha=0.3, which="both")
         _legend(ax, len(rows))
-    path = out / "grad_norms.png"
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "grad_norms.png")
 
 
 def tuning(rows: Sequence[VariantRow], out: Path, key: str, metric: str = "val/loss") -> Path | None:
@@ -231,8 +227,4 @@ def tuning(rows: Sequence[VariantRow], out: Path, key: str, metric: str = "val/l
     ax.set_title(f"{metric} vs {key} (dots: seeds; circle: chosen per variant)")
     ax.grid(alpha=0.3, which="both")
     _legend(ax, len(rows))
-    path = out / f"tuning_{key.replace('/', '.').replace('.', '_')}.png"
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, out / f"tuning_{key.replace('/', '.').replace('.', '_')}.png")
