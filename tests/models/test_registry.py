@@ -100,3 +100,10 @@ def test_registry_refuses_a_second_class_under_one_name() -> None:
             pass
 
     assert reg.names() == ["a"] and reg.get("a") is A
+
+
+@pytest.mark.parametrize("ffn", ["gelu", "geglu"])
+def test_gelu_form_is_checked_before_building(make_tiny_config: MakeConfig, ffn: str) -> None:
+    """Both GELU-based FFNs share one check, run by the config's validation (nothing built yet)."""
+    with pytest.raises(ConfigError, match=r"model.ffn.approximate='fast' is not known; use 'tanh' .* or 'none'"):
+        ModelConfig.from_dict(make_tiny_config(ffn={"name": ffn, "approximate": "fast"}))

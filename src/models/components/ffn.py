@@ -4,9 +4,19 @@ from __future__ import annotations
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from src.models.errors import ConfigError
 from src.registry import Registry
 
 FFNS: Registry[nn.Module] = Registry("ffn", conf="model/ffn")
+GELU_FORMS = ("tanh", "none")  # F.gelu's approximate: tanh = GPT-2's / T5 v1.1's gelu_new, none = the erf form
+
+
+def check_gelu_form(*, approximate: str = "tanh", **_: object) -> None:
+    """``check_args`` of the GELU-based FFNs (run by ``FFNS.check`` before anything is built, and by their
+    constructors)."""
+    if approximate not in GELU_FORMS:
+        raise ConfigError(f"model.ffn.approximate={approximate!r} is not known; use 'tanh' (GPT-2, T5 v1.1's "
+                          f"gelu_new) or 'none' (the exact erf form, BERT)")
 
 
 class MLP(nn.Module):
@@ -34,11 +44,11 @@ class GeluMLP(MLP):
     ``'none'`` is the exact erf form BERT uses."""
 
     display = "GELU"
+    check_args = staticmethod(check_gelu_form)
 
     def __init__(self, d_model: int, d_ff: int, bias: bool = True, dropout: float = 0.0, approximate: str = "tanh") -> None:
         super().__init__(d_model, d_ff, bias, dropout)
-        if approximate not in ("tanh", "none"):
-            raise ValueError(f"ffn.approximate='{approximate}' is not known; use 'tanh' (GPT-2) or 'none' (BERT)")
+        self.check_args(approximate=approximate)
         self.approximate = approximate
 
     def act(self, x: Tensor) -> Tensor:
@@ -95,12 +105,12 @@ class GeGLU(SwiGLU):
     "gated-gelu" with the tanh approximation (``gelu_new``), ``approximate: none`` for the erf form."""
 
     display = "GEGLU"
+    check_args = staticmethod(check_gelu_form)
     formula = "down(gelu(gate·x) ⊙ up·x)"
 
     def __init__(self, d_model: int, d_ff: int, bias: bool = False, dropout: float = 0.0, approximate: str = "tanh") -> None:
         super().__init__(d_model, d_ff, bias, dropout)
-        if approximate not in ("tanh", "none"):
-            raise ValueError(f"ffn.approximate='{approximate}' is not known; use 'tanh' (T5 v1.1's gelu_new) or 'none'")
+        self.check_args(approximate=approximate)
         self.approximate = approximate
 
     def act(self, x: Tensor) -> Tensor:
