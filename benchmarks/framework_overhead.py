@@ -136,7 +136,7 @@ def bare_run(cfg, warmup: int, steps: int, profiler: cProfile.Profile | None = N
             if profiler is not None:
                 profiler.enable()
         tokens = next(it)["tokens"]  # [B, T+1]
-        loss = model(tokens[:, :-1], labels=tokens).loss  # what src.tasks.causal_lm computes
+        loss = model(tokens[:, :-1], labels=tokens).loss  # what src.objectives.causal_lm computes
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()

@@ -162,7 +162,7 @@ def train_variant(args: argparse.Namespace, device: torch.device, compiled: bool
     x, y = tokens[:, :-1], tokens  # the window form of the labels: every position scored
 
     def loss_fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return model(x, labels=y).loss  # what src.tasks.causal_lm computes
+        return model(x, labels=y).loss  # what src.objectives.causal_lm computes
 
     fn = torch.compile(loss_fn, backend=args.compile_backend) if compiled else loss_fn
 

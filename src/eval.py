@@ -18,10 +18,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from src.evaluation.loading import load_model
-from src.evaluation.runner import metrics_dict, print_results, run_benchmarks
+from src.evaluation.suite import metrics_dict, print_results, run_benchmarks
 from src.evaluation.scorer import Scorer
 from src.jsonfile import METRICS, write_json
-from src.reliability.cli import clean_errors
+from src.cli import clean_errors
 from src.evaluation.benchmarks import Benchmark, build_benchmark
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
@@ -70,7 +70,7 @@ def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    with clean_errors():  # our errors as one message, others with their traceback (src/reliability/cli.py)
+    with clean_errors():  # our errors as one message, others with their traceback (src/cli.py)
         try:
             evaluate(cfg, run_dir)
         except Exception as e:

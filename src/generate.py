@@ -22,7 +22,7 @@ from torch import Tensor
 from src.data.tokenizers import Tokenizer
 from src.evaluation.loading import load_model
 from src.models.generation import GenerationError, check_generation_args, generate
-from src.reliability.cli import clean_errors
+from src.cli import clean_errors
 
 
 class StreamPrinter:
@@ -111,7 +111,7 @@ def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="generate")
 def main(cfg: DictConfig) -> None:
-    with clean_errors():  # our errors as one message, others with their traceback (src/reliability/cli.py)
+    with clean_errors():  # our errors as one message, others with their traceback (src/cli.py)
         sample(cfg)
 
 

@@ -31,7 +31,7 @@ from src.inspection.diagram import component_tree, model_mermaid
 from src.inspection.params import attention_memory, flops_per_token, parameter_table, render_parameter_table, render_summary
 from src.models import ModelConfig, build_model
 from src.plain import to_plain
-from src.reliability.cli import cleanly
+from src.cli import cleanly
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"(or none, for the model report), followed by key=value overrides"
         )
     sys.argv = [sys.argv[0], *args]
-    # our errors as one message, others with their traceback (src/reliability/cli.py)
+    # our errors as one message, others with their traceback (src/cli.py)
     hydra.main(config_path=str(CONF_DIR), config_name=config_name, version_base=None)(cleanly(resolve(target)))()
 
 

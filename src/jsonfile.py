@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from src.files import atomic_write
+
 METRICS = "metrics.json"  # a run's (or an evaluation's) final figures and status
 
 
@@ -39,12 +41,7 @@ def read_json(path: str | os.PathLike[str]) -> dict[str, Any] | None:
 def write_json(path: str | os.PathLike[str], data: Mapping[str, Any], indent: int = 2) -> Path:
     """Write ``data`` to ``path`` via a temporary file and an atomic rename (a reader never
     sees half a file); non-finite floats become null."""
-    dest = Path(path)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(finite_or_null(dict(data)), indent=indent) + "\n")
-    os.replace(tmp, dest)
-    return dest
+    return atomic_write(path, json.dumps(finite_or_null(dict(data)), indent=indent) + "\n")
 
 
 def update_json(path: str | os.PathLike[str], updates: Mapping[str, Any]) -> Path:

@@ -30,8 +30,8 @@ from src.data.sources import build_source, split_config
 from src.data.sources.base import LMSource
 from src.data.sources.openwebtext import BinDir
 from src.data.tokenizers import build_tokenizer
-from src.reliability.cli import clean_errors
-from src.reliability.output_dir import check_output_dir
+from src.cli import clean_errors
+from src.config.output_dir import check_output_dir
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | 
 
 @hydra.main(config_path="../conf", config_name="prepare", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    with clean_errors():  # our errors as one message, others with their traceback (src/reliability/cli.py)
+    with clean_errors():  # our errors as one message, others with their traceback (src/cli.py)
         out = prepare(
             OmegaConf.to_container(cfg.data, resolve=True), OmegaConf.to_container(cfg.tokenizer, resolve=True),  # type: ignore[arg-type]
             cfg.out_dir, cfg.num_proc, cfg.overwrite, cfg.shard_docs,

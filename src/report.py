@@ -29,8 +29,8 @@ import argparse
 from collections.abc import Sequence
 
 from src.reporting.build import ReportFiles, make_report
-from src.reporting.protocol import DESIGNS, ProtocolError
-from src.reporting.sweep import IGNORED_KEYS
+from src.studies.protocol import DESIGNS, ProtocolError
+from src.studies.runs import IGNORED_KEYS
 from src.reporting.table import DEFAULT_SECONDARY
 
 

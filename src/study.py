@@ -9,12 +9,12 @@ that completed):
 * ``tune`` — every candidate of the tuned keys on ``protocol.tune_seeds`` (``two_stage``), or on
   every seed (``grid``), ``protocol.stage=tune|grid``;
 * ``confirm`` (``two_stage``) — per variant, the candidate with the lowest mean ``val/loss`` of
-  the tune stage (``src.reporting.tuning``) on ``protocol.seeds``, ``protocol.stage=confirm``;
+  the tune stage (``src.studies.tuning``) on ``protocol.seeds``, ``protocol.stage=confirm``;
 * ``report`` — ``python -m src.report <sweep dir> --out <--out>``;
 * ``all`` (default) — the three in order.
 
 With ``protocol.match: flops`` (or ``tokens``) each variant is built once here to count its
-training FLOPs per step (``src.training.matched``), and gets the ``trainer.max_steps`` at which
+training FLOPs per step (``src.studies.matching``), and gets the ``trainer.max_steps`` at which
 its training FLOPs (tokens) equal the baseline variant's at the configured ``trainer.max_steps``;
 that override is part of every one of its jobs. Every command is printed and appended to
 ``<sweep dir>/study_commands.sh``; ``--dry-run`` prints the commands without running them.
@@ -40,10 +40,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from src.reporting.protocol import Protocol, ProtocolError, canonical
+from src.studies.protocol import Protocol, ProtocolError, canonical
 from src.reporting.build import make_report
-from src.reporting.sweep import IGNORED_KEYS, is_ignored, load_runs, parse_override
-from src.reporting.tuning import tune_variants
+from src.studies.runs import IGNORED_KEYS, is_ignored, load_runs, parse_override
+from src.studies.tuning import tune_variants
 
 log = logging.getLogger("src.study")
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
@@ -67,7 +67,7 @@ def _compose(overrides: Sequence[str]) -> Any:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    import src.sweeps  # noqa: F401  (the ${sweep_subdir:} resolver of the study configs)
+    import src.studies  # noqa: F401  (the ${sweep_subdir:} resolver of the study configs)
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -131,7 +131,7 @@ def baseline_index(p: Plan) -> int:
 
 def solved_steps(p: Plan, work_dir: Path | None = None) -> list[int | None]:
     """``trainer.max_steps`` per variant so its training FLOPs (tokens) equal the baseline's."""
-    from src.training.matched import run_budget, solve_steps
+    from src.studies.matching import run_budget, solve_steps
     from src.training.setup import build_run
 
     budgets = []

@@ -15,11 +15,11 @@ from omegaconf import DictConfig
 
 from src.jsonfile import METRICS, read_json
 
-from src.reliability.cli import clean_errors
-from src.sweeps import skip_completed  # also registers ${sweep_subdir:...} for deterministic sweep job dirs
-from src.sweeps.lock import hold_run_dir
-from src.sweeps.plugins import check_plugins
-from src.sweeps.slots import pin_job
+from src.cli import clean_errors
+from src.studies import skip_completed  # also registers ${sweep_subdir:...} for deterministic sweep job dirs
+from src.studies.lock import hold_run_dir
+from src.studies.plugins import check_plugins
+from src.studies.slots import pin_job
 from src.training.console import format_outputs, run_outputs
 from src.training.distributed import install_ddp_launcher_fix
 from src.training.runner import train
@@ -28,13 +28,13 @@ from src.training.runner import train
 @hydra.main(config_path="../conf", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> float | None:
     hc = HydraConfig.get()
-    # hydra/launcher=joblib: this job's share of CPUs/GPUs, before anything touches CUDA (src/sweeps/slots.py)
+    # hydra/launcher=joblib: this job's share of CPUs/GPUs, before anything touches CUDA (src/studies/slots.py)
     pin_job(hc, accelerator=str(cfg.trainer.get("accelerator", "auto")), cpu_threads=cfg.get("cpu_threads"))
     install_ddp_launcher_fix()  # DDP ranks > 0 reuse this job's run directory (see src/training/distributed.py)
-    # our errors print as one message, others keep their traceback (src/reliability/cli.py);
-    # one live job per run directory (src/sweeps/lock.py)
+    # our errors print as one message, others keep their traceback (src/cli.py);
+    # one live job per run directory (src/studies/lock.py)
     with clean_errors(), hold_run_dir(hc.runtime.output_dir):
-        done = skip_completed(cfg)  # sweep_resume.skip_completed: a re-run sweep skips finished jobs (src/sweeps/resume.py)
+        done = skip_completed(cfg)  # sweep_resume.skip_completed: a re-run sweep skips finished jobs (src/studies/resume.py)
         value = done.value if done is not None else train(cfg)
     say_where_results_went(hc.runtime.output_dir, skipped=done is not None)
     return value

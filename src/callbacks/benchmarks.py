@@ -25,7 +25,7 @@ import lightning.pytorch as pl
 import torch
 
 from src.evaluation.benchmarks import build_benchmark
-from src.evaluation.runner import run_benchmarks
+from src.evaluation.suite import run_benchmarks
 from src.evaluation.scorer import Scorer
 
 log = logging.getLogger(__name__)

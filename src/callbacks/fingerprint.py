@@ -14,6 +14,8 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 
+from src.files import atomic_write
+
 
 def tensor_digest(tensors: list[torch.Tensor]) -> str:
     h = hashlib.sha1()
@@ -41,4 +43,4 @@ class Fingerprint(pl.Callback):
             "batches": self.batches,
             "weights": tensor_digest([p for p in pl_module.parameters()]),
         }
-        (out / f"rank{trainer.global_rank}.json").write_text(json.dumps(record, indent=1))
+        atomic_write(out / f"rank{trainer.global_rank}.json", json.dumps(record, indent=1))

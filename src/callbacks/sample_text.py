@@ -8,6 +8,7 @@ import torch
 from lightning.pytorch.utilities import rank_zero_only
 
 from src.models.generation import generate
+from src.files import atomic_write
 
 
 def continue_text(model: torch.nn.Module, x: torch.Tensor, max_new_tokens: int, limit: int, **kw: object) -> list[int]:
@@ -58,4 +59,4 @@ class SampleText(pl.Callback):
         print(f"\n----- sample (temperature {self.temperature}, top_k {self.top_k}) -----\n{self.text}\n-----")
         if self.output_dir:
             Path(self.output_dir).mkdir(parents=True, exist_ok=True)
-            (Path(self.output_dir) / "samples.txt").write_text(self.text)
+            atomic_write(Path(self.output_dir) / "samples.txt", self.text)

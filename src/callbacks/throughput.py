@@ -17,7 +17,7 @@ import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import RichProgressBar, ThroughputMonitor
 
-from src.tasks.base import lightning_logs_step
+from src.objectives.base import lightning_logs_step
 
 
 class TokenThroughput(ThroughputMonitor):
@@ -32,7 +32,7 @@ class TokenThroughput(ThroughputMonitor):
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if not callable(getattr(pl_module, "batch_tokens", None)):
-            raise TypeError(f"{type(self).__name__} needs a task with batch_tokens(batch) (an src.tasks.LMTask)")
+            raise TypeError(f"{type(self).__name__} needs a task with batch_tokens(batch) (an src.objectives.LMTask)")
         self.length_fn = pl_module.batch_tokens  # type: ignore[assignment]
         # one timed update per logging step: a window of `window_size` steps is this many updates
         self.kwargs["window_size"] = max(2, math.ceil(self.window_steps / max(1, trainer.log_every_n_steps)))

@@ -29,6 +29,7 @@ import numpy as np
 from src.data.errors import DataError
 from src.data.sources.base import SPLITS
 from src.data.tokenizers import Tokenizer, tokenizer_from_state
+from src.files import atomic_path, atomic_write
 
 CACHE_VERSION = 1
 _CHUNK_DOCS = 256  # documents per encode_batch call
@@ -54,19 +55,8 @@ def token_dir_for(source: Any, tokenizer: Tokenizer) -> Path:
     return Path(source.cache_dir) / "tokens" / f"{source.name}-{key}"
 
 
-def _replace_atomically(tmp: Path, dest: Path) -> None:
-    os.replace(tmp, dest)
-
-
-def _tmp(dest: Path) -> Path:
-    return dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-
-
 def write_meta(out_dir: Path, meta: Mapping[str, Any]) -> None:
-    dest = out_dir / "meta.json"
-    tmp = _tmp(dest)
-    tmp.write_text(json.dumps(meta, indent=1, sort_keys=True))
-    _replace_atomically(tmp, dest)
+    atomic_write(out_dir / "meta.json", json.dumps(meta, indent=1, sort_keys=True))
 
 
 def read_meta(out_dir: Path) -> dict[str, Any] | None:
@@ -140,52 +130,51 @@ def encode_split(
     dtype = token_dtype(tokenizer.vocab_size)
     eos = tokenizer.eos_token_id if separate else None
     num_threads = num_threads or os.cpu_count() or 1
-    tmp = _tmp(dest)
     n = 0
-    if isinstance(docs, (list, tuple)):
-        with open(tmp, "wb") as f, _progress(sum(map(len, docs)), desc) as bar:
-            for i in range(0, len(docs), _CHUNK_DOCS):
-                chunk = list(docs[i : i + _CHUNK_DOCS])
-                for ids in tokenizer.encode_batch(chunk, num_threads=num_threads):
-                    if eos is not None:
-                        ids = [*ids, eos]
-                    f.write(np.asarray(ids, dtype=dtype).tobytes())
+    with atomic_path(dest) as tmp:
+        if isinstance(docs, (list, tuple)):
+            with open(tmp, "wb") as f, _progress(sum(map(len, docs)), desc) as bar:
+                for i in range(0, len(docs), _CHUNK_DOCS):
+                    chunk = list(docs[i : i + _CHUNK_DOCS])
+                    for ids in tokenizer.encode_batch(chunk, num_threads=num_threads):
+                        if eos is not None:
+                            ids = [*ids, eos]
+                        f.write(np.asarray(ids, dtype=dtype).tobytes())
+                        n += len(ids)
+                    bar.update(sum(map(len, chunk)))
+        elif hasattr(docs, "num_rows"):  # datasets.Dataset: many processes, then one memmap written in shards
+            from tqdm.auto import tqdm
+
+            mapped = docs.map(
+                _encode_rows, batched=True, remove_columns=list(docs.column_names), num_proc=num_proc if num_proc > 1 else None,
+                fn_kwargs={"state": tokenizer.state_dict(), "eos": eos}, desc=f"tokenizing {desc}",
+            )
+            total = int(np.sum(mapped["len"], dtype=np.int64)) if mapped.num_rows else 0
+            if total:
+                arr = np.memmap(tmp, dtype=dtype, mode="w+", shape=(total,))
+                shards = max(1, min(1024, mapped.num_rows // 1000))
+                for s in tqdm(range(shards), desc=f"writing {dest.name}", leave=False, disable=total < _PROGRESS_MIN_CHARS):
+                    part = mapped.shard(num_shards=shards, index=s, contiguous=True).with_format("numpy")
+                    ids = np.concatenate(list(part["ids"])) if part.num_rows else np.zeros(0, dtype)
+                    arr[n : n + len(ids)] = ids
                     n += len(ids)
-                bar.update(sum(map(len, chunk)))
-    elif hasattr(docs, "num_rows"):  # datasets.Dataset: many processes, then one memmap written in shards
-        from tqdm.auto import tqdm
+                arr.flush()
+                del arr
+            else:
+                tmp.write_bytes(b"")
+        else:  # streaming: read once, encode in chunks
+            from tqdm.auto import tqdm
 
-        mapped = docs.map(
-            _encode_rows, batched=True, remove_columns=list(docs.column_names), num_proc=num_proc if num_proc > 1 else None,
-            fn_kwargs={"state": tokenizer.state_dict(), "eos": eos}, desc=f"tokenizing {desc}",
-        )
-        total = int(np.sum(mapped["len"], dtype=np.int64)) if mapped.num_rows else 0
-        if total:
-            arr = np.memmap(tmp, dtype=dtype, mode="w+", shape=(total,))
-            shards = max(1, min(1024, mapped.num_rows // 1000))
-            for s in tqdm(range(shards), desc=f"writing {dest.name}", leave=False, disable=total < _PROGRESS_MIN_CHARS):
-                part = mapped.shard(num_shards=shards, index=s, contiguous=True).with_format("numpy")
-                ids = np.concatenate(list(part["ids"])) if part.num_rows else np.zeros(0, dtype)
-                arr[n : n + len(ids)] = ids
-                n += len(ids)
-            arr.flush()
-            del arr
-        else:
-            tmp.write_bytes(b"")
-    else:  # streaming: read once, encode in chunks
-        from tqdm.auto import tqdm
-
-        with open(tmp, "wb") as f, tqdm(desc=f"tokenizing {desc}", unit="doc", leave=False) as bar:
-            buf: list[str] = []
-            for text in _iter_texts(docs):
-                buf.append(text)
-                if len(buf) == _CHUNK_DOCS * 4:
-                    n += _write_chunk(f, tokenizer, buf, eos, dtype, num_threads)
-                    bar.update(len(buf))
-                    buf = []
-            n += _write_chunk(f, tokenizer, buf, eos, dtype, num_threads)
-            bar.update(len(buf))
-    _replace_atomically(tmp, dest)
+            with open(tmp, "wb") as f, tqdm(desc=f"tokenizing {desc}", unit="doc", leave=False) as bar:
+                buf: list[str] = []
+                for text in _iter_texts(docs):
+                    buf.append(text)
+                    if len(buf) == _CHUNK_DOCS * 4:
+                        n += _write_chunk(f, tokenizer, buf, eos, dtype, num_threads)
+                        bar.update(len(buf))
+                        buf = []
+                n += _write_chunk(f, tokenizer, buf, eos, dtype, num_threads)
+                bar.update(len(buf))
     return n
 
 
@@ -294,9 +283,8 @@ def write_pair_dir(
             r = Ragged.from_lists(tokenizer.encode_batch(list(sents), num_threads=threads), dtype)
             arrays[side], arrays[f"{side}_offsets"] = r.tokens, r.offsets
         dest = out_dir / f"{split}.npz"
-        tmp = _tmp(dest).with_suffix(".npz")
-        np.savez(tmp, **arrays)
-        _replace_atomically(tmp, dest)
+        with atomic_path(dest, suffix=".npz") as tmp:
+            np.savez(tmp, **arrays)
         counts[split] = len(src)
     meta = {
         "version": CACHE_VERSION, "dtype": dtype.name, "vocab_size": tokenizer.vocab_size, "tokenizer": tokenizer.state_dict(),

@@ -9,7 +9,7 @@ Order of calls (train.py)::
     trainer.fit(task, datamodule=dm, ckpt_path=...)   # prepare_data -> setup -> loaders
 
 Batches follow docs/CONTRACTS.md. Training batches are functions of (seed, rank, batch
-index) (``src.data.windows``); the train loader is stateful, so Lightning's checkpoint
+index) (``src.data.batches``); the train loader is stateful, so Lightning's checkpoint
 carries its position and ``fit(ckpt_path=...)`` resumes on the exact next batch.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ from src.data.sources.base import LMSource, PairSource, Source
 from src.data.sources.openwebtext import BinDir
 from src.data.token_check import check_token_ids
 from src.data.tokenizers import Tokenizer, tokenizer_from_state
-from src.data.windows import BatchStream, EvalStream, FixedWindows, RandomWindows, ResumableLoader, SizedBatchStream, resolve_rank
+from src.data.batches import BatchStream, EvalStream, FixedWindows, RandomWindows, ResumableLoader, SizedBatchStream, resolve_rank
 
 log = logging.getLogger(__name__)
 

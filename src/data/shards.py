@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from src.data.cache import _replace_atomically, _tmp, encode_split, token_dtype
+from src.data.cache import encode_split, token_dtype
 from src.data.tokenizers import Tokenizer, tokenizer_from_state
+from src.files import atomic_path, atomic_write
 
 SHARDS = ".shards"
 DEFAULT_SHARD_DOCS = 20_000  # ~20 M GPT-2 tokens of web text per shard: a few seconds of one process
@@ -62,9 +63,8 @@ def _encode_shard(task: tuple[int, int, int, str]) -> tuple[int, int, int]:
         ids = [[*x, _eos] for x in ids]
     flat = np.fromiter((t for x in ids for t in x), dtype=_dtype, count=sum(map(len, ids)))
     dest = Path(path)
-    tmp = _tmp(dest)
-    flat.tofile(tmp)
-    _replace_atomically(tmp, dest)
+    with atomic_path(dest) as tmp:
+        flat.tofile(tmp)
     return k, stop - start, int(flat.size)
 
 
@@ -95,7 +95,7 @@ def encode_sharded(docs: Any, tokenizer: Tokenizer, dest: Path, *, separate: boo
     if plan_file.is_file() and json.loads(plan_file.read_text()) != json.loads(json.dumps(plan, default=str)):
         shutil.rmtree(root)  # shards of other documents, another shard size or tokenizer: start over
     root.mkdir(parents=True, exist_ok=True)
-    plan_file.write_text(json.dumps(plan, default=str))
+    atomic_write(plan_file, json.dumps(plan, default=str))
     n_docs = len(docs)
     n_shards = max(1, math.ceil(n_docs / shard_docs))
     paths = [root / f"{k:05d}.bin" for k in range(n_shards)]
@@ -120,12 +120,10 @@ def encode_sharded(docs: Any, tokenizer: Tokenizer, dest: Path, *, separate: boo
                 bar.update(d)
                 bar.set_postfix_str(f"{tokens:,} tokens")
     tokens = sum(p.stat().st_size for p in paths) // dtype.itemsize
-    tmp = _tmp(dest)
-    with open(tmp, "wb") as out:
+    with atomic_path(dest) as tmp, open(tmp, "wb") as out:
         for p in tqdm(paths, desc=f"writing {dest.name}", unit="shard", leave=False):
             with open(p, "rb") as f:
                 shutil.copyfileobj(f, out, length=1 << 24)
-    _replace_atomically(tmp, dest)
     shutil.rmtree(root)
     if not any((dest.parent / SHARDS).iterdir()):
         (dest.parent / SHARDS).rmdir()

@@ -2,7 +2,7 @@
 on ``src.eval``), a length-batched scorer, model loading, length extrapolation, reports, and an
 lm-evaluation-harness adapter (``harness``)."""
 from src.evaluation.loading import LoadedModel, load_model
-from src.evaluation.runner import metrics_dict, print_results, run_benchmarks
+from src.evaluation.suite import metrics_dict, print_results, run_benchmarks
 from src.evaluation.scorer import LogLikelihood, Scorer
 from src.evaluation.benchmarks import BENCHMARKS, build_benchmark
 

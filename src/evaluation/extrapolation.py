@@ -273,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> list[LengthResult]:
     parser.add_argument("--no-write", action="store_true", help="print only; do not update the run's metrics.json")
     args = parser.parse_args(argv)
 
-    from src.reliability.checkpoint_load import load_checkpoint
+    from src.checkpoints.load import load_checkpoint
 
     ckpt, run_dir = resolve_checkpoint(args.path, args.ckpt)
     loaded = load_checkpoint(ckpt)

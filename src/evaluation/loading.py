@@ -47,7 +47,7 @@ class LoadedModel:
 
 def pair_format(train_cfg: Mapping[str, Any], tokenizer: Tokenizer) -> PairFormat | None:
     """The source format of a checkpoint trained on pairs (src.data.pairs: both sides end
-    with eos; src.tasks.decoder_translation: ``src <sep> tgt``), else None."""
+    with eos; src.objectives.decoder_translation: ``src <sep> tgt``), else None."""
     task = dict(train_cfg.get("task") or {})
     eos = tokenizer.eos_token_id
     if eos is None:
@@ -123,7 +123,7 @@ def load_model(
         )
     train_cfg: dict[str, Any] = {}
     if ckpt_path is not None:
-        from src.reliability.checkpoint_load import load_checkpoint
+        from src.checkpoints.load import load_checkpoint
 
         loaded = load_checkpoint(str(Path(ckpt_path).expanduser()))  # CheckpointError: a directory, missing, unsafe …
         model, tok, source = loaded.model, loaded.tokenizer, f"ckpt_path={ckpt_path}"

@@ -28,6 +28,7 @@ from torch import Tensor
 
 from src.data.tokenizers import Tokenizer
 from src.models.families import TransformerModel
+from src.files import atomic_path
 
 
 @dataclass
@@ -123,7 +124,8 @@ def plot_heads(amap: AttentionMap, heads: Sequence[int], path: Path, title: str 
     if image is not None:
         fig.colorbar(image, ax=axes, shrink=0.6, label="attention probability")
     fig.suptitle(title or amap.name)
-    fig.savefig(path, dpi=110)
+    with atomic_path(path, suffix=Path(path).suffix) as tmp:
+        fig.savefig(tmp, dpi=110)
     return path
 
 
@@ -135,7 +137,8 @@ def save_maps(maps: list[AttentionMap], heads: Sequence[int] | None, out_dir: Pa
     for m in maps:
         chosen = select(heads, m.probs.shape[0], "head")
         written.append(plot_heads(m, chosen, out_dir / f"{m.stem}.png", f"{title} — {m.name}" if title else m.name))
-        np.save(out_dir / f"{m.stem}.npy", m.probs[chosen].numpy())  # [h, T, S]
+        with atomic_path(out_dir / f"{m.stem}.npy", suffix=".npy") as tmp:
+            np.save(tmp, m.probs[chosen].numpy())  # [h, T, S]
         written.append(out_dir / f"{m.stem}.npy")
     bundle = {
         "maps": {m.stem: m.probs for m in maps},  # [H, T, S] each, all heads
@@ -143,7 +146,8 @@ def save_maps(maps: list[AttentionMap], heads: Sequence[int] | None, out_dir: Pa
         "keys": {m.stem: m.keys for m in maps},
         "meta": meta or {},
     }
-    torch.save(bundle, out_dir / "attention.pt")
+    with atomic_path(out_dir / "attention.pt") as tmp:
+        torch.save(bundle, tmp)
     written.append(out_dir / "attention.pt")
     return written
 

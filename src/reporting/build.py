@@ -8,11 +8,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from src.reporting import plots as report_plots
-from src.reporting.protocol import Protocol, canonical, merge_protocols
+from src.studies.protocol import Protocol, canonical, merge_protocols
 from src.reporting.render import render_markdown, write_all
-from src.reporting.sweep import IGNORED_KEYS, RunRecord, Variant, config_value, load_runs
+from src.studies.runs import IGNORED_KEYS, RunRecord, Variant, config_value, load_runs
 from src.reporting.table import DEFAULT_SECONDARY, Report, build_report
-from src.reporting.tuning import tune_variants
+from src.studies.tuning import tune_variants
+from src.files import atomic_write
 
 
 @dataclass
@@ -103,5 +104,5 @@ def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, t
     text = render_markdown(report, title=title or f"Sweep report: {', '.join(Path(r).name for r in roots)}",
                            roots=[str(r) for r in roots], runs=runs, plots=plots)
     md = out_dir / "report.md"
-    md.write_text(text + "\n")
+    atomic_write(md, text + "\n")
     return ReportFiles(report, runs, md, write_all(report, out_dir), plots)

@@ -26,9 +26,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
-from src.reporting.protocol import as_number  # noqa: E402
-from src.reporting.sweep import finite  # noqa: E402
+from src.studies.protocol import as_number  # noqa: E402
+from src.studies.runs import finite  # noqa: E402
 from src.reporting.table import Reference, VariantRow  # noqa: E402
+from src.files import atomic_path
 
 
 def _colors(n: int) -> list:
@@ -47,7 +48,8 @@ def _legend(ax: Any, n: int) -> None:
 def _save(fig: Any, path: Path) -> Path:
     """Every report figure is written the same way: tight layout, 120 dpi, closed after."""
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_path(path, suffix=path.suffix) as tmp:
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)
     return path
 

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from src.reporting.comparisons import Comparison, direction
-from src.reporting.outcomes import run_outcome
+from src.studies.outcomes import run_outcome
 from src.reporting.stats import POWER, Summary
-from src.reporting.sweep import RunRecord
+from src.studies.runs import RunRecord
 from src.reporting.table import Report, VariantRow
-from src.reporting.tuning import tuned_values
+from src.studies.tuning import tuned_values
+from src.files import atomic_path
 
 REPORT_COLUMNS = ("variant", "n_seeds", "mean", "std", "ci_low", "ci_high", "delta", "delta_ci_low", "delta_ci_high",
                   "p", "p_holm", "verdict", "mde")
@@ -57,7 +58,7 @@ def write_csv(path: Path, records: Sequence[dict[str, Any]], columns: Sequence[s
     keys = list(columns)
     for r in records:
         keys += [k for k in r if k not in keys]
-    with path.open("w", newline="") as f:
+    with atomic_path(path) as tmp, tmp.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         for r in records:

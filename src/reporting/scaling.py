@@ -2,7 +2,7 @@
 
     python -m src.reporting.scaling <sweep dir>... [--size KEY] [--metric test/loss] [--out DIR] [--boot 1000]
 
-The runs are read and tuned as ``python -m src.report`` does (src.reporting.tuning: each variant at
+The runs are read and tuned as ``python -m src.report`` does (src.studies.tuning: each variant at
 its own best learning rate on validation; its verdict runs at that value). A variant is an *arm*
 (the values of every factor but the size, e.g. ``pre_learned``) at one *size* (``--size``: the
 override key of the size factor; by default the varying key along which the parameter count
@@ -11,7 +11,7 @@ changes most). Per arm, on the verdict runs' metric (test split):
 * ``L(N) = E + A·N^(−α)`` fitted to the mean over seeds at each size, N = the run's parameter count
   (``budget.json``, else ``metrics.json`` ``params``: every parameter, embeddings included; Kaplan
   et al. 2020 count non-embedding ones), with 95 % bootstrap intervals over seeds
-  (src.reporting.power_law);
+  (src.studies.power_law);
 * the ranking of the arms at each size (by mean) and whether it changes across the range;
 * for every pair of arms, the N where the fitted curves cross (searched from a hundredth of the
   smallest to a hundred times the largest size), whether that is inside the measured range, and the
@@ -28,13 +28,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from src.reporting.outcomes import run_outcome
-from src.reporting.power_law import PowerLawError, ScalingFit, bootstrap_fit, crossings
-from src.reporting.protocol import Protocol, ProtocolError, canonical, merge_protocols
+from src.studies.outcomes import run_outcome
+from src.studies.power_law import PowerLawError, ScalingFit, bootstrap_fit, crossings
+from src.studies.protocol import Protocol, ProtocolError, canonical, merge_protocols
 from src.reporting.render import write_csv
 from src.reporting.scaling_plot import plot_scaling
-from src.reporting.sweep import IGNORED_KEYS, RunRecord, load_runs
-from src.reporting.tuning import TunedVariant, tune_variants
+from src.studies.runs import IGNORED_KEYS, RunRecord, load_runs
+from src.studies.tuning import TunedVariant, tune_variants
+from src.files import atomic_write
 
 SEARCH = 100.0  # crossings are searched over [N_min / SEARCH, N_max * SEARCH]
 
@@ -216,7 +217,7 @@ def make_scaling_report(roots: Sequence[str | Path], out: str | Path | None = No
                  {"arm_a": c.arms[0], "arm_b": c.arms[1], "crossing_params": ";".join(f"{n:.6g}" for n in c.at),
                   "inside_range": c.inside, "boot_share_inside": c.boot_share} for c in a.crossings])}
     md = out_dir / "scaling.md"
-    md.write_text(render(a, title or "Scaling: loss against parameters per arm", plot))
+    atomic_write(md, render(a, title or "Scaling: loss against parameters per arm", plot))
     return {"scaling.md": md, **files, **({"scaling.png": plot} if plot else {})}
 
 

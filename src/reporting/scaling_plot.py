@@ -17,7 +17,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
-from src.reporting.power_law import ScalingFit  # noqa: E402
+from src.studies.power_law import ScalingFit  # noqa: E402
+from src.files import atomic_path  # noqa: E402
 
 
 def plot_scaling(points: Sequence[Any], fits: Mapping[str, ScalingFit], crossings: Sequence[Any], out: Path,
@@ -64,6 +65,7 @@ def plot_scaling(points: Sequence[Any], fits: Mapping[str, ScalingFit], crossing
     ax.set_title("loss vs parameters (fits: solid in the measured range, dashed beyond)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    with atomic_path(out, suffix=Path(out).suffix) as tmp:
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)
     return out

@@ -2,7 +2,7 @@
 the comparisons of the family, and the n-gram reference rows.
 
 Everything here is computed from the runs' files: the verdict metric and each secondary one
-over the verdict runs' seeds (``src.reporting.tuning``), compared against the baseline variant
+over the verdict runs' seeds (``src.studies.tuning``), compared against the baseline variant
 (and, with ``comparisons: one_factor``, between every pair of variants that differ in one
 factor), all corrected together (``src.reporting.comparisons``).
 """
@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from src.reporting.comparisons import Comparison, compare, decide, margin_for
-from src.reporting.outcomes import OUTCOMES, run_outcome
-from src.reporting.protocol import Protocol
+from src.studies.outcomes import OUTCOMES, run_outcome
+from src.studies.protocol import Protocol
 from src.reporting.stats import Summary, summarize
-from src.reporting.sweep import RunRecord, Variant, finite
-from src.reporting.tuning import TunedVariant
+from src.studies.runs import RunRecord, Variant, finite
+from src.studies.tuning import TunedVariant
 
 #: Secondary metrics reported when the runs have them and no protocol names its own (fnmatch patterns).
 DEFAULT_SECONDARY = ("extrapolation/ppl@*", "*/bleu", "*/chrf", "grad_norm/*.last_over_first")

@@ -24,8 +24,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from src.callbacks.summary import ModelSummary, RunSummary
 from src.jsonfile import METRICS, write_json
-from src.reliability.errors import Preempted
-from src.reliability.preemption import preemption_error
+from src.errors import Preempted
+from src.callbacks.preemption import preemption_error
 from src.training.console import quiet_third_party
 from src.training.distributed import launcher_scope
 from src.training.loggers import close_loggers

@@ -20,10 +20,11 @@ from omegaconf import DictConfig
 from src.data.datamodule import build_datamodule
 from src.data.sources import SOURCES
 from src.data.tokenizers import Tokenizer, build_tokenizer
-from src.reliability import harden_trainer, validate_run_config
-from src.reliability.checkpoint_load import init_from_checkpoint
-from src.tasks import TASKS, LMTask
-from src.training.matched import apply_match_params, write_budget
+from src.config.validate import validate_run_config
+from src.training.harden import harden_trainer
+from src.checkpoints.load import init_from_checkpoint
+from src.objectives import TASKS, LMTask
+from src.studies.matching import apply_match_params, write_budget
 
 
 class SetupError(ValueError):
@@ -85,12 +86,12 @@ def build_run(cfg: DictConfig | Mapping[str, Any], *, rank: int | None = None, w
     plain["task"].update(specials.ids)
     resolve_vocab(plain, tokenizer, specials.n_reserved)
     datamodule.vocab_size = int(plain["model"]["vocab_size"])  # setup checks every token id against it
-    apply_match_params(plain)  # match_params: solve model sizes to a reference's parameter count (src/training/matched.py)
+    apply_match_params(plain)  # match_params: solve model sizes to a reference's parameter count (src/studies/matching.py)
     task = cls(plain, tokenizer.state_dict())
-    if plain.get("init_from"):  # fine-tuning: only the weights of that checkpoint (src/reliability/checkpoint_load.py)
+    if plain.get("init_from"):  # fine-tuning: only the weights of that checkpoint (src/checkpoints/load.py)
         init_from_checkpoint(task, plain["init_from"], resume_path=plain.get("ckpt_path"))
     run = Run(cfg=plain, tokenizer=tokenizer, datamodule=datamodule, task=task, batch_format=batch_format)
-    write_budget(run)  # budget.json: parameters, training FLOPs per step and per token (src/training/matched.py)
+    write_budget(run)  # budget.json: parameters, training FLOPs per step and per token (src/studies/matching.py)
     return run
 
 

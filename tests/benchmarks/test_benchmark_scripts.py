@@ -107,7 +107,7 @@ def test_framework_overhead_quick(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert res["toy"]["framework_s"] > 0 and res["toy"]["bare_s"] > 0
     # the profile covers the framework's steady-state steps: our training_step once per step
     prof = {(r[0], r[1].rsplit(":", 1)[0]): r for r in _table_rows(out, "function")}
-    assert prof[("training_step", "src/tasks/base.py")][2] == "1"  # calls per step
+    assert prof[("training_step", "src/objectives/base.py")][2] == "1"  # calls per step
     assert res["profile"]["framework_s"] > 0 and res["profile"]["bare_s"] > 0
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from src.reliability.checkpoint_load import load_checkpoint
+from src.checkpoints.load import load_checkpoint
 from tests.training.conftest import TINY, read_csv_metrics, series, train_in_process
 
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from src.report import make_report
-from src.reporting.outcomes import run_outcome
-from src.reporting.protocol import Protocol, ProtocolError
+from src.studies.outcomes import run_outcome
+from src.studies.protocol import Protocol, ProtocolError
 from src.reporting.render import REPORT_COLUMNS
-from src.reporting.sweep import read_run
+from src.studies.runs import read_run
 from tests.reporting.fake_runs import completed, write_run
 
 LRS = ("1e-3", "2e-3", "4e-3")

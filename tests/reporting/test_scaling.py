@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from src.reporting.power_law import PowerLaw, PowerLawError, bootstrap_fit, crossings, fit_power_law
+from src.studies.power_law import PowerLaw, PowerLawError, bootstrap_fit, crossings, fit_power_law
 from src.reporting.scaling import main as scaling_main
 from tests.reporting.fake_runs import completed, write_run
 

@@ -151,7 +151,7 @@ def test_load_run_outside_a_multirun_has_job_number_zero(tmp_path: Path) -> None
 
     import yaml
 
-    from src.reporting.sweep import load_runs
+    from src.studies.runs import load_runs
 
     run = tmp_path / "run"
     (run / ".hydra").mkdir(parents=True)

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from src.sweeps.plugins import PLUGINS, missing_plugin
-from src.sweeps.slots import split
+from src.studies.plugins import PLUGINS, missing_plugin
+from src.studies.slots import split
 
 slow = pytest.mark.slow
 QUIET = ["callbacks.progress_bar=null", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false"]
@@ -100,7 +100,7 @@ def test_joblib_launcher_two_at_a_time_and_resume(tmp_path: Path, run_entry_poin
                 assert a[2] != b[2], (a, b)
 
     # re-run with one result removed while another job's directory is held by a live process (as
-    # src/sweeps/lock.py holds it): the 2 free completed jobs are skipped, the removed one runs again, and
+    # src/studies/lock.py holds it): the 2 free completed jobs are skipped, the removed one runs again, and
     # the held one stops at once naming its directory, its files untouched (nothing archived from under it)
     before = {j.name: (j / "metrics.json").stat().st_mtime_ns for j in jobs}
     (sweep / "seed3" / "metrics.json").unlink()
@@ -160,7 +160,7 @@ def test_slots_split_the_machine() -> None:
 def test_coded_errors_survive_pickling() -> None:
     """A job's error travels back to the launcher pickled (joblib, submitit)."""
     from src.data.errors import DataError
-    from src.reliability.errors import RunConfigError
+    from src.errors import RunConfigError
 
     for e in (RunConfigError("bad_value", key="optim.lr", value=-1, fix="use a positive number"),
               DataError("no_files_match", key="paths", value=["x*.txt"])):
@@ -171,7 +171,7 @@ def test_coded_errors_survive_pickling() -> None:
 PIN = """
 import json, os, sys
 from omegaconf import OmegaConf
-from src.sweeps.slots import SlotError, pin_job
+from src.studies.slots import SlotError, pin_job
 hc = OmegaConf.create({"launcher": {"_target_": "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
                                     "n_jobs": int(sys.argv[2])}, "sweep": {"dir": sys.argv[1]}})
 try:

@@ -10,7 +10,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from src.reliability.checkpoint_load import load_checkpoint
+from src.checkpoints.load import load_checkpoint
 from src.training import runner
 from tests.training.conftest import CONF, SHARED_DATA, TINY, compose_train, read_csv_metrics, run_cli, series, train_in_process
 

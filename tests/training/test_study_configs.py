@@ -8,11 +8,11 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import src.sweeps  # noqa: F401  (the ${sweep_subdir:} resolver)
-from src.reporting.protocol import Protocol, as_number
-from src.reporting.sweep import parse_override
-from src.training.matched import count_parameters, reference_config
-from src.sweeps.resume import job_dirname
+import src.studies  # noqa: F401  (the ${sweep_subdir:} resolver)
+from src.studies.protocol import Protocol, as_number
+from src.studies.runs import parse_override
+from src.studies.matching import count_parameters, reference_config
+from src.studies.resume import job_dirname
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 STUDIES = sorted(p.stem for p in (CONF / "experiment").glob("study_*.yaml") if p.stem != "study_common")

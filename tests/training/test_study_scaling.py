@@ -9,10 +9,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import src.sweeps  # noqa: F401  (the ${sweep_subdir:} resolver)
-from src.reporting.protocol import Protocol
+import src.studies  # noqa: F401  (the ${sweep_subdir:} resolver)
+from src.studies.protocol import Protocol
 from src.study import plan, tune_commands
-from src.training.matched import count_parameters
+from src.studies.matching import count_parameters
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 GROUP = CONF / "experiment" / "study_scaling"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from src.data.errors import DataError
+from src.files import atomic_path
 
 DEFAULT_CACHE_DIR = "~/.cache/transformer-lab"
 SPLITS = ("train", "val", "test")
@@ -181,21 +182,17 @@ def split_documents(docs: Sequence[tuple[str, str]], val_fraction: float, test_f
 
 def download(url: str, dest: Path, *, what: str, key: str, sha256: str | None = None, timeout: float = 30.0) -> Path:
     """Fetch ``url`` to ``dest`` (atomically); on failure say where to put the file instead."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r, open(tmp, "wb") as f:
-            while chunk := r.read(1 << 20):
-                f.write(chunk)
-    except OSError as e:  # URLError, timeouts, refused connections, DNS failures
-        tmp.unlink(missing_ok=True)
-        raise DataError(
-            "download_failed", what=what, url=url, reason=getattr(e, "reason", e), dest=dest, key=key, filename=dest.name
-        ) from None
-    if sha256 is not None:
-        actual = hashlib.sha256(tmp.read_bytes()).hexdigest()
-        if actual != sha256:
-            tmp.unlink(missing_ok=True)
-            raise DataError("checksum_mismatch", path=url, actual=actual, expected=sha256, what=what, key=key)
-    os.replace(tmp, dest)
+    with atomic_path(dest, suffix=".part") as tmp:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as r, open(tmp, "wb") as f:
+                while chunk := r.read(1 << 20):
+                    f.write(chunk)
+        except OSError as e:  # URLError, timeouts, refused connections, DNS failures
+            raise DataError(
+                "download_failed", what=what, url=url, reason=getattr(e, "reason", e), dest=dest, key=key, filename=dest.name
+            ) from None
+        if sha256 is not None:
+            actual = hashlib.sha256(tmp.read_bytes()).hexdigest()
+            if actual != sha256:
+                raise DataError("checksum_mismatch", path=url, actual=actual, expected=sha256, what=what, key=key)
     return dest

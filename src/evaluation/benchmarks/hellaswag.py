@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from src.evaluation.sources import load_hf_dataset, looks_like_jsonl, open_text, read_jsonl
+from src.evaluation.inputs import load_hf_dataset, looks_like_jsonl, open_text, read_jsonl
 from src.evaluation.benchmarks.base import BENCHMARKS, MultipleChoice, MultipleChoiceBenchmark
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from src.evaluation.sources import load_hf_dataset, read_jsonl
+from src.evaluation.inputs import load_hf_dataset, read_jsonl
 from src.evaluation.benchmarks.base import BENCHMARKS, Completion, CompletionBenchmark
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from src.evaluation.scorer import Scorer
-from src.evaluation.sources import DETOKENIZERS, load_hf_dataset, looks_like_jsonl, open_text, read_jsonl
+from src.evaluation.inputs import DETOKENIZERS, load_hf_dataset, looks_like_jsonl, open_text, read_jsonl
 from src.evaluation.benchmarks.base import BENCHMARKS, Benchmark, BenchmarkResult, take
 from src.evaluation.windows import perplexity_metrics
 

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from src.models.hf.errors import HFConversionError
+from src.files import atomic_path
 
 
 def resolve(name_or_path: str | Path) -> Path:
@@ -84,6 +85,7 @@ def write_checkpoint(out_dir: str | Path, tensors: dict[str, Tensor], hf_config:
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+    with atomic_path(out / "model.safetensors") as tmp:
+        save_file(tensors, str(tmp), metadata={"format": "pt"})
     hf_config.save_pretrained(str(out))
     return out

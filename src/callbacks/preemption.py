@@ -1,0 +1,169 @@
+"""Preemption: on SIGTERM, or SLURM's pre-timeout signal, write a resumable ``last.ckpt`` at the
+current step, then end the run; resuming from it continues exactly where the run stopped.
+
+Lightning already turns SIGTERM into a flag (``trainer.received_sigterm``) and raises its
+``SIGTERMException`` at the next step boundary: after the step's optimizer update, its
+validation (when one is due) and its logging (``training_epoch_loop.on_advance_end``; under DDP
+at the start of the next step, on every rank together). ``Preemption`` adds what it does not do:
+
+* **the checkpoint.** At that boundary (``on_exception``) it writes ``last.ckpt`` of the run's
+  ``ModelCheckpoint`` (else ``<default_root_dir>/checkpoints/last.ckpt``) through
+  ``SafeCheckpointIO``: the same state as the ``last.ckpt`` written after a validation, so
+  ``fit(ckpt_path=...)`` resumes on the next batch with the same optimizer, schedule and data
+  position (bit-identical on CPU; tests/reliability/test_preemption.py);
+* **a whole validation.** Lightning's evaluation loop would stop a validation at its next batch,
+  and a checkpoint taken there resumes into half a validation (Lightning re-runs neither the
+  batches done nor counts them). So a SIGTERM during a validation of ``fit`` is held back until
+  the validation ends: its loss is recorded and ``best-*.ckpt`` chosen as in an uninterrupted
+  run, then the run stops. The cost: the rest of that validation (``trainer.limit_val_batches``)
+  must fit in the grace period (SLURM's ``KillWait``, 30 s by default; ``--signal=USR1@<s>``);
+  a run killed before that keeps the previous ``last.ckpt`` (atomic writes), so it still resumes
+  exactly, from further back;
+* **SLURM's pre-timeout signal at a step boundary.** With ``#SBATCH --signal=USR1@90`` Lightning's
+  ``SLURMEnvironment(auto_requeue=True)`` (detected under SLURM) runs its handler inside the
+  signal handler, mid-step: it would save ``hpc_ckpt_<n>.ckpt`` at whatever point the step had
+  reached, then ``scontrol requeue`` the job. ``Preemption`` defers the Python handler of SIGUSR1
+  and SIGUSR2 (Lightning's; submitit's, ``hydra/launcher=submitit_slurm``): the signal becomes a
+  SIGTERM to this process (the path above), and once ``last.ckpt`` is written the deferred handler
+  runs (Lightning's then writes ``hpc_ckpt_<n>.ckpt`` of the same state and requeues). A SIGUSR1/2
+  with no handler is a preemption without requeue.
+
+The run then ends with ``Preempted`` (exit status 128 + the signal number; ``metrics.json``
+records it as ``status: failed`` with the message). A sweep re-run with
+``sweep_resume.skip_completed=true sweep_resume.incomplete=last`` continues that job from its
+``last.ckpt`` (``src.studies.resume``).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import lightning.pytorch as pl
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.trainer.states import TrainerFn
+from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+from src.errors import Preempted
+
+log = logging.getLogger(__name__)
+
+#: signals SLURM's ``--signal`` sends before the time limit (Lightning's requeue_signal, submitit's)
+REQUEUE_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2)
+
+
+class Preemption(pl.Callback):
+    """Writes ``last.ckpt`` at the step boundary after SIGTERM / SIGUSR1 / SIGUSR2 (module docstring)."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None  # the signal that asked the run to stop
+        self.saved: Path | None = None  # the checkpoint written on the way out
+        self.step = 0
+        self._deferred: dict[int, Any] = {}  # signal -> the handler it had at train start
+        self._pending: tuple[int, Any] | None = None  # a deferred handler to run after the save
+        self._held = False  # a SIGTERM held back until the validation ends
+
+    # ------------------------------------------------------------ signals
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        # Lightning has registered its handlers by now (Trainer._run, before the fit loop starts)
+        self.signum, self.saved, self._pending, self._held = None, None, None, False
+        for sig in REQUEUE_SIGNALS:
+            previous = signal.getsignal(sig)
+            self._deferred[sig] = previous
+            try:
+                signal.signal(sig, self._on_requeue_signal)
+            except ValueError:  # not the main thread: leave the signal alone
+                self._deferred.pop(sig)
+
+    def _on_requeue_signal(self, signum: int, frame: FrameType | None) -> None:
+        previous = self._deferred.get(signum)
+        if callable(previous) and self._pending is None:
+            self._pending = (signum, previous)
+        self.signum = signum
+        os.kill(os.getpid(), signal.SIGTERM)  # Lightning's SIGTERM path: flag, DDP broadcast, stop at the boundary
+
+    def _restore_signals(self) -> None:
+        for sig, handler in self._deferred.items():
+            if handler is not None and signal.getsignal(sig) == self._on_requeue_signal:
+                try:
+                    signal.signal(sig, handler)
+                except ValueError:
+                    pass
+        self._deferred = {}
+
+    def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._restore_signals()
+
+    # ------------------------------------------------------------ a whole validation
+    def on_validation_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
+                                batch_idx: int, dataloader_idx: int = 0) -> None:
+        if trainer.state.fn == TrainerFn.FITTING and not trainer.sanity_checking and trainer.received_sigterm:
+            self._held = True
+            trainer._signal_connector.received_sigterm = False  # Lightning's flag (trainer.received_sigterm reads it)
+
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self._held:
+            self._held = False
+            trainer._signal_connector.received_sigterm = True  # stop at the boundary right after this validation
+        if trainer.state.fn == TrainerFn.FITTING and not trainer.sanity_checking and trainer.received_sigterm:
+            # write now: the state of a last.ckpt written after a validation (the boundary that follows has
+            # already counted this step for the loggers, and a resume from there would count it again)
+            self._write(trainer)
+
+    # ------------------------------------------------------------ the checkpoint
+    def last_path(self, trainer: pl.Trainer) -> Path:
+        """``last.ckpt`` of the ModelCheckpoint that keeps one, else ``<default_root_dir>/checkpoints/last.ckpt``."""
+        for cb in trainer.checkpoint_callbacks:
+            if isinstance(cb, ModelCheckpoint) and cb.save_last and cb.dirpath:
+                return Path(cb.dirpath) / f"{cb.CHECKPOINT_NAME_LAST}{cb.FILE_EXTENSION}"
+        return Path(trainer.default_root_dir) / "checkpoints" / "last.ckpt"
+
+    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
+        if not isinstance(exception, SIGTERMException):
+            return
+        self._restore_signals()
+        if self.saved is None or self.step != trainer.global_step:
+            self._write(trainer)
+
+    def _write(self, trainer: pl.Trainer) -> None:
+        """last.ckpt of this step (while fitting, after a first step), then the deferred requeue handler."""
+        self.signum = self.signum or signal.SIGTERM
+        self.step = int(trainer.global_step)
+        if trainer.state.fn == TrainerFn.FITTING and not trainer.sanity_checking and self.step > 0:
+            path = self.last_path(trainer)
+            trainer.save_checkpoint(path, weights_only=False)  # SafeCheckpointIO: atomic, verified, finite
+            self.saved = path
+            for cb in trainer.checkpoint_callbacks:
+                if isinstance(cb, ModelCheckpoint) and cb.save_last:
+                    cb.last_model_path = str(path)  # metrics.json's last_ckpt
+            log.info("preempted by %s at step %d: wrote %s", signal.Signals(self.signum).name, self.step, path)
+        if self._pending is not None:  # SLURM's requeue (Lightning's SLURMEnvironment, submitit), now at the boundary
+            signum, handler = self._pending
+            self._pending = None
+            handler(signum, None)
+
+    def error(self, trainer: pl.Trainer | None, stage: str = "training") -> Preempted:
+        """The ``Preempted`` that ends the run, with what was saved and how to resume."""
+        name = signal.Signals(self.signum or signal.SIGTERM).name
+        if self.saved is not None:
+            return Preempted("preempted", signal=name, signum=int(self.signum or signal.SIGTERM), step=self.step,
+                             path=self.saved)
+        last = ""
+        if trainer is not None:
+            existing = self.last_path(trainer)
+            last = f"; the last checkpoint is {existing}" if existing.is_file() else "; there is no checkpoint yet"
+        return Preempted("preempted_unsaved", signal=name, signum=int(self.signum or signal.SIGTERM), step=self.step,
+                         stage=stage, last=last)
+
+
+def preemption_error(error: BaseException, trainer: pl.Trainer | None) -> Preempted | None:
+    """``Preempted`` for Lightning's ``SIGTERMException`` (with what ``Preemption`` saved), else None."""
+    if not isinstance(error, SIGTERMException):
+        return None
+    callbacks = trainer.callbacks if trainer is not None else []
+    found = next((c for c in callbacks if isinstance(c, Preemption)), None) or Preemption()
+    fn = trainer.state.fn if trainer is not None else None
+    return found.error(trainer, stage=f"trainer.{fn.value}()" if fn is not None else "setup")

@@ -1,0 +1,62 @@
+"""Load a training checkpoint without Lightning's trainer: model, tokenizer, config, task; or
+only its weights into a new run (``init_from``, fine-tuning).
+
+The checkpoint holds only plain data in ``hyper_parameters`` (``cfg``: the resolved run
+config; ``tokenizer``: the tokenizer state), so it loads with ``torch.load(weights_only=True)``
+(no pickled classes are executed) and rebuilds the exact model and tokenizer.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from src.data.tokenizers import Tokenizer
+from src.models import TransformerModel
+from src.checkpoints.fit import check_state_dict_fits
+from src.checkpoints.io import checkpoint_file, safe_torch_load
+from src.errors import CheckpointError
+from src.objectives.base import LMTask
+from src.objectives.registry import TASKS
+
+
+@dataclass
+class LoadedCheckpoint:
+    model: TransformerModel  # in eval mode
+    tokenizer: Tokenizer | None
+    cfg: dict[str, Any]  # the plain resolved run config
+    task: LMTask  # the LightningModule holding the model (e.g. for trainer.validate/test)
+    global_step: int = 0
+    path: str = ""
+
+
+def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.device = "cpu") -> LoadedCheckpoint:
+    """Rebuild the task from ``hyper_parameters`` and load its weights (strictly)."""
+    p = checkpoint_file(path)  # CheckpointError for a directory or a missing file
+    ckpt = safe_torch_load(p, map_location=map_location)  # weights_only=True; clear errors for pickles, torn files
+    hp = ckpt.get("hyper_parameters") if isinstance(ckpt, dict) else None
+    if not hp or "cfg" not in hp:
+        raise CheckpointError("ckpt_foreign", path=p)
+    cfg = hp["cfg"]
+    cls = TASKS.get(cfg["task"]["name"])
+    task = cls(cfg, hp.get("tokenizer"))
+    check_state_dict_fits(task, ckpt, path=str(p), current_cfg=cfg)  # names every mismatched key and shape
+    task.load_state_dict(ckpt["state_dict"], strict=True)
+    task.eval()
+    return LoadedCheckpoint(model=task.model, tokenizer=task.tokenizer, cfg=cfg, task=task,
+                            global_step=int(ckpt.get("global_step", 0)), path=str(p))
+
+
+def init_from_checkpoint(task: LMTask, path: str | os.PathLike[str], resume_path: str | None = None) -> None:
+    """Fine-tuning (``init_from=<ckpt>``): the weights of ``path`` into ``task``, nothing else: the run
+    starts at step 0 with a fresh optimizer, schedule and data position, and its config may differ
+    from the checkpoint's; every shape must fit (``CheckpointError`` listing the mismatches)."""
+    if resume_path:
+        raise CheckpointError("init_and_resume", init_from=path, ckpt_path=resume_path)
+    p = checkpoint_file(path)
+    ckpt = safe_torch_load(p)
+    check_state_dict_fits(task, ckpt, path=str(p))
+    task.load_state_dict(ckpt["state_dict"], strict=True)

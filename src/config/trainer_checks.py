@@ -1,0 +1,206 @@
+"""The ``trainer`` node checked against Lightning and the machine, before anything is built.
+
+Part of ``validate_run_config`` (src/config/validate.py), kept apart so that each file stays one
+concept: ``Hardware`` (what the machine offers, injectable so tests can pretend to have GPUs) and
+``check_trainer`` (argument names against ``lightning.pytorch.Trainer``; accelerator, strategy,
+devices and precision against the hardware; step, epoch, interval, limit and clipping values).
+Every failure is a ``RunConfigError`` naming the key, the value and the fix.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from src.errors import MESSAGES, RunConfigError
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What the machine offers (injectable, so tests can pretend to have GPUs)."""
+
+    cuda_available: bool
+    cuda_count: int
+    bf16_supported: bool
+    device_name: str = "cpu"
+    cpu_cores: int | None = None  # usable by this process (None: unknown, not checked)
+
+    @classmethod
+    def detect(cls) -> "Hardware":
+        import torch
+
+        ok = torch.cuda.is_available()
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not Linux
+            cores = os.cpu_count() or None
+        return cls(
+            cuda_available=ok,
+            cuda_count=torch.cuda.device_count() if ok else 0,
+            bf16_supported=bool(ok and torch.cuda.is_bf16_supported()),
+            device_name=torch.cuda.get_device_name(0) if ok else "cpu",
+            cpu_cores=cores,
+        )
+
+
+def fail(key: str, value: Any, fix: str) -> None:
+    raise RunConfigError("bad_value", key=key, value=value, fix=fix)
+
+
+def positive_int(key: str, value: Any, fix: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise RunConfigError("bad_value", key=key, value=value, fix=fix)
+    return value
+
+
+_FP16 = ("16", "16-mixed", "16-true", 16)
+_BF16 = ("bf16", "bf16-mixed", "bf16-true")
+
+
+def _precisions() -> list[str]:
+    import typing
+
+    from lightning.fabric.plugins.precision.precision import (
+        _PRECISION_INPUT_INT,
+        _PRECISION_INPUT_STR,
+        _PRECISION_INPUT_STR_ALIAS,
+    )
+
+    return [str(p) for p in (*typing.get_args(_PRECISION_INPUT_STR), *typing.get_args(_PRECISION_INPUT_STR_ALIAS),
+                             *typing.get_args(_PRECISION_INPUT_INT))]
+
+
+def _strategy_name(strategy: Any) -> str:
+    if isinstance(strategy, Mapping):
+        return str(strategy.get("_target_", "custom"))
+    return str(strategy)
+
+
+def _requested_gpus(devices: Any, available: int) -> int:
+    if devices in ("auto", -1, "-1", None):
+        return max(available, 1)
+    if isinstance(devices, (list, tuple)):
+        return len(devices)
+    if isinstance(devices, str):
+        parts = [p for p in devices.split(",") if p.strip()]
+        return len(parts) if len(parts) > 1 or devices.endswith(",") else int(parts[0])
+    return int(devices)
+
+
+def check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
+    t = dict(plain.get("trainer") or {})
+    target = t.get("_target_", "lightning.pytorch.Trainer")
+    if target in ("lightning.pytorch.Trainer", "lightning.Trainer", "pytorch_lightning.Trainer"):
+        import lightning.pytorch as pl
+
+        params = inspect.signature(pl.Trainer.__init__).parameters
+        for key, value in t.items():
+            if key != "_target_" and key not in params:
+                accepted = ", ".join(p for p in params if p != "self")
+                raise RunConfigError("unknown_key", key=f"trainer.{key}", value=value,
+                                     where="lightning.pytorch.Trainer", accepted=accepted)
+    accel = str(t.get("accelerator", "auto"))
+    strategy = _strategy_name(t.get("strategy", "auto"))
+    precision = t.get("precision", 32)
+    on_gpu = accel in ("gpu", "cuda") or (accel == "auto" and hw.cuda_available)
+    if accel in ("gpu", "cuda") and not hw.cuda_available:
+        raise RunConfigError("no_cuda", value=accel)
+    if "fsdp" in strategy.lower() and not on_gpu:
+        why = f"trainer.accelerator={accel}" + ("" if accel == "cpu" else " and no CUDA GPU is visible")
+        raise RunConfigError("fsdp_needs_gpu", strategy=strategy, why=why)
+    devices = t.get("devices", "auto")
+    if on_gpu:
+        try:
+            requested = _requested_gpus(devices, hw.cuda_count)
+        except (TypeError, ValueError):
+            raise RunConfigError("bad_value", key="trainer.devices", value=devices,
+                                 fix="a number of devices, a list of GPU indices, -1 or auto") from None
+        if requested > hw.cuda_count:
+            raise RunConfigError("too_many_devices", value=devices, requested=requested, available=hw.cuda_count,
+                                 available_fix=hw.cuda_count)
+    if devices in (0, "0") and not isinstance(devices, bool):
+        raise RunConfigError("bad_value", key="trainer.devices", value=devices,
+                             fix="at least 1 (a number of devices), a list of GPU indices, -1 or auto")
+    if not on_gpu:
+        _check_cpu_devices(devices)
+        _warn_cpu_oversubscribed(devices, hw)
+    elif isinstance(devices, int) and not isinstance(devices, bool) and devices < -1:
+        fail("trainer.devices", devices, "a number of GPUs, 1 or more, a list of GPU indices, -1 (all) or auto")
+    accepted = _precisions()
+    if str(precision) not in accepted:
+        raise RunConfigError("bad_value", key="trainer.precision", value=precision, fix=f"use one of {', '.join(accepted)}")
+    if not on_gpu and precision in _FP16:
+        raise RunConfigError("fp16_on_cpu", value=precision)
+    if on_gpu and precision in _BF16 and not hw.bf16_supported:
+        raise RunConfigError("bf16_unsupported", value=precision, device=hw.device_name)
+    checked_max_steps(t)
+    acc = t.get("accumulate_grad_batches", 1)
+    positive_int("trainer.accumulate_grad_batches", acc, "a positive number of batches per optimizer step")
+    positive_int("trainer.num_nodes", t.get("num_nodes", 1), "a positive number of machines")
+    positive_int("trainer.log_every_n_steps", t.get("log_every_n_steps", 50), "log every this many steps, 1 or more")
+    epochs = t.get("max_epochs")
+    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs == 0 or epochs < -1):
+        # 0 would end fit() before its first step, with status 0
+        fail("trainer.max_epochs", epochs, "a number of epochs, 1 or more, -1 (no limit: max_steps decides) or null")
+    interval = t.get("val_check_interval")
+    if interval is not None and not _fraction_or_count(interval, zero=False):
+        fail("trainer.val_check_interval", interval, "a number of steps (1 or more) or a fraction of an epoch in (0, 1]")
+    for key in ("limit_train_batches", "limit_val_batches", "limit_test_batches"):
+        if t.get(key) is not None and not _fraction_or_count(t[key], zero=True):
+            fail(f"trainer.{key}", t[key], "a number of batches (0 skips the loop) or a fraction in [0, 1]")
+    clip = t.get("gradient_clip_val")
+    if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not 0 <= clip < float("inf")):
+        fail("trainer.gradient_clip_val", clip, "a gradient norm (or value) limit, 0 or more, or null (no clipping)")
+
+
+def checked_max_steps(t: Mapping[str, Any]) -> Any:
+    """``trainer.max_steps``, checked (the schedule's default horizon: checked before it is read)."""
+    v = t.get("max_steps")
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or (v < 1 and v != -1)):
+        raise RunConfigError("bad_value", key="trainer.max_steps", value=v,
+                             fix="a positive number of optimizer steps, or -1 (use max_epochs)")
+    return v
+
+
+def _check_cpu_devices(devices: Any) -> None:
+    """On CPU, Lightning takes a number of processes only (-1 and lists raise a bare TypeError there)."""
+    if devices in ("auto", None) or (isinstance(devices, int) and not isinstance(devices, bool) and devices >= 1):
+        return
+    if isinstance(devices, str) and devices.strip().isdigit() and int(devices) >= 1:
+        return
+    fail("trainer.devices", devices, "on CPU a number of processes, 1 or more, or auto (GPU indices and -1 "
+          "are for trainer.accelerator=gpu)")
+
+
+def _fraction_or_count(value: Any, *, zero: bool) -> bool:
+    """Lightning's convention: an int counts batches/steps, a float is a fraction of an epoch."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value >= (0 if zero else 1)
+    return isinstance(value, float) and (0.0 <= value if zero else 0.0 < value) and value <= 1.0
+
+
+def _cpu_processes(devices: Any) -> int | None:
+    if devices in ("auto", None):
+        return 1
+    if isinstance(devices, (list, tuple)):
+        return len(devices)
+    try:
+        return int(devices)
+    except (TypeError, ValueError):
+        return None
+
+
+def _warn_cpu_oversubscribed(devices: Any, hw: Hardware) -> None:
+    """More CPU processes than usable cores: allowed (it still computes the same), with a warning
+    that states the cost (docs/reliability.md)."""
+    n = _cpu_processes(devices)
+    if hw.cpu_cores is None or n is None or n <= hw.cpu_cores:
+        return
+    from lightning.pytorch.utilities.rank_zero import rank_zero_warn
+
+    rank_zero_warn(MESSAGES["cpu_oversubscribed"].format(value=devices, n=n, cores=hw.cpu_cores,
+                                                         share=hw.cpu_cores / n, slower=n / hw.cpu_cores))

@@ -1,0 +1,314 @@
+"""``validate_run_config(cfg)``: every check that needs only the composed config, in one place.
+
+Called by ``src.training.setup.build_run`` before any tokenizer, data or model is built, so a
+mistyped or impossible run fails in a second, inside the run's try block (a sweep job records
+the error in its ``metrics.json``). Each failure names the key, the value and the fix.
+
+Checks, in order (the first failure is raised):
+
+1. no ``trust_remote_code: true`` anywhere; no mandatory value (``???``) left unset;
+2. keys: top-level keys are those of ``conf/train.yaml`` (Hydra's struct mode already rejects
+   ``key=v`` typos; this also catches ``+key=v``), and ``task``/``optim``/``scheduler``/
+   ``tokenizer`` keys are those of their chosen ``conf/<group>/<name>.yaml``;
+3. model: everything building it would check, without building it (``src.models.builder.model_config``:
+   numbers, each component's own ``check_args``, registered names and accepted keys, the family);
+4. task and data: the task is registered and fits the model family and the data's batch format
+   (translation pairs on an encoder-only model …); the data node is its source's
+   (``src.data.sources.check_source``); ``block_size`` fits a learned position table; optimiser
+   and scheduler names;
+5. trainer (``src.config.trainer_checks``): argument names, accelerator / strategy /
+   devices / precision against the hardware (FSDP on CPU, more GPUs than visible, fp16 on CPU, bf16 on a GPU without it), callbacks
+   that need a logger, callback/logger keys against their classes, ``ckpt_path`` exists,
+   ``reliability`` and ``resume`` keys and values.
+
+Checks that need built objects stay where the objects are: the tokenizer's vocabulary against
+``model.vocab_size`` (``src.training.setup.resolve_vocab``), data files and their contents
+(``src.data``), a checkpoint against the model (``src.checkpoints.fit``).
+"""
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Iterator, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from src.plain import to_plain
+from src.checkpoints.fit import allow_list
+from src.checkpoints.io import checkpoint_file
+from src.errors import CheckpointError, RunConfigError
+from src.config.trainer_checks import Hardware, check_trainer, checked_max_steps, fail, positive_int
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+#: top-level keys read by the code but not declared in conf/train.yaml (add with +key=value)
+EXTRA_TOP_KEYS = ("num_workers",)
+#: groups whose node is plain data checked against conf/<group>/<node.name>.yaml
+KEYED_GROUPS = ("task", "optim", "scheduler", "tokenizer")
+NONFINITE_ACTIONS = ("stop", "skip")
+LIGHTNING_CKPT_ALIASES = ("last", "best", "hpc", "registry")
+
+
+def validate_run_config(
+    cfg: Any, *, hardware: Hardware | None = None, conf_dir: str | os.PathLike[str] | None = None
+) -> dict[str, Any]:
+    """Check a composed run config (DictConfig or plain dict); return its plain resolved copy.
+
+    Raises ``RunConfigError``, or the error type of the part that owns the rule
+    (``ConfigError`` for model numbers, ``RegistryError`` for component names, ``TaskError``,
+    ``DataError``), each with a message naming key, value and fix.
+    """
+    plain = to_plain(cfg)
+    conf, primary = (Path(conf_dir), "train") if conf_dir is not None else _primary_config()
+    _check_no_remote_code(plain)
+    _check_no_missing(plain)
+    _check_top_keys(plain, conf, primary)
+    _check_group_keys(plain, conf)
+    _check_task_and_data(plain, _check_model(plain["model"]))
+    _check_optimisation(plain)
+    check_trainer(plain, hardware or Hardware.detect())
+    _check_callbacks(plain)
+    _check_run_keys(plain)
+    return plain
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _primary_config() -> tuple[Path, str]:
+    """(config directory, primary config name) of the running Hydra app, else (repo conf/, "train")."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            hc = HydraConfig.get()
+            for source in hc.runtime.config_sources:
+                if source.provider == "main" and str(source.path).startswith("file://"):
+                    return Path(str(source.path)[len("file://"):]), str(hc.job.config_name)
+    except Exception:  # no Hydra, or an unusual config source: fall back to the repository's conf/
+        pass
+    return CONF_DIR, "train"
+
+
+def _walk(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, value) of every leaf and inner node."""
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            key = f"{prefix}.{k}" if prefix else str(k)
+            yield key, v
+            yield from _walk(v, key)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _walk(v, f"{prefix}[{i}]")
+
+
+@lru_cache(maxsize=64)
+def _yaml_keys(path: Path) -> tuple[str, ...] | None:
+    """Keys of a config file (without its ``defaults`` list), or None if there is no such file."""
+    if not path.is_file():
+        return None
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.load(path)
+    keys = [str(k) for k in node.keys() if k != "defaults"]  # type: ignore[union-attr]
+    if "defaults" in node:  # options built on another option of the same group (model/tiny -> gpt2_small)
+        for entry in node.defaults:  # type: ignore[union-attr]
+            if isinstance(entry, str) and entry != "_self_":
+                keys += list(_yaml_keys(path.with_name(f"{entry}.yaml")) or ())
+    return tuple(dict.fromkeys(keys))
+
+
+@lru_cache(maxsize=8)
+def _default_groups(path: Path) -> tuple[str, ...]:
+    """Top-level group names in a primary config's defaults list (``model``, ``trainer`` …)."""
+    from omegaconf import OmegaConf
+
+    groups: set[str] = set()
+    for entry in OmegaConf.load(path).get("defaults", []):
+        if isinstance(entry, Mapping):
+            groups.update(str(k).removeprefix("override ").split("/")[0].split("@")[0] for k in entry)
+    return tuple(sorted(groups))
+
+
+# ---------------------------------------------------------------- 1. safety and completeness
+
+
+def _check_no_remote_code(plain: Mapping[str, Any]) -> None:
+    for key, value in _walk(plain):
+        if key.rsplit(".", 1)[-1] == "trust_remote_code" and value:
+            raise RunConfigError("trust_remote_code", key=key, value=value)
+
+
+def _check_no_missing(plain: Mapping[str, Any]) -> None:
+    for key, value in _walk(plain):
+        if value == "???":
+            raise RunConfigError("bad_value", key=key, value=value,
+                                 fix=f"it is required and has no default; pass {key}=<value> on the command line")
+
+
+# ---------------------------------------------------------------- 2. keys
+
+
+def _check_top_keys(plain: Mapping[str, Any], conf: Path, primary: str = "train") -> None:
+    path = conf / f"{primary}.yaml"
+    declared = _yaml_keys(path)
+    if declared is None:
+        return
+    known = sorted({*declared, *_default_groups(path), *EXTRA_TOP_KEYS} - {"experiment", "hydra"})
+    for key, value in plain.items():
+        if key not in known:
+            raise RunConfigError("unknown_key", key=key, value=value, where=f"conf/{primary}.yaml",
+                                 accepted=", ".join(known))
+
+
+def _check_group_keys(plain: Mapping[str, Any], conf: Path) -> None:
+    for group in KEYED_GROUPS:
+        node = plain.get(group)
+        if not isinstance(node, Mapping) or not isinstance(node.get("name"), str):
+            continue
+        accepted = _yaml_keys(conf / group / f"{node['name']}.yaml")
+        if accepted is None:  # an option defined elsewhere (config store, experiment): nothing to compare with
+            continue
+        for key, value in node.items():
+            if key not in accepted:
+                raise RunConfigError("unknown_key", key=f"{group}.{key}", value=value,
+                                     where=f"{group}={node['name']} (conf/{group}/{node['name']}.yaml)",
+                                     accepted=", ".join(accepted))
+
+
+# ---------------------------------------------------------------- 3. model
+
+
+def _check_model(model: Mapping[str, Any]) -> Any:
+    """Every check building the model would make (its numbers, each component's own checks, the
+    family), without building it; returns the ModelConfig."""
+    from src.models.builder import model_config
+
+    return model_config(model)  # ConfigError / RegistryError, each naming the key and the fix
+
+
+# ---------------------------------------------------------------- 4. task, data, names
+
+
+def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
+    """The task fits the model and the data (cross-group); the data node is its source's; the
+    training window fits a learned position table (data x model)."""
+    from src.data.sources import check_source, split_config
+    from src.models.components.positions import POSITIONS, LearnedPosition
+    from src.objectives import TASKS
+
+    task_name = (plain.get("task") or {}).get("name")
+    if task_name not in TASKS:
+        raise RunConfigError("unknown_name", key="task", value=task_name,
+                             names=f"{', '.join(TASKS.names())} (conf/task/<name>.yaml picks one)")
+    cls = TASKS.get(task_name)
+    cls.check_family(model)  # TaskError: masked LM on a causal decoder …
+
+    kind, node, _ = split_config(plain.get("data") or {})  # DataError: unknown source
+    check_source(node)  # DataError: a key the source does not take
+    fmt = "pairs" if kind == "pairs" else "text"
+    cls.check_batch_format(fmt, f"data={node['name']}")  # TaskError: translation pairs on an encoder-only model …
+
+    block = plain.get("block_size")
+    block = model.max_seq_len if block is None else block  # null = the model's context; 0 is an error, not a default
+    block = positive_int("block_size", block, "a positive number of tokens per training window, at most model.max_seq_len")
+    positive_int("batch_size", plain.get("batch_size"), "a positive number of sequences per device per step")
+    pos_name = model.position["name"]
+    if fmt == "text" and issubclass(POSITIONS.get(pos_name), LearnedPosition):
+        if cls.data_block_size(block, model.max_seq_len, fmt) > model.max_seq_len:
+            raise RunConfigError("block_size_exceeds_table", block_size=block, max_seq_len=model.max_seq_len,
+                                 position=pos_name)
+
+
+def _check_optimisation(plain: Mapping[str, Any]) -> None:
+    """``optim`` and ``scheduler`` by their own checks (``src.optim``, the code that reads them), and
+    the top-level run values: their types and ranges."""
+    from src.optim import check_optim, check_scheduler
+
+    optim = plain.get("optim") or {}
+    check_optim(optim)  # OptimConfigError: optim.lr=-1, optim.lr=abc, betas, eps …
+    max_steps = checked_max_steps(plain.get("trainer") or {})  # before the schedule reads it as its horizon
+    check_scheduler(plain.get("scheduler") or {"name": "none"}, optim["lr"], max_steps)
+    seed = plain.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        fail("seed", seed, "an integer seed, 0 or more")
+    workers = plain.get("num_workers", 0)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        fail("num_workers", workers, "0 (load in the training process) or a number of worker processes")
+    threads = plain.get("cpu_threads")
+    if threads is not None:
+        positive_int("cpu_threads", threads, "a number of torch threads, 1 or more, or null (torch's default)")
+    for key in ("compile", "test", "deterministic", "tf32"):
+        if key in plain and not isinstance(plain[key], bool):
+            fail(key, plain[key], "true or false")
+    mode = plain.get("vocab_size_from", "tokenizer")
+    if mode not in ("tokenizer", "model"):
+        raise RunConfigError("bad_value", key="vocab_size_from", value=mode,
+                             fix="use tokenizer (model.vocab_size from the tokenizer) or model (keep model.vocab_size)")
+
+
+# ---------------------------------------------------------------- 5. trainer, callbacks, run keys
+
+def _check_callbacks(plain: Mapping[str, Any]) -> None:
+    from hydra.utils import get_object
+
+    loggers = {k: v for k, v in (plain.get("logger") or {}).items() if v}
+    for group in ("callbacks", "logger"):
+        for name, node in (plain.get(group) or {}).items():
+            if not isinstance(node, Mapping) or "_target_" not in node:
+                continue
+            try:
+                target = get_object(node["_target_"])
+            except Exception as e:  # ImportError / AttributeError, wrapped by Hydra
+                reason = str(e).splitlines()[0]
+                raise RunConfigError("bad_value", key=f"{group}.{name}._target_", value=node["_target_"],
+                                     fix=f"it cannot be imported ({reason}); give a dotted path to a class") from None
+            if group == "callbacks" and not loggers and getattr(target, "__name__", "") == "LearningRateMonitor":
+                raise RunConfigError("logger_needed", name=name, target=node["_target_"], logger="none")
+            _check_target_keys(f"{group}.{name}", node, target)
+
+
+def _check_target_keys(key: str, node: Mapping[str, Any], target: Any) -> None:
+    """Keys of a ``_target_`` node against the target's arguments (``+logger.csv.nme=x`` would end in a bare
+    ``TypeError`` when it is instantiated); a target taking ``**kwargs`` accepts anything."""
+    try:
+        params = inspect.signature(target).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check against
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    for k, value in node.items():
+        if not str(k).startswith("_") and k not in params:
+            raise RunConfigError("unknown_key", key=f"{key}.{k}", value=value, where=node["_target_"],
+                                 accepted=", ".join(params))
+
+
+def _check_run_keys(plain: Mapping[str, Any]) -> None:
+    allow_list(plain)  # CheckpointError bad_allow_list: resume.allow_config_change=model (not a list)
+    rel = dict(plain.get("reliability") or {})
+    for node, where, accepted in (("reliability", "conf/reliability/default.yaml",
+                                   _yaml_keys(CONF_DIR / "reliability" / "default.yaml")),
+                                  ("resume", "conf/train.yaml", ("allow_config_change",))):
+        for key, value in (plain.get(node) or {}).items():
+            if accepted is not None and key not in accepted:  # +reliability.nonfinit=skip would change nothing
+                raise RunConfigError("unknown_key", key=f"{node}.{key}", value=value, where=where,
+                                     accepted=", ".join(accepted))
+    action = rel.get("nonfinite", "stop")
+    if action not in NONFINITE_ACTIONS:
+        raise RunConfigError("bad_value", key="reliability.nonfinite", value=action,
+                             fix="use stop (end the run, keep the last good checkpoint) or skip (drop that update)")
+    for key in ("check_every_n_steps", "max_consecutive_skips"):
+        if key in rel:
+            positive_int(f"reliability.{key}", rel[key], "a positive number of steps")
+    ckpt = plain.get("ckpt_path")
+    if ckpt and str(ckpt) not in LIGHTNING_CKPT_ALIASES and "://" not in str(ckpt):
+        path = Path(os.path.expanduser(str(ckpt)))
+        if path.is_dir():
+            checkpoint_file(path)  # CheckpointError: a directory, naming the .ckpt files in it
+        if not path.is_file():
+            raise RunConfigError("ckpt_missing", value=ckpt)
+    init = plain.get("init_from")
+    if init:
+        if ckpt:
+            raise CheckpointError("init_and_resume", init_from=init, ckpt_path=ckpt)
+        checkpoint_file(init)  # CheckpointError: missing, or a directory

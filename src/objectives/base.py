@@ -1,0 +1,342 @@
+"""What every training objective shares: the model built from plain config, metrics,
+optimiser/scheduler, FLOPs/token accounting, RNG state in checkpoints.
+
+A task is a ``LightningModule`` constructed from *plain data only* — the resolved run
+config (a dict) and the tokenizer's ``state_dict()`` — never from an injected
+``nn.Module``. ``save_hyperparameters`` stores both, so ``load_from_checkpoint`` and
+``src.checkpoints.load.load_checkpoint`` rebuild the exact model and tokenizer, and the
+checkpoint loads with ``torch.load(weights_only=True)``.
+
+Subclasses implement ``prepare(batch) -> Prepared``: the model inputs, the labels in the
+model family's own convention (``-100`` = not scored; the family shifts them: one label
+convention, ``TransformerModel.score_labels``), the number of tokens processed and the shape
+the model's FLOPs count takes. The loss is the model's (``model(**inputs, labels=…).loss``);
+metrics and logging are shared.
+
+Metrics (torchmetrics, reset per epoch, synced across ranks): ``{stage}/loss`` (mean
+cross-entropy per scored token, ``MeanMetric`` weighted by token count), ``{stage}/ppl``
+(``exp`` of that mean, i.e. per-token perplexity) and ``{stage}/acc`` (top-1 accuracy on the
+scored tokens). ``train/loss`` is logged on the steps the loggers write (every
+``trainer.log_every_n_steps`` and the last: ``logs_this_step``), without any host-device sync.
+"""
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from torch import Tensor
+from torchmetrics import MeanMetric
+
+from src.data.tokenizers import Tokenizer, tokenizer_from_state
+from src.models import ModelConfig, TransformerModel, build_model
+from src.models.components.masks import MASKS
+from src.models.families import FAMILIES
+from src.models.families.base import IGNORE_INDEX
+from src.optim import build_optimizer, build_scheduler
+
+
+class TaskError(ValueError):
+    """A task that cannot run with this model / data / tokenizer; the message says the fix."""
+
+
+@dataclass
+class Prepared:
+    """A batch turned into model inputs and scored labels."""
+
+    inputs: dict[str, Any]  # kwargs for the model's forward (without labels)
+    labels: Tensor  # as the model's forward takes them (its family aligns them); IGNORE_INDEX = not scored
+    tokens: int  # tokens the model processed (from shapes only: no device sync)
+    shape: dict[str, int]  # the arguments of model.forward_flops for these inputs (batch_size, seq_len, …)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SpecialIds:
+    """Token ids a task needs beyond the tokenizer's, and how many were reserved.
+
+    Reserved ids are appended after the tokenizer's vocabulary (``tokenizer.vocab_size``,
+    ``+1`` …); ``model.vocab_size`` then grows by ``n_reserved`` (see ``src.training.setup``).
+    """
+
+    ids: dict[str, int | None] = field(default_factory=dict)
+    n_reserved: int = 0
+
+    def pick(self, name: str, *candidates: int | None, base: int) -> int:
+        """The first non-None candidate, else a new reserved id ``base + n_reserved``."""
+        for c in candidates:
+            if c is not None:
+                self.ids[name] = int(c)
+                return int(c)
+        self.ids[name] = base + self.n_reserved
+        self.n_reserved += 1
+        return self.ids[name]
+
+
+class LMTask(pl.LightningModule):
+    """Base class. ``families`` lists the model families the objective fits."""
+
+    name: ClassVar[str] = "base"
+    families: ClassVar[tuple[str, ...]] = ()
+    batch_formats: ClassVar[tuple[str, ...]] = ("text",)  # "text" {"tokens"} and/or "pairs" {"src_ids", ...}
+    #: what the objective needs of the self-attention mask (``check_mask``): "left_to_right", "bidirectional"
+    #: or None (the family fixes its masks: encoder_decoder)
+    mask_rule: ClassVar[str | None] = None
+    mask_hint: ClassVar[str] = ""
+
+    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None) -> None:
+        """cfg: the plain resolved run config (``model``, ``task``, ``optim``, ``scheduler``, ``trainer`` …);
+        tokenizer: ``Tokenizer.state_dict()`` (or None for a tokenizer-less model)."""
+        super().__init__()
+        self.save_hyperparameters()  # plain dicts only -> weights_only-loadable checkpoints
+        self.cfg = cfg
+        self.task_cfg: dict[str, Any] = dict(cfg.get("task") or {})
+        self.model_config = ModelConfig.from_dict({**cfg["model"], **self.model_overrides(self.task_cfg)})
+        self.check_family(self.model_config)
+        self.tokenizer: Tokenizer | None = tokenizer_from_state(tokenizer) if tokenizer else None
+        self.model: TransformerModel = build_model(self.model_config)
+        for stage in ("val", "test"):
+            # nan_strategy="disable": no per-update NaN check (a host sync); a NaN loss shows in the mean
+            setattr(self, f"{stage}_loss", MeanMetric(nan_strategy="disable"))
+            setattr(self, f"{stage}_acc", MeanMetric(nan_strategy="disable"))
+        self.tokens_seen = 0  # training tokens over all ranks (python int, saved in checkpoints)
+        self._unlogged_loss: Tensor | None = None  # this step's loss when it was not logged (on_train_batch_end)
+        self._flops_memo: dict[tuple[Any, ...], int] = {}
+        self._rng_to_restore: dict[str, Any] | None = None
+
+    # ---------------------------------------------------------------- checks
+    @classmethod
+    def check_family(cls, model: ModelConfig) -> None:
+        """The model's family, and its self-attention mask, fit this objective (``TaskError`` otherwise)."""
+        if model.family not in cls.families:
+            raise TaskError(
+                f"task={cls.name} needs model.family in {list(cls.families)}, but the model is {model.family} "
+                f"({model.name}); {cls.family_hint()}"
+            )
+        cls.check_mask(model)
+
+    @classmethod
+    def check_mask(cls, model: ModelConfig) -> None:
+        """``mask_rule`` against the mask the model will use (``model/mask``, else its family's default).
+
+        left_to_right: no position may see a later one (a causal mask, or a prefix LM whose prefix the
+        loss does not score); bidirectional: every position sees both sides (a masked LM)."""
+        name = (model.mask or {}).get("name") or getattr(FAMILIES.get(model.family), "default_mask", None)
+        if cls.mask_rule is None or name is None:
+            return
+        mask = MASKS.get(name)
+        sees_ahead = not (mask.causal or mask.needs_prefix_length)
+        if cls.mask_rule == "left_to_right" and sees_ahead:
+            raise TaskError(f"task={cls.name} predicts each token from the tokens before it, but model/mask={name} lets "
+                            f"every position see the tokens after it, its targets included (the loss would fall "
+                            f"without learning to predict); {cls.mask_hint}")
+        if cls.mask_rule == "bidirectional" and not sees_ahead:
+            raise TaskError(f"task={cls.name} predicts masked tokens from both sides, but model/mask={name} hides the "
+                            f"tokens after each position; {cls.mask_hint}")
+
+    @classmethod
+    def family_hint(cls) -> str:
+        return "choose a model of that family, or the task that fits this model: causal_lm / decoder_translation " \
+               "(decoder_only), masked_lm (encoder_only), seq2seq (encoder_decoder)"
+
+    @classmethod
+    def check_batch_format(cls, fmt: str, data_name: str = "the data") -> None:
+        """fmt: "text" or "pairs" (what the datamodule yields)."""
+        if fmt not in cls.batch_formats:
+            hint = {"pairs": "translation pairs fit task=seq2seq (encoder_decoder) or task=decoder_translation "
+                             "(decoder_only)", "text": "text windows fit task=causal_lm, masked_lm or seq2seq"}[fmt]
+            raise TaskError(f"task={cls.name} cannot train on {data_name}, which yields {fmt} batches; {hint}")
+
+    @classmethod
+    def special_ids(cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]) -> SpecialIds:
+        """Ids this task needs (resolved into ``task`` config before the task is built)."""
+        return SpecialIds()
+
+    @classmethod
+    def model_overrides(cls, task_cfg: Mapping[str, Any]) -> dict[str, Any]:
+        """Model config keys the objective fixes (its resolved special ids), applied before building."""
+        return {}
+
+    @classmethod
+    def data_block_size(cls, block_size: int, max_seq_len: int, batch_format: str) -> int:
+        """Tokens per window/side to ask the datamodule for, so inputs fit ``max_seq_len``."""
+        return block_size
+
+    # ---------------------------------------------------------------- to implement
+    def prepare(self, batch: Mapping[str, Tensor]) -> Prepared:
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- shared steps
+    def forward(self, **inputs: Any):  # -> ModelOutput
+        return self.model(**inputs)
+
+    def shared_step(self, batch: Mapping[str, Tensor], accuracy: bool = True) -> tuple[Tensor, Tensor | None, Tensor, Prepared]:
+        """-> (mean loss, per-token correct [N] bool (None without ``accuracy``), scored-token mask, prepared).
+
+        Training skips the accuracy: an argmax over [B, T, V] logits is a full extra pass over
+        the largest tensor of the step (on CPU about as slow as the loss itself)."""
+        prep = self.prepare(batch)
+        out = self.model(**prep.inputs, labels=prep.labels)
+        target = self.model.score_labels(prep.labels, out.logits.shape[1])  # [B, T] aligned with the logits
+        scored = target != IGNORE_INDEX  # [B, T]
+        correct = (out.logits.argmax(-1) == target) & scored if accuracy else None
+        return out.loss, correct, scored, prep
+
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
+        self._maybe_restore_rng()
+
+    def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
+        loss, _, _, prep = self.shared_step(batch, accuracy=False)
+        self.tokens_seen += prep.tokens * self.trainer.world_size
+        self.flops_per_batch = self.flops(prep, training=True)  # read by ThroughputMonitor
+        self._unlogged_loss = None
+        if logs_this_step(self.trainer):  # self.log costs ~1.5 ms of Python; loggers only read logging steps
+            self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True)
+        else:
+            self._unlogged_loss = loss.detach()
+        return loss
+
+    def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
+        """A callback that stops the run after ``training_step`` (Lightning's ``Timer`` for
+        ``trainer.max_time``) makes this a logging step: log its loss now, not the last logged one."""
+        if self._unlogged_loss is not None and self.trainer.should_stop:
+            self.log("train/loss", self._unlogged_loss, on_step=True, on_epoch=False, prog_bar=True)
+        self._unlogged_loss = None
+
+    def _eval_step(self, stage: str, batch: Mapping[str, Tensor], batch_idx: int = 0) -> Tensor:
+        loss, correct, scored, prep = self.shared_step(batch)
+        self.flops_per_batch = self.flops(prep, training=False)
+        n = scored.sum()
+        loss_metric: MeanMetric = getattr(self, f"{stage}_loss")
+        acc_metric: MeanMetric = getattr(self, f"{stage}_acc")
+        loss_metric.update(loss, weight=n)  # token-weighted mean over the epoch
+        acc_metric.update(correct.sum() / n.clamp(min=1), weight=n)
+        return loss
+
+    def _log_epoch(self, stage: str) -> None:
+        loss_metric: MeanMetric = getattr(self, f"{stage}_loss")
+        acc_metric: MeanMetric = getattr(self, f"{stage}_acc")
+        mean = loss_metric.compute()
+        # MeanMetric.compute() has already reduced over ranks; sync_dist only keeps Lightning quiet
+        self.log(f"{stage}/loss", mean, prog_bar=stage == "val", sync_dist=True)
+        self.log(f"{stage}/ppl", torch.exp(mean.clamp(max=50.0)), sync_dist=True)  # clamp: no inf early on
+        self.log(f"{stage}/acc", acc_metric.compute(), sync_dist=True)
+        loss_metric.reset()
+        acc_metric.reset()
+
+    def validation_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
+        return self._eval_step("val", batch, batch_idx)
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_epoch("val")
+
+    def test_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
+        return self._eval_step("test", batch, batch_idx)
+
+    def on_test_epoch_end(self) -> None:
+        self._log_epoch("test")
+
+    # ---------------------------------------------------------------- throughput
+    def batch_tokens(self, batch: Mapping[str, Tensor]) -> int:
+        """Tokens the model processes for this batch (shapes only). Used by ThroughputMonitor."""
+        if "tokens" in batch:
+            b, t1 = batch["tokens"].shape
+            return b * (t1 - 1)
+        return int(batch["src_ids"].numel() + batch["tgt_ids"].numel())
+
+    def flops(self, prep: Prepared, training: bool) -> int:
+        """The model's FLOPs count for this batch: ``model.training_flops`` (forward + backward) or
+        ``model.forward_flops``, memoised by shape (a few distinct shapes per run)."""
+        key = (training, *sorted(prep.shape.items()))
+        if key not in self._flops_memo:
+            count = self.model.training_flops if training else self.model.forward_flops
+            self._flops_memo[key] = count(**prep.shape)
+        return self._flops_memo[key]
+
+    # ---------------------------------------------------------------- optimisation
+    def configure_model(self) -> None:
+        """``compile: true`` compiles the model in place (state-dict keys unchanged)."""
+        if self.cfg.get("compile") and not getattr(self, "_compiled", False):
+            self.model.compile()
+            self._compiled = True
+
+    def configure_optimizers(self) -> Any:
+        trainer = self._trainer  # None outside a Trainer
+        clips_mixed = (trainer is not None and str(trainer.precision).endswith("-mixed")
+                       and bool(trainer.gradient_clip_val))
+        optimizer = build_optimizer(self.model, self.cfg["optim"], self.device, clips_under_mixed_precision=clips_mixed)
+        max_steps = (self.cfg.get("trainer") or {}).get("max_steps")
+        scheduler = build_scheduler(optimizer, self.cfg.get("scheduler") or {"name": "none"}, float(self.cfg["optim"]["lr"]),
+                                    max_steps if max_steps and max_steps > 0 else None)
+        if scheduler is None:
+            return optimizer
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step", "frequency": 1}}
+
+    # ---------------------------------------------------------------- checkpoint extras
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Store RNG states (plain tensors/lists: weights_only-safe) and the token counter."""
+        np_state = np.random.get_state()
+        checkpoint["rng_states"] = {
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            "numpy": [np_state[0], np_state[1].tolist(), int(np_state[2]), int(np_state[3]), float(np_state[4])],
+            "python": _to_lists(random.getstate()),
+        }
+        checkpoint["tokens_seen"] = self.tokens_seen
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        if self._trainer is not None and self.trainer.state.fn != "fit":
+            return  # test/validate with a checkpoint: weights only; this run's counters stay
+        self.tokens_seen = int(checkpoint.get("tokens_seen", 0))
+        # Restored right before the first resumed training batch, after Lightning has rebuilt
+        # the dataloader iterator, so the random stream matches an uninterrupted run.
+        self._rng_to_restore = checkpoint.get("rng_states")
+
+    def _maybe_restore_rng(self) -> None:
+        state, self._rng_to_restore = self._rng_to_restore, None
+        if not state:
+            return
+        torch.set_rng_state(state["torch"].cpu())
+        if state.get("cuda") and torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(state["cuda"])
+        n = state["numpy"]
+        np.random.set_state((n[0], np.asarray(n[1], dtype=np.uint32), n[2], n[3], n[4]))
+        random.setstate(_to_tuples(state["python"]))
+
+
+def logs_this_step(trainer: pl.Trainer) -> bool:
+    """Whether this training step's logged values reach the loggers (asked inside ``training_step``).
+
+    Lightning writes step metrics only every ``trainer.log_every_n_steps`` optimizer steps (and at
+    every step under ``fast_dev_run``); a value logged on another step is only overwritten. The
+    run's last step (``max_steps``) and an epoch's last batch are included, so the final
+    ``train/loss`` (metrics.json) is the last step's."""
+    if trainer.fast_dev_run or lightning_logs_step(trainer) or trainer.is_last_batch:
+        return True
+    return 0 < trainer.max_steps <= trainer.global_step + 1
+
+
+def lightning_logs_step(trainer: pl.Trainer) -> bool:
+    """Lightning's own "the loggers write this step" (``trainer._logger_connector.should_update_logs``,
+    private in Lightning 2.x; tests/tasks/test_logging_steps.py checks it is there). Where a Lightning
+    release lacks it: True, i.e. log and time every step as Lightning's defaults do (slower, same values)."""
+    connector = getattr(trainer, "_logger_connector", None)
+    flag = getattr(connector, "should_update_logs", None)
+    return True if flag is None else bool(flag)
+
+
+def _to_lists(x: Any) -> Any:
+    return [_to_lists(v) for v in x] if isinstance(x, tuple) else x
+
+
+def _to_tuples(x: Any) -> Any:
+    return tuple(_to_tuples(v) for v in x) if isinstance(x, list) else x
+
+
+def perplexity(loss: float) -> float:
+    return math.exp(min(loss, 50.0))

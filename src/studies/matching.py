@@ -1,0 +1,345 @@
+"""Matched variants: a model's free size solved so its parameter count equals a reference's, and the
+training budget (parameters, FLOPs per step and per token) that FLOPs- or token-matching solves steps for.
+
+A comparison of FFN types, position schemes or families is fair only at equal parameter
+counts: SwiGLU has three FFN matrices where GELU has two (Shazeer 2020 shrinks d_ff to 2/3;
+Narang et al. 2021 compare at equal parameters), a learned position table adds
+``max_seq_len × d_model`` weights, and an encoder-decoder's cross-attention adds
+``4·d_model²`` per decoder layer. The run config asks for a match with::
+
+    match_params:
+      reference: gpt2_small          # a conf/model name ...
+      # reference: {ffn: {name: gelu}, d_ff: 256}   # ... or the keys in which the reference
+      #                                              #     differs from this run's model
+      solve: d_ff                    # which size to solve for (SOLVERS: d_ff, layers)
+      tolerance: 0.01                # |params - reference| / reference must not exceed this
+      multiple_of: 1                 # round d_ff to a multiple (8 or 64 suit GPUs)
+
+A named reference keeps this run's ``vocab_size`` and special token ids (both models read
+the same tokenizer). ``src.training.setup.build_run`` calls ``apply_match_params`` once the
+vocabulary is known; the solved sizes go into the plain config the task (and every
+checkpoint) is built from, both counts are logged and written to
+``<run dir>/match_params.json``, and ``python -m src.report`` shows them.
+
+Counts are exact: the model is built on PyTorch's ``meta`` device (no memory, no init
+cost) and its parameters counted (tied weights once), so every component, bias and norm
+is included without a hand-written formula.
+
+Every run also writes ``<run dir>/budget.json`` (``write_budget``, from ``build_run``): its
+parameters and the training FLOPs of one optimizer step on its nominal batch, counted by the
+model itself (``TransformerModel.training_flops``, the one FLOPs formula) for the shape the task
+gives it, so a decoder reading "source <sep> target" and an encoder-decoder reading the two
+apart are each counted as they run. A study's protocol matches its variants by ``params``
+(above), ``flops`` or ``tokens``: ``solve_steps`` gives each variant the optimizer steps at
+which its training FLOPs (or tokens) equal the reference variant's, and ``python -m src.study``
+passes them as ``trainer.max_steps``.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from src.jsonfile import write_json
+from src.models import ModelConfig, build_model
+from src.studies.protocol import Protocol
+from src.plain import to_plain
+
+log = logging.getLogger(__name__)
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+FILENAME = "match_params.json"
+#: Keys a named reference takes from the run's model (both read the same tokenizer).
+VOCAB_KEYS = ("vocab_size", "pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")
+
+
+class MatchError(ValueError):
+    """The requested match cannot be met; the message says by how much and what to change."""
+
+
+def count_parameters(model: Mapping[str, Any] | ModelConfig) -> int:
+    """Exact parameter count of a model config (tied weights counted once), built on ``meta``."""
+    config = model if isinstance(model, ModelConfig) else ModelConfig.from_dict(dict(model))
+    with torch.device("meta"):
+        net = build_model(config)
+    return net.num_parameters()
+
+
+# --------------------------------------------------------------------------- reference
+def deep_merge(base: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` updated by ``delta`` (nested mappings merged; a group node given by a new
+    ``name`` replaces the old node, as a Hydra group override would)."""
+    out = copy.deepcopy(dict(base))
+    for k, v in delta.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) and v.get("name", out[k].get("name")) == out[k].get("name"):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v) if not isinstance(v, Mapping) else dict(v)
+    return out
+
+
+def compose_model(name: str) -> dict[str, Any]:
+    """The model config ``conf/model/<name>.yaml`` (with its defaults list), as a plain dict."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import MissingConfigException
+    from omegaconf import OmegaConf
+
+    available = sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
+    if name not in available:
+        raise MatchError(f"match_params.reference='{name}' is not a model config; conf/model has: {', '.join(available)}")
+
+    def _compose() -> dict[str, Any]:
+        cfg = compose(config_name="train", overrides=[f"model={name}"])
+        return OmegaConf.to_container(cfg.model, resolve=True)  # type: ignore[return-value]
+
+    try:
+        if GlobalHydra.instance().is_initialized():  # inside a Hydra app (src.train): reuse its search path
+            return _compose()
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return _compose()
+    except MissingConfigException as e:  # pragma: no cover - guarded by the listing above
+        raise MatchError(f"match_params.reference='{name}': {e}") from None
+
+
+def reference_config(reference: str | Mapping[str, Any], model: Mapping[str, Any]) -> dict[str, Any]:
+    """The reference model config: a conf/model name (with this run's vocabulary), or this
+    run's model updated by the given keys."""
+    if isinstance(reference, str):
+        ref = compose_model(reference)
+        for k in VOCAB_KEYS:
+            if k in model:
+                ref[k] = model[k]
+        return ref
+    if isinstance(reference, Mapping):
+        return deep_merge(model, reference)
+    raise MatchError(f"match_params.reference must be a conf/model name or a mapping of model keys, not {reference!r}")
+
+
+# --------------------------------------------------------------------------- solvers
+Solver = Callable[[dict[str, Any], int, int], dict[str, Any]]
+SOLVERS: dict[str, Solver] = {}
+
+
+def register_solver(name: str) -> Callable[[Solver], Solver]:
+    def deco(fn: Solver) -> Solver:
+        SOLVERS[name] = fn
+        return fn
+
+    return deco
+
+
+def _with(model: Mapping[str, Any], **keys: Any) -> dict[str, Any]:
+    out = dict(model)
+    out.update(keys)
+    return out
+
+
+def solve_width(model: dict[str, Any], target: int, multiple_of: int = 1) -> dict[str, Any]:
+    """d_ff such that the count is nearest ``target``. The count is affine in d_ff (every FFN
+    matrix and bias scales with it), so two probes give the line; the rounded neighbours are
+    then counted exactly and the nearest kept."""
+    m = max(1, int(multiple_of))
+    lo, hi = 8 * m, 16 * m
+    p_lo, p_hi = count_parameters(_with(model, d_ff=lo)), count_parameters(_with(model, d_ff=hi))
+    slope = (p_hi - p_lo) / (hi - lo)
+    if slope <= 0:
+        raise MatchError("the parameter count does not grow with d_ff; this model has no FFN width to solve for")
+    exact = lo + (target - p_lo) / slope
+    candidates = {max(m, int(math.floor(exact / m)) * m), max(m, int(math.ceil(exact / m)) * m)}
+    best = min(candidates, key=lambda f: (abs(count_parameters(_with(model, d_ff=f)) - target), f))
+    return _with(model, d_ff=best)
+
+
+@register_solver("d_ff")
+def _solve_d_ff(model: dict[str, Any], target: int, multiple_of: int) -> dict[str, Any]:
+    return solve_width(model, target, multiple_of)
+
+
+@register_solver("layers")
+def _solve_layers(model: dict[str, Any], target: int, multiple_of: int) -> dict[str, Any]:
+    """Encoder-decoder: equal encoder and decoder depth n (n = 1 … n_layer), then d_ff; the n
+    whose solved d_ff is nearest the configured d_ff (in log ratio) is kept, so the shape is
+    distorted least. Other families: d_ff only."""
+    if model.get("family") != "encoder_decoder":
+        return solve_width(model, target, multiple_of)
+    d_ff0 = int(model["d_ff"])
+    best: tuple[float, dict[str, Any]] | None = None
+    for n in range(1, int(model["n_layer"]) + 1):
+        trial = _with(model, n_encoder_layer=n, n_decoder_layer=n)
+        try:
+            solved = solve_width(trial, target, multiple_of)
+        except MatchError:
+            continue
+        if solved["d_ff"] < max(multiple_of, 4):
+            continue
+        score = abs(math.log(solved["d_ff"] / d_ff0))
+        if best is None or score < best[0]:
+            best = (score, solved)
+    if best is None:
+        raise MatchError(f"no encoder/decoder depth up to n_layer={model['n_layer']} reaches {target:,} parameters; "
+                         f"raise model.n_layer or model.d_model")
+    return best[1]
+
+
+# --------------------------------------------------------------------------- the match
+@dataclass
+class MatchResult:
+    reference: Any  # as configured (name or mapping)
+    reference_params: int
+    params: int
+    rel_error: float  # (params - reference_params) / reference_params
+    tolerance: float
+    solve: str
+    solved: dict[str, Any] = field(default_factory=dict)  # the keys the solver set
+    before: dict[str, Any] = field(default_factory=dict)  # their values before
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def match_model(model: Mapping[str, Any], reference: str | Mapping[str, Any], *, solve: str = "d_ff",
+                tolerance: float = 0.01, multiple_of: int = 1) -> tuple[dict[str, Any], MatchResult]:
+    """(the model with its size solved, the match) so its count is within ``tolerance`` of the reference's."""
+    if solve not in SOLVERS:
+        raise MatchError(f"match_params.solve='{solve}' is not known; use one of {', '.join(sorted(SOLVERS))}")
+    if not 0 <= float(tolerance) < 1:
+        raise MatchError(f"match_params.tolerance={tolerance} must be a fraction in [0, 1), e.g. 0.01 for 1%")
+    model = dict(model)
+    target = count_parameters(reference_config(reference, model))
+    solved = SOLVERS[solve](model, target, int(multiple_of))
+    params = count_parameters(solved)
+    rel = (params - target) / target
+    changed = {k: solved[k] for k in solved if solved.get(k) != model.get(k)}
+    result = MatchResult(reference=reference, reference_params=target, params=params, rel_error=rel,
+                         tolerance=float(tolerance), solve=solve, solved=changed,
+                         before={k: model.get(k) for k in changed})
+    if abs(rel) > tolerance:
+        raise MatchError(
+            f"match_params: solving {solve} gives {params:,} parameters, {100 * rel:+.2f}% from the reference's "
+            f"{target:,} (tolerance {100 * tolerance:.2f}%); loosen match_params.tolerance, lower multiple_of, "
+            f"or solve=layers for an encoder-decoder"
+        )
+    return solved, result
+
+
+def apply_match_params(plain: dict[str, Any], run_dir: str | Path | None = None) -> MatchResult | None:
+    """If ``plain['match_params'].reference`` is set, solve ``plain['model']`` in place, log
+    both counts and write ``<run dir>/match_params.json`` (run dir: ``paths.output_dir``)."""
+    node = to_plain(plain.get("match_params"))
+    if not node or node.get("reference") in (None, "", "null"):
+        return None
+    unknown = sorted(set(node) - {"reference", "solve", "tolerance", "multiple_of"})
+    if unknown:
+        raise MatchError(f"match_params has unknown key(s) {unknown}; accepted: reference, solve, tolerance, multiple_of")
+    solved, result = match_model(plain["model"], node["reference"], solve=node.get("solve", "d_ff"),
+                                 tolerance=float(node.get("tolerance", 0.01)), multiple_of=int(node.get("multiple_of", 1)))
+    plain["model"] = solved
+    log.info("match_params: %s -> %s: %s parameters vs reference %s (%+.3f%%, tolerance %.2f%%)",
+             result.before, result.solved, f"{result.params:,}", f"{result.reference_params:,}",
+             100 * result.rel_error, 100 * result.tolerance)
+    out = run_dir if run_dir is not None else (plain.get("paths") or {}).get("output_dir")
+    if out:
+        write_json(Path(out) / FILENAME, result.to_dict())
+    return result
+
+
+# --------------------------------------------------------------------------- training budget
+BUDGET_FILE = "budget.json"
+MATCH_MODES = ("params", "flops", "tokens")
+
+
+@dataclass
+class Budget:
+    """What a run's optimizer steps cost, by the model's own FLOPs count
+    (``TransformerModel.training_flops``: forward + backward) on the run's nominal batch
+    (``batch_size`` windows of ``block_size`` tokens, or pairs at their full source and target
+    lengths), on one device; ``python -m src.report`` shows it for every variant."""
+
+    params: int
+    shape: dict[str, int]  # the model's FLOPs arguments for the nominal batch (batch_size, seq_len, …)
+    tokens_per_step: int  # tokens the model processes per optimizer step (nominal batch x accumulation)
+    flops_per_step: int  # training FLOPs per optimizer step
+    max_steps: int | None
+    match: str  # params | flops | tokens (the protocol's matching mode) | none
+
+    @property
+    def flops_per_token(self) -> float:
+        return self.flops_per_step / self.tokens_per_step
+
+    def to_dict(self) -> dict[str, Any]:
+        planned = self.max_steps if self.max_steps and self.max_steps > 0 else None
+        return {**asdict(self), "flops_per_token": self.flops_per_token,
+                "planned_tokens": planned * self.tokens_per_step if planned else None,
+                "planned_flops": planned * self.flops_per_step if planned else None}
+
+
+def nominal_batch(batch_format: str, batch_size: int, lengths: tuple[int, int]) -> dict[str, torch.Tensor]:
+    """A batch of the documented formats (docs/CONTRACTS.md) at full length: ``tokens`` [B, T+1],
+    or ``src_ids``/``tgt_ids`` [B, S] / [B, T] with masks of ones."""
+    src, tgt = lengths
+    if batch_format == "pairs":
+        return {"src_ids": torch.zeros(batch_size, src, dtype=torch.long), "src_mask": torch.ones(batch_size, src, dtype=torch.long),
+                "tgt_ids": torch.zeros(batch_size, tgt, dtype=torch.long), "tgt_mask": torch.ones(batch_size, tgt, dtype=torch.long)}
+    return {"tokens": torch.zeros(batch_size, src + 1, dtype=torch.long)}
+
+
+def training_budget(task: Any, batch_format: str, batch_size: int, lengths: tuple[int, int], accumulate: int = 1,
+                    max_steps: int | None = None, match: str = "none") -> Budget:
+    """The budget of ``task`` (an ``LMTask``) on its nominal batch: the task prepares the batch as in
+    training and the model counts the FLOPs of the shape it gets."""
+    with torch.random.fork_rng(devices=[]):  # an objective that draws (masked LM) leaves the run's RNG untouched
+        prep = task.prepare(nominal_batch(batch_format, batch_size, lengths))
+    per_batch = int(task.model.training_flops(**prep.shape))
+    return Budget(params=task.model.num_parameters(), shape=dict(prep.shape), tokens_per_step=int(prep.tokens) * accumulate,
+                  flops_per_step=per_batch * accumulate, max_steps=max_steps, match=match)
+
+
+def match_mode(plain: Mapping[str, Any]) -> str:
+    """The protocol's matching mode (the node is checked here, so a run with a mistyped protocol fails
+    at setup); without a protocol, ``params`` when match_params has a reference, else ``none``."""
+    protocol = Protocol.from_config(plain)
+    if protocol is not None:
+        return protocol.match
+    return "params" if (plain.get("match_params") or {}).get("reference") not in (None, "", "null") else "none"
+
+
+def run_budget(run: Any) -> Budget:
+    """The budget of a built run (``src.training.setup.Run``)."""
+    dm, plain = run.datamodule, run.cfg
+    lengths = (int(getattr(dm, "max_src_len", dm.block_size)), int(getattr(dm, "max_tgt_len", dm.block_size)))
+    trainer = plain.get("trainer") or {}
+    steps = trainer.get("max_steps")
+    return training_budget(run.task, run.batch_format, int(plain["batch_size"]), lengths,
+                           int(trainer.get("accumulate_grad_batches") or 1),
+                           int(steps) if steps is not None else None, match_mode(plain))
+
+
+def write_budget(run: Any, run_dir: str | Path | None = None) -> Budget:
+    """``<run dir>/budget.json`` (run dir: ``paths.output_dir``), called by ``build_run``."""
+    budget = run_budget(run)
+    out = run_dir if run_dir is not None else (run.cfg.get("paths") or {}).get("output_dir")
+    if out:
+        write_json(Path(out) / BUDGET_FILE, budget.to_dict())
+    return budget
+
+
+def solve_steps(reference: Budget, budget: Budget, mode: str, reference_steps: int | None = None) -> int:
+    """Optimizer steps at which ``budget``'s training FLOPs (``flops``) or tokens (``tokens``) equal the
+    reference's at ``reference_steps`` (default: its max_steps). ``params`` keeps the steps."""
+    steps = reference_steps if reference_steps is not None else reference.max_steps
+    if mode not in MATCH_MODES:
+        raise MatchError(f"protocol.match={mode!r} is not known; use one of {', '.join(MATCH_MODES)}")
+    if not steps or steps <= 0:
+        raise MatchError(f"matching {mode} needs the reference's trainer.max_steps (> 0), got {steps}")
+    if mode == "params":
+        return int(steps)
+    ref, own = (reference.flops_per_step, budget.flops_per_step) if mode == "flops" else \
+        (reference.tokens_per_step, budget.tokens_per_step)
+    return max(1, round(steps * ref / own))

@@ -1,0 +1,202 @@
+"""The comparison protocol a study declares (``protocol:`` in its config; docs/studies.md).
+
+::
+
+    protocol:
+      factors: [model/ffn, model/norm]        # the override keys compared (the variants)
+      tune:                                   # tuned per variant: key -> candidates
+        optim.lr: [1.0e-3, 2.0e-3, 4.0e-3]    #   (at least optim.lr, 3-5 log-spaced values)
+      design: two_stage                       # two_stage: every candidate on tune_seeds, then the
+      tune_seeds: [0]                         #   chosen value on seeds | grid: every seed at every candidate
+      seeds: [1, 2, 3, 4, 5]
+      match: params                           # params | flops | tokens (src/studies/matching.py)
+      select: val/loss                        # selection metric (validation split only)
+      metric: test/loss                       # verdict metric (test split only)
+      secondary: []                           # more verdict metrics (names or fnmatch patterns)
+      baseline: model/ffn=gelu,model/norm=layernorm
+      comparisons: baseline                   # baseline: each variant vs the baseline |
+                                              #   one_factor: also every pair differing in one factor
+      stage: null                             # set per job by python -m src.study (tune|confirm|grid)
+    report:
+      equivalence_margin: 0.02                # TOST margin in the metric's units (or {metric: margin})
+
+The runs save it in ``.hydra/config.yaml``; ``python -m src.report`` reads it from there (the
+command-line flags win), and ``python -m src.study`` runs its stages.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+DESIGNS = ("two_stage", "grid")
+STAGES = ("tune", "confirm", "grid")
+MATCH_MODES = ("params", "flops", "tokens")
+COMPARISONS = ("baseline", "one_factor")
+
+
+class ProtocolError(ValueError):
+    """A protocol node that cannot be followed; the message names the key and the fix."""
+
+
+def canonical(value: Any) -> str:
+    """One spelling per value: ``1e-3``, ``0.001``, ``1.0e-03`` -> ``0.001``; ``2.0`` -> ``2``; text unchanged."""
+    text = str(value)
+    try:
+        x = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(x):
+        return text
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else repr(x)
+
+
+def as_number(value: str) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass
+class Protocol:
+    """A study's protocol (module docstring); ``declared`` is False for one built from flags only."""
+
+    factors: list[str] = field(default_factory=list)
+    tune: dict[str, list[str]] = field(default_factory=dict)  # key -> canonical candidates ([] = those run)
+    design: str = "grid"
+    tune_seeds: list[str] = field(default_factory=list)
+    seeds: list[str] = field(default_factory=list)
+    match: str = "params"
+    select: str = "val/loss"
+    metric: str = "test/loss"
+    secondary: list[str] = field(default_factory=list)
+    baseline: str | None = None
+    comparisons: str = "baseline"
+    equivalence_margin: float | dict[str, float] | None = None
+    declared: bool = False
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> "Protocol | None":
+        """From a run config's ``protocol`` and ``report`` nodes; None when it declares none."""
+        node = config.get("protocol")
+        if not node:
+            return None
+        report = config.get("report") or {}
+        return cls.from_node(node, report.get("equivalence_margin") if isinstance(report, Mapping) else None)
+
+    @classmethod
+    def from_node(cls, node: Mapping[str, Any], margin: Any = None) -> "Protocol":
+        known = {f.name for f in fields(cls)} - {"declared", "equivalence_margin"} | {"stage"}
+        unknown = sorted(set(node) - known)
+        if unknown:
+            raise ProtocolError(f"protocol has unknown key(s) {unknown}; accepted: {', '.join(sorted(known))}")
+        tune = node.get("tune") or {}
+        if not isinstance(tune, Mapping):
+            raise ProtocolError(f"protocol.tune must map keys to candidate lists, e.g. {{optim.lr: [1e-3, 2e-3, 4e-3]}}; "
+                                f"got {tune!r}")
+        p = cls(
+            factors=[str(k) for k in node.get("factors") or []],
+            tune={str(k): [canonical(v) for v in (vs if isinstance(vs, Sequence) and not isinstance(vs, str) else [vs])]
+                  for k, vs in tune.items()},
+            design=str(node.get("design") or "grid"), tune_seeds=[canonical(s) for s in node.get("tune_seeds") or []],
+            seeds=[canonical(s) for s in node.get("seeds") or []], match=str(node.get("match") or "params"),
+            select=str(node.get("select") or "val/loss"), metric=str(node.get("metric") or "test/loss"),
+            secondary=[str(s) for s in node.get("secondary") or []],
+            baseline=None if node.get("baseline") in (None, "") else str(node["baseline"]),
+            comparisons=str(node.get("comparisons") or "baseline"), equivalence_margin=_margin(margin), declared=True,
+        )
+        p.check()
+        return p
+
+    def check(self) -> None:
+        for key, value, allowed in (("design", self.design, DESIGNS), ("match", self.match, MATCH_MODES),
+                                    ("comparisons", self.comparisons, COMPARISONS)):
+            if value not in allowed:
+                raise ProtocolError(f"protocol.{key}={value!r} is not known; use one of {', '.join(allowed)}")
+        if self.design == "two_stage" and self.declared and not self.tune_seeds:
+            raise ProtocolError("protocol.design=two_stage needs protocol.tune_seeds (the seeds every candidate runs "
+                                "on), e.g. [0]")
+        if self.select.startswith("test/"):
+            raise ProtocolError(f"protocol.select={self.select!r}: selection must use the validation split (val/...)")
+        for key in [self.metric, *self.secondary] if self.declared else []:
+            if key.startswith("val/"):
+                raise ProtocolError(f"protocol verdict metric {key!r}: verdicts use the test split (test/...)")
+        for key, cands in self.tune.items():
+            if self.declared and not cands:
+                raise ProtocolError(f"protocol.tune.{key} has no candidates")
+
+    def stage_of(self, config: Mapping[str, Any]) -> str:
+        """A run's stage: its ``protocol.stage``; under the grid design (or no protocol) ``grid``."""
+        node = config.get("protocol") or {}
+        stage = node.get("stage") if isinstance(node, Mapping) else None
+        if stage in (None, ""):
+            return "grid" if self.design == "grid" else "unlabelled"
+        return str(stage)
+
+    def describe(self, secondary: Sequence[str] | None = None) -> str:
+        """One paragraph for the report (``secondary``: the secondary metrics found, default the patterns)."""
+        secondary = self.secondary if secondary is None else secondary
+        tune = "; ".join(f"`{k}` ∈ {{{', '.join(v)}}}" for k, v in self.tune.items()) or "nothing"
+        if self.design == "two_stage":
+            design = (f"two stages — *tune*: every candidate on seed(s) {', '.join(self.tune_seeds) or '?'}, the value "
+                      f"with the lowest mean `{self.select}` chosen per variant; *confirm*: the chosen value on seeds "
+                      f"{', '.join(self.seeds) or '?'}")
+        else:
+            design = (f"grid — every candidate on every seed ({', '.join(self.seeds) or 'the seeds run'}), the value with "
+                      f"the lowest mean `{self.select}` over seeds chosen per variant")
+        return (f"Tuned per variant: {tune}. Design: {design}. Selection on the validation split (`{self.select}`), "
+                f"verdicts on the test split (`{self.metric}`"
+                + (f"; secondary: {', '.join(f'`{s}`' for s in secondary)}" if secondary else "")
+                + f"). Matching: {self.match}.")
+
+
+def _margin(value: Any) -> float | dict[str, float] | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): float(v) for k, v in value.items() if v is not None}
+    try:
+        margin = float(value)
+    except (TypeError, ValueError):
+        raise ProtocolError(f"report.equivalence_margin={value!r} must be a number in the metric's units (e.g. 0.02) "
+                            f"or a mapping {{metric: margin}}") from None
+    if margin <= 0:
+        raise ProtocolError(f"report.equivalence_margin={value!r} must be positive")
+    return margin
+
+
+#: protocol fields that may grow between stages (more seeds, more candidates): the runs' lists are joined
+GROWING = ("factors", "tune_seeds", "seeds", "secondary")
+#: the command-line flag that sets each field (named when runs disagree on it)
+FLAGS = {"design": "--design", "select": "--select", "metric": "--metric", "baseline": "--baseline",
+         "comparisons": "--comparisons", "equivalence_margin": "--equivalence-margin", "secondary": "--extra"}
+
+
+def merge_protocols(found: Sequence[Protocol], given: Sequence[str] = ()) -> Protocol | None:
+    """The one protocol of a set of runs; None when no run declares one. Seeds, factors, secondary
+    metrics and tuned candidates may have grown between stages (they are joined); the tuned keys and
+    every other field must agree, unless ``given`` names it (a flag sets it)."""
+    if not found:
+        return None
+    merged: dict[str, Any] = {}
+    disagree: list[str] = []
+    for f in fields(Protocol):
+        values = [getattr(p, f.name) for p in found]
+        if f.name == "tune":
+            keys = list(dict.fromkeys(k for v in values for k in v))
+            if any(list(v) != keys for v in values) and f.name not in given:
+                disagree.append(f"tuned keys {sorted({tuple(v) for v in values})}")
+            merged["tune"] = {k: list(dict.fromkeys(c for v in values for c in v.get(k, []))) for k in keys}
+        elif f.name in GROWING:
+            merged[f.name] = list(dict.fromkeys(x for v in values for x in v))
+        else:
+            merged[f.name] = values[0]
+            distinct = [v for i, v in enumerate(values) if v not in values[:i]]
+            if len(distinct) > 1 and f.name not in given:
+                disagree.append(f"{f.name} {distinct}" + (f" (choose with {FLAGS[f.name]})" if f.name in FLAGS else ""))
+    if disagree:
+        raise ProtocolError(f"the runs declare different protocols: {'; '.join(disagree)}; report each study's sweep "
+                            f"directory separately, or give the flag")
+    return Protocol(**merged)

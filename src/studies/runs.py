@@ -1,0 +1,271 @@
+"""Read a sweep's run directories and group them into variants (the same overrides but the seed).
+
+A run directory (docs/CONTRACTS.md) holds ``.hydra/config.yaml``, ``.hydra/overrides.yaml``,
+``metrics.json`` (absent while running or after a kill), ``csv/version_*/metrics.csv`` and
+optionally ``grad_norms.json``, ``extrapolation.json``, ``match_params.json``, ``budget.json`` and evaluation
+directories (``src.eval`` with ``hydra.run.dir=<run dir>/eval_<name>``), whose flat
+``<task>/<metric>`` figures are merged into the run's metrics.
+
+Every directory below the given roots with ``.hydra/config.yaml`` is a run, except those
+nested inside another run (evaluations, previous attempts).
+
+Figures derived from a run's files join its metrics, so they are reported like any other:
+``grad_norm/<stack>.<kind>@<layer>`` (the per-layer gradient norms at the first recorded
+step) and ``grad_norm/<stack>.<kind>.last_over_first`` (last layer / first layer).
+"""
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from src.jsonfile import METRICS, read_json
+
+#: Overrides that never define a variant (seeds are repeats; protocol.stage labels a job; the rest only
+#: move files around).
+IGNORED_KEYS = ("seed", "hydra.", "paths.", "ckpt_path", "sweep_resume.", "protocol.", "report.",
+                "trainer.enable_progress_bar", "trainer.enable_model_summary")
+BUDGET = "budget.json"
+
+
+@dataclass
+class Point:
+    step: int  # optimizer steps done
+    value: float
+
+
+@dataclass
+class RunRecord:
+    """One run directory, read."""
+
+    path: Path
+    overrides: dict[str, str]  # key -> value as typed on the command line (leading +/~ dropped)
+    config: dict[str, Any]  # .hydra/config.yaml (interpolations unresolved)
+    metrics: dict[str, Any] | None  # metrics.json (plus merged evaluation figures); None: no metrics.json
+    job_num: int = 0
+    first_started: float | None = None  # when the job first ran (src/studies/resume.py stamp), for the sweep order
+    val_history: list[Point] = field(default_factory=list)
+    train_history: list[Point] = field(default_factory=list)
+    grad_norms: dict[str, Any] | None = None
+    extrapolation: dict[str, Any] | None = None
+    match: dict[str, Any] | None = None
+    budget: dict[str, Any] | None = None  # budget.json: params, FLOPs per token, planned tokens (src/studies/matching.py)
+
+    @property
+    def status(self) -> str:
+        """completed | failed | incomplete (no metrics.json: interrupted or still running)."""
+        if self.metrics is None:
+            return "incomplete"
+        return str(self.metrics.get("status") or "incomplete")
+
+    @property
+    def seed(self) -> Any:
+        return self.overrides.get("seed", self.config.get("seed"))
+
+    def metric(self, key: str) -> float | None:
+        v = (self.metrics or {}).get(key)
+        try:
+            return float(v) if v is not None else None
+        except (TypeError, ValueError):
+            return None
+
+    @property
+    def tokens_per_step(self) -> float | None:
+        tokens, steps = self.metric("tokens_seen"), self.metric("global_step")
+        return tokens / steps if tokens and steps else None
+
+
+# --------------------------------------------------------------------------- reading
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+
+
+def parse_override(text: str) -> tuple[str, str]:
+    """``+model/position=rope`` -> (``model/position``, ``rope``); ``~key`` -> (``key``, ``<deleted>``)."""
+    text = str(text)
+    if text.startswith("~"):
+        key, _, value = text[1:].partition("=")
+        return key, "<deleted>" if not value else f"<deleted {value}>"
+    key, _, value = text.lstrip("+").partition("=")
+    return key, value
+
+
+def read_csv_history(run_dir: Path) -> tuple[list[Point], list[Point]]:
+    """(validation loss, training loss) points from every ``csv/version_*/metrics.csv`` in version
+    order (a resumed run logs to a new version). Lightning logs validation at ``step =
+    global_step - 1``; the points here count optimizer steps done."""
+    val: dict[int, float] = {}
+    train: dict[int, float] = {}
+    files = sorted(run_dir.glob("csv/version_*/metrics.csv"), key=lambda p: int(p.parent.name.split("_")[-1] or 0))
+    for f in files:
+        with f.open(newline="") as fh:
+            for row in csv.DictReader(fh):
+                try:
+                    step = int(float(row.get("step") or "nan"))
+                except ValueError:
+                    continue
+                for key, into in (("val/loss", val), ("train/loss", train)):
+                    cell = row.get(key)
+                    if cell not in (None, ""):
+                        into[step + 1] = float(cell)
+    return ([Point(s, v) for s, v in sorted(val.items())], [Point(s, v) for s, v in sorted(train.items())])
+
+
+def _eval_figures(run_dir: Path) -> dict[str, Any]:
+    """Flat numeric ``<task>/<metric>`` figures of evaluations stored inside the run directory."""
+    out: dict[str, Any] = {}
+    for m in sorted(run_dir.glob(f"*/{METRICS}")):
+        data = read_json(m)
+        if not data or "tasks" not in data or data.get("status") != "completed":
+            continue
+        for k, v in data.items():
+            if "/" in k and isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[k] = v
+    return out
+
+
+def grad_norm_figures(grad_norms: dict[str, Any] | None) -> dict[str, float]:
+    """Flat figures of ``grad_norms.json`` at its first recorded step (module docstring)."""
+    if not grad_norms:
+        return {}
+    out: dict[str, float] = {}
+    step = min(grad_norms, key=lambda s: int(s))
+    for stack, kinds in sorted(grad_norms[step].items()):
+        for kind, norms in sorted(kinds.items()):
+            if not isinstance(norms, list) or not norms:
+                continue
+            for i, v in enumerate(norms):
+                out[f"grad_norm/{stack}.{kind}@{i}"] = float(v)
+            if norms[0]:
+                out[f"grad_norm/{stack}.{kind}.last_over_first"] = float(norms[-1]) / float(norms[0])
+    return out
+
+
+def read_run(run_dir: Path) -> RunRecord:
+    hydra_dir = run_dir / ".hydra"
+    overrides_list = _read_yaml(hydra_dir / "overrides.yaml") or []
+    overrides = dict(parse_override(o) for o in overrides_list)
+    config = _read_yaml(hydra_dir / "config.yaml") or {}
+    hydra_cfg = _read_yaml(hydra_dir / "hydra.yaml") or {}
+    job_num = (((hydra_cfg.get("hydra") or {}).get("job") or {}).get("num")) if isinstance(hydra_cfg, dict) else None
+    metrics = read_json(run_dir / METRICS)
+    extrapolation = read_json(run_dir / "extrapolation.json")
+    grad_norms = read_json(run_dir / "grad_norms.json")
+    if metrics is not None:
+        derived = {**_eval_figures(run_dir), **grad_norm_figures(grad_norms)}
+        metrics = {**metrics, **{k: v for k, v in derived.items() if k not in metrics}}
+    val, train = read_csv_history(run_dir)
+    stamp = read_json(run_dir / ".sweep_job.json") or {}
+    first = stamp.get("first_started", stamp.get("started"))
+    return RunRecord(path=run_dir, overrides=overrides, config=config if isinstance(config, dict) else {},
+                     metrics=metrics, job_num=int(job_num) if str(job_num).isdigit() else 0,  # '???' outside a multirun
+                     first_started=float(first) if first else None,
+                     val_history=val, train_history=train,
+                     grad_norms=grad_norms, extrapolation=extrapolation,
+                     match=read_json(run_dir / "match_params.json"), budget=read_json(run_dir / BUDGET))
+
+
+def find_run_dirs(roots: Iterable[str | Path]) -> list[Path]:
+    """Directories with ``.hydra/config.yaml`` below ``roots`` (a root may itself be a run),
+    except those nested in another run."""
+    found: set[Path] = set()
+    for root in roots:
+        root = Path(root)
+        if not root.exists():
+            raise FileNotFoundError(f"{root} does not exist; give a sweep directory (hydra.sweep.dir) or a run directory")
+        for cfg in root.rglob(".hydra/config.yaml"):
+            found.add(cfg.parent.parent.resolve())
+    runs = sorted(found, key=lambda p: (len(p.parts), str(p)))
+    kept: list[Path] = []
+    for p in runs:
+        if not any(k in p.parents for k in kept):
+            kept.append(p)
+    return sorted(kept)
+
+
+def load_runs(roots: Iterable[str | Path]) -> list[RunRecord]:
+    runs = [read_run(d) for d in find_run_dirs(roots)]
+    if not runs:
+        raise FileNotFoundError(f"no run directories (with .hydra/config.yaml) under {', '.join(map(str, roots))}")
+    return runs
+
+
+# --------------------------------------------------------------------------- grouping
+def is_ignored(key: str, ignore: Sequence[str] = IGNORED_KEYS) -> bool:
+    return any(key == k or (k.endswith(".") and key.startswith(k)) for k in ignore)
+
+
+def config_value(config: dict[str, Any], key: str) -> str | None:
+    """The value a run's config holds for an override key (``optim.lr`` -> 0.003; a group
+    ``model/position`` -> its node's ``name``), as text; None when absent."""
+    node: Any = config
+    for part in key.replace("/", ".").split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    if isinstance(node, dict):
+        node = node.get("name")
+    return None if node is None else str(node)
+
+
+@dataclass
+class Variant:
+    """Runs that share every override but the ignored ones (seed …)."""
+
+    key: tuple[tuple[str, str], ...]  # the variant-defining overrides, sorted
+    runs: list[RunRecord]
+    implied: dict[str, str] = field(default_factory=dict)  # varying keys this variant did not override: config values
+
+    def values(self) -> dict[str, str]:
+        """Override values, plus the config's value for varying keys the variant left at their default."""
+        return {**self.implied, **dict(self.key)}
+
+    def label(self, keys: Sequence[str]) -> str:
+        d = self.values()
+        parts = [f"{k}={d[k]}" for k in keys if k in d]
+        return ", ".join(parts) or "(defaults)"
+
+    @property
+    def seeds(self) -> list[Any]:
+        return [r.seed for r in self.runs]
+
+
+def group_runs(runs: Sequence[RunRecord], ignore: Sequence[str] = IGNORED_KEYS) -> tuple[list[Variant], list[str], dict[str, str]]:
+    """(variants in sweep order, the keys that vary between variants, the keys shared by all).
+
+    Sweep order: by when each variant's first job first ran (the resume stamp; several sweeps
+    into one directory keep their order), then job number and path, so the report lists
+    variants as the sweeps ran them.
+    """
+    groups: dict[tuple[tuple[str, str], ...], list[RunRecord]] = {}
+    inf = float("inf")
+    for r in sorted(runs, key=lambda r: (r.first_started or inf, r.job_num, str(r.path))):
+        key = tuple(sorted((k, v) for k, v in r.overrides.items() if not is_ignored(k, ignore)))
+        groups.setdefault(key, []).append(r)
+    variants = [Variant(k, sorted(v, key=lambda r: str(r.seed))) for k, v in groups.items()]
+    all_keys: list[str] = []
+    for v in variants:
+        for k, _ in v.key:
+            if k not in all_keys:
+                all_keys.append(k)
+    varying = [k for k in all_keys if len({dict(v.key).get(k) for v in variants}) > 1]
+    shared = {k: dict(variants[0].key)[k] for k in all_keys if k not in varying and k in dict(variants[0].key)}
+    for v in variants:  # e.g. a follow-up sweep with optim.lr=1e-2 next to runs at the config's lr
+        for k in varying:
+            if k not in dict(v.key):
+                value = config_value(v.runs[0].config, k)
+                if value is not None:
+                    v.implied[k] = value
+    return variants, varying, shared
+
+
+def finite(values: Iterable[float | None]) -> list[float]:
+    return [float(v) for v in values if v is not None and math.isfinite(float(v))]

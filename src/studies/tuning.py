@@ -1,0 +1,137 @@
+"""Per-variant tuning: each variant at its own best value of the tuned hyper-parameters.
+
+A variant is every override but the seed, the tuned keys and ``protocol.*``; within a variant,
+a *candidate* is one combination of tuned values (``optim.lr=0.002``). Each run's tuned values
+are read from its saved config (so ``1e-3`` and ``0.001`` are one candidate, and a run that
+left a key at its default still has a value).
+
+Selection (validation only): a candidate's score is the mean of the selection metric
+(``val/loss``) over its selection runs (``tune`` stage, or every run under the ``grid``
+design). A candidate with a non-finite value in any seed (diverged) scores +inf; runs that
+failed, are incomplete or never validated leave it out of the mean, and a candidate with none
+left is not scored (both said in the notes). The chosen candidate is the lowest score (ties:
+the first in ascending order). ``edge`` lists the keys whose chosen value is the smallest or
+largest candidate: the optimum may lie outside the grid.
+
+Verdict runs: the runs at the chosen candidate in the ``confirm`` stage (``two_stage``), or
+every run at it (``grid``). With nothing tuned every run is a verdict run.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from src.studies.outcomes import run_outcome
+from src.studies.protocol import Protocol, as_number, canonical
+from src.studies.runs import RunRecord, Variant, config_value, group_runs
+
+
+@dataclass
+class Candidate:
+    values: dict[str, str]  # tuned key -> canonical value
+    runs: list[RunRecord]  # the selection runs at these values
+    score: float | None  # mean selection metric over seeds; inf: a seed diverged; None: nothing to score
+    seeds: list[Any] = field(default_factory=list)  # seeds that entered the score
+    note: str = ""
+
+    def label(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.values.items()) or "(untuned)"
+
+
+@dataclass
+class TunedVariant:
+    variant: Variant
+    candidates: list[Candidate]
+    chosen: dict[str, str] | None  # None: no candidate could be scored
+    edge: list[str]  # tuned keys whose chosen value sits at the edge of the grid
+    verdict_runs: list[RunRecord]
+    notes: list[str] = field(default_factory=list)
+
+    def role(self, run: RunRecord, protocol: Protocol) -> str:
+        """selection | verdict | selection+verdict | "" (what the report used this run for)."""
+        roles = []
+        if any(run is x for c in self.candidates for x in c.runs):
+            roles.append("selection")
+        if any(run is x for x in self.verdict_runs):
+            roles.append("verdict")
+        return "+".join(roles)
+
+
+def tuned_values(run: RunRecord, keys: Sequence[str]) -> dict[str, str]:
+    """The run's values of the tuned keys (override, else config), canonical."""
+    out = {}
+    for k in keys:
+        v = run.overrides.get(k)
+        if v is None:
+            v = config_value(run.config, k)
+        out[k] = canonical(v) if v is not None else "?"
+    return out
+
+
+def _order(value: str) -> tuple[int, float, str]:
+    x = as_number(value)
+    return (0, x, "") if x is not None else (1, 0.0, value)
+
+
+def score_candidate(values: dict[str, str], runs: list[RunRecord], metric: str) -> Candidate:
+    kept: list[float] = []
+    seeds: list[Any] = []
+    left_out: list[str] = []
+    for r in runs:
+        outcome = run_outcome(r)
+        if outcome == "diverged":
+            kept.append(math.inf)
+            seeds.append(r.seed)
+            continue
+        value = r.metric(metric)
+        if outcome != "ok" or value is None:
+            left_out.append(f"seed {r.seed}: {outcome if outcome != 'ok' else f'no {metric}'}")
+            continue
+        kept.append(value if math.isfinite(value) else math.inf)
+        seeds.append(r.seed)
+    score = (math.inf if any(math.isinf(v) for v in kept) else sum(kept) / len(kept)) if kept else None
+    note = ("left out: " + "; ".join(left_out)) if left_out else ""
+    return Candidate(values, runs, score, seeds, note)
+
+
+def tune_variants(runs: Sequence[RunRecord], protocol: Protocol, ignore: Sequence[str]) -> tuple[list[TunedVariant], list[str], dict[str, str]]:
+    """(tuned variants in sweep order, the keys that vary between variants, the shared overrides)."""
+    keys = list(protocol.tune)
+    variants, varying, shared = group_runs(runs, [*ignore, *keys])
+    out = []
+    for v in variants:
+        # nothing tuned: nothing to select, every run is a verdict run whatever its stage label
+        stage = {id(r): protocol.stage_of(r.config) if keys else "grid" for r in v.runs}
+        selection = [r for r in v.runs if stage[id(r)] in ("tune", "grid")]
+        unlabelled = [r for r in v.runs if stage[id(r)] == "unlabelled"]
+        by_values: dict[tuple[str, ...], list[RunRecord]] = {}
+        for r in selection:
+            by_values.setdefault(tuple(tuned_values(r, keys).values()), []).append(r)
+        cands = [score_candidate(dict(zip(keys, vals)), rs, protocol.select)
+                 for vals, rs in sorted(by_values.items(), key=lambda kv: [_order(x) for x in kv[0]])]
+        scored = [c for c in cands if c.score is not None and not math.isinf(c.score)]
+        chosen = min(scored, key=lambda c: c.score).values if scored else None  # type: ignore[arg-type,return-value]
+        if not keys:  # nothing tuned: every run at the one "candidate"
+            chosen = {}
+        notes = [f"{c.label()}: {c.note}" for c in cands if c.note and keys]
+        if unlabelled:
+            notes.append(f"{len(unlabelled)} run(s) without protocol.stage under the two_stage design were not used")
+        if not cands:
+            notes.append("no selection runs (stage tune or grid)")
+        elif chosen is None:
+            notes.append("no candidate has a finite selection score (every one diverged, failed or never validated): "
+                         "nothing chosen")
+        edge = []
+        if chosen is not None:
+            for k in keys:
+                grid = sorted({canonical(x) for x in protocol.tune.get(k) or []} | {c.values[k] for c in cands}, key=_order)
+                if len(grid) >= 2 and chosen[k] in (grid[0], grid[-1]):
+                    edge.append(k)
+        want = "confirm" if protocol.design == "two_stage" and keys else "grid"
+        verdict = [r for r in v.runs if chosen is not None and stage[id(r)] == want and tuned_values(r, keys) == chosen]
+        if chosen is not None and not verdict and protocol.design == "two_stage":
+            notes.append("the confirm stage has not run at the chosen value (python -m src.study ... --stage confirm)")
+        out.append(TunedVariant(v, cands, chosen, edge, sorted(verdict, key=lambda r: str(r.seed)), notes))
+    return out, varying, shared

@@ -1,0 +1,179 @@
+"""Errors at the command line, as a user meets them: our own errors are one clear message and a
+non-zero exit without a traceback (the traceback with HYDRA_FULL_ERROR=1: the wrapper's unit test),
+an unexpected exception keeps its traceback, and an impossible run directory is refused before
+anything runs.
+
+The commands run at once in subprocesses (the imports are the slow part), each in its own cwd.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from src.cli import CommandError, clean_errors
+from src.errors import MESSAGES, Preempted, RunConfigError
+
+FAULTS = "+callbacks.faults._target_=tests.faults.FaultInjector"
+N_HEAD_5 = ("ConfigError: model.d_model=32 is not divisible by model.n_head=5; choose n_head among the divisors of "
+            "d_model (e.g. 1 for 64-dim heads)")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory, procs: SimpleNamespace, tiny: tuple[str, ...],
+         token_cache: str) -> dict[str, SimpleNamespace]:
+    """Every command started together; ``runs[name]`` -> (rc, out, tmp) once finished."""
+    root = tmp_path_factory.mktemp("cli")
+    (root / "a_file").write_text("not a directory")
+    (root / "run_dir" / "checkpoints").mkdir(parents=True)
+    (root / "run_dir" / "checkpoints" / "last.ckpt").write_bytes(b"")
+    bad_head = [a for a in tiny if not a.startswith("model.n_head=")] + ["model.n_head=5"]
+    commands: dict[str, tuple[str, list[str], dict[str, str]]] = {
+        "ours": ("src.train", [*bad_head, f"hydra.run.dir={root / 'ours'}"], {"HYDRA_FULL_ERROR": "0"}),
+        "bug": ("src.train", [*tiny, FAULTS, f"hydra.run.dir={root / 'bug'}"],
+                {"HYDRA_FULL_ERROR": "0", "TLAB_FAULTS": "raise_train_step=2"}),
+        "sweep": ("src.train", ["-m", *[a for a in bad_head[:-1] if not a.startswith("trainer.max_steps=")],
+                                "model.n_head=5,4", "trainer.max_steps=2", f"hydra.sweep.dir={root / 'sweep'}"],
+                  {"HYDRA_FULL_ERROR": "0"}),
+        "run_dir_proc": ("src.train", [*tiny, "hydra.run.dir=/proc/tlab-x"], {"HYDRA_FULL_ERROR": "0"}),
+        "run_dir_file": ("src.train", [*tiny, f"hydra.run.dir={root / 'a_file'}"], {"HYDRA_FULL_ERROR": "0"}),
+        "generate_temperature": ("src.generate", ["ckpt_path=/nonexistent.ckpt", "temperature=-1"], {"HYDRA_FULL_ERROR": "0"}),
+        "generate_ckpt_dir": ("src.generate", [f"ckpt_path={root / 'run_dir'}"], {"HYDRA_FULL_ERROR": "0"}),
+    }
+    started = {}
+    for name, (module, args, env) in commands.items():
+        log = root / f"{name}.log"
+        f = open(log, "wb")
+        started[name] = (subprocess.Popen([sys.executable, "-m", module, *args], cwd=root, stdout=f,
+                                          stderr=subprocess.STDOUT, env=procs.env(**env)), log)
+    out = {}
+    for name, (proc, log) in started.items():
+        try:
+            rc = proc.wait(timeout=300)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(f"{name} did not finish:\n{log.read_text()[-3000:]}")
+        out[name] = SimpleNamespace(rc=rc, out=log.read_text(), root=root)
+    return out
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def test_our_error_is_one_message_without_a_traceback(runs: dict[str, Any]) -> None:
+    r = runs["ours"]
+    assert r.rc == 1 and "Traceback" not in r.out, r.out[-3000:]
+    assert N_HEAD_5 in _lines(r.out)
+    assert _lines(r.out)[-1] == "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace."
+
+
+def test_an_unexpected_exception_keeps_its_traceback(runs: dict[str, Any]) -> None:
+    r = runs["bug"]
+    assert r.rc == 1 and "Traceback (most recent call last)" in r.out
+    assert "RuntimeError: injected fault after step 2 (TLAB_FAULTS=raise_train_step)" in r.out
+
+
+def test_a_failed_sweep_job_is_one_message_and_the_others_run(runs: dict[str, Any]) -> None:
+    r = runs["sweep"]
+    assert r.rc == 1 and "Traceback" not in r.out and N_HEAD_5 in _lines(r.out)
+    assert '"status": "completed"' in (r.root / "sweep" / "1" / "metrics.json").read_text()
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("run_dir_proc", "hydra.run.dir=/proc/tlab-x cannot be created or written (No such file or directory: "
+                     "/proc/tlab-x); give a directory you can write to, e.g. hydra.run.dir=outputs/my_run"),
+    ("run_dir_file", "hydra.run.dir={root}/a_file is an existing file, not a directory; give a directory "
+                     "(it is created if needed), e.g. hydra.run.dir={root}/a_file_run"),
+    ("generate_temperature", "GenerationError: temperature=-1 is invalid: 0 or more (0 = greedy; below 1 sharper, "
+                             "above 1 flatter)"),
+    ("generate_ckpt_dir", "CheckpointError: {root}/run_dir is a directory, not a checkpoint file; give one of its "
+                          ".ckpt files ({root}/run_dir/checkpoints/last.ckpt). Sharded FSDP checkpoints are "
+                          "directories: train with trainer.strategy.state_dict_type=full to get one file"),
+])
+def test_clear_errors_before_any_work(runs: dict[str, Any], name: str, message: str) -> None:
+    r = runs[name]
+    assert r.rc == 1 and "Traceback" not in r.out, r.out[-3000:]
+    assert message.format(root=r.root) in _lines(r.out)
+
+
+# ---------------------------------------------------------------- the wrapper itself
+
+
+def _raise(error: BaseException) -> Callable[[], None]:
+    def go() -> None:
+        with clean_errors():
+            raise error
+    return go
+
+
+def test_clean_errors_converts_only_ours(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    ours = RunConfigError("bad_value", key="batch_size", value=0, fix="a positive number")
+    with pytest.raises(CommandError) as info:
+        _raise(ours)()
+    assert str(info.value) == "RunConfigError: batch_size=0 is invalid: a positive number" and info.value.__cause__ is ours
+    with pytest.raises(KeyError):  # not ours: untouched, with its traceback
+        _raise(KeyError("x"))()
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    with pytest.raises(RunConfigError):  # the traceback on request: ours untouched too
+        _raise(ours)()
+    stop = Preempted("preempted", signal="SIGTERM", signum=15, step=3, path="/r/checkpoints/last.ckpt")
+    with pytest.raises(SystemExit) as exit_info:
+        _raise(stop)()
+    assert exit_info.value.code == 143 and capsys.readouterr().err == MESSAGES["preempted"].format(
+        signal="SIGTERM", step=3, path="/r/checkpoints/last.ckpt") + "\n"
+
+
+def test_output_dir_checks(tmp_path: Path) -> None:
+    from src.config.output_dir import check_output_dir
+
+    (tmp_path / "f").write_text("")
+    with pytest.raises(RunConfigError) as info:
+        check_output_dir(tmp_path / "f" / "sweep", "hydra.sweep.dir")
+    assert str(info.value) == MESSAGES["output_under_file"].format(key="hydra.sweep.dir", path=tmp_path / "f" / "sweep",
+                                                                   parent=tmp_path / "f")
+    made = check_output_dir(tmp_path / "a" / "b", "hydra.run.dir")  # created, writable, nothing left in it
+    assert made.is_dir() and not list(made.iterdir())
+
+
+@pytest.mark.parametrize("config", ["hydra/default.yaml", "eval.yaml", "inspect_attention.yaml"])
+def test_every_app_that_makes_a_run_dir_checks_it(config: str) -> None:
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / config)
+    hydra = node if config.startswith("hydra/") else node.hydra
+    assert hydra.callbacks.output_dir_check._target_ == "src.config.output_dir.OutputDirCheck"
+
+
+def test_evaluation_paths_say_directory_or_missing(tmp_path: Path) -> None:
+    from src.evaluation.inputs import EvalFileError, open_text
+
+    with pytest.raises(EvalFileError) as info:
+        open_text(tmp_path)
+    assert str(info.value) == f"'{tmp_path}' is a directory, not a file; give a text or JSON-lines file (.gz/.bz2/.xz too)"
+    with pytest.raises(FileNotFoundError, match=r"no such file: '.*nope.txt'"):  # still a FileNotFoundError
+        open_text(tmp_path / "nope.txt")
+
+
+def test_prepare_checks_its_output_directory_before_tokenizing(tmp_path: Path) -> None:
+    """src.prepare writes to out_dir (or data.dir, or the token cache): a file there or a path under a
+    file is one clear error before any tokenizing (was: a raw FileExistsError / NotADirectoryError)."""
+    from src.prepare import prepare
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("hello world, the cat sat on the mat.\n" * 4)
+    (tmp_path / "f").write_text("")
+    data = {"name": "text", "paths": [str(corpus)], "cache_dir": str(tmp_path / "cache")}
+    for out, code, extra in ((tmp_path / "f", "output_is_file", {}),
+                             (tmp_path / "f" / "sub", "output_under_file", {"parent": tmp_path / "f"})):
+        with pytest.raises(RunConfigError) as info:
+            prepare(data, {"name": "char"}, out_dir=str(out), num_proc=1)
+        assert str(info.value) == MESSAGES[code].format(key="out_dir", path=out, **extra)
+    assert prepare(data, {"name": "char"}, out_dir=str(tmp_path / "ok"), num_proc=1) == tmp_path / "ok"
+    assert (tmp_path / "ok" / "train.bin").is_file()
