@@ -18,7 +18,7 @@ Two ways to ask:
 * constructor arguments of ``FaultInjector`` (in-process tests).
 
 A pause sleeps for an hour: the test is expected to kill the process while it sleeps, or to
-signal it and delete the marker file, which ends the pause (tests/reliability/test_preemption.py).
+signal it and delete the marker file, which ends the pause (tests/callbacks/test_preemption.py).
 """
 from __future__ import annotations
 

@@ -81,10 +81,12 @@ class ModelSummary(RichModelSummary):
     def __init__(self, seq_len: int | None = None, max_depth: int = 1) -> None:
         super().__init__(max_depth=max_depth)
         self.seq_len = seq_len
+        self.depth = max_depth
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if not self._max_depth or not trainer.is_global_zero:
+        if not self.depth or not trainer.is_global_zero:
             return
+        from lightning.pytorch.utilities.model_summary import summarize
         from lightning.pytorch.utilities.model_summary.model_summary import (
             get_formatted_model_size,
             get_human_readable_count,
@@ -92,8 +94,10 @@ class ModelSummary(RichModelSummary):
         from rich import get_console
         from rich.table import Table
 
-        s = self._summary(trainer, pl_module)
-        columns = [(name, values) for name, values in s._get_summary_data() if name != "FLOPs"]
+        s = summarize(pl_module, max_depth=self.depth)  # Lightning's public summary; its public columns
+        modes = ["train" if m else "eval" for m in s.training_modes]
+        columns = [(" ", [str(i) for i in range(len(s.layer_names))]), ("Name", s.layer_names), ("Type", s.layer_types),
+                   ("Params", [get_human_readable_count(n) for n in s.param_nums]), ("Mode", modes)]
         table = Table(header_style="bold magenta")
         for i, (name, _) in enumerate(columns):
             table.add_column(name if i else " ", style="dim" if not i else None,

@@ -1,11 +1,20 @@
-"""Throughput: Lightning's ``ThroughputMonitor`` counting tokens, and a progress bar showing them.
+"""Throughput: tokens/s, FLOPs/s and MFU from Lightning's public ``Throughput`` meter, and a
+progress bar showing tokens/s.
 
 ``TokenThroughput`` logs (every ``log_every_n_steps``, once ``window_size`` steps are in the
-window) ``train|device/items_per_sec`` (= tokens/s per device), ``train|device/flops_per_sec``
-and ``train|device/mfu``. FLOPs per batch come from the task (``pl_module.flops_per_batch``: the
-model's own count, ``model.training_flops``); MFU divides by the device's peak, ``peak_tflops``
-when given (A100 312, H100/H200 989 TFLOP/s dense bf16), else Lightning's own table. On CPU
-there is no peak, so only tokens/s.
+window) ``train/device/items_per_sec`` (= tokens/s per device), ``train/device/flops_per_sec``
+and ``train/device/mfu`` (and the same under ``validate/`` and ``test/`` for those loops).
+FLOPs per batch come from the task (``pl_module.flops_per_batch``: the model's own count,
+``model.training_flops``); MFU divides by the device's peak, ``peak_tflops`` when given (A100
+312, H100/H200 989 TFLOP/s dense bf16), else Lightning's own table
+(``lightning.fabric.utilities.throughput.get_available_flops``). On CPU there is no peak, so only
+tokens/s.
+
+It does what Lightning's ``ThroughputMonitor`` does, on public API only (that callback reads
+the trainer's private logger connector and loop state): tokens and samples are counted on every
+batch (shapes only, no device work), and a timestamp (synchronised on CUDA) is taken only on the
+training steps that log, so no other step pays a host-device sync. Validation inside ``fit`` is
+taken out of the training clock.
 """
 from __future__ import annotations
 
@@ -15,72 +24,128 @@ from typing import Any
 
 import lightning.pytorch as pl
 import torch
-from lightning.pytorch.callbacks import RichProgressBar, ThroughputMonitor
+from lightning.fabric.utilities.throughput import Throughput, get_available_flops
+from lightning.pytorch.callbacks import RichProgressBar
+from lightning.pytorch.utilities import rank_zero_only
 
-from src.objectives.base import lightning_logs_step
+from src.lightning_compat import logs_this_step
+
+#: the compute dtype of each Lightning precision setting (what the device's peak FLOPs depend on)
+PRECISION_DTYPES = {"bf16-mixed": torch.bfloat16, "bf16-true": torch.bfloat16, "bf16": torch.bfloat16,
+                    "16-mixed": torch.float16, "16-true": torch.float16, "16": torch.float16,
+                    "64-true": torch.float64, "64": torch.float64}
 
 
-class TokenThroughput(ThroughputMonitor):
-    """``ThroughputMonitor`` whose items are tokens (``pl_module.batch_tokens(batch)``)."""
+class _Meter:
+    """One loop's counters (cumulative since the loop started) and its ``Throughput`` window."""
+
+    def __init__(self, throughput: Throughput) -> None:
+        self.throughput = throughput
+        self.t0 = time.perf_counter()
+        self.tokens = self.samples = self.batches = self.pending = 0
+        self.iteration = 0  # the step the loggers get for a validation/test figure
+
+    def restart(self) -> None:
+        self.throughput.reset()
+        self.t0 = time.perf_counter()
+        self.tokens = self.samples = self.batches = self.pending = 0
+
+
+class TokenThroughput(pl.Callback):
+    """Tokens/s, FLOPs/s and MFU per device for training, validation and test (see the module doc)."""
 
     def __init__(self, window_size: int = 20, peak_tflops: float | None = None) -> None:
-        super().__init__(batch_size_fn=_batch_size, length_fn=None, window_size=window_size)
         self.window_steps = window_size
         self.peak_tflops = peak_tflops
-        self._pending: dict[Any, int] = {}  # batches since the last timed update, per stage
+        self.available_flops: int | None = None
         self.tokens_per_s: float | None = None  # latest per-device figure, read by the progress bar
+        self._meters: dict[str, _Meter] = {}
+        self._val_started: float | None = None
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if not callable(getattr(pl_module, "batch_tokens", None)):
             raise TypeError(f"{type(self).__name__} needs a task with batch_tokens(batch) (an src.objectives.LMTask)")
-        self.length_fn = pl_module.batch_tokens  # type: ignore[assignment]
-        # one timed update per logging step: a window of `window_size` steps is this many updates
-        self.kwargs["window_size"] = max(2, math.ceil(self.window_steps / max(1, trainer.log_every_n_steps)))
-        super().setup(trainer, pl_module, stage)
         if self.peak_tflops:
             self.available_flops = int(float(self.peak_tflops) * 1e12)
-            for t in self._throughputs.values():
-                t.available_flops = self.available_flops
+        else:
+            dtype = PRECISION_DTYPES.get(str(trainer.precision), torch.float32)
+            self.available_flops = get_available_flops(trainer.strategy.root_device, dtype)
+        # one timed update per logging step: a window of `window_size` steps is this many updates
+        window = max(2, math.ceil(self.window_steps / max(1, trainer.log_every_n_steps)))
+        for name in ("train", "validate", "test"):
+            self._meters[name] = _Meter(Throughput(available_flops=self.available_flops,
+                                                   world_size=trainer.world_size, window_size=window))
 
-    def _start(self, trainer: pl.Trainer) -> None:
-        super()._start(trainer)
-        self._pending[trainer.state.stage] = 0  # type: ignore[index]
+    # ------------------------------------------------------------ the loops
+    @rank_zero_only
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._meters["train"].restart()
 
-    def _update(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, iter_num: int) -> None:
-        """Lightning's monitor calls ``torch.cuda.synchronize()`` on every batch so that its
-        clock is right. Its counters are cumulative, so we count tokens and samples on every
-        batch (shapes only: no device work, so no ``inference_mode`` either) but take a
-        synchronised timestamp only on the training steps that log: same rates, and no
-        host-device sync in the other steps. FLOPs are handed over per update, i.e. for every
-        batch since the previous one."""
-        stage = trainer.state.stage
-        assert stage is not None
-        self._lengths[stage] += self.length_fn(batch)  # type: ignore[misc]
-        self._samples[stage] += self.batch_size_fn(batch)
-        self._batches[stage] += 1
-        self._pending[stage] = self._pending.get(stage, 0) + 1
-        if stage.value == "train" and not lightning_logs_step(trainer):
-            return
+    @rank_zero_only
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        meter = self._count("train", pl_module, batch)
+        optimizer_step = (batch_idx + 1) % max(1, trainer.accumulate_grad_batches) == 0 or trainer.is_last_batch
+        if optimizer_step and logs_this_step(trainer):  # the effective batch is over, its optimizer step included
+            # the step Lightning logs this optimizer step's metrics under (its batches-that-stepped count, 0-based)
+            self._measure(trainer, pl_module, "train", meter, step=max(trainer.global_step - 1, 0))
+
+    @rank_zero_only
+    def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if not trainer.sanity_checking:
+            self._meters["validate"].restart()
+            self._val_started = time.perf_counter()
+
+    @rank_zero_only
+    def on_validation_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
+                                batch_idx: int, dataloader_idx: int = 0) -> None:
+        if not trainer.sanity_checking:
+            meter = self._count("validate", pl_module, batch)
+            self._measure(trainer, pl_module, "validate", meter, step=meter.iteration)
+
+    @rank_zero_only
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self._val_started is not None and trainer.state.fn == "fit":
+            self._meters["train"].t0 += time.perf_counter() - self._val_started  # validation is not training time
+        self._val_started = None
+
+    @rank_zero_only
+    def on_test_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._meters["test"].restart()
+
+    @rank_zero_only
+    def on_test_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
+                          batch_idx: int, dataloader_idx: int = 0) -> None:
+        meter = self._count("test", pl_module, batch)
+        self._measure(trainer, pl_module, "test", meter, step=meter.iteration)
+
+    # ------------------------------------------------------------ counting and timing
+    def _count(self, stage: str, pl_module: pl.LightningModule, batch: Any) -> _Meter:
+        meter = self._meters[stage]
+        meter.tokens += int(pl_module.batch_tokens(batch))  # type: ignore[operator]
+        meter.samples += _batch_size(batch)
+        meter.batches += 1
+        meter.pending += 1
+        meter.iteration += 1
+        return meter
+
+    def _measure(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str, meter: _Meter, step: int) -> None:
+        """One timed update (FLOPs for every batch since the previous one) and, once the window
+        holds enough updates, the rates handed to every logger."""
         if trainer.strategy.root_device.type == "cuda":
-            torch.cuda.synchronize()
-        elapsed = time.perf_counter() - self._t0s[stage]
+            torch.cuda.synchronize()  # the clock must include the queued kernels
         per_batch = getattr(pl_module, "flops_per_batch", None)
-        self._throughputs[stage].update(
-            time=elapsed,
-            batches=self._batches[stage],
-            samples=self._samples[stage],
-            lengths=self._lengths[stage],
-            flops=None if per_batch is None else per_batch * self._pending[stage],
-        )
-        self._pending[stage] = 0
-
-    def _compute(self, trainer: pl.Trainer, iter_num: int | None = None) -> None:
-        super()._compute(trainer, iter_num)
-        stage = trainer.state.stage
-        if stage is not None and stage.value == "train" and lightning_logs_step(trainer):
-            rate = self._throughputs[stage].compute().get("device/items_per_sec")
-            if rate is not None:
-                self.tokens_per_s = float(rate)
+        meter.throughput.update(time=time.perf_counter() - meter.t0, batches=meter.batches, samples=meter.samples,
+                                lengths=meter.tokens, flops=None if per_batch is None else per_batch * meter.pending)
+        meter.pending = 0
+        metrics = meter.throughput.compute()
+        if not metrics:
+            return
+        if stage == "train" and metrics.get("device/items_per_sec") is not None:
+            self.tokens_per_s = float(metrics["device/items_per_sec"])
+        named = {f"{stage}{meter.throughput.separator}{k}": v for k, v in metrics.items()}
+        for logger in trainer.loggers:
+            logger.log_metrics(named, step=step)
 
 
 def _batch_size(batch: Any) -> int:

@@ -39,6 +39,7 @@ from src.models.components.masks import MASKS
 from src.models.families import FAMILIES
 from src.models.families.base import IGNORE_INDEX
 from src.optim import build_optimizer, build_scheduler
+from src.lightning_compat import logs_this_step
 
 
 class TaskError(ValueError):
@@ -316,18 +317,9 @@ def logs_this_step(trainer: pl.Trainer) -> bool:
     every step under ``fast_dev_run``); a value logged on another step is only overwritten. The
     run's last step (``max_steps``) and an epoch's last batch are included, so the final
     ``train/loss`` (metrics.json) is the last step's."""
-    if trainer.fast_dev_run or lightning_logs_step(trainer) or trainer.is_last_batch:
+    if trainer.fast_dev_run or logs_this_step(trainer) or trainer.is_last_batch:
         return True
     return 0 < trainer.max_steps <= trainer.global_step + 1
-
-
-def lightning_logs_step(trainer: pl.Trainer) -> bool:
-    """Lightning's own "the loggers write this step" (``trainer._logger_connector.should_update_logs``,
-    private in Lightning 2.x; tests/tasks/test_logging_steps.py checks it is there). Where a Lightning
-    release lacks it: True, i.e. log and time every step as Lightning's defaults do (slower, same values)."""
-    connector = getattr(trainer, "_logger_connector", None)
-    flag = getattr(connector, "should_update_logs", None)
-    return True if flag is None else bool(flag)
 
 
 def _to_lists(x: Any) -> Any:

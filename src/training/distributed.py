@@ -69,12 +69,9 @@ def hydra_child_command(local_rank: int) -> tuple[list[str], str]:
 
 def install_ddp_launcher_fix() -> None:
     """Make Lightning's subprocess DDP launcher use ``hydra_child_command`` (idempotent)."""
-    import lightning.fabric.strategies.launchers.subprocess_script as fabric_launcher
-    import lightning.pytorch.strategies.launchers.subprocess_script as pl_launcher
+    from src.lightning_compat import replace_ddp_child_command
 
-    for module in (pl_launcher, fabric_launcher):
-        if hasattr(module, "_hydra_subprocess_cmd"):
-            module._hydra_subprocess_cmd = _lightning_signature  # type: ignore[attr-defined]
+    replace_ddp_child_command(_lightning_signature)
 
 
 def _lightning_signature(local_rank: int) -> tuple[Sequence[str], str]:

@@ -8,7 +8,7 @@ from torch.utils.data import DataLoader
 
 from src.objectives import TASKS
 from src.objectives.base import LMTask
-from tests.tasks.test_tasks import TOK, plain_cfg
+from tests.objectives.test_tasks import TOK, plain_cfg
 
 
 def make_task() -> LMTask:

@@ -9,19 +9,10 @@ from pathlib import Path
 import lightning.pytorch as pl
 import pytest
 
-from src.objectives.base import lightning_logs_step
 from tests.training.conftest import TINY, read_csv_metrics, series, train_in_process
 
 BASE = [o for o in TINY if not o.startswith(("trainer.max_steps", "trainer.log_every_n_steps",
                                               "trainer.val_check_interval"))]
-
-
-def test_lightning_still_has_the_private_flag() -> None:
-    """lightning_logs_step reads Lightning 2.x's private ``_logger_connector.should_update_logs``
-    (and logs every step where it is missing): this fails when an upgrade removes it."""
-    trainer = pl.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False)
-    assert isinstance(type(trainer._logger_connector).__dict__.get("should_update_logs"), property)
-    assert lightning_logs_step(trainer) is True  # outside a loop Lightning logs
 
 
 def test_loggers_get_every_logging_step_and_metrics_json_the_last(tmp_path: Path) -> None:
@@ -47,7 +38,7 @@ def test_a_run_stopped_by_a_callback_logs_that_steps_loss(tmp_path: Path) -> Non
     every1 = series(read_csv_metrics(ref), "train/loss")
     run = tmp_path / "stopped"
     train_in_process([*BASE, "scheduler.decay_steps=20", "trainer.max_steps=20", "trainer.val_check_interval=20", "trainer.log_every_n_steps=3",
-                      "+callbacks.stop._target_=tests.tasks.test_logging_steps.StopAfter", "+callbacks.stop.step=4"], run)
+                      "+callbacks.stop._target_=tests.objectives.test_logging_steps.StopAfter", "+callbacks.stop.step=4"], run)
     logged = series(read_csv_metrics(run), "train/loss")
     assert sorted(logged) == [2, 3] and logged[3] == pytest.approx(every1[3], rel=1e-6)
     assert json.loads((run / "metrics.json").read_text())["train/loss"] == pytest.approx(every1[3], rel=1e-6)
