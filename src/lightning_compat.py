@@ -4,7 +4,7 @@ Lightning offers no public way to do these four things; each function says what 
 writes and what happens where a release lacks it. When a Lightning upgrade breaks one, the
 test named beside it fails with the attribute that moved, and only this file changes.
 
-* ``logs_this_step``: the trainer's "loggers write this step" decision
+* ``should_update_logs``: the trainer's "loggers write this step" decision
   (``trainer._logger_connector.should_update_logs``);
 * ``set_received_sigterm``: the flag behind the public ``trainer.received_sigterm``
   (``trainer._signal_connector.received_sigterm``);
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 
-def logs_this_step(trainer: Any) -> bool:
+def should_update_logs(trainer: Any) -> bool:
     """Whether Lightning's loggers write the current step (every ``log_every_n_steps`` optimizer
     steps, every step under ``fast_dev_run``). Where a release lacks the private flag: True, i.e.
     log and time every step as Lightning's defaults do (slower, same values)."""

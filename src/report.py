@@ -1,12 +1,15 @@
-"""Turn a sweep into a comparison a reviewer can check: ``python -m src.report <sweep dir> [<dir> ...]``.
+"""Reports: ``python -m src.report [scaling | extrapolation] ...``.
 
     python -m src.report <sweep dir>... [--tune optim.lr [--tune <key> ...]] [--baseline key=value[,...]]
+    python -m src.report scaling <sweep dir>... [--size KEY] [--metric test/loss] [--out DIR] [--boot 1000]
+    python -m src.report extrapolation <run dir | .ckpt> [--factors 1 2 4] [--scaling yarn]
 
-Reads every run directory below the given directories (``.hydra/config.yaml`` and
-``overrides.yaml``, ``metrics.json``, ``csv/*/metrics.csv``, ``budget.json``, ``ngram.json``,
-``grad_norms.json``, ``extrapolation.json``, ``match_params.json``, evaluations inside the run).
-A variant is every override except the seed, the tuned keys and ``protocol.*``. The protocol
-(docs/studies.md) comes from the runs' saved ``protocol:`` node; the flags override it.
+**The comparison** (the default): turn a sweep into a comparison a reviewer can check. Reads every
+run directory below the given directories (``.hydra/config.yaml`` and ``overrides.yaml``,
+``metrics.json``, ``csv/*/metrics.csv``, ``budget.json``, ``ngram.json``, ``grad_norms.json``,
+``extrapolation.json``, ``match_params.json``, evaluations inside the run). A variant is every
+override except the seed, the tuned keys and ``protocol.*``. The protocol (docs/studies.md) comes
+from the runs' saved ``protocol:`` node; the flags override it.
 
 For each variant: the chosen value of each tuned key (lowest mean ``val/loss`` over seeds, on
 the selection runs) with a flag when it sits at the edge of the grid; on the verdict runs, the
@@ -18,25 +21,48 @@ power; parameters, FLOPs per token and training FLOPs; smoothed n-gram reference
 to ``--out`` (default: the first directory) ``report.md``, ``report.csv``, ``runs.csv``,
 ``comparisons.csv``, ``tuning.csv``, ``references.csv`` and the plots.
 
+**scaling**: the loss against parameters per arm of a sizes sweep, L(N) = E + A·N^-α fitted per
+arm with bootstrap intervals, the ranking at each size and where the curves cross
+(src/reporting/scaling.py; writes scaling.md/csv, scaling_points.csv, scaling_crossings.csv, scaling.png).
+
+**extrapolation**: the perplexity of a run's checkpoint at 1×, 2×, 4× … its training length
+(src/evaluation/extrapolation.py; writes the run's extrapolation.json and metrics.json entries).
+
+A first argument named ``scaling`` or ``extrapolation`` picks that report; a sweep directory of
+that name is given as ``./scaling``.
+
 Examples::
 
     python -m src.report ~/studies/ffn_norm                       # the protocol the runs declare
     python -m src.report outputs/multirun/x --tune optim.lr --baseline model/ffn=gelu
+    python -m src.report scaling ~/studies/scaling/full --size experiment/study_scaling/size
+    python -m src.report extrapolation outputs/runs/rope --factors 1 2 4 8 --scaling yarn
 """
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
+from src.cli import is_ours
+from src.evaluation.extrapolation import DEFAULT_FACTORS, extrapolate_run
 from src.reporting.build import ReportFiles, make_report
+from src.reporting.scaling import make_scaling_report
+from src.reporting.table import DEFAULT_SECONDARY
 from src.studies.protocol import DESIGNS, ProtocolError
 from src.studies.runs import IGNORED_KEYS
-from src.reporting.table import DEFAULT_SECONDARY
 
 
-def main(argv: Sequence[str] | None = None) -> ReportFiles:
-    p = argparse.ArgumentParser(prog="python -m src.report", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def _parser(name: str, description: str) -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(prog=f"python -m src.report{' ' + name if name else ''}", description=description,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def compare(argv: Sequence[str] | None = None) -> ReportFiles:
+    """The comparison report of one or more sweep directories."""
+    p = _parser("", "Turn a sweep into a comparison a reviewer can check (also: python -m src.report scaling | "
+                    "extrapolation -h).")
     p.add_argument("dirs", nargs="+", help="sweep directories (hydra.sweep.dir) or run directories")
     p.add_argument("--out", default=None, help="where to write report.md, the CSV files and the plots (default: the first dir)")
     p.add_argument("--tune", action="append", default=[], metavar="KEY",
@@ -72,6 +98,71 @@ def main(argv: Sequence[str] | None = None) -> ReportFiles:
     print(f"wrote {files.markdown}, " + ", ".join(str(f) for f in files.files.values())
           + "".join(f", {p}" for p in files.plots.values() if p is not None))
     return files
+
+
+def scaling(argv: Sequence[str] | None = None) -> dict[str, Path]:
+    """The scaling report: L(N) per arm, bootstrap intervals, rankings and crossings."""
+    p = _parser("scaling", "Loss against parameters per arm: L(N) = E + A*N^-alpha fitted per arm, with bootstrap "
+                           "intervals over seeds, the ranking at each size and where the fitted curves cross.")
+    p.add_argument("dirs", nargs="+", help="sweep directories (hydra.sweep.dir) or run directories")
+    p.add_argument("--size", default=None, help="override key of the size factor (default: the varying key along "
+                                                "which the parameter count changes most)")
+    p.add_argument("--metric", default=None, help="the fitted metric (default: the protocol's, else test/loss)")
+    p.add_argument("--out", default=None, help="where the files go (default: the first directory)")
+    p.add_argument("--boot", type=int, default=1000, help="bootstrap replicates (default 1000; 0: no intervals)")
+    p.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
+    p.add_argument("--title", default=None)
+    args = p.parse_args(argv)
+    try:
+        files = make_scaling_report(args.dirs, args.out, args.size, args.metric, args.boot, args.seed, args.title)
+    except (ProtocolError, ValueError, FileNotFoundError) as e:
+        p.exit(2, f"python -m src.report scaling: {e}\n")
+    print(files["scaling.md"].read_text())
+    print("wrote " + ", ".join(str(f) for f in files.values()))
+    return files
+
+
+def extrapolation(argv: Sequence[str] | None = None) -> list[Any]:
+    """Perplexity of a trained checkpoint at multiples of its training length."""
+    import yaml
+
+    p = _parser("extrapolation", "Perplexity of a trained checkpoint at multiples of its training length.")
+    p.add_argument("path", help="a run directory (uses checkpoints/last.ckpt) or a .ckpt file")
+    p.add_argument("--ckpt", choices=("last", "best"), default="last", help="which checkpoint of a run directory")
+    p.add_argument("--factors", type=float, nargs="+", default=list(DEFAULT_FACTORS))
+    p.add_argument("--stride", type=int, default=None, help="window stride (default: disjoint windows)")
+    p.add_argument("--max-tokens", type=int, default=None, help="cap on the evaluated span (tokens)")
+    p.add_argument("--train-length", type=int, default=None, help="default: the run's block_size")
+    p.add_argument("--split", default="val", help="split of the run's data source (default val)")
+    p.add_argument("--text", default=None, help="evaluate this text file instead of the run's split")
+    p.add_argument("--scaling", default=None, help="evaluate a RoPE model with a scaling: linear | dynamic | yarn | "
+                   "llama3, or a model.position.scaling node such as '{name: yarn, factor: 8}' (default factor: "
+                   "each context over the training length)")
+    p.add_argument("--no-write", action="store_true", help="print only; do not update the run's metrics.json")
+    args = p.parse_args(argv)
+    try:
+        results, summary = extrapolate_run(
+            args.path, ckpt=args.ckpt, factors=args.factors, stride=args.stride, max_tokens=args.max_tokens,
+            train_length=args.train_length, split=args.split, text=args.text,
+            scaling=None if args.scaling is None else yaml.safe_load(args.scaling), write=not args.no_write)
+    except Exception as e:  # our errors (they name the fix) and a missing path: one line; anything else: traceback
+        if not (is_ours(e) or isinstance(e, FileNotFoundError)):
+            raise
+        p.exit(2, f"python -m src.report extrapolation: {type(e).__name__}: {e}\n")
+    print(summary)
+    return results
+
+
+SUBCOMMANDS: dict[str, Callable[[Sequence[str]], Any]] = {"scaling": scaling, "extrapolation": extrapolation}
+
+
+def main(argv: Sequence[str] | None = None) -> Any:
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[args[0]](args[1:])
+    return compare(args)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ def trainer() -> pl.Trainer:
 
 def test_logs_this_step_reads_the_logger_connectors_flag(trainer: pl.Trainer) -> None:
     assert isinstance(type(trainer._logger_connector).__dict__.get("should_update_logs"), property)
-    assert lightning_compat.logs_this_step(trainer) is True  # outside a loop Lightning logs
+    assert lightning_compat.should_update_logs(trainer) is True  # outside a loop Lightning logs
 
 
 def test_set_received_sigterm_is_what_trainer_received_sigterm_reads(trainer: pl.Trainer) -> None:

@@ -18,6 +18,6 @@ JOBS=${JOBS:-2}
 mkdir -p "$SWEEP" "$OUT"
 python -m src.study experiment=study_scaling "hydra.sweep.dir=$SWEEP" hydra/launcher=joblib hydra.launcher.n_jobs=$JOBS \
   --out "$OUT"
-python -m src.reporting.scaling "$SWEEP" --size experiment/study_scaling/size --out "$OUT" --boot 1000 \
+python -m src.report scaling "$SWEEP" --size experiment/study_scaling/size --out "$OUT" --boot 1000 \
   --title "Study 5: loss against parameters, pre- vs post-LN and learned vs rotary positions (cpu)"
 cp "$SWEEP/study_commands.sh" "$OUT/study_commands.sh"   # the exact training commands that ran

@@ -28,7 +28,7 @@ from lightning.fabric.utilities.throughput import Throughput, get_available_flop
 from lightning.pytorch.callbacks import RichProgressBar
 from lightning.pytorch.utilities import rank_zero_only
 
-from src.lightning_compat import logs_this_step
+from src.lightning_compat import should_update_logs
 
 #: the compute dtype of each Lightning precision setting (what the device's peak FLOPs depend on)
 PRECISION_DTYPES = {"bf16-mixed": torch.bfloat16, "bf16-true": torch.bfloat16, "bf16": torch.bfloat16,
@@ -86,7 +86,7 @@ class TokenThroughput(pl.Callback):
                            batch_idx: int) -> None:
         meter = self._count("train", pl_module, batch)
         optimizer_step = (batch_idx + 1) % max(1, trainer.accumulate_grad_batches) == 0 or trainer.is_last_batch
-        if optimizer_step and logs_this_step(trainer):  # the effective batch is over, its optimizer step included
+        if optimizer_step and should_update_logs(trainer):  # the effective batch is over, its optimizer step included
             # the step Lightning logs this optimizer step's metrics under (its batches-that-stepped count, 0-based)
             self._measure(trainer, pl_module, "train", meter, step=max(trainer.global_step - 1, 0))
 

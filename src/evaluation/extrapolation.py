@@ -26,7 +26,7 @@ Three ways to run it:
 
 * at the end of training: the ``src.callbacks.length_extrapolation.LengthExtrapolation``
   callback (``callbacks.extrapolation`` in a study config; ``scalings: [linear, dynamic, yarn]``);
-* standalone: ``python -m src.evaluation.extrapolation <run dir | .ckpt> --factors 1 2 4 [--scaling yarn]``;
+* standalone: ``python -m src.report extrapolation <run dir | .ckpt> --factors 1 2 4 [--scaling yarn]``;
 * from Python: ``evaluate_lengths(model, tokens, train_length, scaling={"name": "yarn"})``.
 
 Results go into the run's ``metrics.json`` as ``extrapolation/ppl@2x`` (null when not
@@ -36,7 +36,6 @@ scaling ``extrapolation/<name>/ppl@2x`` … — and into ``<run dir>/extrapolati
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
 import math
@@ -256,46 +255,32 @@ def resolve_checkpoint(path: str | Path, which: str = "last") -> tuple[Path, Pat
                             f"give a .ckpt path or --ckpt last|best")
 
 
-def main(argv: Sequence[str] | None = None) -> list[LengthResult]:
-    parser = argparse.ArgumentParser(prog="python -m src.evaluation.extrapolation",
-                                     description="Perplexity of a trained checkpoint at multiples of its training length.")
-    parser.add_argument("path", help="a run directory (uses checkpoints/last.ckpt) or a .ckpt file")
-    parser.add_argument("--ckpt", choices=("last", "best"), default="last", help="which checkpoint of a run directory")
-    parser.add_argument("--factors", type=float, nargs="+", default=list(DEFAULT_FACTORS))
-    parser.add_argument("--stride", type=int, default=None, help="window stride (default: disjoint windows)")
-    parser.add_argument("--max-tokens", type=int, default=None, help="cap on the evaluated span (tokens)")
-    parser.add_argument("--train-length", type=int, default=None, help="default: the run's block_size")
-    parser.add_argument("--split", default="val", help="split of the run's data source (default val)")
-    parser.add_argument("--text", default=None, help="evaluate this text file instead of the run's split")
-    parser.add_argument("--scaling", default=None, help="evaluate a RoPE model with a scaling: linear | dynamic | yarn | "
-                        "llama3, or a model.position.scaling node such as '{name: yarn, factor: 8}' (default factor: "
-                        "each context over the training length)")
-    parser.add_argument("--no-write", action="store_true", help="print only; do not update the run's metrics.json")
-    args = parser.parse_args(argv)
-
+def extrapolate_run(path: str | Path, *, ckpt: str = "last", factors: Sequence[float] = DEFAULT_FACTORS,
+                    stride: int | None = None, max_tokens: int | None = None, train_length: int | None = None,
+                    split: str = "val", text: str | Path | None = None, scaling: Any = None,
+                    write: bool = True) -> tuple[list[LengthResult], str]:
+    """Score a run's checkpoint (``path``: a run directory or a .ckpt) at ``factor ×`` its training
+    length on a split of its data (or on the text file ``text``); with ``write``, the results go to
+    the run's ``extrapolation[_<scaling>].json`` and ``metrics.json``. Returns the results and a
+    printable summary (``python -m src.report extrapolation``)."""
     from src.checkpoints.load import load_checkpoint
 
-    ckpt, run_dir = resolve_checkpoint(args.path, args.ckpt)
-    loaded = load_checkpoint(ckpt)
-    train_length = args.train_length or int(loaded.cfg.get("block_size") or loaded.cfg["model"]["max_seq_len"])
-    if args.text:
-        assert loaded.tokenizer is not None, "the checkpoint has no tokenizer"
-        tokens = np.asarray(loaded.tokenizer.encode(Path(args.text).read_text()), dtype=np.int64)
+    ckpt_file, run_dir = resolve_checkpoint(path, ckpt)
+    loaded = load_checkpoint(ckpt_file)
+    length = train_length or int(loaded.cfg.get("block_size") or loaded.cfg["model"]["max_seq_len"])
+    if text is not None:
+        if loaded.tokenizer is None:
+            raise ValueError(f"{ckpt_file} holds no tokenizer, so --text cannot be encoded; evaluate a split instead")
+        tokens = np.asarray(loaded.tokenizer.encode(Path(text).read_text()), dtype=np.int64)
     else:
-        tokens = validation_tokens(loaded.cfg, loaded.tokenizer, args.split)
-    scaling = None if args.scaling is None else yaml.safe_load(args.scaling)
-    results = evaluate_lengths(loaded.model, tokens, train_length, args.factors, args.stride, args.max_tokens,
-                               scaling=scaling)
+        tokens = validation_tokens(loaded.cfg, loaded.tokenizer, split)
+    results = evaluate_lengths(loaded.model, tokens, length, factors, stride, max_tokens, scaling=scaling)
     label = scaling_label(scaling)
-    print(f"{ckpt} (trained at {train_length} tokens{f', evaluated with {label} RoPE scaling' if label else ''})\n"
-          f"{format_table(results)}")
-    if not args.no_write:
-        path = write_results(run_dir, results, train_length, {"checkpoint": str(ckpt), "stride": args.stride}, label)
+    summary = (f"{ckpt_file} (trained at {length} tokens{f', evaluated with {label} RoPE scaling' if label else ''})\n"
+               f"{format_table(results)}")
+    if write:
+        written = write_results(run_dir, results, length, {"checkpoint": str(ckpt_file), "stride": stride}, label)
         prefix = "extrapolation" if label is None else f"extrapolation/{label}"
-        update_json(run_dir / METRICS, metrics_from(results, train_length, prefix))
-        print(f"wrote {path} and {prefix}/* in {run_dir / 'metrics.json'}")
-    return results
-
-
-if __name__ == "__main__":
-    main()
+        update_json(run_dir / METRICS, metrics_from(results, length, prefix))
+        summary += f"\nwrote {written} and {prefix}/* in {run_dir / METRICS}"
+    return results, summary

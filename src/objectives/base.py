@@ -39,7 +39,7 @@ from src.models.components.masks import MASKS
 from src.models.families import FAMILIES
 from src.models.families.base import IGNORE_INDEX
 from src.optim import build_optimizer, build_scheduler
-from src.lightning_compat import logs_this_step
+from src.lightning_compat import should_update_logs
 
 
 class TaskError(ValueError):
@@ -317,7 +317,7 @@ def logs_this_step(trainer: pl.Trainer) -> bool:
     every step under ``fast_dev_run``); a value logged on another step is only overwritten. The
     run's last step (``max_steps``) and an epoch's last batch are included, so the final
     ``train/loss`` (metrics.json) is the last step's."""
-    if trainer.fast_dev_run or logs_this_step(trainer) or trainer.is_last_batch:
+    if trainer.fast_dev_run or should_update_logs(trainer) or trainer.is_last_batch:
         return True
     return 0 < trainer.max_steps <= trainer.global_step + 1
 

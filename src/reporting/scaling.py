@@ -1,6 +1,6 @@
 """Does a ranking survive scale? The scaling analysis of a study sweep (conf/experiment/study_scaling.yaml):
 
-    python -m src.reporting.scaling <sweep dir>... [--size KEY] [--metric test/loss] [--out DIR] [--boot 1000]
+    python -m src.report scaling <sweep dir>... [--size KEY] [--metric test/loss] [--out DIR] [--boot 1000]
 
 The runs are read and tuned as ``python -m src.report`` does (src.studies.tuning: each variant at
 its own best learning rate on validation; its verdict runs at that value). A variant is an *arm*
@@ -22,7 +22,6 @@ verdict run), ``scaling_crossings.csv`` and ``scaling.png`` (loss vs parameters,
 """
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -219,27 +218,3 @@ def make_scaling_report(roots: Sequence[str | Path], out: str | Path | None = No
     md = out_dir / "scaling.md"
     atomic_write(md, render(a, title or "Scaling: loss against parameters per arm", plot))
     return {"scaling.md": md, **files, **({"scaling.png": plot} if plot else {})}
-
-
-def main(argv: Sequence[str] | None = None) -> dict[str, Path]:
-    ap = argparse.ArgumentParser(prog="python -m src.reporting.scaling", description=__doc__.split("\n\n")[0])
-    ap.add_argument("dirs", nargs="+", help="sweep directories (hydra.sweep.dir) or run directories")
-    ap.add_argument("--size", default=None, help="override key of the size factor (default: the varying key along "
-                                                 "which the parameter count changes most)")
-    ap.add_argument("--metric", default=None, help="the fitted metric (default: the protocol's, else test/loss)")
-    ap.add_argument("--out", default=None, help="where the files go (default: the first directory)")
-    ap.add_argument("--boot", type=int, default=1000, help="bootstrap replicates (default 1000; 0: no intervals)")
-    ap.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
-    ap.add_argument("--title", default=None)
-    args = ap.parse_args(argv)
-    try:
-        files = make_scaling_report(args.dirs, args.out, args.size, args.metric, args.boot, args.seed, args.title)
-    except (ProtocolError, ValueError, FileNotFoundError) as e:
-        ap.exit(2, f"python -m src.reporting.scaling: {e}\n")
-    print(files["scaling.md"].read_text())
-    print("wrote " + ", ".join(str(p) for p in files.values()))
-    return files
-
-
-if __name__ == "__main__":
-    main()

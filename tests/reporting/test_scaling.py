@@ -11,8 +11,13 @@ import numpy as np
 import pytest
 
 from src.studies.power_law import PowerLaw, PowerLawError, bootstrap_fit, crossings, fit_power_law
-from src.reporting.scaling import main as scaling_main
+from src.report import main as report_main
 from tests.reporting.fake_runs import completed, write_run
+
+
+def scaling_main(argv: list[str]) -> dict:
+    """``python -m src.report scaling <argv>``."""
+    return report_main(["scaling", *argv])
 
 SIZES = (1e4, 4e4, 1.6e5, 6.4e5)
 ALPHA = 0.3
