@@ -63,8 +63,8 @@ class TokenThroughput(pl.Callback):
         self._val_started: float | None = None
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
-        if not callable(getattr(pl_module, "batch_tokens", None)):
-            raise TypeError(f"{type(self).__name__} needs a task with batch_tokens(batch) (an src.objectives.LMTask)")
+        if not hasattr(pl_module, "tokens_per_batch"):
+            raise TypeError(f"{type(self).__name__} needs a task that records tokens_per_batch (an src.objectives.LMTask)")
         if self.peak_tflops:
             self.available_flops = int(float(self.peak_tflops) * 1e12)
         else:
@@ -122,7 +122,7 @@ class TokenThroughput(pl.Callback):
     # ------------------------------------------------------------ counting and timing
     def _count(self, stage: str, pl_module: pl.LightningModule, batch: Any) -> _Meter:
         meter = self._meters[stage]
-        meter.tokens += int(pl_module.batch_tokens(batch))  # type: ignore[operator]
+        meter.tokens += int(pl_module.tokens_per_batch)  # the objective's Prepared.tokens for this batch
         meter.samples += _batch_size(batch)
         meter.batches += 1
         meter.pending += 1
@@ -176,9 +176,7 @@ class TokensPerSecondBar(RichProgressBar):
 
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
-        fn = getattr(pl_module, "batch_tokens", None)
-        if callable(fn):
-            self._tokens += fn(batch)
+        self._tokens += int(getattr(pl_module, "tokens_per_batch", 0))
         now = time.perf_counter()
         last = trainer.is_last_batch or 0 < trainer.max_steps <= trainer.global_step
         if now < self._next_update and not last:

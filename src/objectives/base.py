@@ -21,7 +21,6 @@ scored tokens). ``train/loss`` is logged on the steps the loggers write (every
 """
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -54,7 +53,6 @@ class Prepared:
     labels: Tensor  # as the model's forward takes them (its family aligns them); IGNORE_INDEX = not scored
     tokens: int  # tokens the model processed (from shapes only: no device sync)
     shape: dict[str, int]  # the arguments of model.forward_flops for these inputs (batch_size, seq_len, …)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -106,6 +104,7 @@ class LMTask(pl.LightningModule):
             setattr(self, f"{stage}_loss", MeanMetric(nan_strategy="disable"))
             setattr(self, f"{stage}_acc", MeanMetric(nan_strategy="disable"))
         self.tokens_seen = 0  # training tokens over all ranks (python int, saved in checkpoints)
+        self.tokens_per_batch = 0  # the last batch's Prepared.tokens: the one token count throughput uses
         self._unlogged_loss: Tensor | None = None  # this step's loss when it was not logged (on_train_batch_end)
         self._flops_memo: dict[tuple[Any, ...], int] = {}
         self._rng_to_restore: dict[str, Any] | None = None
@@ -182,6 +181,7 @@ class LMTask(pl.LightningModule):
         Training skips the accuracy: an argmax over [B, T, V] logits is a full extra pass over
         the largest tensor of the step (on CPU about as slow as the loss itself)."""
         prep = self.prepare(batch)
+        self.tokens_per_batch = prep.tokens  # this batch's tokens, read by TokenThroughput and the progress bar
         out = self.model(**prep.inputs, labels=prep.labels)
         target = self.model.score_labels(prep.labels, out.logits.shape[1])  # [B, T] aligned with the logits
         scored = target != IGNORE_INDEX  # [B, T]
@@ -194,7 +194,7 @@ class LMTask(pl.LightningModule):
     def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
         loss, _, _, prep = self.shared_step(batch, accuracy=False)
         self.tokens_seen += prep.tokens * self.trainer.world_size
-        self.flops_per_batch = self.flops(prep, training=True)  # read by ThroughputMonitor
+        self.flops_per_batch = self.flops(prep, training=True)  # read by TokenThroughput
         self._unlogged_loss = None
         if logs_this_step(self.trainer):  # self.log costs ~1.5 ms of Python; loggers only read logging steps
             self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True)
@@ -243,13 +243,6 @@ class LMTask(pl.LightningModule):
         self._log_epoch("test")
 
     # ---------------------------------------------------------------- throughput
-    def batch_tokens(self, batch: Mapping[str, Tensor]) -> int:
-        """Tokens the model processes for this batch (shapes only). Used by ThroughputMonitor."""
-        if "tokens" in batch:
-            b, t1 = batch["tokens"].shape
-            return b * (t1 - 1)
-        return int(batch["src_ids"].numel() + batch["tgt_ids"].numel())
-
     def flops(self, prep: Prepared, training: bool) -> int:
         """The model's FLOPs count for this batch: ``model.training_flops`` (forward + backward) or
         ``model.forward_flops``, memoised by shape (a few distinct shapes per run)."""
@@ -329,6 +322,3 @@ def _to_lists(x: Any) -> Any:
 def _to_tuples(x: Any) -> Any:
     return tuple(_to_tuples(v) for v in x) if isinstance(x, list) else x
 
-
-def perplexity(loss: float) -> float:
-    return math.exp(min(loss, 50.0))

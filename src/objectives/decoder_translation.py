@@ -75,9 +75,6 @@ class DecoderTranslation(LMTask):
         """Source and target each get half the context (minus the separator)."""
         return min(block_size, (max_seq_len - 1) // 2)
 
-    def batch_tokens(self, batch: Mapping[str, Tensor]) -> int:
-        return int(batch["src_ids"].shape[0] * (batch["src_ids"].shape[1] + batch["tgt_ids"].shape[1]))
-
     def prepare(self, batch: Mapping[str, Tensor]) -> Prepared:
         seq, labels, prefix = concat_pairs(batch["src_ids"], batch["src_mask"], batch["tgt_ids"], batch["tgt_mask"],
                                            self.sep_id, self.pad_id)

@@ -32,21 +32,21 @@ RUN_COLUMNS = ("variant", "seed", "stage", "role")
 RUN_FIGURES = ("params", "tokens_seen", "global_step", "best_step", "wall_time_s", "throughput_tokens_per_s")
 
 
-def _f(x: float | None, digits: int = 3) -> str:
+def fixed(x: float | None, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "–"
     return f"{x:.{digits}f}"
 
 
-def _g(x: float | None, digits: int = 3) -> str:
+def significant(x: float | None, digits: int = 3) -> str:
     return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{digits}g}"
 
 
-def _n(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def _int(x: float | None) -> str:
+def thousands(x: float | None) -> str:
     return "–" if x is None else f"{int(round(x)):,}"
 
 
@@ -151,8 +151,8 @@ def _verdict_cells(c: Comparison | None, baseline: bool, digits: int = 3) -> lis
         return ["–", "–", "–", "–", "–"]
     delta = "–" if c.delta is None else f"{c.delta:+.{digits}f} {_ci(c.delta_ci_low, c.delta_ci_high, digits)}"
     verdict = c.verdict + (f" ({c.reason})" if c.reason else "")
-    return [delta, _g(c.p), _g(c.p_holm), f"**{verdict}**" if c.verdict in ("better", "worse", "equivalent") else verdict,
-            _f(c.mde, digits)]
+    return [delta, significant(c.p), significant(c.p_holm), f"**{verdict}**" if c.verdict in ("better", "worse", "equivalent") else verdict,
+            fixed(c.mde, digits)]
 
 
 def not_applicable(row: VariantRow, key: str) -> str | None:
@@ -188,7 +188,7 @@ def _metric_table(report: Report, key: str, summaries: list[Summary], comparison
         for ref in report.references:
             loss = ref.loss(split)
             if loss is not None:
-                cells = [f"*reference: {ref.name} (Kneser-Ney)*", *([""] if tuned_head else []), "–", _f(loss, 4)] + \
+                cells = [f"*reference: {ref.name} (Kneser-Ney)*", *([""] if tuned_head else []), "–", fixed(loss, 4)] + \
                         ["–"] * (len(head) - 3 - len(tuned_head))
                 lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -219,7 +219,7 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
          "protocol). ") + p.describe(report.secondary), "",
         f"Baseline: **{base}**. Comparisons: {'each variant against the baseline' if p.comparisons == 'baseline' else 'each variant against the baseline, and every pair of variants that differ in one factor'}, "
         f"on `{p.metric}`" + (f" and {len(report.secondary)} secondary metric(s)" if report.secondary else "") +
-        f": {_n(len(report.comparisons), 'comparison')}, {report.m} with a test. Welch's t-test (two-sided), Holm-corrected over "
+        f": {plural(len(report.comparisons), 'comparison')}, {report.m} with a test. Welch's t-test (two-sided), Holm-corrected over "
         f"all {report.m} at α = {report.alpha}; equivalence margin {margin_text} (TOST, Holm-corrected); MDE = the "
         f"smallest |Δ| Welch's test at α/m = {report.alpha / max(report.m, 1):.3g} detects with {POWER:.0%} power given the "
         "observed spreads. How to read each column: docs/studies.md.", "",
@@ -236,8 +236,8 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
               "|---|---|---|---|---|---|---|---|"]
     for row in rows:
         c = row.compute
-        lines.append(f"| {row.label} | {_int(c.params.mean)} | {_g(c.flops_per_token.mean, 4)} | {_int(c.tokens.mean)} | "
-                     f"{_g(c.train_flops.mean, 4)} | {c.match} | {_int(c.throughput.mean)} | {_f(c.wall.mean, 0)} |")
+        lines.append(f"| {row.label} | {thousands(c.params.mean)} | {significant(c.flops_per_token.mean, 4)} | {thousands(c.tokens.mean)} | "
+                     f"{significant(c.train_flops.mean, 4)} | {c.match} | {thousands(c.throughput.mean)} | {fixed(c.wall.mean, 0)} |")
     lines += ["", "Means over the verdict runs. FLOPs per token are the model's own count (forward + backward, "
               "`budget.json`); training FLOPs = FLOPs per token × training tokens seen.", ""]
 
@@ -248,7 +248,7 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
         for row in rows:
             for cand in row.tuned.candidates:
                 mark = ("**chosen**" + (" ⚠ edge" if row.tuned.edge else "")) if cand.values == row.tuned.chosen else ""
-                score = "diverged" if cand.score is not None and math.isinf(cand.score) else _f(cand.score, 4)
+                score = "diverged" if cand.score is not None and math.isinf(cand.score) else fixed(cand.score, 4)
                 lines.append(f"| {row.label} | " + " | ".join(cand.values[k] for k in keys) +
                              f" | {len(cand.seeds)} | {score} | {mark} |")
         notes = [f"- {row.label}: {n}" for row in rows for n in row.tuned.notes]
@@ -277,7 +277,7 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
                   "same validation and test tokens the runs were scored on (`ngram.json` of each run).", "",
                   "| reference | val loss | val tokens | test loss | test tokens |", "|---|---|---|---|---|"]
         for ref in report.references:
-            lines.append(f"| {ref.name} | {_f(ref.val, 4)} | {_int(ref.val_tokens)} | {_f(ref.test, 4)} | {_int(ref.test_tokens)} |")
+            lines.append(f"| {ref.name} | {fixed(ref.val, 4)} | {thousands(ref.val_tokens)} | {fixed(ref.test, 4)} | {thousands(ref.test_tokens)} |")
         lines.append("")
 
     matched = [row for row in rows if any(r.match for r in row.runs)]

@@ -30,7 +30,7 @@ from pathlib import Path
 from src.studies.outcomes import run_outcome
 from src.studies.power_law import PowerLawError, ScalingFit, bootstrap_fit, crossings
 from src.studies.protocol import Protocol, ProtocolError, canonical, merge_protocols
-from src.reporting.render import write_csv
+from src.reporting.render import significant, write_csv
 from src.reporting.scaling_plot import plot_scaling
 from src.studies.runs import IGNORED_KEYS, RunRecord, load_runs
 from src.studies.tuning import TunedVariant, tune_variants
@@ -152,12 +152,8 @@ def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def _g(x: float | None, digits: int = 3) -> str:
-    return "—" if x is None else f"{x:.{digits}g}"
-
-
 def _ci(ci: tuple[float, float] | None) -> str:
-    return "—" if ci is None else f"[{_g(ci[0])}, {_g(ci[1])}]"
+    return "—" if ci is None else f"[{significant(ci[0])}, {significant(ci[1])}]"
 
 
 def fit_records(a: ScalingAnalysis) -> list[dict[str, object]]:
@@ -177,20 +173,20 @@ def render(a: ScalingAnalysis, title: str, plot: Path | None) -> str:
              "L(N) = E + A·N^(−α); intervals: 95 % bootstrap over seeds.", "",
              "| arm | sizes | N range | E | A | α | α 95 % CI | E 95 % CI | fit RMSE |", "|---|---|---|---|---|---|---|---|---|"]
     for r in fit_records(a):
-        lines.append(f"| {r['arm']} | {r['n_sizes']} | {_g(r['params_min'])}–{_g(r['params_max'])} | {_g(r['E'])} | "
-                     f"{_g(r['A'])} | {_g(r['alpha'])} | {_ci(a.fits[r['arm']].interval('alpha'))} | "  # type: ignore[index]
-                     f"{_ci(a.fits[r['arm']].interval('E'))} | {_g(r['rmse'])} |")  # type: ignore[index]
+        lines.append(f"| {r['arm']} | {r['n_sizes']} | {significant(r['params_min'])}–{significant(r['params_max'])} | {significant(r['E'])} | "
+                     f"{significant(r['A'])} | {significant(r['alpha'])} | {_ci(a.fits[r['arm']].interval('alpha'))} | "  # type: ignore[index]
+                     f"{_ci(a.fits[r['arm']].interval('E'))} | {significant(r['rmse'])} |")  # type: ignore[index]
     lines += ["", "## Ranking at each size (best first, by mean)", "", "| size | N | ranking |", "|---|---|---|"]
     for s, order in a.ranking:
         n = min(p.params for p in a.points if p.size == s)
-        lines.append(f"| {s} | {_g(n)} | {' < '.join(order)} |")
+        lines.append(f"| {s} | {significant(n)} | {' < '.join(order)} |")
     lines += ["", "The ranking " + ("**changes** across the range." if a.ranking_changes else "is the same at every size.")
               + " (By means; whether each size's difference is a finding is the report's verdict on that pair, with Holm.)", "",
               "## Where the fitted curves cross", "", "| arms | crossing N | inside the measured range | "
               "bootstrap pairs crossing inside |", "|---|---|---|---|"]
     for c in a.crossings:
         share = "—" if c.boot_share is None else f"{100 * c.boot_share:.0f} %"
-        lines.append(f"| {c.arms[0]} vs {c.arms[1]} | {', '.join(_g(n) for n in c.at) or f'none within ×{SEARCH:g} of the range'}"
+        lines.append(f"| {c.arms[0]} vs {c.arms[1]} | {', '.join(significant(n) for n in c.at) or f'none within ×{SEARCH:g} of the range'}"
                      f" | {'yes' if c.inside else 'no'} | {share} |")
     if plot:
         lines += ["", f"![loss vs parameters]({plot.name})"]

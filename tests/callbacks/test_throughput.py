@@ -62,7 +62,7 @@ def test_progress_bar_updates_at_most_refresh_rate_per_second(monkeypatch: pytes
     clock = {"t": 100.0}
     monkeypatch.setattr(throughput.time, "perf_counter", lambda: clock["t"])
     bar = throughput.TokensPerSecondBar(refresh_rate=4)  # at most every 0.25 s
-    module = SimpleNamespace(batch_tokens=lambda batch: 10)
+    module = SimpleNamespace(tokens_per_batch=10)
     bar._t0 = clock["t"]
     for i in range(20):  # 20 steps of 1/16 s (exact in binary)
         trainer = SimpleNamespace(is_last_batch=False, max_steps=20, global_step=i + 1)
