@@ -7,9 +7,10 @@ Every entry point runs its work inside ``clean_errors()``::
         with clean_errors():
             return train(cfg)
 
-* **Our own errors** (exception classes defined in the ``src`` package: ``RunConfigError``,
-  ``DataError``, ``ConfigError``, ``TaskError``, ``RegistryError``, ``CheckpointError``,
-  ``SetupError`` …, whose messages name the key, the value and the fix) are re-raised as
+* **Our own errors** (exception classes defined in the ``src`` package: those of ``src.errors``
+  (``ConfigError``, ``DataError``, ``CheckpointError``, ``HFConversionError``,
+  ``NonFiniteLossError``) and the few kept beside their code (``TaskError``, ``RegistryError``,
+  ``SetupError`` …), whose messages name the key, the value and the fix) are re-raised as
   ``CommandError``, a ``hydra.errors.CompactHydraException``: Hydra's ``run_and_report`` prints
   a compact exception as its message alone (after its own line naming the job's overrides) and
   exits with status 1. In a multirun the job's ``metrics.json`` keeps the original error, the

@@ -24,12 +24,12 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from src.data.cache import read_meta, token_dir_for, write_token_dir
-from src.data.errors import DataError
 from src.data.shards import DEFAULT_SHARD_DOCS, encode_sharded
 from src.data.sources import build_source, split_config
 from src.data.sources.base import LMSource
 from src.data.sources.openwebtext import BinDir
 from src.data.tokenizers import build_tokenizer
+from src.errors import DataError
 from src.cli import clean_errors
 from src.config.output_dir import check_output_dir
 
@@ -44,8 +44,8 @@ def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | 
     source = build_source(node)
     if isinstance(source, BinDir):
         if not source.raw:
-            raise DataError("bad_value", key="raw", value=source.raw,
-                            fix="give the text source to prepare from, e.g. data.raw={name:text,paths:[corpus.txt]}")
+            raise DataError(f"data.raw={source.raw!r} is invalid: give the text source to prepare from, e.g. "
+                            "data.raw={name:text,paths:[corpus.txt]}")
         _, raw, _ = split_config({"cache_dir": str(source.cache_dir), **source.raw})
         text = build_source(raw)
         out = Path(out_dir).expanduser() if out_dir else source.dir
@@ -53,8 +53,8 @@ def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | 
         text = source
         out = Path(out_dir).expanduser() if out_dir else token_dir_for(source, tokenizer)
     if not isinstance(text, LMSource):
-        raise DataError("bad_value", key="name", value=text.name,
-                        fix="src.prepare tokenizes text sources (tinyshakespeare, text, hf, embedded)")
+        raise DataError(f"data.name={text.name!r} is invalid: src.prepare tokenizes text sources (tinyshakespeare, "
+                        "text, hf, embedded)")
     if not overwrite and (meta := read_meta(out)) is not None:
         log.info("%s is already prepared (%s); pass overwrite=true to redo it", out, meta["tokens"])
         return out

@@ -28,9 +28,9 @@ import lightning.pytorch as pl
 import torch
 from lightning.pytorch.utilities import rank_zero_only
 
+from src.errors import ConfigError
 from src.evaluation.extrapolation import (DEFAULT_FACTORS, LengthResult, evaluate_lengths, format_table, metrics_from,
                                           scaling_label, write_results)
-from src.models import ConfigError
 
 log = logging.getLogger(__name__)
 

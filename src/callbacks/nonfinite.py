@@ -73,8 +73,11 @@ class NonFiniteGuard(pl.Callback):
         self.skipped += 1
         self._consecutive += 1
         if self._consecutive > self.max_consecutive_skips:
-            raise NonFiniteLossError("nonfinite_diverged", count=self._consecutive, step=trainer.global_step,
-                                     limit=self.max_consecutive_skips, last=_last_good(trainer))
+            raise NonFiniteLossError(
+                f"non-finite training loss (NaN/inf) at {self._consecutive} consecutive steps (the last at step "
+                f"{trainer.global_step}; reliability.max_consecutive_skips={self.max_consecutive_skips}); the run has "
+                f"diverged and stopped. Last good checkpoint: {_last_good(trainer)}. Fixes: lower optim.lr or raise "
+                "scheduler.warmup_steps, keep trainer.gradient_clip_val; then resume with ckpt_path=<that checkpoint>")
 
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
@@ -92,7 +95,11 @@ class NonFiniteGuard(pl.Callback):
         if not trainer.strategy.reduce_boolean_decision(bool(local), all=False):
             return
         first = int(self._first_bad) if self._first_bad is not None and bool(self._bad) else trainer.global_step
-        raise NonFiniteLossError("nonfinite_stop", step=first, last=_last_good(trainer))
+        raise NonFiniteLossError(
+            f"non-finite training loss (NaN/inf) at step {first}; the run stopped (reliability.nonfinite=stop) and no "
+            f"checkpoint was written after it. Last good checkpoint: {_last_good(trainer)}. Fixes: lower optim.lr or "
+            "raise scheduler.warmup_steps, keep trainer.gradient_clip_val, prefer bf16-mixed to 16-mixed, or set "
+            "reliability.nonfinite=skip to drop such updates; then resume with ckpt_path=<that checkpoint>")
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not trainer.sanity_checking and trainer.state.fn == "fit":

@@ -147,16 +147,20 @@ class Preemption(pl.Callback):
 
     def error(self, trainer: pl.Trainer | None, stage: str = "training") -> Preempted:
         """The ``Preempted`` that ends the run, with what was saved and how to resume."""
-        name = signal.Signals(self.signum or signal.SIGTERM).name
+        signum = int(self.signum or signal.SIGTERM)
+        name = signal.Signals(signum).name
         if self.saved is not None:
-            return Preempted("preempted", signal=name, signum=int(self.signum or signal.SIGTERM), step=self.step,
-                             path=self.saved)
+            return Preempted(f"preempted by {name} at step {self.step}: wrote {self.saved}, a resumable checkpoint of "
+                             f"this step. Resume with ckpt_path={self.saved}; a sweep continues its unfinished jobs "
+                             "when run again with sweep_resume.skip_completed=true sweep_resume.incomplete=last",
+                             signum=signum)
         last = ""
         if trainer is not None:
             existing = self.last_path(trainer)
             last = f"; the last checkpoint is {existing}" if existing.is_file() else "; there is no checkpoint yet"
-        return Preempted("preempted_unsaved", signal=name, signum=int(self.signum or signal.SIGTERM), step=self.step,
-                         stage=stage, last=last)
+        return Preempted(f"preempted by {name} at step {self.step} during {stage}; no checkpoint written{last}. Run "
+                         "it again to continue (ckpt_path=<that checkpoint>, or sweep_resume.incomplete=last in a sweep)",
+                         signum=signum)
 
 
 def preemption_error(error: BaseException, trainer: pl.Trainer | None) -> Preempted | None:

@@ -90,7 +90,7 @@ def state_dict_problems(expected: Mapping[str, Any], found: Mapping[str, Any], *
 
 def check_state_dict_fits(module: Any, checkpoint: Mapping[str, Any], *, path: str,
                           current_cfg: Mapping[str, Any] | None = None) -> None:
-    """Raise ``CheckpointError('ckpt_mismatch')`` unless ``checkpoint['state_dict']`` loads into ``module``.
+    """Raise ``CheckpointError`` (listing every mismatch) unless ``checkpoint['state_dict']`` loads into ``module``.
 
     module: an ``nn.Module`` (a LightningModule); its ``strict_loading`` (default True) decides
     whether missing/unexpected keys count. current_cfg: the run config the module was built
@@ -99,7 +99,7 @@ def check_state_dict_fits(module: Any, checkpoint: Mapping[str, Any], *, path: s
     """
     found = checkpoint.get("state_dict")
     if not isinstance(found, Mapping):
-        raise CheckpointError("ckpt_unreadable", path=path, detail="it has no 'state_dict'")
+        raise CheckpointError(unreadable(path, "it has no 'state_dict'"))
     strict = bool(getattr(module, "strict_loading", True))
     problems, count = state_dict_problems(module.state_dict(), found, strict=strict)
     if not count:
@@ -109,7 +109,16 @@ def check_state_dict_fits(module: Any, checkpoint: Mapping[str, Any], *, path: s
     diffs = config_differences(saved_cfg, (current or {}).get("model"))
     if diffs:
         problems.append("  config differences: " + "; ".join(diffs[:MAX_LISTED]))
-    raise CheckpointError("ckpt_mismatch", path=path, count=count, details="\n".join(problems))
+    details = "\n".join(problems)
+    raise CheckpointError(f"{path} does not fit the model built from this config ({count} mismatched key(s)):\n"
+                          f"{details}\nFix: use the config the checkpoint was trained with (its run's "
+                          ".hydra/config.yaml), or start fresh (ckpt_path=null)")
+
+
+def unreadable(path: Any, detail: str) -> str:
+    """The message for a file that is not a whole torch checkpoint (``src.checkpoints.io`` raises it too)."""
+    return (f"{path} is not a readable checkpoint ({detail}); the file may be truncated or not a torch checkpoint. "
+            "Resume from another one (checkpoints/last.ckpt or best-*.ckpt), or set ckpt_path=null to start fresh")
 
 
 def run_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
@@ -134,12 +143,13 @@ def allow_list(cfg: Mapping[str, Any]) -> list[str]:
     ``validate_run_config`` calls it too, so a bad value fails before anything is built)."""
     allowed = (cfg.get("resume") or {}).get("allow_config_change") or []
     if isinstance(allowed, (str, Mapping)) or not all(isinstance(a, str) and a for a in allowed):
-        raise CheckpointError("bad_allow_list", value=allowed)
+        raise CheckpointError(f"resume.allow_config_change={allowed!r} is invalid: a list of config keys or nodes, "
+                              "e.g. resume.allow_config_change=[model.dropout,data]")
     return list(allowed)
 
 
 def check_same_run(checkpoint: Mapping[str, Any], current_cfg: Mapping[str, Any] | None, *, path: str) -> None:
-    """``CheckpointError('resume_config_changed')`` unless the checkpoint was trained with the same
+    """``CheckpointError`` (listing the keys that differ, and the three ways on) unless the checkpoint was trained with the same
     ``RUN_KEYS`` as ``current_cfg`` (up to ``current_cfg.resume.allow_config_change``)."""
     saved = (checkpoint.get("hyper_parameters") or {}).get("cfg")
     if not isinstance(saved, Mapping) or not isinstance(current_cfg, Mapping):
@@ -151,9 +161,12 @@ def check_same_run(checkpoint: Mapping[str, Any], current_cfg: Mapping[str, Any]
         lines = [f"  {k}: checkpoint {old!r}, now {new!r}" for k, old, new in blocked[:MAX_LISTED]]
         if len(blocked) > MAX_LISTED:
             lines.append(f"  … and {len(blocked) - MAX_LISTED} more")
-        keys = ",".join(k for k, _, _ in blocked)
-        raise CheckpointError("resume_config_changed", path=path, count=len(blocked), details="\n".join(lines),
-                              keys=keys)
+        keys, details = ",".join(k for k, _, _ in blocked), "\n".join(lines)
+        raise CheckpointError(
+            f"{path} was trained with a different config ({len(blocked)} key(s) differ):\n{details}\n"
+            f"Resuming continues the same run. Accept these changes anyway: resume.allow_config_change=[{keys}]; "
+            f"or start a new run from these weights (step 0, a fresh optimizer): init_from={path} ckpt_path=null; "
+            "or resume with the checkpoint's config (its run's .hydra/config.yaml)")
     if diffs:
         log.warning("resuming from %s with config changes accepted by resume.allow_config_change: %s", path,
                     "; ".join(f"{k}: {old!r} -> {new!r}" for k, old, new in diffs[:MAX_LISTED]))

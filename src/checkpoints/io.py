@@ -13,7 +13,7 @@
 * **finite writes** — a ``state_dict`` holding NaN/inf is refused (the previous file stays);
 * **weights-only loads** — ``load_checkpoint`` always uses ``torch.load(weights_only=True)``
   (Lightning passes ``weights_only=None`` on ``fit(ckpt_path=...)``); a pickled object is refused
-  with ``CheckpointError('ckpt_unsafe')``; a torn or foreign file with ``'ckpt_unreadable'``;
+  with a ``CheckpointError`` (unpickling could run it), and so is a torn or foreign file;
 * **same run, and fit, on resume** — the checkpoint's config must be the run's (model, task,
   data, batches: ``checkpoint_fit.check_same_run``, ``resume.allow_config_change``), and its
   ``state_dict`` is compared with the trainer's LightningModule, every mismatched key/shape
@@ -37,8 +37,8 @@ import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from torch import Tensor
 
-from src.checkpoints.fit import check_same_run, check_state_dict_fits
 from src.errors import CheckpointError
+from src.checkpoints.fit import check_same_run, check_state_dict_fits, unreadable
 from src.files import atomic_path
 
 log = logging.getLogger(__name__)
@@ -56,9 +56,12 @@ def checkpoint_file(path: PathLike) -> Path:
     if p.is_dir():
         found = sorted(str(f) for f in (*p.glob("*.ckpt"), *p.glob("checkpoints/*.ckpt")))
         listed = ", ".join(found[:3]) + (f" … {len(found)} in all" if len(found) > 3 else "") if found else "it holds none"
-        raise CheckpointError("ckpt_is_dir", path=p, found=listed)
+        raise CheckpointError(f"{p} is a directory, not a checkpoint file; give one of its .ckpt files ({listed}). "
+                              "Sharded FSDP checkpoints are directories: train with "
+                              "trainer.strategy.state_dict_type=full to get one file")
     if not p.is_file():
-        raise CheckpointError("ckpt_missing_file", path=p)
+        raise CheckpointError(f"no checkpoint at {p}; run directories keep them in <run dir>/checkpoints/ "
+                              "(last.ckpt, best-*.ckpt)")
     return p
 
 
@@ -71,10 +74,14 @@ def safe_torch_load(path: PathLike, map_location: Any = "cpu") -> Any:
     except pickle.UnpicklingError as e:
         found = re.search(r"[Uu]nsupported (?:global: )?GLOBAL (\S+)", str(e))
         if found:
-            raise CheckpointError("ckpt_unsafe", path=p, detail=f"it references {found.group(1)}") from None
-        raise CheckpointError("ckpt_unreadable", path=p, detail=_first_line(e)) from None
+            raise CheckpointError(
+                f"{p} holds pickled Python objects that a weights-only load refuses (it references "
+                f"{found.group(1)}); refusing to load it, since unpickling can run arbitrary code. Checkpoints "
+                "written by src.train hold only tensors and plain data: if you trust this file, re-save its "
+                "contents as plain dicts/tensors (or safetensors) and load that") from None
+        raise CheckpointError(unreadable(p, _first_line(e))) from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as e:
-        raise CheckpointError("ckpt_unreadable", path=p, detail=f"{type(e).__name__}: {_first_line(e)}") from None
+        raise CheckpointError(unreadable(p, f"{type(e).__name__}: {_first_line(e)}")) from None
 
 
 def _first_line(e: BaseException) -> str:
@@ -106,9 +113,16 @@ def atomic_torch_save(obj: Any, dest: PathLike, *, verify: bool = True) -> Path:
                 try:
                     torch.load(tmp, map_location="cpu", weights_only=True, mmap=True)
                 except pickle.UnpicklingError as e:
-                    raise CheckpointError("ckpt_not_weights_only", path=dest, detail=_first_line(e)) from None
+                    raise CheckpointError(
+                        f"refusing to write {dest}: the checkpoint would not load with "
+                        f"torch.load(weights_only=True) ({_first_line(e)}); something put a Python object into it "
+                        "(a callback's state_dict or hyper-parameters) - store plain dicts/lists/numbers/tensors "
+                        "instead. The previous file at that path is kept") from None
     except OSError as e:  # a full disk, a quota, a read-only or vanished directory
-        raise CheckpointError("ckpt_write_failed", path=dest, reason=f"{e.strerror or type(e).__name__}") from e
+        raise CheckpointError(
+            f"could not write {dest} ({e.strerror or type(e).__name__}); the previous file at that path is kept. "
+            "Free space on that disk (or lift the quota), or give the run a directory elsewhere "
+            "(hydra.run.dir=...), then resume from the last checkpoint there is") from e
     return dest
 
 
@@ -131,7 +145,9 @@ class SafeCheckpointIO(TorchCheckpointIO):
             bad = nonfinite_tensors(checkpoint.get("state_dict") or {})
             if bad:
                 shown = ", ".join(bad[:5]) + (f" … and {len(bad) - 5} more" if len(bad) > 5 else "")
-                raise CheckpointError("ckpt_nonfinite", path=path, count=len(bad), names=shown)
+                raise CheckpointError(f"refusing to write {path}: {len(bad)} tensor(s) of its state_dict hold NaN/inf "
+                                      f"({shown}); the previous file at that path is kept. See docs/reliability.md "
+                                      "(non-finite loss)")
         atomic_torch_save(checkpoint, path, verify=self.verify)
 
     def load_checkpoint(self, path: PathLike, map_location: Any = lambda storage, loc: storage,

@@ -14,11 +14,11 @@ from typing import Any
 
 import torch
 
+from src.errors import CheckpointError
 from src.data.tokenizers import Tokenizer
 from src.models import TransformerModel
 from src.checkpoints.fit import check_state_dict_fits
 from src.checkpoints.io import checkpoint_file, safe_torch_load
-from src.errors import CheckpointError
 from src.objectives.base import LMTask
 from src.objectives.registry import TASKS
 
@@ -39,7 +39,8 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
     ckpt = safe_torch_load(p, map_location=map_location)  # weights_only=True; clear errors for pickles, torn files
     hp = ckpt.get("hyper_parameters") if isinstance(ckpt, dict) else None
     if not hp or "cfg" not in hp:
-        raise CheckpointError("ckpt_foreign", path=p)
+        raise CheckpointError(f"{p} has no hyper_parameters.cfg: it was not written by src.train; give a checkpoint "
+                              "of a src.train run")
     cfg = hp["cfg"]
     cls = TASKS.get(cfg["task"]["name"])
     task = cls(cfg, hp.get("tokenizer"))
@@ -50,12 +51,20 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
                             global_step=int(ckpt.get("global_step", 0)), path=str(p))
 
 
+def check_init_from(init_from: Any, ckpt_path: Any) -> None:
+    """``init_from`` and ``ckpt_path`` are two different starts: one of them at most (also checked by
+    ``validate_run_config``, before anything is built)."""
+    if init_from and ckpt_path:
+        raise CheckpointError(f"init_from={init_from} and ckpt_path={ckpt_path} both set: ckpt_path resumes that run "
+                              "(same config, its optimizer and step), init_from starts a new one from its weights; "
+                              "keep one of them")
+
+
 def init_from_checkpoint(task: LMTask, path: str | os.PathLike[str], resume_path: str | None = None) -> None:
     """Fine-tuning (``init_from=<ckpt>``): the weights of ``path`` into ``task``, nothing else: the run
     starts at step 0 with a fresh optimizer, schedule and data position, and its config may differ
     from the checkpoint's; every shape must fit (``CheckpointError`` listing the mismatches)."""
-    if resume_path:
-        raise CheckpointError("init_and_resume", init_from=path, ckpt_path=resume_path)
+    check_init_from(path, resume_path)
     p = checkpoint_file(path)
     ckpt = safe_torch_load(p)
     check_state_dict_fits(task, ckpt, path=str(p))

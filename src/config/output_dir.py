@@ -20,18 +20,20 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from src.errors import RunConfigError as OutputDirError
+from src.errors import ConfigError
 
 
 def check_output_dir(path: str | os.PathLike[str], key: str) -> Path:
-    """Create ``path`` (with its parents) and prove it writable; ``RunConfigError`` otherwise."""
+    """Create ``path`` (with its parents) and prove it writable; ``ConfigError`` naming ``key`` otherwise."""
     p = Path(path).expanduser()
     if p.exists() and not p.is_dir():
-        raise OutputDirError("output_is_file", key=key, path=p)
+        raise ConfigError(f"{key}={p} is an existing file, not a directory; give a directory (it is created if "
+                          f"needed), e.g. {key}={p}_run")
     for parent in p.parents:
         if parent.exists():
             if not parent.is_dir():
-                raise OutputDirError("output_under_file", key=key, path=p, parent=parent)
+                raise ConfigError(f"{key}={p} cannot be created: {parent} is a file, not a directory; give a "
+                                  "directory outside it")
             break
     probe = p / f".write-check-{os.getpid()}"
     try:
@@ -40,7 +42,8 @@ def check_output_dir(path: str | os.PathLike[str], key: str) -> Path:
         probe.unlink()
     except OSError as e:
         reason = f"{e.strerror or type(e).__name__}: {e.filename or p}"
-        raise OutputDirError("output_unwritable", key=key, path=p, reason=reason) from None
+        raise ConfigError(f"{key}={p} cannot be created or written ({reason}); give a directory you can write to, "
+                          f"e.g. {key}=outputs/my_run") from None
     return p
 
 
@@ -60,5 +63,5 @@ class OutputDirCheck(Callback):
             return
         try:
             check_output_dir(str(value), key)
-        except OutputDirError as e:
+        except ConfigError as e:
             raise SystemExit(str(e)) from None  # printed to stderr, exit status 1

@@ -4,7 +4,7 @@ Part of ``validate_run_config`` (src/config/validate.py), kept apart so that eac
 concept: ``Hardware`` (what the machine offers, injectable so tests can pretend to have GPUs) and
 ``check_trainer`` (argument names against ``lightning.pytorch.Trainer``; accelerator, strategy,
 devices and precision against the hardware; step, epoch, interval, limit and clipping values).
-Every failure is a ``RunConfigError`` naming the key, the value and the fix.
+Every failure is a ``ConfigError`` naming the key, the value and the fix.
 """
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import inspect
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
-from src.errors import MESSAGES, RunConfigError
+from src.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -45,13 +45,14 @@ class Hardware:
         )
 
 
-def fail(key: str, value: Any, fix: str) -> None:
-    raise RunConfigError("bad_value", key=key, value=value, fix=fix)
+def fail(key: str, value: Any, fix: str) -> NoReturn:
+    """``key=value`` cannot work: ``fix`` says what does (the checks here and in validate.py)."""
+    raise ConfigError(f"{key}={value!r} is invalid: {fix}")
 
 
 def positive_int(key: str, value: Any, fix: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise RunConfigError("bad_value", key=key, value=value, fix=fix)
+        fail(key, value, fix)
     return value
 
 
@@ -99,30 +100,31 @@ def check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
         for key, value in t.items():
             if key != "_target_" and key not in params:
                 accepted = ", ".join(p for p in params if p != "self")
-                raise RunConfigError("unknown_key", key=f"trainer.{key}", value=value,
-                                     where="lightning.pytorch.Trainer", accepted=accepted)
+                raise ConfigError(f"trainer.{key}={value!r} is not a key of lightning.pytorch.Trainer (accepted: "
+                                  f"{accepted}); fix the spelling or remove the override")
     accel = str(t.get("accelerator", "auto"))
     strategy = _strategy_name(t.get("strategy", "auto"))
     precision = t.get("precision", 32)
     on_gpu = accel in ("gpu", "cuda") or (accel == "auto" and hw.cuda_available)
     if accel in ("gpu", "cuda") and not hw.cuda_available:
-        raise RunConfigError("no_cuda", value=accel)
+        raise ConfigError(f"trainer.accelerator={accel} but no CUDA GPU is visible (torch.cuda.is_available() is "
+                          "False); use trainer=cpu (or trainer.accelerator=cpu), or run on a GPU machine")
     if "fsdp" in strategy.lower() and not on_gpu:
         why = f"trainer.accelerator={accel}" + ("" if accel == "cpu" else " and no CUDA GPU is visible")
-        raise RunConfigError("fsdp_needs_gpu", strategy=strategy, why=why)
+        raise ConfigError(f"trainer.strategy={strategy} (FSDP) needs CUDA GPUs, but {why}; on CPU use "
+                          "trainer=ddp_cpu (DDP) or trainer=cpu")
     devices = t.get("devices", "auto")
     if on_gpu:
         try:
             requested = _requested_gpus(devices, hw.cuda_count)
         except (TypeError, ValueError):
-            raise RunConfigError("bad_value", key="trainer.devices", value=devices,
-                                 fix="a number of devices, a list of GPU indices, -1 or auto") from None
+            raise ConfigError(f"trainer.devices={devices!r} is invalid: a number of devices, a list of GPU indices, "
+                              "-1 or auto") from None
         if requested > hw.cuda_count:
-            raise RunConfigError("too_many_devices", value=devices, requested=requested, available=hw.cuda_count,
-                                 available_fix=hw.cuda_count)
+            raise ConfigError(f"trainer.devices={devices} asks for {requested} GPU(s) but only {hw.cuda_count} are "
+                              f"visible; use trainer.devices={hw.cuda_count} or trainer.devices=auto")
     if devices in (0, "0") and not isinstance(devices, bool):
-        raise RunConfigError("bad_value", key="trainer.devices", value=devices,
-                             fix="at least 1 (a number of devices), a list of GPU indices, -1 or auto")
+        fail("trainer.devices", devices, "at least 1 (a number of devices), a list of GPU indices, -1 or auto")
     if not on_gpu:
         _check_cpu_devices(devices)
         _warn_cpu_oversubscribed(devices, hw)
@@ -130,11 +132,14 @@ def check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
         fail("trainer.devices", devices, "a number of GPUs, 1 or more, a list of GPU indices, -1 (all) or auto")
     accepted = _precisions()
     if str(precision) not in accepted:
-        raise RunConfigError("bad_value", key="trainer.precision", value=precision, fix=f"use one of {', '.join(accepted)}")
+        fail("trainer.precision", precision, f"use one of {', '.join(accepted)}")
     if not on_gpu and precision in _FP16:
-        raise RunConfigError("fp16_on_cpu", value=precision)
+        raise ConfigError(f"trainer.precision={precision} (float16) runs on GPUs only and Lightning would silently "
+                          "switch to bf16-mixed on CPU; use trainer.precision=32 or trainer.precision=bf16-mixed")
     if on_gpu and precision in _BF16 and not hw.bf16_supported:
-        raise RunConfigError("bf16_unsupported", value=precision, device=hw.device_name)
+        raise ConfigError(f"trainer.precision={precision} needs bfloat16, which this GPU ({hw.device_name}) does not "
+                          "support (torch.cuda.is_bf16_supported() is False); use trainer.precision=16-mixed or "
+                          "trainer.precision=32")
     checked_max_steps(t)
     acc = t.get("accumulate_grad_batches", 1)
     positive_int("trainer.accumulate_grad_batches", acc, "a positive number of batches per optimizer step")
@@ -159,8 +164,7 @@ def checked_max_steps(t: Mapping[str, Any]) -> Any:
     """``trainer.max_steps``, checked (the schedule's default horizon: checked before it is read)."""
     v = t.get("max_steps")
     if v is not None and (isinstance(v, bool) or not isinstance(v, int) or (v < 1 and v != -1)):
-        raise RunConfigError("bad_value", key="trainer.max_steps", value=v,
-                             fix="a positive number of optimizer steps, or -1 (use max_epochs)")
+        fail("trainer.max_steps", v, "a positive number of optimizer steps, or -1 (use max_epochs)")
     return v
 
 
@@ -202,5 +206,8 @@ def _warn_cpu_oversubscribed(devices: Any, hw: Hardware) -> None:
         return
     from lightning.pytorch.utilities.rank_zero import rank_zero_warn
 
-    rank_zero_warn(MESSAGES["cpu_oversubscribed"].format(value=devices, n=n, cores=hw.cpu_cores,
-                                                         share=hw.cpu_cores / n, slower=n / hw.cpu_cores))
+    cores = hw.cpu_cores
+    rank_zero_warn(f"trainer.devices={devices} starts {n} training processes on {cores} usable CPU cores: each gets "
+                   f"{cores / n:.2g} of a core and every step waits for the slowest, so expect each step to take more "
+                   f"than {n / cores:.2g}x as long as with trainer.devices={cores} (docs/reliability.md: 4 processes "
+                   f"on 2 cores ran 6.6x slower); use trainer.devices={cores} or fewer (trainer=cpu for one process)")

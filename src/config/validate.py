@@ -34,10 +34,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from src.errors import ConfigError
 from src.plain import to_plain
 from src.checkpoints.fit import allow_list
 from src.checkpoints.io import checkpoint_file
-from src.errors import CheckpointError, RunConfigError
 from src.config.trainer_checks import Hardware, check_trainer, checked_max_steps, fail, positive_int
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
@@ -54,8 +54,8 @@ def validate_run_config(
 ) -> dict[str, Any]:
     """Check a composed run config (DictConfig or plain dict); return its plain resolved copy.
 
-    Raises ``RunConfigError``, or the error type of the part that owns the rule
-    (``ConfigError`` for model numbers, ``RegistryError`` for component names, ``TaskError``,
+    Raises ``ConfigError`` (for the model's numbers too), or the error type of the part that owns
+    the rule ( ``RegistryError`` for component names, ``TaskError``,
     ``DataError``), each with a message naming key, value and fix.
     """
     plain = to_plain(cfg)
@@ -136,14 +136,16 @@ def _default_groups(path: Path) -> tuple[str, ...]:
 def _check_no_remote_code(plain: Mapping[str, Any]) -> None:
     for key, value in _walk(plain):
         if key.rsplit(".", 1)[-1] == "trust_remote_code" and value:
-            raise RunConfigError("trust_remote_code", key=key, value=value)
+            raise ConfigError(f"{key}={value!r}: remote code from the Hub is never run here; remove the key (loading "
+                              "uses trust_remote_code=False) and use a model/tokenizer/dataset that ships plain config "
+                              "and weights")
 
 
 def _check_no_missing(plain: Mapping[str, Any]) -> None:
     for key, value in _walk(plain):
         if value == "???":
-            raise RunConfigError("bad_value", key=key, value=value,
-                                 fix=f"it is required and has no default; pass {key}=<value> on the command line")
+            raise ConfigError(f"{key}={value!r} is invalid: it is required and has no default; pass {key}=<value> "
+                              "on the command line")
 
 
 # ---------------------------------------------------------------- 2. keys
@@ -157,8 +159,8 @@ def _check_top_keys(plain: Mapping[str, Any], conf: Path, primary: str = "train"
     known = sorted({*declared, *_default_groups(path), *EXTRA_TOP_KEYS} - {"experiment", "hydra"})
     for key, value in plain.items():
         if key not in known:
-            raise RunConfigError("unknown_key", key=key, value=value, where=f"conf/{primary}.yaml",
-                                 accepted=", ".join(known))
+            raise ConfigError(f"{key}={value!r} is not a key of conf/{primary}.yaml (accepted: {', '.join(known)}); "
+                              "fix the spelling or remove the override")
 
 
 def _check_group_keys(plain: Mapping[str, Any], conf: Path) -> None:
@@ -171,9 +173,9 @@ def _check_group_keys(plain: Mapping[str, Any], conf: Path) -> None:
             continue
         for key, value in node.items():
             if key not in accepted:
-                raise RunConfigError("unknown_key", key=f"{group}.{key}", value=value,
-                                     where=f"{group}={node['name']} (conf/{group}/{node['name']}.yaml)",
-                                     accepted=", ".join(accepted))
+                raise ConfigError(f"{group}.{key}={value!r} is not a key of {group}={node['name']} "
+                                  f"(conf/{group}/{node['name']}.yaml) (accepted: {', '.join(accepted)}); fix the "
+                                  "spelling or remove the override")
 
 
 # ---------------------------------------------------------------- 3. model
@@ -199,8 +201,8 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
 
     task_name = (plain.get("task") or {}).get("name")
     if task_name not in TASKS:
-        raise RunConfigError("unknown_name", key="task", value=task_name,
-                             names=f"{', '.join(TASKS.names())} (conf/task/<name>.yaml picks one)")
+        raise ConfigError(f"task={task_name!r} is not known; registered: {', '.join(TASKS.names())} "
+                          "(conf/task/<name>.yaml picks one)")
     cls = TASKS.get(task_name)
     cls.check_family(model)  # TaskError: masked LM on a causal decoder …
 
@@ -216,8 +218,10 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
     pos_name = model.position["name"]
     if fmt == "text" and issubclass(POSITIONS.get(pos_name), LearnedPosition):
         if cls.data_block_size(block, model.max_seq_len, fmt) > model.max_seq_len:
-            raise RunConfigError("block_size_exceeds_table", block_size=block, max_seq_len=model.max_seq_len,
-                                 position=pos_name)
+            raise ConfigError(f"block_size={block} exceeds model.max_seq_len={model.max_seq_len}, the rows of the "
+                              f"learned position table (model/position={pos_name}); lower block_size to at most "
+                              f"{model.max_seq_len}, raise model.max_seq_len, or use a relative scheme "
+                              "(model/position=rope)")
 
 
 def _check_optimisation(plain: Mapping[str, Any]) -> None:
@@ -243,8 +247,8 @@ def _check_optimisation(plain: Mapping[str, Any]) -> None:
             fail(key, plain[key], "true or false")
     mode = plain.get("vocab_size_from", "tokenizer")
     if mode not in ("tokenizer", "model"):
-        raise RunConfigError("bad_value", key="vocab_size_from", value=mode,
-                             fix="use tokenizer (model.vocab_size from the tokenizer) or model (keep model.vocab_size)")
+        raise ConfigError(f"vocab_size_from={mode!r} is invalid: use tokenizer (model.vocab_size from the tokenizer) "
+                          "or model (keep model.vocab_size)")
 
 
 # ---------------------------------------------------------------- 5. trainer, callbacks, run keys
@@ -261,10 +265,11 @@ def _check_callbacks(plain: Mapping[str, Any]) -> None:
                 target = get_object(node["_target_"])
             except Exception as e:  # ImportError / AttributeError, wrapped by Hydra
                 reason = str(e).splitlines()[0]
-                raise RunConfigError("bad_value", key=f"{group}.{name}._target_", value=node["_target_"],
-                                     fix=f"it cannot be imported ({reason}); give a dotted path to a class") from None
+                raise ConfigError(f"{group}.{name}._target_={node['_target_']!r} is invalid: it cannot be imported "
+                                  f"({reason}); give a dotted path to a class") from None
             if group == "callbacks" and not loggers and getattr(target, "__name__", "") == "LearningRateMonitor":
-                raise RunConfigError("logger_needed", name=name, target=node["_target_"], logger="none")
+                raise ConfigError(f"callbacks.{name} ({node['_target_']}) needs a logger, but logger=none configures "
+                                  f"none; choose logger=csv, or drop the callback with ~callbacks.{name}")
             _check_target_keys(f"{group}.{name}", node, target)
 
 
@@ -279,24 +284,24 @@ def _check_target_keys(key: str, node: Mapping[str, Any], target: Any) -> None:
         return
     for k, value in node.items():
         if not str(k).startswith("_") and k not in params:
-            raise RunConfigError("unknown_key", key=f"{key}.{k}", value=value, where=node["_target_"],
-                                 accepted=", ".join(params))
+            raise ConfigError(f"{key}.{k}={value!r} is not a key of {node['_target_']} (accepted: "
+                              f"{', '.join(params)}); fix the spelling or remove the override")
 
 
 def _check_run_keys(plain: Mapping[str, Any]) -> None:
-    allow_list(plain)  # CheckpointError bad_allow_list: resume.allow_config_change=model (not a list)
+    allow_list(plain)  # CheckpointError: resume.allow_config_change=model (not a list)
     rel = dict(plain.get("reliability") or {})
     for node, where, accepted in (("reliability", "conf/reliability/default.yaml",
                                    _yaml_keys(CONF_DIR / "reliability" / "default.yaml")),
                                   ("resume", "conf/train.yaml", ("allow_config_change",))):
         for key, value in (plain.get(node) or {}).items():
             if accepted is not None and key not in accepted:  # +reliability.nonfinit=skip would change nothing
-                raise RunConfigError("unknown_key", key=f"{node}.{key}", value=value, where=where,
-                                     accepted=", ".join(accepted))
+                raise ConfigError(f"{node}.{key}={value!r} is not a key of {where} (accepted: {', '.join(accepted)}); "
+                                  "fix the spelling or remove the override")
     action = rel.get("nonfinite", "stop")
     if action not in NONFINITE_ACTIONS:
-        raise RunConfigError("bad_value", key="reliability.nonfinite", value=action,
-                             fix="use stop (end the run, keep the last good checkpoint) or skip (drop that update)")
+        raise ConfigError(f"reliability.nonfinite={action!r} is invalid: use stop (end the run, keep the last good "
+                          "checkpoint) or skip (drop that update)")
     for key in ("check_every_n_steps", "max_consecutive_skips"):
         if key in rel:
             positive_int(f"reliability.{key}", rel[key], "a positive number of steps")
@@ -306,9 +311,11 @@ def _check_run_keys(plain: Mapping[str, Any]) -> None:
         if path.is_dir():
             checkpoint_file(path)  # CheckpointError: a directory, naming the .ckpt files in it
         if not path.is_file():
-            raise RunConfigError("ckpt_missing", value=ckpt)
+            raise ConfigError(f"ckpt_path={ckpt}: no such file; resume from <run dir>/checkpoints/last.ckpt of an "
+                              "earlier run, or set ckpt_path=null to start fresh")
     init = plain.get("init_from")
     if init:
-        if ckpt:
-            raise CheckpointError("init_and_resume", init_from=init, ckpt_path=ckpt)
+        from src.checkpoints.load import check_init_from
+
+        check_init_from(init, ckpt)  # CheckpointError: both set
         checkpoint_file(init)  # CheckpointError: missing, or a directory

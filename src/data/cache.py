@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from src.data.errors import DataError
 from src.data.sources.base import SPLITS
+from src.errors import DataError
 from src.data.tokenizers import Tokenizer, tokenizer_from_state
 from src.files import atomic_path, atomic_write
 
@@ -87,8 +87,12 @@ def fit_if_needed(tokenizer: Tokenizer, splits: Mapping[str, Iterable[str]], sou
         for doc in _iter_texts(docs):
             chars.update(doc)
     if not chars:
-        raise DataError("empty_corpus", source=source, split="train", detail="no characters to build a vocabulary from")
+        raise _empty_split(source, "train", "no characters to build a vocabulary from")
     tokenizer.fit("".join(sorted(chars)))  # type: ignore[attr-defined]
+
+
+def _empty_split(source: str, split: str, detail: str) -> DataError:
+    return DataError(f"data={source}: the {split} split is empty ({detail}); give a corpus with text in it")
 
 
 def _iter_texts(docs: Any) -> Iterator[str]:
@@ -212,7 +216,7 @@ def write_token_dir(
     resumable multi-process ``src.data.shards.encode_sharded``."""
     for split in SPLITS:  # every source has a test split distinct from val (src/data/sources/base.py)
         if split not in splits or _is_empty(splits[split]):
-            raise DataError("empty_corpus", source=source, split=split, detail="no text")
+            raise _empty_split(source, split, "no text")
     fit_if_needed(tokenizer, splits, source)
     out_dir.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
@@ -222,7 +226,7 @@ def write_token_dir(
             num_proc=num_proc, num_threads=num_threads,
         )
         if counts[split] == 0 and split in SPLITS:
-            raise DataError("empty_corpus", source=source, split=split, detail="0 tokens after tokenizing")
+            raise _empty_split(source, split, "0 tokens after tokenizing")
     meta = {
         "version": CACHE_VERSION, "dtype": token_dtype(tokenizer.vocab_size).name, "vocab_size": tokenizer.vocab_size,
         "tokenizer": tokenizer.state_dict(), "source": source, "fingerprint": fingerprint, "tokens": counts,
@@ -271,7 +275,7 @@ def write_pair_dir(
     """Tokenize each split's source and target sentences into ``{split}.npz`` (ragged arrays)."""
     for split in SPLITS:
         if split not in pairs or not pairs[split][0]:
-            raise DataError("empty_corpus", source=source, split=split, detail="no sentence pairs")
+            raise _empty_split(source, split, "no sentence pairs")
     fit_if_needed(tokenizer, {s: list(src) + list(tgt) for s, (src, tgt) in pairs.items()}, source)
     out_dir.mkdir(parents=True, exist_ok=True)
     dtype = token_dtype(tokenizer.vocab_size)

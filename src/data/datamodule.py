@@ -26,13 +26,13 @@ import numpy as np
 from torch.utils.data import DataLoader
 
 from src.data.cache import open_pairs, open_tokens, read_meta, token_dir_for, write_pair_dir, write_token_dir
-from src.data.errors import DataError
 from src.data.pairs import PairEvalBatches, PairTrainBatches
 from src.data.sources import build_source, split_config
 from src.data.sources.base import LMSource, PairSource, Source
 from src.data.sources.openwebtext import BinDir
 from src.data.token_check import check_token_ids
 from src.data.tokenizers import Tokenizer, tokenizer_from_state
+from src.errors import DataError
 from src.data.batches import BatchStream, EvalStream, FixedWindows, RandomWindows, ResumableLoader, SizedBatchStream, resolve_rank
 
 log = logging.getLogger(__name__)
@@ -69,9 +69,9 @@ class _BaseDataModule(L.LightningDataModule):
         super().__init__()
         for key, value in (("block_size", block_size), ("batch_size", batch_size)):
             if int(value) < 1:
-                raise DataError("bad_value", key=key, value=value, fix="it must be a positive integer")
+                raise DataError(f"data.{key}={value!r} is invalid: it must be a positive integer")
         if epoch_batches is not None and int(epoch_batches) < 1:
-            raise DataError("bad_value", key="epoch_batches", value=epoch_batches, fix="a positive number of batches, or null")
+            raise DataError(f"data.epoch_batches={epoch_batches!r} is invalid: a positive number of batches, or null")
         self.source, self.tokenizer = source, tokenizer
         self.block_size, self.batch_size, self.seed = int(block_size), int(batch_size), int(seed)
         self.val_batch_size = int(val_batch_size or batch_size)
@@ -102,10 +102,14 @@ class _BaseDataModule(L.LightningDataModule):
     def _check_tokenizer(self, meta: Mapping[str, Any]) -> None:
         adopt_vocabulary(self.tokenizer, meta["tokenizer"])
         if dict(meta["tokenizer"]) != self.tokenizer.state_dict():
-            raise DataError(
-                "tokenizer_mismatch", dir=self.token_dir, saved=meta["tokenizer"], current=self.tokenizer.state_dict(),
-                saved_name=meta["tokenizer"].get("name"),
-            )
+            raise DataError(f"{self.token_dir} was tokenized with {meta['tokenizer']} but the run uses "
+                            f"{self.tokenizer.state_dict()}; re-run python -m src.prepare with this tokenizer or choose "
+                            f"tokenizer={meta['tokenizer'].get('name')}")
+
+    def _no_test_split(self) -> DataError:
+        return DataError(f"data={self.source.name}: {self.token_dir} has no test split (prepared before every source had "
+                         "one); re-run python -m src.prepare (or delete the directory to tokenize again): verdicts are "
+                         "read on test, distinct from val")
 
     def _build(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -178,7 +182,7 @@ class LMDataModule(_BaseDataModule):
         src = self.source
         if isinstance(src, BinDir):
             src.bin_path("train"), src.bin_path("val")  # raise "run src.prepare first"
-            raise DataError("bins_missing", dir=src.dir, filename="meta.json", name=src.name)
+            raise src.not_prepared("meta.json")
         return write_token_dir(
             src.splits(), self.tokenizer, self.token_dir, source=src.name, separate=src.separate_documents,
             fingerprint=src.fingerprint(), num_proc=self.num_proc,
@@ -190,20 +194,21 @@ class LMDataModule(_BaseDataModule):
         for split, array in self.tokens.items():
             self._check_ids(array, self.token_dir / f"{split}.bin")
         if "test" not in self.tokens:  # a prepared directory from before test splits (sources always make one)
-            raise DataError("no_test_split", source=self.source.name, dir=self.token_dir)
+            raise self._no_test_split()
         need = self.block_size + 1
         for split in ("train", "val", "test"):
             if len(self.tokens[split]) < need:
-                raise DataError("too_short", source=self.source.name, split=split, n_tokens=len(self.tokens[split]), needed=need)
+                raise DataError(f"data={self.source.name}: the {split} split has {len(self.tokens[split])} tokens but "
+                                f"one window needs block_size+1 = {need}; use more text or a smaller block_size "
+                                "(model.max_seq_len)")
 
     def _windows(self, split: str) -> FixedWindows:
         rank, world = self.rank_world()
         w = FixedWindows(self.tokens[split], self.block_size, self.val_batch_size, rank, world, self.max_val_windows)
         if w.per_rank == 0:
-            raise DataError(
-                "too_few_windows", source=self.source.name, split=split, n_windows=w.n_windows, needed=self.block_size + 1,
-                world_size=world,
-            )
+            raise DataError(f"data={self.source.name}: the {split} split has {w.n_windows} windows of block_size+1 = "
+                            f"{self.block_size + 1} tokens, fewer than the world size {world}, so some rank would get "
+                            f"none; use more {split} text, a smaller block_size or fewer devices")
         return w
 
     def reference_corpus(self) -> ReferenceCorpus:
@@ -241,7 +246,10 @@ class PairDataModule(_BaseDataModule):
             pin_memory=pin_memory, epoch_batches=epoch_batches, val_batch_size=val_batch_size, rank=rank, world_size=world_size,
         )
         if tokenizer.eos_token_id is None or tokenizer.pad_token_id is None:
-            raise DataError("needs_special_tokens", source=source.name, tokenizer=tokenizer.name, eos=tokenizer.eos_token_id, pad=tokenizer.pad_token_id)
+            raise DataError(f"data={source.name} needs a tokenizer with eos and pad ids (pair batches end the target "
+                            f"with eos and pad on the right); tokenizer={tokenizer.name} has "
+                            f"eos={tokenizer.eos_token_id}, pad={tokenizer.pad_token_id}; use tokenizer=gpt2 or "
+                            "tokenizer=hf")
         self.max_src_len = int(max_src_len or block_size)
         self.max_tgt_len = int(max_tgt_len or block_size)
         self.bucket_batches = int(bucket_batches or 0)
@@ -263,7 +271,7 @@ class PairDataModule(_BaseDataModule):
             for side, ragged in zip(("src", "tgt"), sides):
                 self._check_ids(ragged.tokens, f"{self.token_dir / split}.npz ({side})")
         if "test" not in self.pairs:
-            raise DataError("no_test_split", source=self.source.name, dir=self.token_dir)
+            raise self._no_test_split()
 
     def reference_corpus(self) -> ReferenceCorpus:
         """The training targets as the batches hold them (truncated, eos appended), each after a
@@ -279,17 +287,20 @@ class PairDataModule(_BaseDataModule):
         batches = PairTrainBatches(src, tgt, batch_size=self.batch_size, seed=self.seed, rank=rank, world_size=world,
                                    bucket_batches=self.bucket_batches, **self._collate_kw)
         if batches.per_epoch == 0:
-            raise DataError("too_few_pairs", source=self.source.name, split="train", n_pairs=len(src),
-                            needed=self.batch_size * world, why=f"batch_size {self.batch_size} x world size {world}")
+            raise self._too_few_pairs("train", len(src), self.batch_size * world,
+                                      f"batch_size {self.batch_size} x world size {world}")
         return self._train_loader(batches, self.epoch_batches or batches.per_epoch)
+
+    def _too_few_pairs(self, split: str, n_pairs: int, needed: int, why: str) -> DataError:
+        return DataError(f"data={self.source.name}: the {split} split has {n_pairs} pairs, fewer than {needed} ({why}); "
+                         "use a smaller batch size or fewer devices")
 
     def _eval(self, split: str) -> DataLoader:
         rank, world = self.rank_world()
         src, tgt = self.pairs[split]
         batches = PairEvalBatches(src, tgt, batch_size=self.val_batch_size, rank=rank, world_size=world, **self._collate_kw)
         if batches.per_rank == 0:
-            raise DataError("too_few_pairs", source=self.source.name, split=split, n_pairs=len(src), needed=world,
-                            why=f"one per rank, world size {world}")
+            raise self._too_few_pairs(split, len(src), world, f"one per rank, world size {world}")
         return self._eval_loader(batches, len(batches))
 
     def val_dataloader(self) -> DataLoader:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from src.data.errors import DataError
+from src.errors import DataError
 
 CHUNK_TOKENS = 1 << 25  # 32 Mi tokens: 64 MiB of uint16 per read
 
@@ -61,7 +61,7 @@ def first_at_or_above(array: np.ndarray, limit: int) -> int:
 
 
 def check_token_ids(array: np.ndarray, vocab_size: int, *, where: str | os.PathLike[str], bound: str) -> None:
-    """Raise ``DataError('token_out_of_vocab')`` if an id of ``array`` is >= ``vocab_size``.
+    """Raise ``DataError`` (naming the file, the id and its position) if an id of ``array`` is >= ``vocab_size``.
 
     where: the file (or file and array name) the ids come from; bound: what ``vocab_size`` is
     (``model.vocab_size=50257``), both for the message.
@@ -69,5 +69,8 @@ def check_token_ids(array: np.ndarray, vocab_size: int, *, where: str | os.PathL
     if max_token_id(array) < vocab_size:
         return
     index = first_at_or_above(array, vocab_size)
-    raise DataError("token_out_of_vocab", path=Path(where), token=int(array[index]), index=index,
-                    offset=index * array.dtype.itemsize, dtype=array.dtype.name, bound=bound)
+    raise DataError(f"{Path(where)}: token id {int(array[index])} at position {index} (byte offset "
+                    f"{index * array.dtype.itemsize}, {array.dtype.name}) is outside the vocabulary ({bound}); the file "
+                    "was written with another tokenizer, or is damaged. Prepare it again with this run's tokenizer "
+                    "(python -m src.prepare data=<name> tokenizer=<name>), or train with the tokenizer it was written "
+                    "with")

@@ -1,7 +1,7 @@
 """Models: registered components, three families, the builder, HF interop, generation."""
 from src.models.builder import build_model
-from src.models.config import ConfigError, ModelConfig
+from src.models.config import ModelConfig
 from src.models.families import FAMILIES, TransformerModel
 from src.models.outputs import ModelOutput
 
-__all__ = ["build_model", "ConfigError", "ModelConfig", "FAMILIES", "TransformerModel", "ModelOutput"]
+__all__ = ["build_model", "ModelConfig", "FAMILIES", "TransformerModel", "ModelOutput"]

@@ -5,7 +5,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import src.models.components  # noqa: F401  (registers built-in components)
-from src.models.config import ConfigError, ModelConfig
+from src.errors import ConfigError
+from src.models.config import ModelConfig
 from src.models.families import FAMILIES, TransformerModel
 from src.plain import to_plain
 from src.registry import or_list

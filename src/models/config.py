@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from src.models.errors import ConfigError
+from src.errors import ConfigError
 from src.registry import or_list
 
-__all__ = ["ConfigError", "ModelConfig"]
+__all__ = ["ModelConfig"]
 
 
 @dataclass

@@ -32,8 +32,7 @@ import torch
 from src.checkpoints.io import safe_torch_load
 
 FAULTS = "+callbacks.faults._target_=tests.faults.FaultInjector"
-BAD_JOB_ERROR = ("ConfigError: model.d_model=32 is not divisible by model.n_head=5; choose n_head among the divisors "
-                 "of d_model (e.g. 1 for 64-dim heads)")
+BAD_JOB_ERROR = ("ConfigError: model.d_model=32", "model.n_head=5", "divisors of d_model")  # type, key and value, fix
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +116,8 @@ def test_failed_sweep_job_is_recorded_and_the_others_run(sweep: SimpleNamespace)
     s = _finished(sweep)
     assert s.proc.returncode != 0  # Hydra reports the failed job once every job has run
     bad = json.loads((s.jobs / "0" / "metrics.json").read_text())
-    assert bad["status"] == "failed" and bad["error"] == BAD_JOB_ERROR and bad["global_step"] == 0
+    start, *parts = BAD_JOB_ERROR
+    assert bad["status"] == "failed" and bad["global_step"] == 0
+    assert bad["error"].startswith(start) and all(p in bad["error"] for p in parts), bad["error"]
     good = json.loads((s.jobs / "1" / "metrics.json").read_text())
     assert good["status"] == "completed" and good["error"] is None and good["global_step"] == 16

@@ -25,7 +25,6 @@ import pytest
 import torch
 
 from src.checkpoints.io import safe_torch_load
-from src.errors import MESSAGES
 
 FAULTS = "+callbacks.faults._target_=tests.faults.FaultInjector"
 SLURM = {"SLURM_NTASKS": "1", "SLURM_JOB_NAME": "train", "SLURM_JOB_ID": "4242", "SLURM_PROCID": "0",
@@ -110,8 +109,9 @@ def test_sigterm_slurm_signal_and_validation_then_resume_equals_uninterrupted(
     proc, info = _signal_at(procs, args, tmp_path / "1.log", marker, "pause_train_step=6", signal.SIGTERM)
     log = (tmp_path / "1.log").read_text()
     assert proc.returncode == 128 + signal.SIGTERM, log[-3000:]
-    message = MESSAGES["preempted"].format(signal="SIGTERM", step=6, path=last)
-    assert log.rstrip().splitlines()[-1] == message and "Traceback" not in log
+    message = log.rstrip().splitlines()[-1]  # one line: the signal, the step, the checkpoint, how to resume
+    assert message.startswith(f"preempted by SIGTERM at step 6: wrote {last}") and "Traceback" not in log
+    assert f"Resume with ckpt_path={last}" in message and "sweep_resume.incomplete=last" in message
     assert safe_torch_load(last)["global_step"] == 6
     record = json.loads((run_dir / "metrics.json").read_text())
     assert record["status"] == "failed" and record["error"] == f"Preempted: {message}" and record["global_step"] == 6

@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 import torch
 
-from src.errors import CheckpointError
 from src.checkpoints.fit import check_state_dict_fits
 from src.checkpoints.io import SafeCheckpointIO, atomic_torch_save, safe_torch_load
-from src.errors import MESSAGES
+from src.errors import CheckpointError
 from src.training.runner import train
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,20 +54,22 @@ def test_pickled_object_is_refused_on_every_load_path(tiny_ckpt: Path, compose: 
     evil["hyper_parameters"]["note"] = Payload(marker)
     path = tmp_path / "evil.ckpt"
     torch.save(evil, path)
-    expected = MESSAGES["ckpt_unsafe"].format(path=path, detail="it references posix.system")
-    assert "refusing to load it, since unpickling can run arbitrary code" in expected
+
+    def refused(text: str) -> bool:  # the file, what it holds and why that is refused, the fix
+        return (text.startswith(f"{path} holds pickled Python objects") and "it references posix.system" in text
+                and "unpickling can run arbitrary code" in text and "re-save its contents as plain dicts/tensors" in text)
 
     for load in (safe_torch_load, load_checkpoint, SafeCheckpointIO().load_checkpoint):
         with pytest.raises(CheckpointError) as info:
             load(path)
-        assert str(info.value) == expected, load
+        assert refused(str(info.value)), (load, str(info.value))
 
     # resuming a run: Lightning's fit(ckpt_path=...) goes through the plugin
     out = tmp_path / "resume"
     with pytest.raises(CheckpointError) as info:
         train(compose(*tiny, f"ckpt_path={path}", output_dir=out))
-    assert str(info.value) == expected
-    assert json.loads((out / "metrics.json").read_text())["error"] == f"CheckpointError: {expected}"
+    assert refused(str(info.value))
+    assert json.loads((out / "metrics.json").read_text())["error"] == f"CheckpointError: {info.value}"
     assert not marker.exists()  # no code from the file ever ran
 
 
@@ -79,8 +80,7 @@ def test_torn_checkpoint_is_reported(tiny_ckpt: Path, tmp_path: Path) -> None:
         safe_torch_load(torn)
     text = str(info.value)
     assert text.startswith(f"{torn} is not a readable checkpoint (")
-    assert text.endswith("the file may be truncated or not a torch checkpoint. Resume from another one "
-                         "(checkpoints/last.ckpt or best-*.ckpt), or set ckpt_path=null to start fresh")
+    assert "checkpoints/last.ckpt" in text and "ckpt_path=null" in text  # the fix: another checkpoint, or start fresh
 
 
 def test_resume_with_a_different_model_names_keys_shapes_and_settings(tiny_ckpt: Path, compose: Callable[..., Any],
@@ -92,26 +92,23 @@ def test_resume_with_a_different_model_names_keys_shapes_and_settings(tiny_ckpt:
                            "  shape mismatches (6): ")
     assert ": checkpoint [64, 32], model [128, 32]" in text and ": checkpoint [32, 64], model [32, 128]" in text
     assert "\n  config differences: model.d_ff: checkpoint 64, config 128\n" in text
-    assert text.endswith("Fix: use the config the checkpoint was trained with (its run's .hydra/config.yaml), "
-                         "or start fresh (ckpt_path=null)")
+    assert ".hydra/config.yaml" in text and "ckpt_path=null" in text  # the fix
 
 
-def test_mismatch_report_exact_text() -> None:
+def test_mismatch_report_lists_every_kind() -> None:
     module = torch.nn.Linear(4, 3)
     module.cfg = {"model": {"d_model": 4, "name": "a"}}  # type: ignore[attr-defined]
     ckpt = {"state_dict": {"weight": torch.zeros(3, 8), "extra": torch.zeros(1)},
             "hyper_parameters": {"cfg": {"model": {"d_model": 8, "name": "b"}}}}
     with pytest.raises(CheckpointError) as info:
         check_state_dict_fits(module, ckpt, path="x.ckpt")
-    assert str(info.value) == (
-        "x.ckpt does not fit the model built from this config (3 mismatched key(s)):\n"
-        "  shape mismatches (1): weight: checkpoint [3, 8], model [3, 4]\n"
-        "  missing from the checkpoint (1): bias\n"
-        "  unexpected in the checkpoint (1): extra\n"
-        "  config differences: model.d_model: checkpoint 8, config 4\n"
-        "Fix: use the config the checkpoint was trained with (its run's .hydra/config.yaml), or start fresh "
-        "(ckpt_path=null)"
-    )
+    lines = str(info.value).splitlines()
+    assert lines[0].startswith("x.ckpt does not fit") and "(3 mismatched key(s))" in lines[0]
+    assert lines[1:5] == ["  shape mismatches (1): weight: checkpoint [3, 8], model [3, 4]",  # one line per kind
+                          "  missing from the checkpoint (1): bias",
+                          "  unexpected in the checkpoint (1): extra",
+                          "  config differences: model.d_model: checkpoint 8, config 4"]
+    assert ".hydra/config.yaml" in lines[5] and "ckpt_path=null" in lines[5]  # the fix
 
 
 # ---------------------------------------------------------------- writes
@@ -151,10 +148,9 @@ def test_a_full_disk_is_a_clear_error_and_keeps_the_old_file(tmp_path: Path, mon
     monkeypatch.setattr(torch, "save", full)
     with pytest.raises(CheckpointError) as info:
         SafeCheckpointIO().save_checkpoint({"state_dict": {"w": torch.zeros(2)}, "global_step": 2}, dest)
-    assert str(info.value) == (
-        f"could not write {dest} (No space left on device); the previous file at that path is kept. Free space on "
-        "that disk (or lift the quota), or give the run a directory elsewhere (hydra.run.dir=...), then resume from "
-        "the last checkpoint there is")
+    text = str(info.value)  # the file, the reason, what is kept, the fix
+    assert text.startswith(f"could not write {dest} (No space left on device)")
+    assert "previous file at that path is kept" in text and "Free space" in text and "hydra.run.dir=" in text
     assert dest.read_bytes() == old and not list(tmp_path.glob(".*.tmp"))
 
 
@@ -173,10 +169,9 @@ def test_refuses_to_write_nonfinite_weights(tmp_path: Path) -> None:
                           "ok": torch.zeros(2), "step": torch.tensor(3)}}
     with pytest.raises(CheckpointError) as info:
         SafeCheckpointIO().save_checkpoint(bad, dest)
-    assert str(info.value) == (
-        f"refusing to write {dest}: 2 tensor(s) of its state_dict hold NaN/inf (w, b); the previous file at that path "
-        "is kept. See docs/reliability.md (non-finite loss)"
-    )
+    text = str(info.value)
+    assert text.startswith(f"refusing to write {dest}: 2 tensor(s)") and "NaN/inf (w, b)" in text
+    assert "previous file at that path is kept" in text and "docs/reliability.md" in text
     assert dest.read_bytes() == old
 
 
@@ -187,7 +182,7 @@ def test_refuses_to_write_what_a_weights_only_load_would_refuse(tmp_path: Path) 
     text = str(info.value)
     assert text.startswith(f"refusing to write {dest}: the checkpoint would not load with torch.load(weights_only=True) "
                            f"(WeightsUnpickler error: Unsupported global: GLOBAL {__name__}.PlainObject")
-    assert text.endswith("store plain dicts/lists/numbers/tensors instead. The previous file at that path is kept")
+    assert "store plain dicts/lists/numbers/tensors instead" in text and "previous file at that path is kept" in text
     assert dest.read_bytes() == old
     assert not list(tmp_path.glob(".*.tmp"))
 

@@ -51,11 +51,10 @@ def test_resume_refuses_a_different_run(compose: Callable[..., Any], tiny: tuple
     with pytest.raises(CheckpointError) as info:
         _resume(compose, tiny, trained, tmp_path, *extra)
     n = details.count("\n") + 1
-    assert str(info.value) == (
-        f"{trained} was trained with a different config ({n} key(s) differ):\n{details}\n"
-        f"Resuming continues the same run. Accept these changes anyway: resume.allow_config_change=[{keys}]; "
-        f"or start a new run from these weights (step 0, a fresh optimizer): init_from={trained} ckpt_path=null; "
-        f"or resume with the checkpoint's config (its run's .hydra/config.yaml)")
+    text = str(info.value)  # the file, every key that differs with both values, and the three ways on
+    assert text.startswith(f"{trained} was trained with a different config ({n} key(s) differ):\n{details}\n")
+    assert f"resume.allow_config_change=[{keys}]" in text and f"init_from={trained} ckpt_path=null" in text
+    assert ".hydra/config.yaml" in text
 
 
 def test_allowed_changes_resume(compose: Callable[..., Any], tiny: tuple[str, ...], trained: Path, tmp_path: Path) -> None:
@@ -80,6 +79,5 @@ def test_init_from_is_fine_tuning(compose: Callable[..., Any], tiny: tuple[str, 
         build_run(compose(*_overrides(tiny, "model.d_ff=128", f"init_from={trained}"), output_dir=tmp_path))
     with pytest.raises(CheckpointError) as info:
         build_run(compose(*_overrides(tiny, f"init_from={trained}", f"ckpt_path={trained}"), output_dir=tmp_path))
-    assert str(info.value) == (
-        f"init_from={trained} and ckpt_path={trained} both set: ckpt_path resumes that run (same config, its "
-        f"optimizer and step), init_from starts a new one from its weights; keep one of them")
+    text = str(info.value)
+    assert f"init_from={trained}" in text and f"ckpt_path={trained}" in text and "keep one of them" in text

@@ -1,56 +1,61 @@
-"""The catalogue of docs/reliability.md, read the other way: every exact text it lists is asserted
-by a test; plus the values that were accepted silently or ended in a bare TypeError: trainer
-values (``trainer.max_epochs=0`` ends ``fit`` before its first step with status 0;
-``trainer.devices=-1`` or a list on CPU), unknown keys of ``reliability``/``resume`` (dropped)
-and of callback/logger nodes (a ``TypeError`` when instantiated).
+"""The error types, read the other way, plus the values that were accepted silently or ended in a
+bare TypeError.
 
-test_error_catalogue.py checks that each of its cases is in the docs; this file checks that the
-docs hold no text that no test produces (a stale or invented message).
+* every type of ``src/errors.py`` is raised somewhere in ``src/``, each time with its finished
+  message (STYLE habit 15: written once, where it is raised: one message argument, no code or
+  fields that a table would fill in), is printed by the CLI's clean-error path as that message,
+  and has its section in docs/reliability.md §3 (so a new type is documented or the suite fails);
+* trainer values (``trainer.max_epochs=0`` ends ``fit`` before its first step with status 0;
+  ``trainer.devices=-1`` or a list on CPU), unknown keys of ``reliability``/``resume`` (dropped)
+  and of callback/logger nodes (a ``TypeError`` when instantiated) each get a message naming the
+  key, the value and the fix.
 """
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from src import errors
 from src.config.validate import validate_run_config
-from src.errors import CheckpointError, RunConfigError
-from tests.reliability import test_error_catalogue as catalogue
-from tests.reliability.conftest import REPO
-from tests.reliability.test_error_catalogue import CPU, GPU_BF16, Case
+from src.errors import CheckpointError, ConfigError
+from tests.config import test_error_catalogue as catalogue
+from tests.config.test_error_catalogue import CPU, GPU_BF16, Case
+
+REPO = Path(__file__).resolve().parents[2]
+TYPES = [c for c in vars(errors).values()
+         if isinstance(c, type) and issubclass(c, BaseException) and c.__module__ == errors.__name__]
 
 RUN_VALUE_CASES = [
     # the schedule's horizon defaults to trainer.max_steps: the trainer's own message comes first
-    Case("max_steps-0", ["trainer.max_steps=0"], RunConfigError,
-         "trainer.max_steps=0 is invalid: a positive number of optimizer steps, or -1 (use max_epochs)"),
-    Case("max_epochs-0", ["trainer.max_epochs=0"], RunConfigError,
-         "trainer.max_epochs=0 is invalid: a number of epochs, 1 or more, -1 (no limit: max_steps decides) or null"),
-    Case("cpu-devices-negative", ["trainer=cpu", "trainer.devices=-1"], RunConfigError,
-         "trainer.devices=-1 is invalid: on CPU a number of processes, 1 or more, or auto (GPU indices and -1 are for "
-         "trainer.accelerator=gpu)"),
-    Case("cpu-devices-list", ["trainer=ddp_cpu", "trainer.devices=[0,1]"], RunConfigError,
-         "trainer.devices=[0, 1] is invalid: on CPU a number of processes, 1 or more, or auto (GPU indices and -1 are "
-         "for trainer.accelerator=gpu)"),
-    Case("gpu-devices-negative", ["trainer=gpu", "trainer.devices=-2"], RunConfigError,
-         "trainer.devices=-2 is invalid: a number of GPUs, 1 or more, a list of GPU indices, -1 (all) or auto",
+    Case("max_steps-0", ["trainer.max_steps=0"], ConfigError,
+         ("trainer.max_steps=0",), "a positive number of optimizer steps, or -1 (use max_epochs)"),
+    Case("max_epochs-0", ["trainer.max_epochs=0"], ConfigError,
+         ("trainer.max_epochs=0",), "a number of epochs, 1 or more, -1 (no limit: max_steps decides) or null"),
+    Case("cpu-devices-negative", ["trainer=cpu", "trainer.devices=-1"], ConfigError,
+         ("trainer.devices=-1",), "on CPU a number of processes, 1 or more, or auto"),
+    Case("cpu-devices-list", ["trainer=ddp_cpu", "trainer.devices=[0,1]"], ConfigError,
+         ("trainer.devices=[0, 1]",), "on CPU a number of processes, 1 or more, or auto"),
+    Case("gpu-devices-negative", ["trainer=gpu", "trainer.devices=-2"], ConfigError,
+         ("trainer.devices=-2",), "a number of GPUs, 1 or more, a list of GPU indices, -1 (all) or auto",
          hardware=GPU_BF16),
     # keys of the nodes nothing else checks: each would be dropped (reliability, resume) or end in a bare TypeError
-    Case("reliability-typo", ["+reliability.nonfinit=skip"], RunConfigError,
-         "reliability.nonfinit='skip' is not a key of conf/reliability/default.yaml (accepted: nonfinite, "
-         "check_every_n_steps, max_consecutive_skips); fix the spelling or remove the override"),
-    Case("resume-typo", ["+resume.allow_changes=[model.dropout]"], RunConfigError,
-         "resume.allow_changes=['model.dropout'] is not a key of conf/train.yaml (accepted: allow_config_change); fix "
-         "the spelling or remove the override"),
+    Case("reliability-typo", ["+reliability.nonfinit=skip"], ConfigError,
+         ("reliability.nonfinit='skip'", "conf/reliability/default.yaml"),
+         "(accepted: nonfinite, check_every_n_steps, max_consecutive_skips); fix the spelling"),
+    Case("resume-typo", ["+resume.allow_changes=[model.dropout]"], ConfigError,
+         ("resume.allow_changes=['model.dropout']",), "(accepted: allow_config_change); fix the spelling"),
     Case("allow-list-not-a-list", ["resume.allow_config_change=model"], CheckpointError,
-         "resume.allow_config_change='model' is invalid: a list of config keys or nodes, e.g. "
-         "resume.allow_config_change=[model.dropout,data]"),
+         ("resume.allow_config_change='model'",), "e.g. resume.allow_config_change=[model.dropout,data]"),
     # the accepted lists are Lightning's signatures (they change with its version): asserted up to them
-    Case("logger-key-typo", ["logger=csv", "+logger.csv.nme=x"], RunConfigError,
-         "logger.csv.nme='x' is not a key of lightning.pytorch.loggers.CSVLogger (accepted: save_dir, name, ", exact=False),
-    Case("callback-key-typo", ["+callbacks.model_checkpoint.monitr=val/loss"], RunConfigError,
-         "callbacks.model_checkpoint.monitr='val/loss' is not a key of lightning.pytorch.callbacks.ModelCheckpoint "
-         "(accepted: dirpath, filename, monitor, ", exact=False),
+    Case("logger-key-typo", ["logger=csv", "+logger.csv.nme=x"], ConfigError,
+         ("logger.csv.nme='x'", "lightning.pytorch.loggers.CSVLogger"), "(accepted: save_dir, name, "),
+    Case("callback-key-typo", ["+callbacks.model_checkpoint.monitr=val/loss"], ConfigError,
+         ("callbacks.model_checkpoint.monitr='val/loss'", "lightning.pytorch.callbacks.ModelCheckpoint"),
+         "(accepted: dirpath, filename, monitor, "),
 ]
 
 
@@ -72,23 +77,64 @@ def test_good_device_values_pass(compose: Callable[..., Any]) -> None:
                         hardware=CPU)
 
 
-def _catalogue_block() -> list[str]:
-    """The lines of the first ```text block of docs/reliability.md §3 (the exact case texts)."""
-    docs = (REPO / "docs" / "reliability.md").read_text()
-    section = docs.split("## 3. Error catalogue", 1)[1]
-    block = section.split("```text\n", 1)[1].split("```", 1)[0]
-    return [line for line in block.splitlines() if line]
+# ---------------------------------------------------------------- the types of src/errors.py
 
 
-def test_every_catalogued_text_is_tested() -> None:
-    """Each line of the catalogue's case block is (a line of) the exact text some test asserts."""
-    cases = [c for c in (*catalogue.CONFIG_CASES, *catalogue.COMPOSE_CASES, *RUN_VALUE_CASES) if c.exact]
-    tested = {line for c in cases if "{" not in c.message for line in c.message.splitlines()}
-    tested |= {m for _, _, m in catalogue.GENERATION_CASES}
-    untested = [line for line in _catalogue_block() if line not in tested]
-    assert not untested, f"docs/reliability.md lists texts no test asserts: {untested}"
+def _constructions() -> dict[str, list[tuple[str, ast.Call]]]:
+    """``{type name: [(where, call)]}`` for every call of a src.errors type in ``src/`` (outside src/errors.py)."""
+    names = {t.__name__ for t in TYPES}
+    found: dict[str, list[tuple[str, ast.Call]]] = {n: [] for n in names}
+    for path in sorted((REPO / "src").rglob("*.py")):
+        if path.name == "errors.py" and path.parent.name == "src":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                if name in names:
+                    found[name].append((f"{path.relative_to(REPO)}:{node.lineno}", node))
+    return found
 
 
-def test_docs_list_these_cases() -> None:
-    block = set(_catalogue_block())
-    assert not [c.message for c in RUN_VALUE_CASES if c.exact and c.message not in block]
+def test_every_type_is_raised_with_its_finished_message() -> None:
+    """Each type is used, and each use passes the message itself: one argument that is not a bare
+    code (``ConfigError("bad_value", key=...)`` would be a table lookup), no keyword fields
+    (``Preempted`` adds its signal number, for the exit status)."""
+    calls = _constructions()
+    assert not [n for n, sites in calls.items() if not sites], "types of src/errors.py that nothing raises"
+    wrong = []
+    for name, sites in calls.items():
+        for where, call in sites:
+            extra = {k.arg for k in call.keywords} - ({"signum"} if name == "Preempted" else set())
+            n_args = len(call.args) + (1 if name == "Preempted" and "signum" in {k.arg for k in call.keywords} else 0)
+            first = call.args[0] if call.args else None
+            a_code = isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.isidentifier()
+            if extra or a_code or n_args != (2 if name == "Preempted" else 1):
+                wrong.append(f"{where}: {ast.unparse(call)[:100]}")
+    assert not wrong, "a src.errors type built from a code or fields, not its message:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("cls", TYPES, ids=lambda c: c.__name__)
+def test_every_type_is_printed_as_its_message(cls: type[BaseException], monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``clean_errors`` treats each type as ours: one line, ``<Type>: <message>`` (a preemption: its
+    message on stderr and exit status 128 + the signal)."""
+    from src.cli import CommandError, clean_errors
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    message = "model.n_head=5 is invalid: choose a divisor of model.d_model"
+    error = cls(message, 15) if cls is errors.Preempted else cls(message)
+    with pytest.raises(SystemExit if cls is errors.Preempted else CommandError) as info:
+        with clean_errors():
+            raise error
+    if cls is errors.Preempted:
+        assert info.value.code == 143 and capsys.readouterr().err == f"{message}\n"
+    else:
+        assert str(info.value) == f"{cls.__name__}: {message}" and info.value.__cause__ is error
+
+
+def test_docs_describe_every_type() -> None:
+    """docs/reliability.md §3 has a section per type: when it is raised, an example, what to do."""
+    section = (REPO / "docs" / "reliability.md").read_text().split("## 3. ", 1)[1].split("\n## ", 1)[0]
+    headings = {line.strip("# `") for line in section.splitlines() if line.startswith("### ")}
+    assert {t.__name__ for t in TYPES} <= headings, f"undocumented: {sorted({t.__name__ for t in TYPES} - headings)}"

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from src.data.cache import read_meta
 from src.data.datamodule import build_datamodule
-from src.data.errors import DataError
+from src.errors import DataError
 from src.data.tokenizers import build_tokenizer
 from src.prepare import prepare
 

@@ -105,7 +105,7 @@ def test_scaling_metrics_have_their_own_prefix(make_tiny_config: Callable[..., d
 @pytest.mark.parametrize("position", ["alibi", "learned"])
 def test_scaling_a_model_without_rotary_frequencies_fails_naming_the_key(
         make_tiny_config: Callable[..., dict[str, Any]], tokens: torch.Tensor, position: str) -> None:
-    from src.models import ConfigError
+    from src.errors import ConfigError
 
     model = build_model(make_tiny_config(max_seq_len=32, position={"name": position}))
     with pytest.raises(ConfigError, match=rf"model.position.scaling is RoPE frequency scaling .* model/position={position}"):

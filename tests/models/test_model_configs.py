@@ -15,7 +15,8 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig
 
-from src.models import ConfigError, build_model
+from src.errors import ConfigError
+from src.models import build_model
 from src.registry import RegistryError
 
 CONF = Path(__file__).resolve().parents[2] / "conf"

@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 from src.inspection.params import parameter_table
-from src.models import ConfigError, build_model
+from src.errors import ConfigError
+from src.models import build_model
 from src.models.components.attention import MultiHeadAttention
 from src.models.components.block import Block
 from src.models.components.deepnorm import DeepNorm, deepnorm_constants

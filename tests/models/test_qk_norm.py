@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from src.models import ConfigError, build_model
+from src.errors import ConfigError
+from src.models import build_model
 from src.models.components.attention import AttentionBias, MultiHeadAttention
 from src.models.components.positions import RotaryPosition
 from src.models.components.qk_norm import QK_NORMS

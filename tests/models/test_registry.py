@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 import torch
 
-from src.models import ConfigError, ModelConfig, build_model
+from src.errors import ConfigError
+from src.models import ModelConfig, build_model
 from src.registry import Registry, RegistryError
 
 MakeConfig = Callable[..., dict[str, Any]]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from src.models import ConfigError, build_model
+from src.errors import ConfigError
+from src.models import build_model
 from src.models.components.positions import RotaryPosition
 from src.models.components.rope_scaling import ROPE_SCALINGS, base_inv_freq
 from tests.conftest import tiny_model_dict

@@ -157,15 +157,19 @@ def test_slots_split_the_machine() -> None:
     assert [split(["0", "1"], k, 4) for k in range(4)] == [["0"], ["1"], ["0"], ["1"]]  # CPUs shared round robin
 
 
-def test_coded_errors_survive_pickling() -> None:
-    """A job's error travels back to the launcher pickled (joblib, submitit)."""
-    from src.data.errors import DataError
-    from src.errors import RunConfigError
+def test_our_errors_survive_pickling() -> None:
+    """A job's error travels back to the launcher pickled (joblib, submitit): every type of src.errors."""
+    from src import errors
 
-    for e in (RunConfigError("bad_value", key="optim.lr", value=-1, fix="use a positive number"),
-              DataError("no_files_match", key="paths", value=["x*.txt"])):
+    types = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, BaseException)
+             and c.__module__ == errors.__name__]
+    assert errors.ConfigError in types and errors.Preempted in types
+    for cls in types:
+        e = cls("model.n_head=5: a message", 10) if cls is errors.Preempted else cls("model.n_head=5: a message")
         back = pickle.loads(pickle.dumps(e))
-        assert type(back) is type(e) and str(back) == str(e) and back.fields == e.fields
+        assert type(back) is cls and str(back) == str(e) == "model.n_head=5: a message"
+    back = pickle.loads(pickle.dumps(errors.Preempted("preempted by SIGUSR1 at step 3", signum=10)))
+    assert back.code == 138 and back.signum == 10  # the exit status travels too
 
 
 PIN = """

@@ -9,7 +9,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from src.data.errors import DataError
+from src.errors import DataError
 from src.registry import Registry
 from src.data.sources.base import LMSource, PairSource, Source
 
@@ -32,7 +32,7 @@ def split_config(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str,
     node = dict(cfg)
     name = node.get("name")
     if name not in SOURCES:
-        raise DataError("unknown_source", name=name, names=", ".join(SOURCES.names()))
+        raise _unknown_source(name)
     kind = SOURCES.get(name).kind
     dm_kwargs = {k: node.pop(k) for k in DATAMODULE_KEYS[kind] if k in node}
     return kind, node, dm_kwargs
@@ -44,13 +44,18 @@ def check_source(cfg: Mapping[str, Any]) -> tuple[type[Source], dict[str, Any]]:
     node = dict(cfg)
     name = node.pop("name", None)
     if name not in SOURCES:
-        raise DataError("unknown_source", name=name, names=", ".join(SOURCES.names()))
+        raise _unknown_source(name)
     cls = SOURCES.get(name)
     accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
     unknown = sorted(k for k in node if k not in accepted)
     if unknown:
-        raise DataError("unknown_key", name=name, unknown=unknown, accepted=", ".join(accepted))
+        raise DataError(f"data={name} got unknown key(s) {unknown}; it accepts: {', '.join(accepted)}")
     return cls, node
+
+
+def _unknown_source(name: Any) -> DataError:
+    return DataError(f"unknown data source '{name}'; registered sources: {', '.join(SOURCES.names())} "
+                     "(data=<name> picks conf/data/<name>.yaml)")
 
 
 def build_source(cfg: Mapping[str, Any]) -> Source:

@@ -22,13 +22,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from src.data.errors import DataError
+from src.errors import DataError
 from src.files import atomic_path
 
 DEFAULT_CACHE_DIR = "~/.cache/transformer-lab"
 SPLITS = ("train", "val", "test")
 _HASH_CONTENT_LIMIT = 64 * 2**20  # files up to this size are keyed by content, bigger ones by (size, mtime)
-TEST_FIX = "every source needs a test split distinct from val (verdicts read test, selection reads val); use e.g. 0.05"
 
 
 class Source:
@@ -79,7 +78,8 @@ def decode_bytes(data: bytes, path: str | Path, encoding: str = "utf-8") -> str:
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as e:
-        raise DataError("undecodable", path=path, offset=e.start, encoding=encoding, reason=e.reason) from None
+        raise DataError(f"{path}: bytes at offset {e.start} are not valid {encoding} ({e.reason}); convert the file to "
+                        f"{encoding} or set data.encoding to its encoding") from None
 
 
 def read_text(path: str | Path, encoding: str = "utf-8") -> str:
@@ -101,9 +101,9 @@ def read_lines(path: str | Path, encoding: str = "utf-8") -> list[str]:
 def require_file(path: str | Path, key: str, fix: str) -> Path:
     p = Path(os.path.expanduser(str(path)))
     if p.is_dir():
-        raise DataError("not_a_file", key=key, value=path, fix=fix)
+        raise DataError(f"data.{key}='{path}' is a directory, not a file; {fix}")
     if not p.is_file():
-        raise DataError("missing_file", key=key, value=path, fix=fix)
+        raise DataError(f"data.{key}='{path}': no such file. {fix}")
     return p
 
 
@@ -126,12 +126,13 @@ def check_fractions(**fractions: float) -> None:
     """Each fraction in [0, 1), their sum below 1, and ``test_fraction`` (when given) above 0."""
     for key, value in fractions.items():
         if not 0.0 <= float(value) < 1.0:
-            raise DataError("bad_fraction", key=key, value=value)
+            raise DataError(f"data.{key}={value} must be in [0, 1) and the held-out fractions must sum below 1")
     if "test_fraction" in fractions and float(fractions["test_fraction"]) <= 0.0:
-        raise DataError("bad_value", key="test_fraction", value=fractions["test_fraction"], fix=TEST_FIX)
+        raise DataError(f"data.test_fraction={fractions['test_fraction']!r} is invalid: every source needs a test split "
+                        "distinct from val (verdicts read test, selection reads val); use e.g. 0.05")
     if sum(fractions.values()) >= 1.0:
-        key = " + ".join(fractions)
-        raise DataError("bad_fraction", key=key, value=sum(fractions.values()))
+        raise DataError(f"data.{' + '.join(fractions)}={sum(fractions.values())} must be in [0, 1) and the held-out "
+                        "fractions must sum below 1")
 
 
 def cut_documents(docs: Sequence[str], fractions: Sequence[float]) -> list[list[str]]:
@@ -188,11 +189,12 @@ def download(url: str, dest: Path, *, what: str, key: str, sha256: str | None = 
                 while chunk := r.read(1 << 20):
                     f.write(chunk)
         except OSError as e:  # URLError, timeouts, refused connections, DNS failures
-            raise DataError(
-                "download_failed", what=what, url=url, reason=getattr(e, "reason", e), dest=dest, key=key, filename=dest.name
-            ) from None
+            raise DataError(f"could not download {what} from {url} ({getattr(e, 'reason', e)}). Put the file at {dest} "
+                            f"or pass data.{key}=/path/to/{dest.name}; without internet, data=embedded works "
+                            "offline") from None
         if sha256 is not None:
             actual = hashlib.sha256(tmp.read_bytes()).hexdigest()
             if actual != sha256:
-                raise DataError("checksum_mismatch", path=url, actual=actual, expected=sha256, what=what, key=key)
+                raise DataError(f"{url}: sha256 {actual} does not match the expected {sha256} for {what}; delete the "
+                                f"file and retry, or pass data.{key}= a good copy")
     return dest

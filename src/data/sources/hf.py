@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from src.data.errors import DataError
 from src.data.sources import SOURCES
 from src.data.sources.base import LMSource, check_fractions
+from src.errors import DataError
 from src.plain import to_plain
 
 
@@ -45,7 +45,7 @@ class HFDataset(LMSource):
     ) -> None:
         super().__init__(cache_dir)
         if not path:
-            raise DataError("bad_value", key="path", value=path, fix="give a dataset name or builder, e.g. data.path=wikitext")
+            raise DataError(f"data.path={path!r} is invalid: give a dataset name or builder, e.g. data.path=wikitext")
         self.path, self.config, self.data_files, self.revision = path, config, data_files, revision
         self.split_names = dict(splits) if splits is not None else {"train": "train", "val": "validation", "test": "test"}
         self.text_column, self.val_fraction, self.test_fraction, self.seed = text_column, val_fraction, test_fraction, seed
@@ -69,13 +69,15 @@ class HFDataset(LMSource):
                 streaming=self.streaming, **self.builder_kwargs,
             )
         except Exception as e:  # the loader's own errors vary by version; report them with the fix
-            raise DataError("hf_load_failed", path=self.path, config=self.config, reason=f"{type(e).__name__}: {e}") from None
+            raise DataError(f"datasets.load_dataset('{self.path}', {self.config!r}) failed: {type(e).__name__}: {e}. "
+                            "Offline, pass a local builder and files (data.path=text data.data_files=...), or a dataset "
+                            "already in the datasets cache; without internet, data=embedded works") from None
         out: dict[str, Any] = {}
         for ours, theirs in self.split_names.items():
             if theirs and theirs in dd:
                 out[ours] = dd[theirs]
         if "train" not in out:
-            raise DataError("bad_value", key="splits", value=self.split_names, fix=f"the dataset's splits are {list(dd)}")
+            raise DataError(f"data.splits={self.split_names!r} is invalid: the dataset's splits are {list(dd)}")
         for split, fraction, n, seed in (("val", self.val_fraction, self.streaming_val_documents, self.seed),
                                          ("test", self.test_fraction, self.streaming_test_documents, self.seed + 1)):
             if split in out:
@@ -88,7 +90,8 @@ class HFDataset(LMSource):
         for split, ds in out.items():
             columns = ds.column_names  # None for a stream whose features are unknown until read
             if columns is not None and self.text_column not in columns:
-                raise DataError("hf_missing_column", column=self.text_column, path=self.path, split=split, columns=list(columns))
+                raise DataError(f"data.text_column='{self.text_column}' is not a column of {self.path} split '{split}'; "
+                                f"its columns are {list(columns)}")
             ds = ds.select_columns([self.text_column])
             if self.text_column != "text":
                 ds = ds.rename_column(self.text_column, "text")

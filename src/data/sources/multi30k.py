@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from src.data.errors import DataError
 from src.data.sources import SOURCES
 from src.data.sources.base import PairSource, download, file_fingerprint, read_lines
+from src.errors import DataError
 
 URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
 SPLIT_FILES = {"train": "train", "val": "val", "test": "test_2016_flickr"}
@@ -36,9 +36,9 @@ class Multi30k(PairSource):
         langs = {"en", "de"}
         for key, lang in (("src_lang", src_lang), ("tgt_lang", tgt_lang)):
             if lang not in langs:
-                raise DataError("bad_value", key=key, value=lang, fix="Multi30k task 1 has 'en' and 'de'")
+                raise DataError(f"data.{key}={lang!r} is invalid: Multi30k task 1 has 'en' and 'de'")
         if src_lang == tgt_lang:
-            raise DataError("bad_value", key="tgt_lang", value=tgt_lang, fix="choose a target language other than src_lang")
+            raise DataError(f"data.tgt_lang={tgt_lang!r} is invalid: choose a target language other than src_lang")
         self.path, self.src_lang, self.tgt_lang, self.url = path, src_lang, tgt_lang, url
 
     def file(self, split: str, lang: str) -> Path:
@@ -46,14 +46,12 @@ class Multi30k(PairSource):
         if self.path is not None:
             folder = Path(self.path).expanduser()
             if folder.is_file():
-                raise DataError("not_a_directory", key="path", value=folder,
-                                fix=f"data.path must be a folder with {', '.join(SHA256)}; leave it unset to download them")
+                raise DataError(f"data.path='{folder}' is a file, not a directory; data.path must be a folder with "
+                                f"{', '.join(SHA256)}; leave it unset to download them")
             p = folder / name
             if not p.is_file():
-                raise DataError(
-                    "missing_file", key="path", value=p,
-                    fix=f"data.path must be a folder with {', '.join(SHA256)}; leave it unset to download them",
-                )
+                raise DataError(f"data.path='{p}': no such file. data.path must be a folder with {', '.join(SHA256)}; "
+                                "leave it unset to download them")
             return p
         dest = self.cache_dir / "multi30k" / name
         if dest.is_file():
@@ -71,6 +69,7 @@ class Multi30k(PairSource):
             sp, tp = self.file(split, self.src_lang), self.file(split, self.tgt_lang)
             src, tgt = read_lines(sp), read_lines(tp)
             if len(src) != len(tgt):
-                raise DataError("line_count_mismatch", src_path=sp, src_lines=len(src), tgt_path=tp, tgt_lines=len(tgt))
+                raise DataError(f"{sp} has {len(src)} lines but {tp} has {len(tgt)}; translation files must align line "
+                                "by line")
             out[split] = (src, tgt)
         return out

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from src.data.errors import DataError
 from src.data.sources import SOURCES
 from src.data.sources.base import Source
+from src.errors import DataError
 
 OPENWEBTEXT_RAW = {"name": "hf", "path": "Skylion007/openwebtext", "val_fraction": 0.0005, "seed": 2357}
 
@@ -35,15 +35,20 @@ class BinDir(Source):
 
     def bin_path(self, split: str, required: bool = True) -> Path | None:
         if self.dir.is_file():
-            raise DataError("not_a_directory", key="dir", value=self.dir,
-                            fix=f"point data.dir at the directory python -m src.prepare data={self.name} wrote "
-                                f"(train.bin, val.bin, test.bin, meta.json)")
+            raise DataError(f"data.dir='{self.dir}' is a file, not a directory; point data.dir at the directory "
+                            f"python -m src.prepare data={self.name} wrote (train.bin, val.bin, test.bin, meta.json)")
         p = self.dir / f"{split}.bin"
         if not p.is_file():
             if required:
-                raise DataError("bins_missing", dir=self.dir, filename=p.name, name=self.name)
+                raise self.not_prepared(p.name)
             return None
         return p
+
+    def not_prepared(self, filename: str) -> DataError:
+        """``data.dir`` lacks ``filename``: the one-time ``src.prepare`` step has not run there."""
+        return DataError(f"data.dir='{self.dir}' has no {filename}; run the one-time step first: python -m src.prepare "
+                         f"data={self.name} (it tokenizes the corpus into train.bin/val.bin there), or point data.dir "
+                         "at a prepared directory")
 
 
 @SOURCES.register("openwebtext")

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from src.data.errors import DataError
 from src.data.sources import SOURCES
 from src.data.sources.base import LMSource, check_fractions, cut_documents, file_fingerprint, read_text
+from src.errors import DataError
 
 
 def expand(patterns: Sequence[str] | str, key: str) -> list[Path]:
@@ -29,12 +29,13 @@ def expand(patterns: Sequence[str] | str, key: str) -> list[Path]:
         elif os.path.isfile(pattern):
             files.append(Path(pattern))
         elif os.path.isdir(pattern):
-            raise DataError("not_a_file", key=key, value=pattern,
-                            fix=f"give the files in it, or a glob: data.{key}=['{pattern.rstrip('/')}/*.txt']")
+            raise DataError(f"data.{key}='{pattern}' is a directory, not a file; give the files in it, or a glob: "
+                            f"data.{key}=['{pattern.rstrip('/')}/*.txt']")
         else:
-            raise DataError("missing_file", key=key, value=pattern, fix=f"give existing text files or globs in data.{key}")
+            raise DataError(f"data.{key}='{pattern}': no such file. give existing text files or globs in data.{key}")
     if not files:
-        raise DataError("no_files_match", key=key, value=list(patterns))
+        raise DataError(f"data.{key}={list(patterns)} matches no files; give existing text files or globs, e.g. "
+                        f"data.{key}=[notes/*.txt]")
     return files
 
 

@@ -29,11 +29,11 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from src.errors import ConfigError
 from src.models.components.flops import attention_score_flops, linear_flops
 from src.models.components.kv_cache import KVCache
 from src.models.components.positions import Position
 from src.models.components.qk_norm import QKNorm
-from src.models.errors import ConfigError
 
 
 @dataclass

@@ -23,9 +23,9 @@ from collections.abc import Callable
 
 from torch import Tensor, nn
 
+from src.errors import ConfigError
 from src.models.components.attention import MultiHeadAttention
 from src.models.components.residual import PLACEMENTS, Residual
-from src.models.errors import ConfigError
 
 
 def deepnorm_constants(encoder_layers: int, decoder_layers: int, stack: str) -> tuple[float, float]:

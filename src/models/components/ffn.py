@@ -4,7 +4,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from src.models.errors import ConfigError
+from src.errors import ConfigError
 from src.registry import Registry
 
 FFNS: Registry[nn.Module] = Registry("ffn", conf="model/ffn")

@@ -24,8 +24,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from src.errors import ConfigError
 from src.models.components.rope_scaling import ROPE_SCALINGS, RopeScaling, base_inv_freq
-from src.models.errors import ConfigError
 from src.registry import Registry, RegistryError, or_list
 
 POSITIONS: Registry["Position"] = Registry("position", conf="model/position")

@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
+from src.errors import ConfigError
 from src.models.components.norms import NORMS
-from src.models.errors import ConfigError
 from src.registry import Registry
 
 QK_NORMS: Registry["QKNorm"] = Registry("qk_norm", conf="model/qk_norm")

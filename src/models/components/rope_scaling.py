@@ -28,7 +28,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from src.models.errors import ConfigError
+from src.errors import ConfigError
 from src.registry import Registry
 
 ROPE_SCALINGS: Registry["RopeScaling"] = Registry("rope_scaling")

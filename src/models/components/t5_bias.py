@@ -22,8 +22,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from src.errors import ConfigError
 from src.models.components.positions import POSITIONS, Position
-from src.models.errors import ConfigError
 
 
 def relative_buckets(relative: Tensor, bidirectional: bool, num_buckets: int, max_distance: int) -> Tensor:

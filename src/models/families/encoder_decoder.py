@@ -16,9 +16,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from src.errors import ConfigError
 from src.models.components.kv_cache import KVCache
 from src.models.components.masks import MASKS
-from src.models.config import ConfigError, ModelConfig
+from src.models.config import ModelConfig
 from src.models.families.base import FAMILIES, IGNORE_INDEX, StackLayout, TransformerModel
 from src.models.outputs import AttentionProbs, Decoding, ModelOutput
 

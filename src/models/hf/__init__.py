@@ -9,7 +9,6 @@
 One state-dict adapter per external format (as torchtitan), chosen by the checkpoint's
 ``model_type`` from the ``ADAPTERS`` registry. The package, read bottom up:
 
-* ``errors``   ``HFConversionError``
 * ``rules``    the rule mini-language: ``Same``, ``Transposed``, ``Fused``, ``FoldedSegment``, ``Constant``
 * ``architecture``  ``Architecture``: which of our configs a format holds; the activation names
 * ``adapter``  ``Adapter`` (what a format provides), ``ADAPTERS``, ``get_adapter``
@@ -23,7 +22,6 @@ config.json and tensors only.
 from src.models.hf.adapter import ADAPTERS, Adapter, get_adapter
 from src.models.hf.architecture import ANY, Architecture
 from src.models.hf.convert import config_from_hf, convert_from_hf, convert_to_hf, export_adapter, from_hf, to_hf
-from src.models.hf.errors import HFConversionError
 
-__all__ = ["ADAPTERS", "ANY", "Adapter", "Architecture", "HFConversionError", "config_from_hf", "convert_from_hf",
+__all__ = ["ADAPTERS", "ANY", "Adapter", "Architecture", "config_from_hf", "convert_from_hf",
            "convert_to_hf", "export_adapter", "from_hf", "get_adapter", "to_hf"]

@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 
 from torch import nn
 
+from src.errors import HFConversionError
 from src.models.config import ModelConfig
 from src.models.hf.architecture import Architecture
-from src.models.hf.errors import HFConversionError
 from src.models.hf.rules import Rule
 from src.registry import Registry
 

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from src.models.hf.errors import HFConversionError
+from src.errors import HFConversionError
 from src.files import atomic_path
 
 

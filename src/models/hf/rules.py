@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from src.errors import HFConversionError
 from src.models.config import ModelConfig
-from src.models.hf.errors import HFConversionError
 
 
 class Checkpoint:

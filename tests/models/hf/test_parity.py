@@ -20,7 +20,8 @@ from safetensors.torch import load_file, save_file  # noqa: E402
 from src.models import build_model  # noqa: E402
 from src.models.components.kv_cache import KVCache  # noqa: E402
 from src.models.generation import generate  # noqa: E402
-from src.models.hf import HFConversionError, config_from_hf, from_hf, to_hf  # noqa: E402
+from src.errors import HFConversionError  # noqa: E402
+from src.models.hf import config_from_hf, from_hf, to_hf  # noqa: E402
 
 ATOL = 1e-4
 V = 100  # vocab; ids 2..97 are ordinary tokens, 99 is Marian's pad / decoder start

@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from src.models import build_model
+from src.errors import HFConversionError
 from src.models.components.norms import NORMS
 from src.models.config import ModelConfig
-from src.models.hf import (ADAPTERS, ANY, Adapter, HFConversionError, config_from_hf, convert_to_hf, export_adapter,
-                           formats, get_adapter)
+from src.models.hf import (ADAPTERS, ANY, Adapter, config_from_hf, convert_to_hf, export_adapter, formats,
+                           get_adapter)
 from src.models.hf.architecture import GROUPS
 from src.registry import RegistryError
 

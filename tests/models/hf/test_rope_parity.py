@@ -11,7 +11,8 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 from src.models import build_model  # noqa: E402
-from src.models.hf import HFConversionError, config_from_hf, from_hf, to_hf  # noqa: E402
+from src.errors import HFConversionError  # noqa: E402
+from src.models.hf import config_from_hf, from_hf, to_hf  # noqa: E402
 from tests.models.hf.test_parity import ATOL, V, ids, load_exported, randomize  # noqa: E402
 
 L0 = 16  # the original (training) length

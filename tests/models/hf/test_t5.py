@@ -14,7 +14,8 @@ from hydra import compose, initialize_config_dir
 
 transformers = pytest.importorskip("transformers")
 from src.models import ModelConfig, build_model  # noqa: E402
-from src.models.hf import HFConversionError, config_from_hf, from_hf, get_adapter, to_hf  # noqa: E402
+from src.errors import HFConversionError  # noqa: E402
+from src.models.hf import config_from_hf, from_hf, get_adapter, to_hf  # noqa: E402
 from tests.models.hf.test_parity import V, build_reference, ids, randomize  # noqa: E402
 
 CONF = Path(__file__).resolve().parents[3] / "conf"

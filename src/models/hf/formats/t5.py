@@ -22,12 +22,12 @@ from typing import Any
 
 from torch import Tensor, nn
 
+from src.errors import HFConversionError
 from src.models.components.norms import NORMS
 from src.models.components.positions import POSITIONS
 from src.models.config import ModelConfig
 from src.models.hf.adapter import ADAPTERS, Adapter, special_tokens, special_tokens_to_hf
 from src.models.hf.architecture import ANY, Architecture, setting
-from src.models.hf.errors import HFConversionError
 from src.models.hf.rules import Checkpoint, Rule, Same, fused_linear, linear, qkv_sizes
 
 #: T5's ``feed_forward_proj`` -> our ffn node (both directions).
