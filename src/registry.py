@@ -4,6 +4,10 @@ Configs refer to components by name (``position: {name: rope, theta: 10000}``); 
 builder looks the class up here. Unknown names and unknown keys fail loudly and list
 what is accepted, so a typo never silently builds something else (fairseq #4675).
 
+Every registry is filled the same way: ``package`` names the package its variants live in, and
+the first lookup imports every module of that package, so a new variant is one new file (or one
+new class in an existing file) with ``@REGISTRY.register("<name>")`` and no import line anywhere.
+
 A registered class may define a classmethod ``check_args(**kwargs)`` that validates its
 arguments without building anything; ``Registry.check`` (config validation) and the
 class's own constructor both call it, so each argument rule is written once, beside the
@@ -11,7 +15,9 @@ component it belongs to.
 """
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -35,13 +41,25 @@ class Registry(Generic[T]):
     """Maps names to classes of one kind (``position``, ``norm``, ``ffn`` …).
 
     ``conf``: the config group a variant's YAML goes in (``model/position``), named in the
-    error for an unknown name.
+    error for an unknown name. ``package``: the package whose modules hold the variants,
+    imported on the first lookup (module docstring).
     """
 
-    def __init__(self, kind: str, conf: str | None = None) -> None:
+    def __init__(self, kind: str, conf: str | None = None, package: str | None = None) -> None:
         self.kind = kind
         self.conf = conf
+        self.package = package
         self._classes: dict[str, type[T]] = {}
+        self._discovered = package is None
+
+    def _discover(self) -> dict[str, type[T]]:
+        """Import every module of ``package`` once (each registers its variants), then the classes."""
+        if not self._discovered:
+            self._discovered = True
+            pkg = importlib.import_module(str(self.package))
+            for module in sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)):
+                importlib.import_module(f"{self.package}.{module}")
+        return self._classes
 
     def register(self, name: str) -> Callable[[type[T]], type[T]]:
         def deco(cls: type[T]) -> type[T]:
@@ -54,17 +72,17 @@ class Registry(Generic[T]):
         return deco
 
     def names(self) -> list[str]:
-        return sorted(self._classes)
+        return sorted(self._discover())
 
     def in_order(self) -> list[str]:
         """Names in registration order (for messages that list them as the docs do)."""
-        return list(self._classes)
+        return list(self._discover())
 
     def __contains__(self, name: str) -> bool:
-        return name in self._classes
+        return name in self._discover()
 
     def get(self, name: str) -> type[T]:
-        if name not in self._classes:
+        if name not in self._discover():
             yaml = f" and add conf/{self.conf}/{name}.yaml" if self.conf else ""
             raise RegistryError(
                 f"unknown {self.kind} '{name}'; registered {self.kind}s: {', '.join(self.names())}. "

@@ -10,7 +10,7 @@ at the start of the next step, on every rank together). ``Preemption`` adds what
   ``ModelCheckpoint`` (else ``<default_root_dir>/checkpoints/last.ckpt``) through
   ``SafeCheckpointIO``: the same state as the ``last.ckpt`` written after a validation, so
   ``fit(ckpt_path=...)`` resumes on the next batch with the same optimizer, schedule and data
-  position (bit-identical on CPU; tests/reliability/test_preemption.py);
+  position (bit-identical on CPU; tests/callbacks/test_preemption.py);
 * **a whole validation.** Lightning's evaluation loop would stop a validation at its next batch,
   and a checkpoint taken there resumes into half a validation (Lightning re-runs neither the
   batches done nor counts them). So a SIGTERM during a validation of ``fit`` is held back until
@@ -48,6 +48,7 @@ from lightning.pytorch.trainer.states import TrainerFn
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from src.errors import Preempted
+from src.lightning_compat import set_received_sigterm
 
 log = logging.getLogger(__name__)
 
@@ -102,12 +103,12 @@ class Preemption(pl.Callback):
                                 batch_idx: int, dataloader_idx: int = 0) -> None:
         if trainer.state.fn == TrainerFn.FITTING and not trainer.sanity_checking and trainer.received_sigterm:
             self._held = True
-            trainer._signal_connector.received_sigterm = False  # Lightning's flag (trainer.received_sigterm reads it)
+            set_received_sigterm(trainer, False)  # hold Lightning's stop until this validation is whole
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._held:
             self._held = False
-            trainer._signal_connector.received_sigterm = True  # stop at the boundary right after this validation
+            set_received_sigterm(trainer, True)  # stop at the boundary right after this validation
         if trainer.state.fn == TrainerFn.FITTING and not trainer.sanity_checking and trainer.received_sigterm:
             # write now: the state of a last.ckpt written after a validation (the boundary that follows has
             # already counted this step for the loggers, and a resume from there would count it again)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from src.errors import ConfigError
+from src.lightning_compat import precision_inputs
 
 
 @dataclass(frozen=True)
@@ -58,19 +59,6 @@ def positive_int(key: str, value: Any, fix: str) -> int:
 
 _FP16 = ("16", "16-mixed", "16-true", 16)
 _BF16 = ("bf16", "bf16-mixed", "bf16-true")
-
-
-def _precisions() -> list[str]:
-    import typing
-
-    from lightning.fabric.plugins.precision.precision import (
-        _PRECISION_INPUT_INT,
-        _PRECISION_INPUT_STR,
-        _PRECISION_INPUT_STR_ALIAS,
-    )
-
-    return [str(p) for p in (*typing.get_args(_PRECISION_INPUT_STR), *typing.get_args(_PRECISION_INPUT_STR_ALIAS),
-                             *typing.get_args(_PRECISION_INPUT_INT))]
 
 
 def _strategy_name(strategy: Any) -> str:
@@ -130,7 +118,7 @@ def check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
         _warn_cpu_oversubscribed(devices, hw)
     elif isinstance(devices, int) and not isinstance(devices, bool) and devices < -1:
         fail("trainer.devices", devices, "a number of GPUs, 1 or more, a list of GPU indices, -1 (all) or auto")
-    accepted = _precisions()
+    accepted = precision_inputs()
     if str(precision) not in accepted:
         fail("trainer.precision", precision, f"use one of {', '.join(accepted)}")
     if not on_gpu and precision in _FP16:

@@ -1,11 +1,12 @@
 """Lightning datamodules: ``LMDataModule`` (text -> token windows) and ``PairDataModule``
 (sentence pairs -> padded batches), and ``build_datamodule`` which picks one by source kind.
 
-Order of calls (train.py)::
+Order of calls (``src.training.setup.build_run``)::
 
-    dm = build_datamodule(cfg.data, tokenizer, block_size=..., batch_size=..., seed=...)
+    dm = build_datamodule(plain["data"], tokenizer, block_size=..., batch_size=..., seed=...)
     dm.prepare_tokenizer()        # fits a char vocabulary on the corpus (cached); no-op for gpt2/hf
-    model = build_model(..., vocab_size=tokenizer.vocab_size)
+    resolve_vocab(plain, tokenizer, n_reserved)   # model.vocab_size from the (fitted) tokenizer
+    task = TASKS.get(name)(plain, tokenizer.state_dict())  # the objective builds the model from plain["model"]
     trainer.fit(task, datamodule=dm, ckpt_path=...)   # prepare_data -> setup -> loaders
 
 Batches follow docs/CONTRACTS.md. Training batches are functions of (seed, rank, batch

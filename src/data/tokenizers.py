@@ -19,7 +19,7 @@ from typing import Any
 
 from src.registry import Registry
 
-TOKENIZERS: Registry["Tokenizer"] = Registry("tokenizer")
+TOKENIZERS: Registry["Tokenizer"] = Registry("tokenizer", package=None)  # every tokenizer is in this module
 
 GPT2_VOCAB_BPE_SHA256 = "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5"
 GPT2_ENCODER_JSON_SHA256 = "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"

@@ -5,7 +5,6 @@
 * ``seq2seq`` — encoder-decoder on translation pairs or prefix -> continuation text,
 * ``decoder_translation`` — decoder-only on ``src <sep> tgt`` with loss on the target.
 """
-from src.objectives import causal_lm, decoder_translation, masked_lm, seq2seq  # noqa: F401  (register)
 from src.objectives.base import LMTask, Prepared, SpecialIds, TaskError
 from src.objectives.registry import TASKS
 

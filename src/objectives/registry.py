@@ -9,4 +9,4 @@ from src.registry import Registry
 if TYPE_CHECKING:
     from src.objectives.base import LMTask
 
-TASKS: "Registry[LMTask]" = Registry("task")
+TASKS: "Registry[LMTask]" = Registry("task", package="src.objectives")

@@ -13,10 +13,8 @@ from src.errors import DataError
 from src.registry import Registry
 from src.data.sources.base import LMSource, PairSource, Source
 
-SOURCES: Registry[Source] = Registry("source")
+SOURCES: Registry[Source] = Registry("source", package="src.data.sources")
 
-# register the built-in sources (each module adds itself to SOURCES)
-from src.data.sources import embedded, hf, multi30k, openwebtext, text, tinyshakespeare  # noqa: E402,F401
 
 
 #: keys of a data config node that configure batching (the datamodule), by source kind; the rest build the source

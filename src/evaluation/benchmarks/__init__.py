@@ -1,6 +1,5 @@
 """Evaluation benchmarks, registered by type name (``task:`` in ``conf/tasks/<entry>.yaml``; the
 CLI selects entries with ``tasks=[…]``). In code a *task* is a training objective (``src/objectives``)."""
-from src.evaluation.benchmarks import hellaswag, lambada, perplexity, translation  # noqa: E402,F401  (register)
 from src.evaluation.benchmarks.base import (
     BENCHMARKS,
     Completion,

@@ -31,7 +31,7 @@ T = TypeVar("T")
 
 class BenchmarkRegistry(Registry["Benchmark"]):
     def get(self, name: str) -> type["Benchmark"]:
-        if name not in self._classes:
+        if name not in self._discover():
             raise RegistryError(
                 f"unknown evaluation task type '{name}'; registered: {', '.join(self.names())}. Add one with "
                 f"@BENCHMARKS.register('{name}') in src/evaluation/benchmarks/ and a conf/tasks/<entry>.yaml naming it in 'task:'"
@@ -39,7 +39,7 @@ class BenchmarkRegistry(Registry["Benchmark"]):
         return self._classes[name]
 
 
-BENCHMARKS = BenchmarkRegistry("eval task")
+BENCHMARKS = BenchmarkRegistry("eval task", package="src.evaluation.benchmarks")
 
 
 @dataclass

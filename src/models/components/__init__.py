@@ -1,13 +1,9 @@
-"""Registered building blocks. Importing this package registers every built-in variant.
+"""Registered building blocks. Each registry imports every module of this package on its first
+lookup (``src.registry``), so a variant in a new file needs no import line.
 
 Notation used in shape comments throughout: B batch, T query length, S key length,
 H query heads, K key/value heads, D head dim, C model dim (d_model), F FFN dim, V vocab.
 """
-from src.models.components import attention, ffn, masks, norms, positions, residual  # noqa: F401
-from src.models.components import sandwich  # noqa: F401,I001  (placements register in the order the docs list them)
-from src.models.components import deepnorm  # noqa: F401
-from src.models.components import rezero  # noqa: F401
-from src.models.components import qk_norm, rope_scaling, t5_bias  # noqa: F401
 from src.models.components.ffn import FFNS
 from src.models.components.masks import MASKS
 from src.models.components.norms import NORMS

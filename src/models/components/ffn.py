@@ -7,7 +7,7 @@ from torch.nn import functional as F
 from src.errors import ConfigError
 from src.registry import Registry
 
-FFNS: Registry[nn.Module] = Registry("ffn", conf="model/ffn")
+FFNS: Registry[nn.Module] = Registry("ffn", conf="model/ffn", package="src.models.components")
 GELU_FORMS = ("tanh", "none")  # F.gelu's approximate: tanh = GPT-2's / T5 v1.1's gelu_new, none = the erf form
 
 

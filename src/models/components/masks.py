@@ -11,7 +11,7 @@ from torch import Tensor
 
 from src.registry import Registry
 
-MASKS: Registry["AttentionMask"] = Registry("mask", conf="model/mask")
+MASKS: Registry["AttentionMask"] = Registry("mask", conf="model/mask", package="src.models.components")
 
 
 class AttentionMask:

@@ -7,7 +7,7 @@ from torch.nn import functional as F
 
 from src.registry import Registry
 
-NORMS: Registry[nn.Module] = Registry("norm", conf="model/norm")
+NORMS: Registry[nn.Module] = Registry("norm", conf="model/norm", package="src.models.components")
 
 
 @NORMS.register("layernorm")

@@ -28,7 +28,7 @@ from src.errors import ConfigError
 from src.models.components.rope_scaling import ROPE_SCALINGS, RopeScaling, base_inv_freq
 from src.registry import Registry, RegistryError, or_list
 
-POSITIONS: Registry["Position"] = Registry("position", conf="model/position")
+POSITIONS: Registry["Position"] = Registry("position", conf="model/position", package="src.models.components")
 
 
 class PositionLimitError(ValueError):

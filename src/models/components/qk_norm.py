@@ -23,7 +23,7 @@ from src.errors import ConfigError
 from src.models.components.norms import NORMS
 from src.registry import Registry
 
-QK_NORMS: Registry["QKNorm"] = Registry("qk_norm", conf="model/qk_norm")
+QK_NORMS: Registry["QKNorm"] = Registry("qk_norm", conf="model/qk_norm", package="src.models.components")
 SCOPES = ("head", "all")
 
 

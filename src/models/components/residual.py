@@ -38,7 +38,7 @@ from torch import Tensor, nn
 
 from src.registry import Registry
 
-PLACEMENTS: Registry["Residual"] = Registry("norm_placement")
+PLACEMENTS: Registry["Residual"] = Registry("norm_placement", package="src.models.components")
 
 
 class Residual(nn.Module):

@@ -31,7 +31,7 @@ from torch import Tensor
 from src.errors import ConfigError
 from src.registry import Registry
 
-ROPE_SCALINGS: Registry["RopeScaling"] = Registry("rope_scaling")
+ROPE_SCALINGS: Registry["RopeScaling"] = Registry("rope_scaling", package="src.models.components")
 
 
 def base_inv_freq(theta: float, dim: int, device: torch.device | None = None) -> Tensor:

@@ -37,7 +37,7 @@ from src.models.config import ModelConfig
 from src.models.outputs import AttentionProbs, Decoding
 from src.registry import Registry
 
-FAMILIES: Registry["TransformerModel"] = Registry("family")
+FAMILIES: Registry["TransformerModel"] = Registry("family", package="src.models.families")
 
 
 @dataclass(frozen=True)

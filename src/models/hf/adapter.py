@@ -86,7 +86,7 @@ class Adapter(ABC):
             raise HFConversionError(f"model_type '{self.model_type}': {msg}")
 
 
-ADAPTERS: Registry[Adapter] = Registry("hf format")
+ADAPTERS: Registry[Adapter] = Registry("hf format", package="src.models.hf.formats")
 
 
 def get_adapter(model_type: str | None) -> Adapter:

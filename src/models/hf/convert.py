@@ -22,7 +22,6 @@ from src.errors import HFConversionError
 from src.models.builder import build_model
 from src.models.config import ModelConfig
 from src.models.families import TransformerModel
-from src.models.hf import formats  # noqa: F401  (imports every format, which registers its adapter)
 from src.models.hf.adapter import ADAPTERS, Adapter, get_adapter
 from src.models.hf.files import read_config, read_tensors, resolve, write_checkpoint
 from src.models.hf.rules import Checkpoint
