@@ -116,7 +116,7 @@ def framework_run(cfg, warmup: int, steps: int) -> tuple[float, float]:
 def bare_run(cfg, warmup: int, steps: int, profiler: cProfile.Profile | None = None) -> tuple[float, float]:
     """(wall, CPU) seconds per step of a plain loop over the same pieces (profiled over the
     timed steps when ``profiler`` is given)."""
-    from src.optim import build_optimizer, build_scheduler
+    from src.optim import optimizer_config, schedule_config
     from src.training.runner import configure_backends
     from src.training.setup import build_run
 
@@ -126,8 +126,9 @@ def bare_run(cfg, warmup: int, steps: int, profiler: cProfile.Profile | None = N
     dm = run.datamodule
     dm.prepare_data()
     dm.setup("fit")
-    opt = build_optimizer(model, run.cfg["optim"], torch.device("cpu"))
-    sched = build_scheduler(opt, run.cfg["scheduler"], float(run.cfg["optim"]["lr"]), int(run.cfg["trainer"]["max_steps"]))
+    optim = optimizer_config(run.cfg["optim"])  # the run's configs, already validated by build_run
+    opt = optim.build(model, torch.device("cpu"))
+    sched = schedule_config(run.cfg["scheduler"]).build(opt, float(optim.lr), int(run.cfg["trainer"]["max_steps"]))
     it = iter(dm.train_dataloader())
     t0 = c0 = 0.0
     for i in range(warmup + steps):

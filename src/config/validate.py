@@ -8,14 +8,15 @@ Checks, in order (the first failure is raised):
 
 1. no ``trust_remote_code: true`` anywhere; no mandatory value (``???``) left unset;
 2. keys: top-level keys are those of ``conf/train.yaml`` (Hydra's struct mode already rejects
-   ``key=v`` typos; this also catches ``+key=v``), and ``task``/``optim``/``scheduler``/
-   ``tokenizer`` keys are those of their chosen ``conf/<group>/<name>.yaml``;
+   ``key=v`` typos; this also catches ``+key=v``), and ``task``/``tokenizer`` keys are those of
+   their chosen ``conf/<group>/<name>.yaml`` (``optim``/``scheduler`` keys are the fields of their
+   dataclass in ``src.optim``, checked in 4);
 3. model: everything building it would check, without building it (``src.models.builder.model_config``:
    numbers, each component's own ``check_args``, registered names and accepted keys, the family);
 4. task and data: the task is registered and fits the model family and the data's batch format
    (translation pairs on an encoder-only model …); the data node is its source's
-   (``src.data.sources.check_source``); ``block_size`` fits a learned position table; optimiser
-   and scheduler names;
+   (``src.data.sources.check_source``); ``block_size`` fits a learned position table; the
+   optimiser and schedule typed by ``src.optim`` (names, keys, values, the cosine horizon);
 5. trainer (``src.config.trainer_checks``): argument names, accelerator / strategy /
    devices / precision against the hardware (FSDP on CPU, more GPUs than visible, fp16 on CPU, bf16 on a GPU without it), callbacks
    that need a logger, callback/logger keys against their classes, ``ckpt_path`` exists,
@@ -39,12 +40,13 @@ from src.plain import to_plain
 from src.checkpoints.fit import allow_list
 from src.checkpoints.io import checkpoint_file
 from src.config.trainer_checks import Hardware, check_trainer, checked_max_steps, fail, positive_int
+from src.optim import OptimizerConfig, Schedule, optimizer_config, schedule_config
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 #: top-level keys read by the code but not declared in conf/train.yaml (add with +key=value)
 EXTRA_TOP_KEYS = ("num_workers",)
 #: groups whose node is plain data checked against conf/<group>/<node.name>.yaml
-KEYED_GROUPS = ("task", "optim", "scheduler", "tokenizer")
+KEYED_GROUPS = ("task", "tokenizer")
 NONFINITE_ACTIONS = ("stop", "skip")
 LIGHTNING_CKPT_ALIASES = ("last", "best", "hpc", "registry")
 
@@ -224,15 +226,14 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
                               "(model/position=rope)")
 
 
-def _check_optimisation(plain: Mapping[str, Any]) -> None:
-    """``optim`` and ``scheduler`` by their own checks (``src.optim``, the code that reads them), and
-    the top-level run values: their types and ranges."""
-    from src.optim import check_optim, check_scheduler
-
-    optim = plain.get("optim") or {}
-    check_optim(optim)  # OptimConfigError: optim.lr=-1, optim.lr=abc, betas, eps …
+def _check_optimisation(plain: Mapping[str, Any]) -> tuple[OptimizerConfig, Schedule]:
+    """``optim`` and ``scheduler`` typed by ``src.optim`` (their dataclasses check their own keys and
+    values; the schedule's ``check_run`` its horizon and ``min_lr`` against this run), and the
+    top-level run values: their types and ranges. Returns the optimiser and schedule configs."""
+    optimizer = optimizer_config(plain.get("optim") or {})  # ConfigError: optim.lr=-1, optim.lrr=…, betas …
     max_steps = checked_max_steps(plain.get("trainer") or {})  # before the schedule reads it as its horizon
-    check_scheduler(plain.get("scheduler") or {"name": "none"}, optim["lr"], max_steps)
+    schedule = schedule_config(plain.get("scheduler") or {"name": "none"})
+    schedule.check_run(optimizer.lr, max_steps)
     seed = plain.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         fail("seed", seed, "an integer seed, 0 or more")
@@ -249,6 +250,7 @@ def _check_optimisation(plain: Mapping[str, Any]) -> None:
     if mode not in ("tokenizer", "model"):
         raise ConfigError(f"vocab_size_from={mode!r} is invalid: use tokenizer (model.vocab_size from the tokenizer) "
                           "or model (keep model.vocab_size)")
+    return optimizer, schedule
 
 
 # ---------------------------------------------------------------- 5. trainer, callbacks, run keys

@@ -37,7 +37,7 @@ from src.models import ModelConfig, TransformerModel, build_model
 from src.models.components.masks import MASKS
 from src.models.families import FAMILIES
 from src.models.families.base import IGNORE_INDEX
-from src.optim import build_optimizer, build_scheduler
+from src.optim import optimizer_config, schedule_config
 from src.lightning_compat import should_update_logs
 
 
@@ -263,10 +263,15 @@ class LMTask(pl.LightningModule):
         trainer = self._trainer  # None outside a Trainer
         clips_mixed = (trainer is not None and str(trainer.precision).endswith("-mixed")
                        and bool(trainer.gradient_clip_val))
-        optimizer = build_optimizer(self.model, self.cfg["optim"], self.device, clips_under_mixed_precision=clips_mixed)
         max_steps = (self.cfg.get("trainer") or {}).get("max_steps")
-        scheduler = build_scheduler(optimizer, self.cfg.get("scheduler") or {"name": "none"}, float(self.cfg["optim"]["lr"]),
-                                    max_steps if max_steps and max_steps > 0 else None)
+        horizon = max_steps if max_steps and max_steps > 0 else None
+        if getattr(self, "optimizer_config", None) is None:  # not given the run's validated configs: make them here
+            self.optimizer_config = optimizer_config(self.cfg["optim"])
+        if getattr(self, "schedule_config", None) is None:
+            self.schedule_config = schedule_config(self.cfg.get("scheduler") or {"name": "none"})
+            self.schedule_config.check_run(self.optimizer_config.lr, horizon)
+        optimizer = self.optimizer_config.build(self.model, self.device, clips_under_mixed_precision=clips_mixed)
+        scheduler = self.schedule_config.build(optimizer, float(self.optimizer_config.lr), horizon)
         if scheduler is None:
             return optimizer
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step", "frequency": 1}}

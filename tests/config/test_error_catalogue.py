@@ -22,7 +22,6 @@ from hydra.errors import ConfigCompositionException, MissingConfigException
 from src.config.validate import Hardware, validate_run_config
 from src.errors import CheckpointError, ConfigError, DataError
 from src.objectives.base import TaskError
-from src.optim import OptimConfigError
 from src.registry import RegistryError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,7 +70,11 @@ CONFIG_CASES = [
          ("data source 'wikipedia'",), "registered sources: bin, embedded, hf, multi30k, openwebtext, text, tinyshakespeare"),
     Case("unknown-data-key", ["+data.shuffle=true"], DataError,
          ("data=embedded", "['shuffle']"), "it accepts: cache_dir, val_fraction, test_fraction, piece_chars"),
-    Case("unknown-optimizer", ["optim.name=sgd"], OptimConfigError, ("optim.name='sgd'",), "registered: adamw"),
+    Case("unknown-optimizer", ["optim.name=sgd"], ConfigError, ("optim.name='sgd'",), "registered: adamw"),
+    Case("unknown-optim-key-appended", ["+optim.lrr=0.1"], ConfigError,
+         ("optim.lrr=0.1",), "(accepted: lr, betas, eps, weight_decay, decay_embeddings, fused); fix the spelling"),
+    Case("unknown-scheduler-key-appended", ["+scheduler.warmup=5"], ConfigError,
+         ("scheduler.warmup=5",), "(accepted: warmup_steps, decay_steps, min_lr); fix the spelling"),
     Case("unknown-task-key-appended", ["model=bert_base", "task=masked_lm", "+task.mask_probability=0.2"],
          ConfigError, ("task.mask_probability=0.2",), "(accepted: name, mask_prob,"),
     Case("unknown-top-level-key-appended", ["+batchsize=16"], ConfigError,
@@ -140,25 +143,25 @@ CONFIG_CASES = [
     Case("zero-cpu-threads", ["cpu_threads=0"], ConfigError,
          ("cpu_threads=0",), "a number of torch threads, 1 or more, or null"),
     Case("negative-seed", ["seed=-1"], ConfigError, ("seed=-1",), "an integer seed, 0 or more"),
-    # the optimiser and the schedule, by src.optim's own checks
-    Case("negative-lr", ["optim.lr=-1"], OptimConfigError, ("optim.lr=-1",), "a positive learning rate, e.g. optim.lr=6e-4"),
-    Case("lr-not-a-number", ["optim.lr=abc"], OptimConfigError,
+    # the optimiser and the schedule, by src.optim's dataclasses (their fields are the group's keys)
+    Case("negative-lr", ["optim.lr=-1"], ConfigError, ("optim.lr=-1",), "a positive learning rate, e.g. optim.lr=6e-4"),
+    Case("lr-not-a-number", ["optim.lr=abc"], ConfigError,
          ("optim.lr='abc'",), "a positive learning rate, e.g. optim.lr=6e-4"),
-    Case("one-beta", ["optim.betas=[0.9]"], OptimConfigError,
+    Case("one-beta", ["optim.betas=[0.9]"], ConfigError,
          ("optim.betas=[0.9]",), "two numbers in [0, 1), e.g. optim.betas=[0.9,0.95]"),
-    Case("zero-eps", ["optim.eps=0"], OptimConfigError, ("optim.eps=0",), "e.g. optim.eps=1e-8"),
-    Case("negative-weight-decay", ["optim.weight_decay=-0.1"], OptimConfigError,
+    Case("zero-eps", ["optim.eps=0"], ConfigError, ("optim.eps=0",), "e.g. optim.eps=1e-8"),
+    Case("negative-weight-decay", ["optim.weight_decay=-0.1"], ConfigError,
          ("optim.weight_decay=-0.1",), "0 or more, e.g. optim.weight_decay=0.1"),
-    Case("fused-typo", ["optim.fused=yes"], OptimConfigError, ("optim.fused='yes'",), "auto (the fused kernel"),
-    Case("unknown-scheduler", ["scheduler.name=linear"], OptimConfigError,
+    Case("fused-typo", ["optim.fused=yes"], ConfigError, ("optim.fused='yes'",), "auto (the fused kernel"),
+    Case("unknown-scheduler", ["scheduler.name=linear"], ConfigError,
          ("scheduler.name='linear'",), "registered: cosine, constant, none"),
-    Case("negative-warmup", ["scheduler.warmup_steps=-1"], OptimConfigError,
+    Case("negative-warmup", ["scheduler.warmup_steps=-1"], ConfigError,
          ("scheduler.warmup_steps=-1",), "a number of optimizer steps, 0 or more"),
-    Case("zero-decay-steps", ["scheduler.decay_steps=0"], OptimConfigError,
+    Case("zero-decay-steps", ["scheduler.decay_steps=0"], ConfigError,
          ("scheduler.decay_steps=0",), "or null (= trainer.max_steps)"),
-    Case("min-lr-above-lr", ["scheduler.min_lr=1"], OptimConfigError,
+    Case("min-lr-above-lr", ["scheduler.min_lr=1"], ConfigError,
          ("scheduler.min_lr=1", "optim.lr=0.0006"), "or null (= optim.lr / 10)"),
-    Case("cosine-without-horizon", ["trainer.max_steps=-1", "trainer.max_epochs=2"], OptimConfigError,
+    Case("cosine-without-horizon", ["trainer.max_steps=-1", "trainer.max_epochs=2"], ConfigError,
          ("scheduler.decay_steps=None",), "set scheduler.decay_steps, or trainer.max_steps"),
 ]
 
