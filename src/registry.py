@@ -9,9 +9,10 @@ the first lookup imports every module of that package, so a new variant is one n
 new class in an existing file) with ``@REGISTRY.register("<name>")`` and no import line anywhere.
 
 A registered class may define a classmethod ``check_args(**kwargs)`` that validates its
-arguments without building anything; ``Registry.check`` (config validation) and the
-class's own constructor both call it, so each argument rule is written once, beside the
-component it belongs to.
+arguments without building anything; ``Registry.check`` calls it when the config is validated
+(``ModelConfig`` runs every check once, when it is made), so each argument rule is written once,
+beside the component it belongs to, and runs once; ``Registry.build`` and the constructors trust
+the validated values.
 """
 from __future__ import annotations
 
@@ -94,14 +95,10 @@ class Registry(Generic[T]):
         sig = inspect.signature(self.get(name).__init__)
         return [p for p in sig.parameters if p != "self"]
 
-    def check(self, node: Mapping[str, Any], **context: Any) -> tuple[type[T], dict[str, Any]]:
-        """Validate ``node`` without building: its name is registered, every key is accepted,
-        and the class's own ``check_args`` (when it has one) accepts the arguments.
-
-        Returns the class and the constructor's keyword arguments: the node's own keys plus the
-        ``context`` the constructor accepts. ``check_args`` receives the node's keys and all of
-        ``context`` (so a message can name sizes the constructor does not take).
-        """
+    def resolve(self, node: Mapping[str, Any], **context: Any) -> tuple[type[T], dict[str, Any]]:
+        """The class ``node['name']`` names and its constructor's keyword arguments: the node's own
+        keys plus the ``context`` the constructor accepts. Refuses an unknown name or a key the
+        constructor does not take (the structure of the node, not its values)."""
         node = dict(node)
         if "name" not in node:
             raise RegistryError(f"{self.kind} config needs a 'name' key (one of: {', '.join(self.names())})")
@@ -114,19 +111,27 @@ class Registry(Generic[T]):
             raise RegistryError(
                 f"{self.kind} '{name}' got unknown key(s) {unknown}; it accepts: {', '.join(own) or '(no keys)'}"
             )
-        check_args = getattr(cls, "check_args", None)
-        if check_args is not None:
-            check_args(**{**context, **node})
         kwargs = {k: v for k, v in context.items() if k in params and k not in node}
         kwargs.update(node)
+        return cls, kwargs
+
+    def check(self, node: Mapping[str, Any], **context: Any) -> tuple[type[T], dict[str, Any]]:
+        """Validate ``node`` without building: ``resolve``, then the class's own ``check_args`` (when
+        it has one) on the node's keys and all of ``context`` (so a message can name sizes the
+        constructor does not take). The run-config validation calls this once per component."""
+        cls, kwargs = self.resolve(node, **context)
+        check_args = getattr(cls, "check_args", None)
+        if check_args is not None:
+            check_args(**{**context, **{k: v for k, v in node.items() if k != "name"}})
         return cls, kwargs
 
     def build(self, node: Mapping[str, Any], **context: Any) -> T:
         """Instantiate ``node['name']`` with the node's own keys plus the context it accepts.
 
-        ``node`` holds what the user configured (must all be accepted, or we raise);
+        ``node`` holds what the user configured, already validated by ``check`` (``ModelConfig``
+        runs every check when it is made), so its values are not checked again here;
         ``context`` holds what the builder knows (d_model, n_head …) and is passed only to
         classes whose constructor takes it.
         """
-        cls, kwargs = self.check(node, **context)
+        cls, kwargs = self.resolve(node, **context)
         return cls(**kwargs)

@@ -32,10 +32,12 @@ import inspect
 import os
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from src.errors import ConfigError
+from src.models.config import ModelConfig
 from src.plain import to_plain
 from src.checkpoints.fit import allow_list
 from src.checkpoints.io import checkpoint_file
@@ -45,16 +47,28 @@ from src.optim import OptimizerConfig, Schedule, optimizer_config, schedule_conf
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 #: top-level keys read by the code but not declared in conf/train.yaml (add with +key=value)
 EXTRA_TOP_KEYS = ("num_workers",)
-#: groups whose node is plain data checked against conf/<group>/<node.name>.yaml
-KEYED_GROUPS = ("task", "tokenizer")
 NONFINITE_ACTIONS = ("stop", "skip")
+#: the ``reliability.*`` keys ``src.training.harden.harden_trainer`` reads (the non-finite guard's settings)
+RELIABILITY_KEYS = ("nonfinite", "check_every_n_steps", "max_consecutive_skips")
 LIGHTNING_CKPT_ALIASES = ("last", "best", "hpc", "registry")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A run config validated once (``validate_run_config``): the plain resolved dict (what
+    checkpoints store, what the run reads) and the typed configs made from it, passed down so
+    nothing checks them again."""
+
+    plain: dict[str, Any]
+    model: ModelConfig  # model: validated when made (``ModelConfig.from_dict``)
+    optimizer: OptimizerConfig  # optim: its dataclass in src/optim.py
+    schedule: Schedule  # scheduler: its dataclass, its horizon checked against trainer.max_steps
 
 
 def validate_run_config(
     cfg: Any, *, hardware: Hardware | None = None, conf_dir: str | os.PathLike[str] | None = None
-) -> dict[str, Any]:
-    """Check a composed run config (DictConfig or plain dict); return its plain resolved copy.
+) -> RunConfig:
+    """Check a composed run config (DictConfig or plain dict) once; return it as a ``RunConfig``.
 
     Raises ``ConfigError`` (for the model's numbers too), or the error type of the part that owns
     the rule ( ``RegistryError`` for component names, ``TaskError``,
@@ -65,13 +79,14 @@ def validate_run_config(
     _check_no_remote_code(plain)
     _check_no_missing(plain)
     _check_top_keys(plain, conf, primary)
-    _check_group_keys(plain, conf)
-    _check_task_and_data(plain, _check_model(plain["model"]))
-    _check_optimisation(plain)
+    _check_group_keys(plain)
+    model = _check_model(plain["model"])
+    _check_task_and_data(plain, model)
+    optimizer, schedule = _check_optimisation(plain)
     check_trainer(plain, hardware or Hardware.detect())
     _check_callbacks(plain)
     _check_run_keys(plain)
-    return plain
+    return RunConfig(plain=plain, model=model, optimizer=optimizer, schedule=schedule)
 
 
 # ---------------------------------------------------------------- helpers
@@ -165,30 +180,34 @@ def _check_top_keys(plain: Mapping[str, Any], conf: Path, primary: str = "train"
                               "fix the spelling or remove the override")
 
 
-def _check_group_keys(plain: Mapping[str, Any], conf: Path) -> None:
-    for group in KEYED_GROUPS:
+def _check_group_keys(plain: Mapping[str, Any]) -> None:
+    """``task.*`` and ``tokenizer.*`` keys against what their code declares: the objective's ``options``,
+    the tokenizer's constructor (an unknown name is left to the checks that follow)."""
+    from src.data.tokenizers import TOKENIZERS
+    from src.objectives import TASKS
+
+    for group, registry in (("task", TASKS), ("tokenizer", TOKENIZERS)):
         node = plain.get(group)
-        if not isinstance(node, Mapping) or not isinstance(node.get("name"), str):
+        if not isinstance(node, Mapping) or node.get("name") not in registry:
             continue
-        accepted = _yaml_keys(conf / group / f"{node['name']}.yaml")
-        if accepted is None:  # an option defined elsewhere (config store, experiment): nothing to compare with
-            continue
+        cls = registry.get(node["name"])
+        own = getattr(cls, "options", None)
+        if own is None:
+            own = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+        accepted = ["name", *own]
         for key, value in node.items():
             if key not in accepted:
-                raise ConfigError(f"{group}.{key}={value!r} is not a key of {group}={node['name']} "
-                                  f"(conf/{group}/{node['name']}.yaml) (accepted: {', '.join(accepted)}); fix the "
-                                  "spelling or remove the override")
+                raise ConfigError(f"{group}.{key}={value!r} is not a key of {group}={node['name']} (accepted: "
+                                  f"{', '.join(accepted)}); fix the spelling or remove the override")
 
 
 # ---------------------------------------------------------------- 3. model
 
 
-def _check_model(model: Mapping[str, Any]) -> Any:
-    """Every check building the model would make (its numbers, each component's own checks, the
-    family), without building it; returns the ModelConfig."""
-    from src.models.builder import model_config
-
-    return model_config(model)  # ConfigError / RegistryError, each naming the key and the fix
+def _check_model(model: Mapping[str, Any]) -> ModelConfig:
+    """The validated ModelConfig (its numbers, each component's own checks, the family), made once
+    without building anything; ConfigError / RegistryError name the key and the fix."""
+    return ModelConfig.from_dict(model)
 
 
 # ---------------------------------------------------------------- 4. task, data, names
@@ -293,8 +312,7 @@ def _check_target_keys(key: str, node: Mapping[str, Any], target: Any) -> None:
 def _check_run_keys(plain: Mapping[str, Any]) -> None:
     allow_list(plain)  # CheckpointError: resume.allow_config_change=model (not a list)
     rel = dict(plain.get("reliability") or {})
-    for node, where, accepted in (("reliability", "conf/reliability/default.yaml",
-                                   _yaml_keys(CONF_DIR / "reliability" / "default.yaml")),
+    for node, where, accepted in (("reliability", "conf/reliability/default.yaml", RELIABILITY_KEYS),
                                   ("resume", "conf/train.yaml", ("allow_config_change",))):
         for key, value in (plain.get(node) or {}).items():
             if accepted is not None and key not in accepted:  # +reliability.nonfinit=skip would change nothing

@@ -4,25 +4,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import src.models.components  # noqa: F401  (registers built-in components)
-from src.errors import ConfigError
 from src.models.config import ModelConfig
 from src.models.families import FAMILIES, TransformerModel
 from src.plain import to_plain
-from src.registry import or_list
 
 
 def model_config(cfg: ModelConfig | Mapping[str, Any]) -> ModelConfig:
-    """A validated ``ModelConfig`` from a plain config (dict, DictConfig or ModelConfig): every
-    check that building would make, without building (config validation calls this)."""
-    config = cfg if isinstance(cfg, ModelConfig) else ModelConfig.from_dict(to_plain(cfg))
-    config.validate()
-    if config.family not in FAMILIES:
-        raise ConfigError(f"model.family='{config.family}' is not known; use {or_list(FAMILIES.in_order())}")
-    family = FAMILIES.get(config.family)
-    family.check_config(config)
-    family.check_placement(config)
-    return config
+    """A ``ModelConfig`` from a plain config (dict, DictConfig), validated once by ``from_dict``;
+    a ``ModelConfig`` is returned as it is (it was validated when it was made)."""
+    return cfg if isinstance(cfg, ModelConfig) else ModelConfig.from_dict(to_plain(cfg))
 
 
 def build_model(cfg: ModelConfig | Mapping[str, Any]) -> TransformerModel:

@@ -52,6 +52,7 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "ModelConfig":
+        """The validated config of a plain dict (``validate``: the one place a model config is checked)."""
         d = dict(d)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(k for k in d if k not in known and not k.startswith("_"))
@@ -93,11 +94,13 @@ class ModelConfig:
         return self.n_decoder_layer if self.n_decoder_layer is not None else self.n_layer
 
     def validate(self) -> None:
-        """Numbers, then each component's own checks (``Registry.check``: name, keys,
-        ``check_args``), without building anything. The family (its name, ``check_config``) is
-        checked by ``src.models.builder.model_config``."""
+        """Every rule a model config must meet, without building anything: the numbers, each
+        component's own checks (``Registry.check``: name, keys, ``check_args``), then the family
+        (its name, ``check_config``, the placement per stack). ``from_dict`` runs this once; the
+        builder, ``Registry.build`` and the constructors trust a ``ModelConfig`` they are given."""
         from src.models.components import FFNS, MASKS, NORMS, PLACEMENTS, POSITIONS, QK_NORMS
         from src.models.components.attention import MultiHeadAttention
+        from src.models.families import FAMILIES
 
         def need(cond: bool, msg: str) -> None:
             if not cond:
@@ -123,6 +126,10 @@ class ModelConfig:
         if self.mask is not None:
             MASKS.check(self.mask)
         QK_NORMS.check(self.qk_norm, **context)
+        need(self.family in FAMILIES, f"model.family='{self.family}' is not known; use {or_list(FAMILIES.in_order())}")
+        family = FAMILIES.get(self.family)
+        family.check_config(self)
+        family.check_placement(self)
 
     def component_context(self) -> dict[str, Any]:
         """What the builder hands every component constructor that asks for it (by name)."""

@@ -21,6 +21,7 @@ scored tokens). ``train/loss`` is logged on the steps the loggers write (every
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from src.models import ModelConfig, TransformerModel, build_model
 from src.models.components.masks import MASKS
 from src.models.families import FAMILIES
 from src.models.families.base import IGNORE_INDEX
-from src.optim import optimizer_config, schedule_config
+from src.optim import OptimizerConfig, Schedule, optimizer_config, schedule_config
 from src.lightning_compat import should_update_logs
 
 
@@ -82,21 +83,33 @@ class LMTask(pl.LightningModule):
 
     name: ClassVar[str] = "base"
     families: ClassVar[tuple[str, ...]] = ()
+    #: the ``task.*`` keys this objective reads besides ``name`` (its conf/task/<name>.yaml sets their values);
+    #: the run-config validation refuses any other key
+    options: ClassVar[tuple[str, ...]] = ()
     batch_formats: ClassVar[tuple[str, ...]] = ("text",)  # "text" {"tokens"} and/or "pairs" {"src_ids", ...}
     #: what the objective needs of the self-attention mask (``check_mask``): "left_to_right", "bidirectional"
     #: or None (the family fixes its masks: encoder_decoder)
     mask_rule: ClassVar[str | None] = None
     mask_hint: ClassVar[str] = ""
 
-    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None) -> None:
+    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, *,
+                 model_config: ModelConfig | None = None, optimizer_config: OptimizerConfig | None = None,
+                 schedule_config: Schedule | None = None) -> None:
         """cfg: the plain resolved run config (``model``, ``task``, ``optim``, ``scheduler``, ``trainer`` …);
-        tokenizer: ``Tokenizer.state_dict()`` (or None for a tokenizer-less model)."""
+        tokenizer: ``Tokenizer.state_dict()`` (or None for a tokenizer-less model);
+        model_config, optimizer_config, schedule_config: the run's typed configs as the run-config
+        validation made them (``src.training.setup`` passes them, so nothing is validated twice); None
+        (a checkpoint being loaded) validates ``cfg["model"]`` here, and ``optim``/``scheduler`` if it trains."""
         super().__init__()
-        self.save_hyperparameters()  # plain dicts only -> weights_only-loadable checkpoints
+        # plain dicts only -> weights_only-loadable checkpoints; the typed configs are remade from cfg on load
+        self.save_hyperparameters(ignore=["model_config", "optimizer_config", "schedule_config"])
+        self.optimizer_config, self.schedule_config = optimizer_config, schedule_config
         self.cfg = cfg
         self.task_cfg: dict[str, Any] = dict(cfg.get("task") or {})
-        self.model_config = ModelConfig.from_dict({**cfg["model"], **self.model_overrides(self.task_cfg)})
-        self.check_family(self.model_config)
+        if model_config is None:
+            model_config = ModelConfig.from_dict(cfg["model"])
+            self.check_family(model_config)
+        self.model_config = dataclasses.replace(model_config, **self.model_overrides(self.task_cfg))
         self.tokenizer: Tokenizer | None = tokenizer_from_state(tokenizer) if tokenizer else None
         self.model: TransformerModel = build_model(self.model_config)
         for stage in ("val", "test"):
@@ -265,9 +278,9 @@ class LMTask(pl.LightningModule):
                        and bool(trainer.gradient_clip_val))
         max_steps = (self.cfg.get("trainer") or {}).get("max_steps")
         horizon = max_steps if max_steps and max_steps > 0 else None
-        if getattr(self, "optimizer_config", None) is None:  # not given the run's validated configs: make them here
+        if self.optimizer_config is None:  # not given the run's validated configs (a loaded checkpoint): make them
             self.optimizer_config = optimizer_config(self.cfg["optim"])
-        if getattr(self, "schedule_config", None) is None:
+        if self.schedule_config is None:
             self.schedule_config = schedule_config(self.cfg.get("scheduler") or {"name": "none"})
             self.schedule_config.check_run(self.optimizer_config.lr, horizon)
         optimizer = self.optimizer_config.build(self.model, self.device, clips_under_mixed_precision=clips_mixed)

@@ -22,13 +22,14 @@ from src.objectives.registry import TASKS
 @TASKS.register("causal_lm")
 class CausalLM(LMTask):
     name: ClassVar[str] = "causal_lm"
+    options: ClassVar[tuple[str, ...]] = ("prefix_length",)
     families: ClassVar[tuple[str, ...]] = ("decoder_only",)
     batch_formats: ClassVar[tuple[str, ...]] = ("text",)
     mask_rule: ClassVar[str | None] = "left_to_right"
     mask_hint: ClassVar[str] = "use model/mask=causal, or model/mask=prefix_lm with task.prefix_length=P for a prefix LM"
 
-    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None) -> None:
-        super().__init__(cfg, tokenizer)
+    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any) -> None:
+        super().__init__(cfg, tokenizer, **typed)  # typed: the validated run's configs (LMTask.__init__)
         self.prefix_length: int | None = self.task_cfg.get("prefix_length")
         mask = (self.model_config.mask or {}).get("name", "causal")
         if self.model.needs_prefix_length and self.prefix_length is None:

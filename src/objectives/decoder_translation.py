@@ -51,13 +51,14 @@ def concat_pairs(src: Tensor, src_mask: Tensor, tgt: Tensor, tgt_mask: Tensor, s
 @TASKS.register("decoder_translation")
 class DecoderTranslation(LMTask):
     name: ClassVar[str] = "decoder_translation"
+    options: ClassVar[tuple[str, ...]] = ("sep_token_id",)
     families: ClassVar[tuple[str, ...]] = ("decoder_only",)
     batch_formats: ClassVar[tuple[str, ...]] = ("pairs",)
     mask_rule: ClassVar[str | None] = "left_to_right"
     mask_hint: ClassVar[str] = "use model/mask=causal, or model/mask=prefix_lm (the source and <sep> as the prefix)"
 
-    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None) -> None:
-        super().__init__(cfg, tokenizer)
+    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any) -> None:
+        super().__init__(cfg, tokenizer, **typed)  # typed: the validated run's configs (LMTask.__init__)
         sep = self.task_cfg.get("sep_token_id")
         if sep is None:
             raise TaskError("task.sep_token_id is not resolved; build the task with src.training.setup.build_run")

@@ -27,13 +27,14 @@ from src.objectives.registry import TASKS
 @TASKS.register("masked_lm")
 class MaskedLM(LMTask):
     name: ClassVar[str] = "masked_lm"
+    options: ClassVar[tuple[str, ...]] = ("mask_prob", "replace_mask", "replace_random", "mask_token_id")
     families: ClassVar[tuple[str, ...]] = ("encoder_only",)
     batch_formats: ClassVar[tuple[str, ...]] = ("text",)
     mask_rule: ClassVar[str | None] = "bidirectional"
     mask_hint: ClassVar[str] = "use model/mask=bidirectional (BERT)"
 
-    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None) -> None:
-        super().__init__(cfg, tokenizer)
+    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any) -> None:
+        super().__init__(cfg, tokenizer, **typed)  # typed: the validated run's configs (LMTask.__init__)
         t = self.task_cfg
         self.mask_prob = float(t.get("mask_prob", 0.15))
         self.replace_mask = float(t.get("replace_mask", 0.8))

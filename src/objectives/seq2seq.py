@@ -28,11 +28,12 @@ from src.objectives.registry import TASKS
 @TASKS.register("seq2seq")
 class Seq2Seq(LMTask):
     name: ClassVar[str] = "seq2seq"
+    options: ClassVar[tuple[str, ...]] = ("split", "decoder_start_token_id")
     families: ClassVar[tuple[str, ...]] = ("encoder_decoder",)
     batch_formats: ClassVar[tuple[str, ...]] = ("text", "pairs")
 
-    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None) -> None:
-        super().__init__(cfg, tokenizer)
+    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any) -> None:
+        super().__init__(cfg, tokenizer, **typed)  # typed: the validated run's configs (LMTask.__init__)
         self.split = float(self.task_cfg.get("split", 0.5))
         if not 0.0 < self.split < 1.0:
             raise TaskError(f"task.split={self.split} must be in (0, 1): the fraction of a text window used as source")

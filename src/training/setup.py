@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from omegaconf import DictConfig
 from src.data.datamodule import build_datamodule
 from src.data.sources import SOURCES
 from src.data.tokenizers import Tokenizer, build_tokenizer
+from src.models import ModelConfig
 from src.config.validate import validate_run_config
 from src.training.harden import harden_trainer
 from src.checkpoints.load import init_from_checkpoint
@@ -38,6 +40,10 @@ class Run:
     datamodule: pl.LightningDataModule
     task: LMTask
     batch_format: str  # "text" | "pairs"
+
+
+#: the model keys ``resolve_vocab`` sets from the tokenizer after the config is validated
+TOKENIZER_KEYS = ("vocab_size", "bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id")
 
 
 def resolve_vocab(plain: dict[str, Any], tokenizer: Tokenizer, n_reserved: int) -> None:
@@ -69,7 +75,8 @@ def resolve_vocab(plain: dict[str, Any], tokenizer: Tokenizer, n_reserved: int) 
 
 def build_run(cfg: DictConfig | Mapping[str, Any], *, rank: int | None = None, world_size: int | None = None) -> Run:
     """Tokenizer, datamodule, resolved config and task from a composed run config."""
-    plain = validate_run_config(cfg)  # every config-only check, before anything heavy (docs/reliability.md)
+    checked = validate_run_config(cfg)  # every config-only check, once, before anything heavy (docs/reliability.md)
+    plain = checked.plain
     cls: type[LMTask] = TASKS.get(plain["task"]["name"])  # type: ignore[assignment]
     tokenizer = build_tokenizer(plain["tokenizer"])
     max_seq_len = int(plain["model"]["max_seq_len"])
@@ -86,8 +93,12 @@ def build_run(cfg: DictConfig | Mapping[str, Any], *, rank: int | None = None, w
     plain["task"].update(specials.ids)
     resolve_vocab(plain, tokenizer, specials.n_reserved)
     datamodule.vocab_size = int(plain["model"]["vocab_size"])  # setup checks every token id against it
-    apply_match_params(plain)  # match_params: solve model sizes to a reference's parameter count (src/studies/matching.py)
-    task = cls(plain, tokenizer.state_dict())
+    if apply_match_params(plain):  # match_params: model sizes solved to a reference's parameter count (studies/matching.py)
+        model = ModelConfig.from_dict(plain["model"])  # a new model config: validated as it is made
+    else:  # the validated config with what the tokenizer decided (vocabulary size, special ids)
+        model = dataclasses.replace(checked.model, **{k: plain["model"][k] for k in TOKENIZER_KEYS if k in plain["model"]})
+    task = cls(plain, tokenizer.state_dict(), model_config=model, optimizer_config=checked.optimizer,
+               schedule_config=checked.schedule)
     if plain.get("init_from"):  # fine-tuning: only the weights of that checkpoint (src/checkpoints/load.py)
         init_from_checkpoint(task, plain["init_from"], resume_path=plain.get("ckpt_path"))
     run = Run(cfg=plain, tokenizer=tokenizer, datamodule=datamodule, task=task, batch_format=batch_format)

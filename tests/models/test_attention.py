@@ -8,10 +8,13 @@ q2·k_j / √4 = (0.5, 0.5, 1.0), so softmax gives (0.27, 0.27, 0.45) and the ou
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
 
+from src.models import build_model
 from src.models.components.attention import AttentionBias, MultiHeadAttention, explicit_attention, sdpa_attention
 
 X = torch.tensor([[1.0, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]])  # [T=3, C=4]
@@ -138,8 +141,11 @@ def test_cross_attention_shapes() -> None:
     torch.testing.assert_close(o.probs.sum(-1), torch.ones(B, H, T))
 
 
-def test_invalid_head_counts_raise() -> None:
+def test_invalid_head_counts_raise(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
+    """The attention's own rule (``check_args``), run once when the model config is made."""
     with pytest.raises(ValueError, match="not divisible by model.n_head"):
-        MultiHeadAttention(30, 4, 4)
+        MultiHeadAttention.check_args(d_model=30, n_head=4, n_kv_head=4)
     with pytest.raises(ValueError, match="not divisible by model.n_kv_head"):
-        MultiHeadAttention(32, 4, 3)
+        MultiHeadAttention.check_args(d_model=32, n_head=4, n_kv_head=3)
+    with pytest.raises(ValueError, match="not divisible by model.n_head"):
+        build_model(make_tiny_config(d_model=30, n_head=4))

@@ -95,7 +95,7 @@ def test_deepnorm_without_the_layer_counts_it_needs_fails(overrides: dict, key: 
     with pytest.raises(ConfigError, match=rf"deepnorm needs the number of \w+ layers .*{key}"):
         build_model(tiny_model_dict(norm_placement="deepnorm", **overrides))
     with pytest.raises(ConfigError, match="needs the number of decoder layers"):
-        DeepNorm(encoder_layers=0, decoder_layers=0, stack="decoder")
+        DeepNorm.check_args(encoder_layers=0, decoder_layers=0, stack="decoder")
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))

@@ -69,7 +69,7 @@ def test_rope_scores_depend_only_on_relative_offset(rotary_fraction: float) -> N
 
 def test_rope_rejects_odd_head_dim() -> None:
     with pytest.raises(ValueError, match="even head dimension"):
-        RotaryPosition(head_dim=7)
+        RotaryPosition.check_args(head_dim=7)
 
 
 def test_learned_positions_refuse_long_inputs(make_tiny_config: MakeConfig) -> None:

@@ -97,7 +97,6 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, n_head: int, n_kv_head: int, bias: bool = True, dropout: float = 0.0, cross: bool = False,
                  *, head_dim: int | None = None, scale: float | None = None, qk_norm: QKNorm | None = None) -> None:
         super().__init__()
-        self.check_args(d_model=d_model, n_head=n_head, n_kv_head=n_kv_head, head_dim=head_dim, scale=scale)
         self.n_head, self.n_kv_head = n_head, n_kv_head
         self.head_dim = d_model // n_head if head_dim is None else head_dim
         self.cross, self.dropout, self.scale = cross, dropout, scale

@@ -50,7 +50,6 @@ class DeepNorm(Residual):
 
     def __init__(self, encoder_layers: int, decoder_layers: int, stack: str) -> None:
         super().__init__()
-        self.check_args(encoder_layers=encoder_layers, decoder_layers=decoder_layers, stack=stack)
         self.alpha, self.beta = deepnorm_constants(encoder_layers, decoder_layers, stack)
 
     @classmethod

@@ -48,7 +48,6 @@ class GeluMLP(MLP):
 
     def __init__(self, d_model: int, d_ff: int, bias: bool = True, dropout: float = 0.0, approximate: str = "tanh") -> None:
         super().__init__(d_model, d_ff, bias, dropout)
-        self.check_args(approximate=approximate)
         self.approximate = approximate
 
     def act(self, x: Tensor) -> Tensor:
@@ -110,7 +109,6 @@ class GeGLU(SwiGLU):
 
     def __init__(self, d_model: int, d_ff: int, bias: bool = False, dropout: float = 0.0, approximate: str = "tanh") -> None:
         super().__init__(d_model, d_ff, bias, dropout)
-        self.check_args(approximate=approximate)
         self.approximate = approximate
 
     def act(self, x: Tensor) -> Tensor:

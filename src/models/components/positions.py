@@ -167,6 +167,12 @@ def rotate_half(x: Tensor) -> Tensor:
     return torch.cat((-x2, x1), dim=-1)
 
 
+def rotated_width(head_dim: int, rotary_fraction: float) -> int:
+    """Channels of a head that RoPE rotates: ``rotary_fraction`` of them, rounded down to whole pairs."""
+    rot = int(head_dim * rotary_fraction)
+    return rot - rot % 2
+
+
 @POSITIONS.register("rope")
 class RotaryPosition(Position):
     """Rotary position embedding (Su et al. 2021, RoFormer, arXiv:2104.09864).
@@ -184,7 +190,7 @@ class RotaryPosition(Position):
     def __init__(self, head_dim: int, max_seq_len: int | None = None, theta: float = 10000.0,
                  rotary_fraction: float = 1.0, scaling: Mapping[str, Any] | None = None) -> None:
         super().__init__()
-        rot = self.check_args(head_dim=head_dim, rotary_fraction=rotary_fraction, scaling=scaling, max_seq_len=max_seq_len)
+        rot = rotated_width(head_dim, rotary_fraction)
         self.head_dim, self.rot_dim, self.theta = head_dim, rot, theta
         self.scaling = build_scaling(scaling, max_seq_len)
         self.follows_length = self.scaling is not None and self.scaling.follows_length  # dynamic NTK
@@ -203,8 +209,7 @@ class RotaryPosition(Position):
                    **_: object) -> int:
         """Channels are rotated in pairs: the head dimension must be even; ``scaling`` must build.
         Returns the rotated width."""
-        rot = int(head_dim * rotary_fraction)
-        rot -= rot % 2
+        rot = rotated_width(head_dim, rotary_fraction)
         if head_dim % 2:
             split = f"d_model/n_head = {d_model}/{n_head} = {head_dim}" if d_model and n_head else f"head_dim = {head_dim}"
             raise ConfigError(f"model/position=rope needs an even head dimension, but {split}; "

@@ -62,7 +62,6 @@ class _NormedQK(QKNorm):
     norm_name: ClassVar[str]
 
     def __init__(self, head_dim: int, scope: str = "head", **norm_args: Any) -> None:
-        self.check_args(head_dim=head_dim, scope=scope)
         self.head_dim, self.scope, self.norm_args = head_dim, scope, norm_args
 
     @classmethod

@@ -52,7 +52,6 @@ class T5RelativeBias(Position):
 
     def __init__(self, n_head: int, causal: bool = False, num_buckets: int = 32, max_distance: int = 128) -> None:
         super().__init__()
-        self.check_args(num_buckets=num_buckets, max_distance=max_distance)
         self.causal, self.num_buckets, self.max_distance = causal, num_buckets, max_distance
         self.table = nn.Embedding(num_buckets, n_head)  # [buckets, H]
 
