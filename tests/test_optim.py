@@ -133,7 +133,7 @@ def test_configs_are_frozen_typed_and_match_the_yaml() -> None:
     keys of the conf/ files (name is the registry key, not a field)."""
     from omegaconf import OmegaConf
 
-    from src.config.validate import CONF_DIR
+    from tests.conftest import CONF_DIR
 
     cfg = optimizer_config(ADAMW)
     assert cfg == AdamW(lr=6e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1) and cfg.betas == (0.9, 0.95)

@@ -7,12 +7,12 @@ the error in its ``metrics.json``). Each failure names the key, the value and th
 Checks, in order (the first failure is raised):
 
 1. no ``trust_remote_code: true`` anywhere; no mandatory value (``???``) left unset;
-2. keys: top-level keys are those of ``conf/train.yaml`` (Hydra's struct mode already rejects
-   ``key=v`` typos; this also catches ``+key=v``), and ``task``/``tokenizer`` keys are those of
-   their chosen ``conf/<group>/<name>.yaml`` (``optim``/``scheduler`` keys are the fields of their
-   dataclass in ``src.optim``, checked in 4);
-3. model: everything building it would check, without building it (``src.models.builder.model_config``:
-   numbers, each component's own ``check_args``, registered names and accepted keys, the family);
+2. keys, as the code declares them (no YAML file is read): top-level keys are ``RUN_KEYS`` (Hydra's
+   struct mode already rejects ``key=v`` typos; this also catches ``+key=v``), ``task`` keys the
+   objective's ``options``, ``tokenizer`` keys its constructor's (``optim``/``scheduler`` keys are
+   the fields of their dataclass in ``src.optim``, checked in 4);
+3. model: the validated ``ModelConfig`` (``ModelConfig.from_dict``: numbers, each component's own
+   ``check_args``, registered names and accepted keys, the family), made once and returned;
 4. task and data: the task is registered and fits the model family and the data's batch format
    (translation pairs on an encoder-only model …); the data node is its source's
    (``src.data.sources.check_source``); ``block_size`` fits a learned position table; the
@@ -31,7 +31,6 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Iterator, Mapping
-from functools import lru_cache
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,9 +43,14 @@ from src.checkpoints.io import checkpoint_file
 from src.config.trainer_checks import Hardware, check_trainer, checked_max_steps, fail, positive_int
 from src.optim import OptimizerConfig, Schedule, optimizer_config, schedule_config
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
-#: top-level keys read by the code but not declared in conf/train.yaml (add with +key=value)
-EXTRA_TOP_KEYS = ("num_workers",)
+#: the top-level keys of a run config: the groups and values that src.train reads (conf/train.yaml gives
+#: each its default; tests/config/test_error_catalogue.py checks the two agree)
+RUN_KEYS = frozenset({
+    "model", "tokenizer", "data", "task", "trainer", "optim", "scheduler", "logger", "callbacks", "reliability",
+    "paths", "seed", "deterministic", "tf32", "batch_size", "block_size", "num_workers", "vocab_size_from", "compile",
+    "cpu_threads", "ckpt_path", "resume", "init_from", "test", "optimized_metric", "match_params", "protocol",
+    "report", "sweep_resume",
+})
 NONFINITE_ACTIONS = ("stop", "skip")
 #: the ``reliability.*`` keys ``src.training.harden.harden_trainer`` reads (the non-finite guard's settings)
 RELIABILITY_KEYS = ("nonfinite", "check_every_n_steps", "max_consecutive_skips")
@@ -65,9 +69,7 @@ class RunConfig:
     schedule: Schedule  # scheduler: its dataclass, its horizon checked against trainer.max_steps
 
 
-def validate_run_config(
-    cfg: Any, *, hardware: Hardware | None = None, conf_dir: str | os.PathLike[str] | None = None
-) -> RunConfig:
+def validate_run_config(cfg: Any, *, hardware: Hardware | None = None) -> RunConfig:
     """Check a composed run config (DictConfig or plain dict) once; return it as a ``RunConfig``.
 
     Raises ``ConfigError`` (for the model's numbers too), or the error type of the part that owns
@@ -75,10 +77,9 @@ def validate_run_config(
     ``DataError``), each with a message naming key, value and fix.
     """
     plain = to_plain(cfg)
-    conf, primary = (Path(conf_dir), "train") if conf_dir is not None else _primary_config()
     _check_no_remote_code(plain)
     _check_no_missing(plain)
-    _check_top_keys(plain, conf, primary)
+    _check_top_keys(plain)
     _check_group_keys(plain)
     model = _check_model(plain["model"])
     _check_task_and_data(plain, model)
@@ -92,21 +93,6 @@ def validate_run_config(
 # ---------------------------------------------------------------- helpers
 
 
-def _primary_config() -> tuple[Path, str]:
-    """(config directory, primary config name) of the running Hydra app, else (repo conf/, "train")."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        if HydraConfig.initialized():
-            hc = HydraConfig.get()
-            for source in hc.runtime.config_sources:
-                if source.provider == "main" and str(source.path).startswith("file://"):
-                    return Path(str(source.path)[len("file://"):]), str(hc.job.config_name)
-    except Exception:  # no Hydra, or an unusual config source: fall back to the repository's conf/
-        pass
-    return CONF_DIR, "train"
-
-
 def _walk(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
     """(dotted key, value) of every leaf and inner node."""
     if isinstance(node, Mapping):
@@ -117,34 +103,6 @@ def _walk(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
     elif isinstance(node, list):
         for i, v in enumerate(node):
             yield from _walk(v, f"{prefix}[{i}]")
-
-
-@lru_cache(maxsize=64)
-def _yaml_keys(path: Path) -> tuple[str, ...] | None:
-    """Keys of a config file (without its ``defaults`` list), or None if there is no such file."""
-    if not path.is_file():
-        return None
-    from omegaconf import OmegaConf
-
-    node = OmegaConf.load(path)
-    keys = [str(k) for k in node.keys() if k != "defaults"]  # type: ignore[union-attr]
-    if "defaults" in node:  # options built on another option of the same group (model/tiny -> gpt2_small)
-        for entry in node.defaults:  # type: ignore[union-attr]
-            if isinstance(entry, str) and entry != "_self_":
-                keys += list(_yaml_keys(path.with_name(f"{entry}.yaml")) or ())
-    return tuple(dict.fromkeys(keys))
-
-
-@lru_cache(maxsize=8)
-def _default_groups(path: Path) -> tuple[str, ...]:
-    """Top-level group names in a primary config's defaults list (``model``, ``trainer`` …)."""
-    from omegaconf import OmegaConf
-
-    groups: set[str] = set()
-    for entry in OmegaConf.load(path).get("defaults", []):
-        if isinstance(entry, Mapping):
-            groups.update(str(k).removeprefix("override ").split("/")[0].split("@")[0] for k in entry)
-    return tuple(sorted(groups))
 
 
 # ---------------------------------------------------------------- 1. safety and completeness
@@ -168,15 +126,12 @@ def _check_no_missing(plain: Mapping[str, Any]) -> None:
 # ---------------------------------------------------------------- 2. keys
 
 
-def _check_top_keys(plain: Mapping[str, Any], conf: Path, primary: str = "train") -> None:
-    path = conf / f"{primary}.yaml"
-    declared = _yaml_keys(path)
-    if declared is None:
-        return
-    known = sorted({*declared, *_default_groups(path), *EXTRA_TOP_KEYS} - {"experiment", "hydra"})
+def _check_top_keys(plain: Mapping[str, Any]) -> None:
+    """Top-level keys against ``RUN_KEYS`` (Hydra's struct mode refuses ``key=v`` for an unknown key; a
+    ``+key=v`` would add a key that nothing reads)."""
     for key, value in plain.items():
-        if key not in known:
-            raise ConfigError(f"{key}={value!r} is not a key of conf/{primary}.yaml (accepted: {', '.join(known)}); "
+        if key not in RUN_KEYS:
+            raise ConfigError(f"{key}={value!r} is not a key of the run config (accepted: {', '.join(sorted(RUN_KEYS))}); "
                               "fix the spelling or remove the override")
 
 

@@ -207,6 +207,19 @@ def test_bad_composition(case: Case, compose: Callable[..., Any]) -> None:
     check(info.value, case)
 
 
+def test_run_keys_are_the_keys_of_the_train_config_and_its_experiments(compose: Callable[..., Any]) -> None:
+    """``RUN_KEYS`` (the top-level keys the validation accepts, declared in code) and conf/train.yaml
+    agree, and no experiment adds a top-level key the run would not read."""
+    from src.config.validate import RUN_KEYS
+    from tests.conftest import CONF_DIR
+
+    assert set(compose().keys()) == RUN_KEYS
+    for path in sorted((CONF_DIR / "experiment").glob("*.yaml")):
+        if path.stem == "study_common":  # a shared base, composed by the study experiments
+            continue
+        assert set(compose(f"experiment={path.stem}").keys()) <= RUN_KEYS, path.stem
+
+
 def test_good_configs_pass(compose: Callable[..., Any]) -> None:
     """The defaults and the quickstart experiment validate (no false alarms)."""
     validate_run_config(compose(), hardware=CPU)
