@@ -9,8 +9,8 @@ Every entry point runs its work inside ``clean_errors()``::
 
 * **Our own errors** (exception classes defined in the ``src`` package: those of ``src.errors``
   (``ConfigError``, ``DataError``, ``CheckpointError``, ``HFConversionError``,
-  ``NonFiniteLossError``) and the few kept beside their code (``TaskError``, ``RegistryError``,
-  ``SetupError`` …), whose messages name the key, the value and the fix) are re-raised as
+  ``NonFiniteLossError``) and the few kept beside their code (``PositionLimitError``,
+  ``PowerLawError``), whose messages name the key, the value and the fix) are re-raised as
   ``CommandError``, a ``hydra.errors.CompactHydraException``: Hydra's ``run_and_report`` prints
   a compact exception as its message alone (after its own line naming the job's overrides) and
   exits with status 1. In a multirun the job's ``metrics.json`` keeps the original error, the
@@ -39,7 +39,8 @@ FULL_ERROR_ENV = "HYDRA_FULL_ERROR"
 
 
 class CommandError(CompactHydraException):
-    """One of our errors, printed by Hydra as its message alone (exit status 1)."""
+    """One of our errors, printed by Hydra as its message alone (exit status 1). Kept here: it is how
+    ``clean_errors`` tells Hydra to print one line, not an error of its own."""
 
 
 def is_ours(error: BaseException) -> bool:

@@ -7,7 +7,7 @@ and names the key, the offending value and the fix::
 docs/reliability.md §3 says when each type is raised and what the user does. ``src.cli`` prints
 any of them (and every other error class defined in ``src``) as its message alone. They pickle:
 joblib/submitit launchers send a job's error back to the sweep process. Imports nothing of ours
-(layer 1 of docs/ARCHITECTURE.md).
+(layer 0 of docs/ARCHITECTURE.md).
 """
 from __future__ import annotations
 
@@ -16,13 +16,16 @@ from typing import Any
 
 class ConfigError(ValueError):
     """A run or model config key that cannot work, found before anything heavy is built: the
-    config files' keys, the model's numbers and components, the trainer against the hardware,
-    ``ckpt_path``, the run and output directories."""
+    config files' keys, the model's numbers and components (an unknown registered name or key),
+    the task against the model and data, the trainer against the hardware, ``ckpt_path``, the run
+    and output directories; also sampling arguments, and the study, protocol, ``match_params``,
+    ``sweep_resume`` and job-slot settings of a sweep."""
 
 
 class DataError(ValueError):
     """A data input that cannot work (a missing, empty or undecodable file, a corpus shorter than
-    one window, prepared tokens of another tokenizer), found before the first step."""
+    one window, prepared tokens of another tokenizer), found before the first step; an evaluation
+    file that is missing or a directory."""
 
 
 class CheckpointError(ValueError):

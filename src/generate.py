@@ -21,7 +21,8 @@ from torch import Tensor
 
 from src.data.tokenizers import Tokenizer
 from src.evaluation.loading import load_model
-from src.models.generation import GenerationError, check_generation_args, generate
+from src.errors import ConfigError
+from src.models.generation import check_generation_args, generate
 from src.cli import clean_errors
 
 
@@ -52,18 +53,18 @@ class StreamPrinter:
 
 
 def check_args(cfg: DictConfig) -> None:
-    """``GenerationError`` for a sampling argument out of range, ``num_samples`` below 1, or a
+    """``ConfigError`` for a sampling argument out of range, ``num_samples`` below 1, or a
     ``prompt_file`` that is missing or a directory."""
     check_generation_args(cfg.max_new_tokens, cfg.temperature, cfg.top_k, cfg.top_p)
     n = cfg.num_samples
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise GenerationError(f"num_samples={n!r} is invalid: the number of continuations to sample, 1 or more")
+        raise ConfigError(f"num_samples={n!r} is invalid: the number of continuations to sample, 1 or more")
     if cfg.prompt_file:
         path = Path(str(cfg.prompt_file)).expanduser()
         if path.is_dir():
-            raise GenerationError(f"prompt_file={path} is a directory, not a file; give a text file (or prompt=...)")
+            raise ConfigError(f"prompt_file={path} is a directory, not a file; give a text file (or prompt=...)")
         if not path.is_file():
-            raise GenerationError(f"prompt_file={path}: no such file; give a text file (or prompt=...)")
+            raise ConfigError(f"prompt_file={path}: no such file; give a text file (or prompt=...)")
 
 
 def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -> list[str]:

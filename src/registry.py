@@ -1,8 +1,8 @@
 """A small generic registry: components are classes registered under a name.
 
 Configs refer to components by name (``position: {name: rope, theta: 10000}``); the
-builder looks the class up here. Unknown names and unknown keys fail loudly and list
-what is accepted, so a typo never silently builds something else (fairseq #4675).
+builder looks the class up here. Unknown names and unknown keys fail loudly (``ConfigError``) and
+list what is accepted, so a typo never silently builds something else (fairseq #4675).
 
 Every registry is filled the same way: ``package`` names the package its variants live in, and
 the first lookup imports every module of that package, so a new variant is one new file (or one
@@ -22,14 +22,9 @@ import pkgutil
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
+from src.errors import ConfigError
+
 T = TypeVar("T")
-
-
-class RegistryError(KeyError):
-    """Raised for unknown component names or keys; the message says what is accepted."""
-
-    def __str__(self) -> str:  # KeyError quotes its message; we want plain text
-        return str(self.args[0])
 
 
 def or_list(names: list[str], quote: bool = False) -> str:
@@ -65,7 +60,7 @@ class Registry(Generic[T]):
     def register(self, name: str) -> Callable[[type[T]], type[T]]:
         def deco(cls: type[T]) -> type[T]:
             if name in self._classes and self._classes[name] is not cls:
-                raise RegistryError(f"{self.kind} '{name}' is already registered by {self._classes[name].__qualname__}")
+                raise ConfigError(f"{self.kind} '{name}' is already registered by {self._classes[name].__qualname__}")
             self._classes[name] = cls
             cls.registry_name = name  # type: ignore[attr-defined]
             return cls
@@ -85,7 +80,7 @@ class Registry(Generic[T]):
     def get(self, name: str) -> type[T]:
         if name not in self._discover():
             yaml = f" and add conf/{self.conf}/{name}.yaml" if self.conf else ""
-            raise RegistryError(
+            raise ConfigError(
                 f"unknown {self.kind} '{name}'; registered {self.kind}s: {', '.join(self.names())}. "
                 f"Register a new one with @{self.kind.upper()}S.register('{name}'){yaml}"
             )
@@ -101,14 +96,14 @@ class Registry(Generic[T]):
         constructor does not take (the structure of the node, not its values)."""
         node = dict(node)
         if "name" not in node:
-            raise RegistryError(f"{self.kind} config needs a 'name' key (one of: {', '.join(self.names())})")
+            raise ConfigError(f"{self.kind} config needs a 'name' key (one of: {', '.join(self.names())})")
         name = node.pop("name")
         cls = self.get(name)
         params = inspect.signature(cls.__init__).parameters
         unknown = [k for k in node if k not in params or k == "self"]
         if unknown:
             own = [p for p in params if p != "self" and p not in context]
-            raise RegistryError(
+            raise ConfigError(
                 f"{self.kind} '{name}' got unknown key(s) {unknown}; it accepts: {', '.join(own) or '(no keys)'}"
             )
         kwargs = {k: v for k, v in context.items() if k in params and k not in node}

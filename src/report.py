@@ -50,7 +50,7 @@ from src.evaluation.extrapolation import DEFAULT_FACTORS, extrapolate_run
 from src.reporting.build import ReportFiles, make_report
 from src.reporting.scaling import make_scaling_report
 from src.reporting.table import DEFAULT_SECONDARY
-from src.studies.protocol import DESIGNS, ProtocolError
+from src.studies.protocol import DESIGNS
 from src.studies.runs import IGNORED_KEYS
 
 
@@ -92,7 +92,7 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
                             comparisons=args.comparisons, alpha=args.alpha, extra=args.extra,
                             ignore=[*IGNORED_KEYS, *args.ignore],
                             title=args.title)
-    except (ProtocolError, ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError) as e:  # ConfigError and DataError are ValueErrors
         p.exit(2, f"python -m src.report: {e}\n")
     print(files.markdown.read_text())
     print(f"wrote {files.markdown}, " + ", ".join(str(f) for f in files.files.values())
@@ -115,7 +115,7 @@ def scaling(argv: Sequence[str] | None = None) -> dict[str, Path]:
     args = p.parse_args(argv)
     try:
         files = make_scaling_report(args.dirs, args.out, args.size, args.metric, args.boot, args.seed, args.title)
-    except (ProtocolError, ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError) as e:  # ConfigError and DataError are ValueErrors
         p.exit(2, f"python -m src.report scaling: {e}\n")
     print(files["scaling.md"].read_text())
     print("wrote " + ", ".join(str(f) for f in files.values()))

@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from src.studies.protocol import Protocol, ProtocolError, canonical
+from src.errors import ConfigError
+from src.studies.protocol import Protocol, canonical
 from src.reporting.build import make_report
 from src.studies.runs import IGNORED_KEYS, is_ignored, load_runs, parse_override
 from src.studies.tuning import tune_variants
@@ -48,10 +49,6 @@ from src.studies.tuning import tune_variants
 log = logging.getLogger("src.study")
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 STAGES = ("tune", "confirm", "report", "all")
-
-
-class StudyError(ValueError):
-    """A study that cannot be run as asked; the message says what to do."""
 
 
 @dataclass
@@ -96,8 +93,8 @@ def plan(overrides: Sequence[str], work_dir: Path | None = None) -> Plan:
 
     protocol = Protocol.from_config(OmegaConf.to_container(cfg, resolve=False))  # type: ignore[arg-type]
     if protocol is None:
-        raise StudyError("the config declares no protocol: give experiment=study_<name> (conf/experiment), or add a "
-                         "protocol: node (docs/studies.md)")
+        raise ConfigError("the config declares no protocol: give experiment=study_<name> (conf/experiment), or add a "
+                          "protocol: node (docs/studies.md)")
     params = dict(cfg.hydra.sweeper.params or {})
     _, config_sweeps = _split_sweeps([f"{k}={v}" for k, v in params.items()])
     sweeps = {**config_sweeps, **cli_sweeps}
@@ -105,7 +102,7 @@ def plan(overrides: Sequence[str], work_dir: Path | None = None) -> Plan:
     factors = {k: v for k, v in sweeps.items() if parse_override(k)[0] not in tuned and not is_ignored(parse_override(k)[0])}
     if set(protocol.factors) - {parse_override(k)[0] for k in factors}:
         missing = sorted(set(protocol.factors) - {parse_override(k)[0] for k in factors})
-        raise StudyError(f"protocol.factors names {missing}, which hydra.sweeper.params does not sweep")
+        raise ConfigError(f"protocol.factors names {missing}, which hydra.sweeper.params does not sweep")
     variants = [dict(zip(factors, combo)) for combo in itertools.product(*factors.values())] or [{}]
     p = Plan(protocol, Path(str(cfg.hydra.sweep.dir)).expanduser(), fixed, variants, [None] * len(variants))
     if protocol.match in ("flops", "tokens"):
@@ -126,7 +123,7 @@ def baseline_index(p: Plan) -> int:
         values = {parse_override(k)[0]: canonical(x) for k, x in v.items()}
         if all(values.get(k) == x for k, x in wanted.items() if k in values):
             return i
-    raise StudyError(f"protocol.baseline={p.protocol.baseline!r} matches none of the variants {p.variants}")
+    raise ConfigError(f"protocol.baseline={p.protocol.baseline!r} matches none of the variants {p.variants}")
 
 
 def solved_steps(p: Plan, work_dir: Path | None = None) -> list[int | None]:
@@ -153,7 +150,7 @@ def solved_steps(p: Plan, work_dir: Path | None = None) -> list[int | None]:
 
 def _seeds(seeds: Sequence[str], key: str) -> str:
     if not seeds:
-        raise StudyError(f"protocol.{key} is empty: list the seeds, e.g. [1, 2, 3, 4, 5]")
+        raise ConfigError(f"protocol.{key} is empty: list the seeds, e.g. [1, 2, 3, 4, 5]")
     return ",".join(seeds)
 
 
@@ -186,16 +183,17 @@ def confirm_commands(p: Plan) -> list[list[str]]:
         match = [t for t in tuned if all(canonical(t.variant.values().get(k, "")) == x for k, x in want.items())
                  and any(c.runs for c in t.candidates)]
         if not match:
-            raise StudyError(f"no tune-stage runs for {variant_overrides(v) or '(defaults)'} in {p.sweep_dir}: run --stage tune")
+            raise ConfigError(f"no tune-stage runs for {variant_overrides(v) or '(defaults)'} in {p.sweep_dir}: "
+                              "run --stage tune")
         t = match[0]
         incomplete = [r.path.name for c in t.candidates for r in c.runs if r.status == "incomplete"]
         ran = {(tuple(c.values[k] for k in p.protocol.tune), canonical(r.seed)) for c in t.candidates for r in c.runs}
         planned = set(itertools.product(itertools.product(*p.protocol.tune.values()), p.protocol.tune_seeds))
         if incomplete or planned - ran:
             missing = sorted(planned - ran)
-            raise StudyError(f"the tune stage of {variant_overrides(v) or '(defaults)'} is not finished: "
-                             f"{len(incomplete)} run(s) without metrics.json, {len(missing)} not run "
-                             f"{'(' + str(missing[0]) + ' …)' if missing else ''}; run --stage tune again first")
+            raise ConfigError(f"the tune stage of {variant_overrides(v) or '(defaults)'} is not finished: "
+                              f"{len(incomplete)} run(s) without metrics.json, {len(missing)} not run "
+                              f"{'(' + str(missing[0]) + ' …)' if missing else ''}; run --stage tune again first")
         if t.chosen is None:
             log.warning("%s: no candidate could be chosen (%s); skipping its confirm stage", variant_overrides(v), t.notes)
             continue
@@ -242,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             elif stage == "report" and not args.dry_run:
                 files = make_report([p.sweep_dir], args.out or p.sweep_dir)
                 print(f"wrote {files.markdown}")
-    except (StudyError, ProtocolError, FileNotFoundError) as e:
+    except (ConfigError, FileNotFoundError) as e:
         ap.exit(2, f"python -m src.study: {e}\n")
 
 

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from src.study import StudyError, confirm_commands, plan, tune_commands
+from src.errors import ConfigError
+from src.study import confirm_commands, plan, tune_commands
 from tests.reporting.fake_runs import completed, write_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,7 +43,7 @@ def test_plan_of_a_two_stage_study(tmp_path: Path) -> None:
                 continue
             write_run(tmp_path, [f"model/ffn={ffn}", f"model/norm={norm}", f"optim.lr={lr}", "seed=0", "protocol.stage=tune"],
                       config=cfg, metrics=completed(2.0 if lr == lr_best else 2.5, 2.0))
-    with pytest.raises(StudyError, match=r"tune stage of \['model/ffn=swiglu', 'model/norm=rmsnorm'\] is not finished"):
+    with pytest.raises(ConfigError, match=r"tune stage of \['model/ffn=swiglu', 'model/norm=rmsnorm'\] is not finished"):
         confirm_commands(p)  # a candidate never ran: no choice is made without it
     write_run(tmp_path, ["model/ffn=swiglu", "model/norm=rmsnorm", "optim.lr=4e-3", "seed=0", "protocol.stage=tune"],
               config=cfg, metrics=completed(2.5, 2.0))

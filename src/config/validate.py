@@ -72,9 +72,8 @@ class RunConfig:
 def validate_run_config(cfg: Any, *, hardware: Hardware | None = None) -> RunConfig:
     """Check a composed run config (DictConfig or plain dict) once; return it as a ``RunConfig``.
 
-    Raises ``ConfigError`` (for the model's numbers too), or the error type of the part that owns
-    the rule ( ``RegistryError`` for component names, ``TaskError``,
-    ``DataError``), each with a message naming key, value and fix.
+    Raises ``ConfigError`` (for the model's numbers, component names and the task too), or
+    ``DataError`` for the data node, each with a message naming key, value and fix.
     """
     plain = to_plain(cfg)
     _check_no_remote_code(plain)
@@ -161,7 +160,7 @@ def _check_group_keys(plain: Mapping[str, Any]) -> None:
 
 def _check_model(model: Mapping[str, Any]) -> ModelConfig:
     """The validated ModelConfig (its numbers, each component's own checks, the family), made once
-    without building anything; ConfigError / RegistryError name the key and the fix."""
+    without building anything; a ConfigError names the key and the fix."""
     return ModelConfig.from_dict(model)
 
 
@@ -180,12 +179,12 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
         raise ConfigError(f"task={task_name!r} is not known; registered: {', '.join(TASKS.names())} "
                           "(conf/task/<name>.yaml picks one)")
     cls = TASKS.get(task_name)
-    cls.check_family(model)  # TaskError: masked LM on a causal decoder …
+    cls.check_family(model)  # ConfigError: masked LM on a causal decoder …
 
     kind, node, _ = split_config(plain.get("data") or {})  # DataError: unknown source
     check_source(node)  # DataError: a key the source does not take
     fmt = "pairs" if kind == "pairs" else "text"
-    cls.check_batch_format(fmt, f"data={node['name']}")  # TaskError: translation pairs on an encoder-only model …
+    cls.check_batch_format(fmt, f"data={node['name']}")  # ConfigError: translation pairs on an encoder-only model …
 
     block = plain.get("block_size")
     block = model.max_seq_len if block is None else block  # null = the model's context; 0 is an error, not a default

@@ -12,20 +12,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from src.errors import DataError
+
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
 
-class EvalFileError(FileNotFoundError):
-    """An evaluation data path that is missing, or a directory where a file is expected."""
-
-
 def open_text(path: str | Path) -> IO[str]:
-    """Open a UTF-8 text file, decompressing .gz / .bz2 / .xz transparently."""
+    """Open a UTF-8 text file, decompressing .gz / .bz2 / .xz transparently; ``DataError`` for a
+    path that is missing or a directory."""
     p = Path(path).expanduser()
     if p.is_dir():
-        raise EvalFileError(f"'{p}' is a directory, not a file; give a text or JSON-lines file (.gz/.bz2/.xz too)")
+        raise DataError(f"'{p}' is a directory, not a file; give a text or JSON-lines file (.gz/.bz2/.xz too)")
     if not p.is_file():
-        raise EvalFileError(f"no such file: '{p}'")
+        raise DataError(f"no such file: '{p}'")
     opener = _OPENERS.get(p.suffix)
     if opener is not None:
         return opener(p, "rt", encoding="utf-8")  # type: ignore[return-value]

@@ -13,28 +13,24 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from src.errors import ConfigError
 from src.models.families import TransformerModel
-
-
-class GenerationError(ValueError):
-    """A generation argument out of range; the message names it, its value and the valid range."""
 
 
 def check_generation_args(max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
                           top_p: float | None = None) -> None:
-    """``GenerationError`` unless 0 <= max_new_tokens, 0 <= temperature (0: greedy), top_k null or
+    """``ConfigError`` unless 0 <= max_new_tokens, 0 <= temperature (0: greedy), top_k null or
     >= 0 (0: no filter) and top_p null or in (0, 1] (1: no filter); checked whether sampling or not."""
-    def bad(key: str, value: object, fix: str) -> GenerationError:
-        return GenerationError(f"{key}={value!r} is invalid: {fix}")
-
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise bad("max_new_tokens", max_new_tokens, "the number of tokens to generate, 0 or more")
+        raise ConfigError(f"max_new_tokens={max_new_tokens!r} is invalid: the number of tokens to generate, 0 or more")
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature < float("inf"):
-        raise bad("temperature", temperature, "0 or more (0 = greedy; below 1 sharper, above 1 flatter)")
+        raise ConfigError(f"temperature={temperature!r} is invalid: 0 or more (0 = greedy; below 1 sharper, above 1 "
+                          "flatter)")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0):
-        raise bad("top_k", top_k, "sample among the k most likely tokens, k >= 1 (null or 0: no top-k filter)")
+        raise ConfigError(f"top_k={top_k!r} is invalid: sample among the k most likely tokens, k >= 1 (null or 0: no "
+                          "top-k filter)")
     if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1):
-        raise bad("top_p", top_p, "the nucleus mass, in (0, 1] (null or 1: no top-p filter)")
+        raise ConfigError(f"top_p={top_p!r} is invalid: the nucleus mass, in (0, 1] (null or 1: no top-p filter)")
 
 
 def filter_logits(logits: Tensor, top_k: int | None = None, top_p: float | None = None) -> Tensor:
@@ -89,7 +85,7 @@ def generate(
     learned position table generates past the table's length from its last ``max_seq_len``
     tokens (no cache from then on), as nanoGPT does.
     """
-    check_generation_args(max_new_tokens, temperature, top_k, top_p)  # GenerationError naming the argument
+    check_generation_args(max_new_tokens, temperature, top_k, top_p)  # ConfigError naming the argument
     was_training = model.training
     model.eval()
     try:

@@ -34,16 +34,13 @@ from torch import Tensor
 from torchmetrics import MeanMetric
 
 from src.data.tokenizers import Tokenizer, tokenizer_from_state
+from src.errors import ConfigError
 from src.models import ModelConfig, TransformerModel, build_model
 from src.models.components.masks import MASKS
 from src.models.families import FAMILIES
 from src.models.families.base import IGNORE_INDEX
 from src.optim import OptimizerConfig, Schedule, optimizer_config, schedule_config
 from src.lightning_compat import should_update_logs
-
-
-class TaskError(ValueError):
-    """A task that cannot run with this model / data / tokenizer; the message says the fix."""
 
 
 @dataclass
@@ -125,9 +122,9 @@ class LMTask(pl.LightningModule):
     # ---------------------------------------------------------------- checks
     @classmethod
     def check_family(cls, model: ModelConfig) -> None:
-        """The model's family, and its self-attention mask, fit this objective (``TaskError`` otherwise)."""
+        """The model's family, and its self-attention mask, fit this objective (``ConfigError`` otherwise)."""
         if model.family not in cls.families:
-            raise TaskError(
+            raise ConfigError(
                 f"task={cls.name} needs model.family in {list(cls.families)}, but the model is {model.family} "
                 f"({model.name}); {cls.family_hint()}"
             )
@@ -145,12 +142,12 @@ class LMTask(pl.LightningModule):
         mask = MASKS.get(name)
         sees_ahead = not (mask.causal or mask.needs_prefix_length)
         if cls.mask_rule == "left_to_right" and sees_ahead:
-            raise TaskError(f"task={cls.name} predicts each token from the tokens before it, but model/mask={name} lets "
-                            f"every position see the tokens after it, its targets included (the loss would fall "
-                            f"without learning to predict); {cls.mask_hint}")
+            raise ConfigError(f"task={cls.name} predicts each token from the tokens before it, but model/mask={name} "
+                              f"lets every position see the tokens after it, its targets included (the loss would "
+                              f"fall without learning to predict); {cls.mask_hint}")
         if cls.mask_rule == "bidirectional" and not sees_ahead:
-            raise TaskError(f"task={cls.name} predicts masked tokens from both sides, but model/mask={name} hides the "
-                            f"tokens after each position; {cls.mask_hint}")
+            raise ConfigError(f"task={cls.name} predicts masked tokens from both sides, but model/mask={name} hides "
+                              f"the tokens after each position; {cls.mask_hint}")
 
     @classmethod
     def family_hint(cls) -> str:
@@ -163,7 +160,7 @@ class LMTask(pl.LightningModule):
         if fmt not in cls.batch_formats:
             hint = {"pairs": "translation pairs fit task=seq2seq (encoder_decoder) or task=decoder_translation "
                              "(decoder_only)", "text": "text windows fit task=causal_lm, masked_lm or seq2seq"}[fmt]
-            raise TaskError(f"task={cls.name} cannot train on {data_name}, which yields {fmt} batches; {hint}")
+            raise ConfigError(f"task={cls.name} cannot train on {data_name}, which yields {fmt} batches; {hint}")
 
     @classmethod
     def special_ids(cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]) -> SpecialIds:

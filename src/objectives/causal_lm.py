@@ -14,8 +14,9 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
+from src.errors import ConfigError
 from src.models.families.base import IGNORE_INDEX
-from src.objectives.base import LMTask, Prepared, TaskError
+from src.objectives.base import LMTask, Prepared
 from src.objectives.registry import TASKS
 
 
@@ -33,15 +34,15 @@ class CausalLM(LMTask):
         self.prefix_length: int | None = self.task_cfg.get("prefix_length")
         mask = (self.model_config.mask or {}).get("name", "causal")
         if self.model.needs_prefix_length and self.prefix_length is None:
-            raise TaskError(f"model/mask={mask} needs task.prefix_length (tokens of bidirectional prefix per window), "
-                            "e.g. task.prefix_length=32; or use model/mask=causal")
+            raise ConfigError(f"model/mask={mask} needs task.prefix_length (tokens of bidirectional prefix per "
+                              "window), e.g. task.prefix_length=32; or use model/mask=causal")
         if self.prefix_length is not None:
             if not self.model.needs_prefix_length:
-                raise TaskError(f"task.prefix_length={self.prefix_length} needs model/mask=prefix_lm (the model's mask is "
-                                f"{mask}); add model/mask=prefix_lm or set task.prefix_length=null")
+                raise ConfigError(f"task.prefix_length={self.prefix_length} needs model/mask=prefix_lm (the model's "
+                                  f"mask is {mask}); add model/mask=prefix_lm or set task.prefix_length=null")
             if not 0 < self.prefix_length < self.model_config.max_seq_len:
-                raise TaskError(f"task.prefix_length={self.prefix_length} must be in [1, model.max_seq_len="
-                                f"{self.model_config.max_seq_len})")
+                raise ConfigError(f"task.prefix_length={self.prefix_length} must be in [1, model.max_seq_len="
+                                  f"{self.model_config.max_seq_len})")
 
     def prepare(self, batch: Mapping[str, Tensor]) -> Prepared:
         tokens = batch["tokens"]  # [B, T+1]: position t of tokens[:, :-1] predicts tokens[:, t+1]

@@ -23,8 +23,9 @@ import torch
 from torch import Tensor
 
 from src.data.tokenizers import Tokenizer
+from src.errors import ConfigError
 from src.models.families.base import IGNORE_INDEX
-from src.objectives.base import LMTask, Prepared, SpecialIds, TaskError
+from src.objectives.base import LMTask, Prepared, SpecialIds
 from src.objectives.registry import TASKS
 
 
@@ -61,7 +62,7 @@ class DecoderTranslation(LMTask):
         super().__init__(cfg, tokenizer, **typed)  # typed: the validated run's configs (LMTask.__init__)
         sep = self.task_cfg.get("sep_token_id")
         if sep is None:
-            raise TaskError("task.sep_token_id is not resolved; build the task with src.training.setup.build_run")
+            raise ConfigError("task.sep_token_id is not resolved; build the task with src.training.setup.build_run")
         self.sep_id = int(sep)
         self.pad_id = self.model_config.pad_token_id if self.model_config.pad_token_id is not None else self.sep_id
 
@@ -80,8 +81,9 @@ class DecoderTranslation(LMTask):
         seq, labels, prefix = concat_pairs(batch["src_ids"], batch["src_mask"], batch["tgt_ids"], batch["tgt_mask"],
                                            self.sep_id, self.pad_id)
         if seq.shape[1] - 1 > self.model_config.max_seq_len:
-            raise TaskError(f"src <sep> tgt is {seq.shape[1] - 1} tokens but model.max_seq_len="
-                            f"{self.model_config.max_seq_len}; shorten the pairs (data block size) or raise max_seq_len")
+            raise ConfigError(f"src <sep> tgt is {seq.shape[1] - 1} tokens but model.max_seq_len="
+                              f"{self.model_config.max_seq_len}; shorten the pairs (data block size) or raise "
+                              "max_seq_len")
         x = seq[:, :-1]  # [B, L]; labels [B, L+1]: the window form, position t predicts token t+1
         inputs: dict[str, Any] = {"input_ids": x}
         if self.model.needs_prefix_length:

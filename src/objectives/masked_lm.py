@@ -19,8 +19,9 @@ import torch
 from torch import Tensor
 
 from src.data.tokenizers import Tokenizer
+from src.errors import ConfigError
 from src.models.families.base import IGNORE_INDEX
-from src.objectives.base import LMTask, Prepared, SpecialIds, TaskError
+from src.objectives.base import LMTask, Prepared, SpecialIds
 from src.objectives.registry import TASKS
 
 
@@ -40,13 +41,13 @@ class MaskedLM(LMTask):
         self.replace_mask = float(t.get("replace_mask", 0.8))
         self.replace_random = float(t.get("replace_random", 0.1))
         if not 0.0 < self.mask_prob < 1.0:
-            raise TaskError(f"task.mask_prob={self.mask_prob} must be in (0, 1)")
+            raise ConfigError(f"task.mask_prob={self.mask_prob} must be in (0, 1)")
         if self.replace_mask < 0 or self.replace_random < 0 or self.replace_mask + self.replace_random > 1.0:
-            raise TaskError(f"task.replace_mask={self.replace_mask} + task.replace_random={self.replace_random} "
-                            "must be non-negative and sum to at most 1 (the rest keeps the original token)")
+            raise ConfigError(f"task.replace_mask={self.replace_mask} + task.replace_random={self.replace_random} "
+                              "must be non-negative and sum to at most 1 (the rest keeps the original token)")
         if t.get("mask_token_id") is None:
-            raise TaskError("task.mask_token_id is not resolved; build the task with src.training.setup.build_run "
-                            "(it picks the tokenizer's [MASK] or reserves an id)")
+            raise ConfigError("task.mask_token_id is not resolved; build the task with src.training.setup.build_run "
+                              "(it picks the tokenizer's [MASK] or reserves an id)")
         self.mask_token_id = int(t["mask_token_id"])
         # random replacements come from the real vocabulary, not from reserved ids
         self.random_vocab = self.tokenizer.vocab_size if self.tokenizer is not None else self.model_config.vocab_size

@@ -20,8 +20,9 @@ from typing import Any, ClassVar
 from torch import Tensor
 
 from src.data.tokenizers import Tokenizer
+from src.errors import ConfigError
 from src.models.families.base import IGNORE_INDEX
-from src.objectives.base import LMTask, Prepared, SpecialIds, TaskError
+from src.objectives.base import LMTask, Prepared, SpecialIds
 from src.objectives.registry import TASKS
 
 
@@ -36,10 +37,11 @@ class Seq2Seq(LMTask):
         super().__init__(cfg, tokenizer, **typed)  # typed: the validated run's configs (LMTask.__init__)
         self.split = float(self.task_cfg.get("split", 0.5))
         if not 0.0 < self.split < 1.0:
-            raise TaskError(f"task.split={self.split} must be in (0, 1): the fraction of a text window used as source")
+            raise ConfigError(f"task.split={self.split} must be in (0, 1): the fraction of a text window used as "
+                              "source")
         if self.task_cfg.get("decoder_start_token_id") is None:  # model_overrides gave it to the model
-            raise TaskError("task.decoder_start_token_id is not resolved; build the task with "
-                            "src.training.setup.build_run (it picks the model's or tokenizer's start id)")
+            raise ConfigError("task.decoder_start_token_id is not resolved; build the task with "
+                              "src.training.setup.build_run (it picks the model's or tokenizer's start id)")
 
     @classmethod
     def special_ids(cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]) -> SpecialIds:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from src.studies.outcomes import run_outcome
 from src.studies.power_law import PowerLawError, ScalingFit, bootstrap_fit, crossings
-from src.studies.protocol import Protocol, ProtocolError, canonical, merge_protocols
+from src.studies.protocol import Protocol, canonical, merge_protocols
 from src.reporting.render import significant, write_csv
 from src.reporting.scaling_plot import plot_scaling
 from src.studies.runs import IGNORED_KEYS, RunRecord, load_runs

@@ -16,9 +16,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-
-class RunDirInUse(RuntimeError):
-    """Another live process holds this run directory."""
+from src.errors import ConfigError
 
 
 def _is_rank_zero() -> bool:  # ranks > 0 of a DDP job share rank 0's directory and its lock
@@ -27,7 +25,7 @@ def _is_rank_zero() -> bool:  # ranks > 0 of a DDP job share rank 0's directory 
 
 @contextlib.contextmanager
 def hold_run_dir(run_dir: str | Path) -> Iterator[None]:
-    """Hold ``run_dir`` for the duration (rank 0 only); ``RunDirInUse`` if another job holds it."""
+    """Hold ``run_dir`` for the duration (rank 0 only); ``ConfigError`` if another job holds it."""
     if not _is_rank_zero():
         yield
         return
@@ -38,7 +36,7 @@ def hold_run_dir(run_dir: str | Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise RunDirInUse(f"{path} is in use by another running job: two jobs of a sweep were given one "
+            raise ConfigError(f"{path} is in use by another running job: two jobs of a sweep were given one "
                               f"directory (hydra.sweep.subdir must tell every job apart, e.g. "
                               f"${{sweep_subdir:${{hydra.job.override_dirname}}}} without excluding a key that "
                               f"varies), or the same sweep runs twice at once") from None

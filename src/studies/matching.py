@@ -46,6 +46,7 @@ from typing import Any
 
 import torch
 
+from src.errors import ConfigError
 from src.jsonfile import write_json
 from src.models import ModelConfig, build_model
 from src.studies.protocol import Protocol
@@ -57,10 +58,6 @@ CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 FILENAME = "match_params.json"
 #: Keys a named reference takes from the run's model (both read the same tokenizer).
 VOCAB_KEYS = ("vocab_size", "pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")
-
-
-class MatchError(ValueError):
-    """The requested match cannot be met; the message says by how much and what to change."""
 
 
 def count_parameters(model: Mapping[str, Any] | ModelConfig) -> int:
@@ -93,7 +90,8 @@ def compose_model(name: str) -> dict[str, Any]:
 
     available = sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
     if name not in available:
-        raise MatchError(f"match_params.reference='{name}' is not a model config; conf/model has: {', '.join(available)}")
+        raise ConfigError(f"match_params.reference='{name}' is not a model config; conf/model has: "
+                          f"{', '.join(available)}")
 
     def _compose() -> dict[str, Any]:
         cfg = compose(config_name="train", overrides=[f"model={name}"])
@@ -105,7 +103,7 @@ def compose_model(name: str) -> dict[str, Any]:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return _compose()
     except MissingConfigException as e:  # pragma: no cover - guarded by the listing above
-        raise MatchError(f"match_params.reference='{name}': {e}") from None
+        raise ConfigError(f"match_params.reference='{name}': {e}") from None
 
 
 def reference_config(reference: str | Mapping[str, Any], model: Mapping[str, Any]) -> dict[str, Any]:
@@ -119,7 +117,7 @@ def reference_config(reference: str | Mapping[str, Any], model: Mapping[str, Any
         return ref
     if isinstance(reference, Mapping):
         return deep_merge(model, reference)
-    raise MatchError(f"match_params.reference must be a conf/model name or a mapping of model keys, not {reference!r}")
+    raise ConfigError(f"match_params.reference must be a conf/model name or a mapping of model keys, not {reference!r}")
 
 
 # --------------------------------------------------------------------------- solvers
@@ -141,20 +139,28 @@ def _with(model: Mapping[str, Any], **keys: Any) -> dict[str, Any]:
     return out
 
 
-def solve_width(model: dict[str, Any], target: int, multiple_of: int = 1) -> dict[str, Any]:
-    """d_ff such that the count is nearest ``target``. The count is affine in d_ff (every FFN
-    matrix and bias scales with it), so two probes give the line; the rounded neighbours are
-    then counted exactly and the nearest kept."""
+def _width_solution(model: dict[str, Any], target: int, multiple_of: int) -> dict[str, Any] | None:
+    """``solve_width``'s model, or None when the count does not grow with d_ff."""
     m = max(1, int(multiple_of))
     lo, hi = 8 * m, 16 * m
     p_lo, p_hi = count_parameters(_with(model, d_ff=lo)), count_parameters(_with(model, d_ff=hi))
     slope = (p_hi - p_lo) / (hi - lo)
     if slope <= 0:
-        raise MatchError("the parameter count does not grow with d_ff; this model has no FFN width to solve for")
+        return None
     exact = lo + (target - p_lo) / slope
     candidates = {max(m, int(math.floor(exact / m)) * m), max(m, int(math.ceil(exact / m)) * m)}
     best = min(candidates, key=lambda f: (abs(count_parameters(_with(model, d_ff=f)) - target), f))
     return _with(model, d_ff=best)
+
+
+def solve_width(model: dict[str, Any], target: int, multiple_of: int = 1) -> dict[str, Any]:
+    """d_ff such that the count is nearest ``target``. The count is affine in d_ff (every FFN
+    matrix and bias scales with it), so two probes give the line; the rounded neighbours are
+    then counted exactly and the nearest kept."""
+    solved = _width_solution(model, target, multiple_of)
+    if solved is None:
+        raise ConfigError("the parameter count does not grow with d_ff; this model has no FFN width to solve for")
+    return solved
 
 
 @register_solver("d_ff")
@@ -173,18 +179,15 @@ def _solve_layers(model: dict[str, Any], target: int, multiple_of: int) -> dict[
     best: tuple[float, dict[str, Any]] | None = None
     for n in range(1, int(model["n_layer"]) + 1):
         trial = _with(model, n_encoder_layer=n, n_decoder_layer=n)
-        try:
-            solved = solve_width(trial, target, multiple_of)
-        except MatchError:
-            continue
-        if solved["d_ff"] < max(multiple_of, 4):
+        solved = _width_solution(trial, target, multiple_of)
+        if solved is None or solved["d_ff"] < max(multiple_of, 4):
             continue
         score = abs(math.log(solved["d_ff"] / d_ff0))
         if best is None or score < best[0]:
             best = (score, solved)
     if best is None:
-        raise MatchError(f"no encoder/decoder depth up to n_layer={model['n_layer']} reaches {target:,} parameters; "
-                         f"raise model.n_layer or model.d_model")
+        raise ConfigError(f"no encoder/decoder depth up to n_layer={model['n_layer']} reaches {target:,} parameters; "
+                          f"raise model.n_layer or model.d_model")
     return best[1]
 
 
@@ -208,9 +211,9 @@ def match_model(model: Mapping[str, Any], reference: str | Mapping[str, Any], *,
                 tolerance: float = 0.01, multiple_of: int = 1) -> tuple[dict[str, Any], MatchResult]:
     """(the model with its size solved, the match) so its count is within ``tolerance`` of the reference's."""
     if solve not in SOLVERS:
-        raise MatchError(f"match_params.solve='{solve}' is not known; use one of {', '.join(sorted(SOLVERS))}")
+        raise ConfigError(f"match_params.solve='{solve}' is not known; use one of {', '.join(sorted(SOLVERS))}")
     if not 0 <= float(tolerance) < 1:
-        raise MatchError(f"match_params.tolerance={tolerance} must be a fraction in [0, 1), e.g. 0.01 for 1%")
+        raise ConfigError(f"match_params.tolerance={tolerance} must be a fraction in [0, 1), e.g. 0.01 for 1%")
     model = dict(model)
     target = count_parameters(reference_config(reference, model))
     solved = SOLVERS[solve](model, target, int(multiple_of))
@@ -221,7 +224,7 @@ def match_model(model: Mapping[str, Any], reference: str | Mapping[str, Any], *,
                          tolerance=float(tolerance), solve=solve, solved=changed,
                          before={k: model.get(k) for k in changed})
     if abs(rel) > tolerance:
-        raise MatchError(
+        raise ConfigError(
             f"match_params: solving {solve} gives {params:,} parameters, {100 * rel:+.2f}% from the reference's "
             f"{target:,} (tolerance {100 * tolerance:.2f}%); loosen match_params.tolerance, lower multiple_of, "
             f"or solve=layers for an encoder-decoder"
@@ -237,7 +240,8 @@ def apply_match_params(plain: dict[str, Any], run_dir: str | Path | None = None)
         return None
     unknown = sorted(set(node) - {"reference", "solve", "tolerance", "multiple_of"})
     if unknown:
-        raise MatchError(f"match_params has unknown key(s) {unknown}; accepted: reference, solve, tolerance, multiple_of")
+        raise ConfigError(f"match_params has unknown key(s) {unknown}; accepted: reference, solve, tolerance, "
+                          "multiple_of")
     solved, result = match_model(plain["model"], node["reference"], solve=node.get("solve", "d_ff"),
                                  tolerance=float(node.get("tolerance", 0.01)), multiple_of=int(node.get("multiple_of", 1)))
     plain["model"] = solved
@@ -335,9 +339,9 @@ def solve_steps(reference: Budget, budget: Budget, mode: str, reference_steps: i
     reference's at ``reference_steps`` (default: its max_steps). ``params`` keeps the steps."""
     steps = reference_steps if reference_steps is not None else reference.max_steps
     if mode not in MATCH_MODES:
-        raise MatchError(f"protocol.match={mode!r} is not known; use one of {', '.join(MATCH_MODES)}")
+        raise ConfigError(f"protocol.match={mode!r} is not known; use one of {', '.join(MATCH_MODES)}")
     if not steps or steps <= 0:
-        raise MatchError(f"matching {mode} needs the reference's trainer.max_steps (> 0), got {steps}")
+        raise ConfigError(f"matching {mode} needs the reference's trainer.max_steps (> 0), got {steps}")
     if mode == "params":
         return int(steps)
     ref, own = (reference.flops_per_step, budget.flops_per_step) if mode == "flops" else \

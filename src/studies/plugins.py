@@ -19,7 +19,8 @@ PLUGINS: dict[str, tuple[str, str, str]] = {
 
 
 class MissingPlugin(SystemExit):
-    """Exits with status 1, printing the message (no traceback)."""
+    """Exits with status 1, printing the message (no traceback). A ``SystemExit``, not a
+    ``src.errors`` type: it is raised before Hydra starts, where no ``clean_errors`` prints one line."""
 
 
 def missing_plugin(overrides: Sequence[str]) -> str | None:

@@ -27,7 +27,8 @@ ALPHA_GRID = np.geomspace(0.02, 5.0, 60)
 
 
 class PowerLawError(ValueError):
-    """Points a power law cannot be fitted to; the message says what is missing."""
+    """Points a power law cannot be fitted to; the message says what is missing. Kept apart from
+    ``src.errors``' types because ``src.reporting.scaling`` catches exactly this to note "no fit" for an arm."""
 
 
 @dataclass(frozen=True)

@@ -30,14 +30,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from src.errors import ConfigError
+
 DESIGNS = ("two_stage", "grid")
 STAGES = ("tune", "confirm", "grid")
 MATCH_MODES = ("params", "flops", "tokens")
 COMPARISONS = ("baseline", "one_factor")
-
-
-class ProtocolError(ValueError):
-    """A protocol node that cannot be followed; the message names the key and the fix."""
 
 
 def canonical(value: Any) -> str:
@@ -91,11 +89,11 @@ class Protocol:
         known = {f.name for f in fields(cls)} - {"declared", "equivalence_margin"} | {"stage"}
         unknown = sorted(set(node) - known)
         if unknown:
-            raise ProtocolError(f"protocol has unknown key(s) {unknown}; accepted: {', '.join(sorted(known))}")
+            raise ConfigError(f"protocol has unknown key(s) {unknown}; accepted: {', '.join(sorted(known))}")
         tune = node.get("tune") or {}
         if not isinstance(tune, Mapping):
-            raise ProtocolError(f"protocol.tune must map keys to candidate lists, e.g. {{optim.lr: [1e-3, 2e-3, 4e-3]}}; "
-                                f"got {tune!r}")
+            raise ConfigError(f"protocol.tune must map keys to candidate lists, e.g. {{optim.lr: [1e-3, 2e-3, 4e-3]}}; "
+                              f"got {tune!r}")
         p = cls(
             factors=[str(k) for k in node.get("factors") or []],
             tune={str(k): [canonical(v) for v in (vs if isinstance(vs, Sequence) and not isinstance(vs, str) else [vs])]
@@ -114,18 +112,18 @@ class Protocol:
         for key, value, allowed in (("design", self.design, DESIGNS), ("match", self.match, MATCH_MODES),
                                     ("comparisons", self.comparisons, COMPARISONS)):
             if value not in allowed:
-                raise ProtocolError(f"protocol.{key}={value!r} is not known; use one of {', '.join(allowed)}")
+                raise ConfigError(f"protocol.{key}={value!r} is not known; use one of {', '.join(allowed)}")
         if self.design == "two_stage" and self.declared and not self.tune_seeds:
-            raise ProtocolError("protocol.design=two_stage needs protocol.tune_seeds (the seeds every candidate runs "
-                                "on), e.g. [0]")
+            raise ConfigError("protocol.design=two_stage needs protocol.tune_seeds (the seeds every candidate runs "
+                              "on), e.g. [0]")
         if self.select.startswith("test/"):
-            raise ProtocolError(f"protocol.select={self.select!r}: selection must use the validation split (val/...)")
+            raise ConfigError(f"protocol.select={self.select!r}: selection must use the validation split (val/...)")
         for key in [self.metric, *self.secondary] if self.declared else []:
             if key.startswith("val/"):
-                raise ProtocolError(f"protocol verdict metric {key!r}: verdicts use the test split (test/...)")
+                raise ConfigError(f"protocol verdict metric {key!r}: verdicts use the test split (test/...)")
         for key, cands in self.tune.items():
             if self.declared and not cands:
-                raise ProtocolError(f"protocol.tune.{key} has no candidates")
+                raise ConfigError(f"protocol.tune.{key} has no candidates")
 
     def stage_of(self, config: Mapping[str, Any]) -> str:
         """A run's stage: its ``protocol.stage``; under the grid design (or no protocol) ``grid``."""
@@ -160,10 +158,10 @@ def _margin(value: Any) -> float | dict[str, float] | None:
     try:
         margin = float(value)
     except (TypeError, ValueError):
-        raise ProtocolError(f"report.equivalence_margin={value!r} must be a number in the metric's units (e.g. 0.02) "
-                            f"or a mapping {{metric: margin}}") from None
+        raise ConfigError(f"report.equivalence_margin={value!r} must be a number in the metric's units (e.g. 0.02) "
+                          f"or a mapping {{metric: margin}}") from None
     if margin <= 0:
-        raise ProtocolError(f"report.equivalence_margin={value!r} must be positive")
+        raise ConfigError(f"report.equivalence_margin={value!r} must be positive")
     return margin
 
 
@@ -197,6 +195,6 @@ def merge_protocols(found: Sequence[Protocol], given: Sequence[str] = ()) -> Pro
             if len(distinct) > 1 and f.name not in given:
                 disagree.append(f"{f.name} {distinct}" + (f" (choose with {FLAGS[f.name]})" if f.name in FLAGS else ""))
     if disagree:
-        raise ProtocolError(f"the runs declare different protocols: {'; '.join(disagree)}; report each study's sweep "
-                            f"directory separately, or give the flag")
+        raise ConfigError(f"the runs declare different protocols: {'; '.join(disagree)}; report each study's sweep "
+                          f"directory separately, or give the flag")
     return Protocol(**merged)

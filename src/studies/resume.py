@@ -42,6 +42,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from src.errors import ConfigError
 from src.jsonfile import METRICS, read_json
 from src.files import atomic_write
 
@@ -75,10 +76,6 @@ def register_resolvers() -> None:
     """``${sweep_subdir:<text>}`` -> ``job_dirname(text)`` (idempotent)."""
     if not OmegaConf.has_resolver("sweep_subdir"):
         OmegaConf.register_new_resolver("sweep_subdir", job_dirname)
-
-
-class SweepResumeError(ValueError):
-    """A ``sweep_resume`` setting that cannot work; the message names the key and the fix."""
 
 
 @dataclass
@@ -149,7 +146,7 @@ def run_dir_of(cfg: DictConfig) -> Path:
 
         return Path(HydraConfig.get().runtime.output_dir)
     except ValueError:  # HydraConfig not set: not under Hydra
-        raise SweepResumeError("sweep_resume needs the job's directory: run under Hydra or set paths.output_dir") from None
+        raise ConfigError("sweep_resume needs the job's directory: run under Hydra or set paths.output_dir") from None
 
 
 def archive_attempt(run_dir: Path) -> Path | None:
@@ -175,16 +172,16 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
     else None after preparing the directory for a fresh attempt (see the module docstring)."""
     node = OmegaConf.select(cfg, "sweep_resume", default=None)
     if node and not isinstance(node.get("skip_completed", False), bool):
-        raise SweepResumeError(f"sweep_resume.skip_completed={node.get('skip_completed')!r} is invalid: true or false")
+        raise ConfigError(f"sweep_resume.skip_completed={node.get('skip_completed')!r} is invalid: true or false")
     if not node or not node.get("skip_completed", False) or not _is_rank_zero():
         return None
     unknown = sorted(set(node) - {"skip_completed", "incomplete"})
     if unknown:
-        raise SweepResumeError(f"sweep_resume has unknown key(s) {unknown}; accepted: skip_completed, incomplete")
+        raise ConfigError(f"sweep_resume has unknown key(s) {unknown}; accepted: skip_completed, incomplete")
     mode = str(node.get("incomplete", "restart"))
     if mode not in INCOMPLETE_MODES:
-        raise SweepResumeError(f"sweep_resume.incomplete='{mode}' is not known; use one of {', '.join(INCOMPLETE_MODES)} "
-                               "(restart: run an unfinished job again; last: continue it from its checkpoints/last.ckpt)")
+        raise ConfigError(f"sweep_resume.incomplete='{mode}' is not known; use one of {', '.join(INCOMPLETE_MODES)} "
+                          "(restart: run an unfinished job again; last: continue it from its checkpoints/last.ckpt)")
     run_dir = run_dir_of(cfg)
     fp = fingerprint(cfg, run_dir)
     flat = flat_config(cfg, run_dir)

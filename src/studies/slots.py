@@ -31,14 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from src.errors import ConfigError
+
 log = logging.getLogger(__name__)
 
 SLOTS_DIR = ".slots"
 ENV_SLOT = "TRANSFORMER_LAB_JOB_SLOT"  # "k/n": set in the worker, read by tests and child processes
-
-
-class SlotError(RuntimeError):
-    """Jobs that cannot each get a share of the machine; the message names the key and the fix."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +84,8 @@ def _claim(lock_dir: Path, count: int) -> tuple[int, int]:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         return k, fd
-    raise SlotError(f"all {count} job slots in {lock_dir} are held by live processes: more jobs run at once than "
-                    f"hydra.launcher.n_jobs={count}; is another sweep running into the same hydra.sweep.dir?")
+    raise ConfigError(f"all {count} job slots in {lock_dir} are held by live processes: more jobs run at once than "
+                      f"hydra.launcher.n_jobs={count}; is another sweep running into the same hydra.sweep.dir?")
 
 
 def _visible_gpus() -> list[str]:
@@ -122,8 +120,9 @@ def _claim_and_pin(count: int, sweep_dir: Path, accelerator: str) -> tuple[Slot,
     cpus = sorted(os.sched_getaffinity(0))
     gpus = _visible_gpus() if accelerator != "cpu" else []
     if gpus and len(gpus) < count:
-        raise SlotError(f"hydra.launcher.n_jobs={count} jobs at once but {len(gpus)} GPU(s) visible: set "
-                        f"hydra.launcher.n_jobs={len(gpus)} (one GPU per job), or trainer=cpu to run the jobs on CPUs")
+        raise ConfigError(f"hydra.launcher.n_jobs={count} jobs at once but {len(gpus)} GPU(s) visible: set "
+                          f"hydra.launcher.n_jobs={len(gpus)} (one GPU per job), or trainer=cpu to run the jobs on "
+                          "CPUs")
     index, fd = _claim(sweep_dir / SLOTS_DIR, count)
     slot = Slot(index, count, tuple(split(cpus, index, count)), tuple(split(gpus, index, count)) if gpus else None)
     os.sched_setaffinity(0, slot.cpus)

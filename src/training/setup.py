@@ -21,16 +21,13 @@ from omegaconf import DictConfig
 from src.data.datamodule import build_datamodule
 from src.data.sources import SOURCES
 from src.data.tokenizers import Tokenizer, build_tokenizer
+from src.errors import ConfigError
 from src.models import ModelConfig
 from src.config.validate import validate_run_config
 from src.training.harden import harden_trainer
 from src.checkpoints.load import init_from_checkpoint
 from src.objectives import TASKS, LMTask
 from src.studies.matching import apply_match_params, write_budget
-
-
-class SetupError(ValueError):
-    """A run config whose parts do not fit together; the message names the keys and the fix."""
 
 
 @dataclass
@@ -58,7 +55,7 @@ def resolve_vocab(plain: dict[str, Any], tokenizer: Tokenizer, n_reserved: int) 
     extra = f" (+{n_reserved} id(s) reserved by task={plain['task']['name']})" if n_reserved else ""
     if mode == "model":
         if model["vocab_size"] < needed:
-            raise SetupError(
+            raise ConfigError(
                 f"tokenizer={tokenizer.name} has {tokenizer.vocab_size} tokens{extra}, more than model.vocab_size="
                 f"{model['vocab_size']}; raise model.vocab_size to at least {needed}, or set vocab_size_from=tokenizer"
             )
@@ -69,8 +66,8 @@ def resolve_vocab(plain: dict[str, Any], tokenizer: Tokenizer, n_reserved: int) 
     for key in ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id"):
         v = model.get(key)
         if v is not None and not 0 <= v < model["vocab_size"]:
-            raise SetupError(f"model.{key}={v} is outside the vocabulary (model.vocab_size={model['vocab_size']}); "
-                             f"set it to a tokenizer id or null")
+            raise ConfigError(f"model.{key}={v} is outside the vocabulary (model.vocab_size={model['vocab_size']}); "
+                              f"set it to a tokenizer id or null")
 
 
 def build_run(cfg: DictConfig | Mapping[str, Any], *, rank: int | None = None, world_size: int | None = None) -> Run:
@@ -112,7 +109,7 @@ def build_trainer(cfg: DictConfig, extra_callbacks: list[pl.Callback] = ()) -> p
     loggers = [instantiate(node) for _, node in (cfg.get("logger") or {}).items() if node is not None]
     for c in callbacks:
         if not isinstance(c, pl.Callback):
-            raise SetupError(f"callbacks: {type(c).__name__} is not a lightning Callback; check its _target_")
+            raise ConfigError(f"callbacks: {type(c).__name__} is not a lightning Callback; check its _target_")
     trainer = instantiate(cfg.trainer, callbacks=[*callbacks, *extra_callbacks], logger=loggers or False,
                           _convert_="partial")
     return harden_trainer(trainer, cfg)  # atomic weights-only checkpoints, non-finite loss guard (docs/reliability.md)

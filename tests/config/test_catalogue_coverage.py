@@ -5,6 +5,8 @@ bare TypeError.
   message (STYLE habit 15: written once, where it is raised: one message argument, no code or
   fields that a table would fill in), is printed by the CLI's clean-error path as that message,
   and has its section in docs/reliability.md §3 (so a new type is documented or the suite fails);
+* every other exception class defined in ``src/`` is in §3's table of types kept beside their
+  code, with the reason it is its own type (and the table lists nothing that is gone);
 * trainer values (``trainer.max_epochs=0`` ends ``fit`` before its first step with status 0;
   ``trainer.devices=-1`` or a list on CPU), unknown keys of ``reliability``/``resume`` (dropped)
   and of callback/logger nodes (a ``TypeError`` when instantiated) each get a message naming the
@@ -138,3 +140,37 @@ def test_docs_describe_every_type() -> None:
     section = (REPO / "docs" / "reliability.md").read_text().split("## 3. ", 1)[1].split("\n## ", 1)[0]
     headings = {line.strip("# `") for line in section.splitlines() if line.startswith("### ")}
     assert {t.__name__ for t in TYPES} <= headings, f"undocumented: {sorted({t.__name__ for t in TYPES} - headings)}"
+
+
+# ---------------------------------------------------------------- exception classes defined elsewhere
+
+EXCEPTION_BASE = ("Error", "Exception", "Exit", "Preempted")  # how a base class's name ends
+
+
+def exception_classes() -> list[tuple[str, str]]:
+    """``(module, class)`` for every class in ``src/`` whose base is an exception class (its name
+    ends in Error, Exception or Exit, or is one of ours), src/errors.py included."""
+    found = []
+    for path in sorted((REPO / "src").rglob("*.py")):
+        module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ClassDef):
+                bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else ""
+                         for b in node.bases]
+                if any(b.endswith(EXCEPTION_BASE) for b in bases):
+                    found.append((module, node.name))
+    return found
+
+
+def test_types_defined_elsewhere_are_the_documented_few() -> None:
+    """Every user-facing problem is a type of src/errors.py; a class kept beside its code is listed
+    in docs/reliability.md §3's table with why (a caller catches exactly it, or it is how an error
+    leaves the program), so a new one is justified there or the suite fails."""
+    section = (REPO / "docs" / "reliability.md").read_text().split("### Errors kept beside their code", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    documented = {line.split("`")[1] for line in rows}
+    assert all(line.rstrip(" |").rsplit("|", 1)[1].strip() for line in rows), "a kept type without its reason"
+    elsewhere = {name for module, name in exception_classes() if module != errors.__name__}
+    assert elsewhere == documented, (f"defined outside src/errors.py, not in the table: {sorted(elsewhere - documented)}; "
+                                     f"in the table, not defined: {sorted(documented - elsewhere)}")

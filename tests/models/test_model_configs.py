@@ -17,7 +17,6 @@ from omegaconf import DictConfig
 
 from src.errors import ConfigError
 from src.models import build_model
-from src.registry import RegistryError
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 MODEL_CONFIGS = sorted(p.stem for p in (CONF / "model").glob("*.yaml"))

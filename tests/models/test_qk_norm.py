@@ -90,5 +90,5 @@ def test_qk_norm_in_every_attention(family: str) -> None:
 def test_qk_norm_bad_values_name_the_key() -> None:
     with pytest.raises(ConfigError, match="model.qk_norm.scope='heads' is not known; use 'head'"):
         build_model(tiny_model_dict(qk_norm={"name": "rmsnorm", "scope": "heads"}))
-    with pytest.raises(KeyError, match="unknown qk_norm 'batchnorm'; registered qk_norms: layernorm, none, rmsnorm"):
+    with pytest.raises(ConfigError, match="unknown qk_norm 'batchnorm'; registered qk_norms: layernorm, none, rmsnorm"):
         build_model(tiny_model_dict(qk_norm={"name": "batchnorm"}))

@@ -9,7 +9,7 @@ import torch
 
 from src.errors import ConfigError
 from src.models import ModelConfig, build_model
-from src.registry import Registry, RegistryError
+from src.registry import Registry
 
 MakeConfig = Callable[..., dict[str, Any]]
 
@@ -25,7 +25,7 @@ MakeConfig = Callable[..., dict[str, Any]]
     ],
 )
 def test_unknown_component_name_lists_registered(make_tiny_config: MakeConfig, group: str, bad: str, listed: str) -> None:
-    with pytest.raises(RegistryError, match=f"unknown {group} '{bad}'; registered {group}s: {listed}"):
+    with pytest.raises(ConfigError, match=f"unknown {group} '{bad}'; registered {group}s: {listed}"):
         build_model(make_tiny_config(**{group: {"name": bad}}))
 
 
@@ -58,12 +58,12 @@ def test_unknown_top_level_key(make_tiny_config: MakeConfig) -> None:
 )
 def test_unknown_component_key(make_tiny_config: MakeConfig, group: str, node: dict, accepts: str) -> None:
     bad = next(k for k in node if k != "name")
-    with pytest.raises(RegistryError, match=rf"{group} '{node['name']}' got unknown key\(s\) \['{bad}'\]; it {accepts}"):
+    with pytest.raises(ConfigError, match=rf"{group} '{node['name']}' got unknown key\(s\) \['{bad}'\]; it {accepts}"):
         build_model(make_tiny_config(**{group: node}))
 
 
 def test_component_config_without_name(make_tiny_config: MakeConfig) -> None:
-    with pytest.raises(RegistryError, match="position config needs a 'name' key"):
+    with pytest.raises(ConfigError, match="position config needs a 'name' key"):
         build_model(make_tiny_config(position={"theta": 1.0}))
 
 
@@ -97,7 +97,7 @@ def test_registry_refuses_a_second_class_under_one_name() -> None:
     class A:
         pass
 
-    with pytest.raises(RegistryError, match="widget 'a' is already registered by"):
+    with pytest.raises(ConfigError, match="widget 'a' is already registered by"):
 
         @reg.register("a")
         class B:

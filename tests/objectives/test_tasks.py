@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from src.data.tokenizers import CharTokenizer
+from src.errors import ConfigError
 from src.models.families.base import IGNORE_INDEX
-from src.objectives import TASKS, TaskError
+from src.objectives import TASKS
 from src.objectives.decoder_translation import concat_pairs
-from src.training.setup import SetupError, resolve_vocab
+from src.training.setup import resolve_vocab
 from tests.conftest import tiny_model_dict
 
 V = 40  # tokenizer vocabulary of the synthetic batches
@@ -158,21 +159,21 @@ def test_seq2seq_teacher_forcing_inputs() -> None:
 )
 def test_task_family_mismatch_is_a_build_error(task_name: str, family: str, match: str) -> None:
     cfg = plain_cfg({"name": task_name, "mask_token_id": 3, "decoder_start_token_id": 2, "sep_token_id": 3}, family=family)
-    with pytest.raises(TaskError, match=match):
+    with pytest.raises(ConfigError, match=match):
         TASKS.get(task_name)(cfg, TOK.state_dict())
 
 
 def test_batch_format_mismatch() -> None:
-    with pytest.raises(TaskError, match="translation pairs fit task=seq2seq"):
+    with pytest.raises(ConfigError, match="translation pairs fit task=seq2seq"):
         TASKS.get("causal_lm").check_batch_format("pairs", "data=multi30k")
-    with pytest.raises(TaskError, match="cannot train on data=embedded, which yields text batches"):
+    with pytest.raises(ConfigError, match="cannot train on data=embedded, which yields text batches"):
         TASKS.get("decoder_translation").check_batch_format("text", "data=embedded")
 
 
 def test_prefix_length_needs_prefix_mask() -> None:
-    with pytest.raises(TaskError, match="task.prefix_length=4 needs model/mask=prefix_lm"):
+    with pytest.raises(ConfigError, match="task.prefix_length=4 needs model/mask=prefix_lm"):
         TASKS.get("causal_lm")(plain_cfg({"name": "causal_lm", "prefix_length": 4}), TOK.state_dict())
-    with pytest.raises(TaskError, match="model/mask=prefix_lm needs task.prefix_length"):
+    with pytest.raises(ConfigError, match="model/mask=prefix_lm needs task.prefix_length"):
         TASKS.get("causal_lm")(plain_cfg({"name": "causal_lm", "prefix_length": None}, mask={"name": "prefix_lm"}), None)
 
 
@@ -183,6 +184,6 @@ def test_vocab_follows_tokenizer_or_must_fit() -> None:
     assert cfg["model"]["vocab_size"] == V + 1 and cfg["model"]["eos_token_id"] is None
     cfg = plain_cfg({"name": "causal_lm"}) | {"vocab_size_from": "model"}
     cfg["model"]["vocab_size"] = 20
-    with pytest.raises(SetupError, match=f"tokenizer=char has {V} tokens, more than model.vocab_size=20; "
-                                         f"raise model.vocab_size to at least {V}"):
+    with pytest.raises(ConfigError, match=f"tokenizer=char has {V} tokens, more than model.vocab_size=20; "
+                                            f"raise model.vocab_size to at least {V}"):
         resolve_vocab(cfg, TOK, n_reserved=0)

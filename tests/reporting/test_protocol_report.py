@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from src.errors import ConfigError
 from src.report import make_report
 from src.studies.outcomes import run_outcome
-from src.studies.protocol import Protocol, ProtocolError
+from src.studies.protocol import Protocol
 from src.reporting.render import REPORT_COLUMNS
 from src.studies.runs import read_run
 from tests.reporting.fake_runs import completed, write_run
@@ -144,15 +145,15 @@ def test_no_validation_runs_count_for_test_but_not_for_selection(tmp_path: Path)
 
 
 def test_protocol_node_is_checked() -> None:
-    with pytest.raises(ProtocolError, match="unknown key"):
+    with pytest.raises(ConfigError, match="unknown key"):
         Protocol.from_node({"tune": {"optim.lr": [1e-3]}, "seed": [1]})
-    with pytest.raises(ProtocolError, match="verdicts use the test split"):
+    with pytest.raises(ConfigError, match="verdicts use the test split"):
         Protocol.from_node({"metric": "val/loss"})
-    with pytest.raises(ProtocolError, match="two_stage needs protocol.tune_seeds"):
+    with pytest.raises(ConfigError, match="two_stage needs protocol.tune_seeds"):
         Protocol.from_node({"design": "two_stage"})
-    with pytest.raises(ProtocolError, match="match='compute'"):
+    with pytest.raises(ConfigError, match="match='compute'"):
         Protocol.from_node({"match": "compute"})
-    with pytest.raises(ProtocolError, match="equivalence_margin"):
+    with pytest.raises(ConfigError, match="equivalence_margin"):
         Protocol.from_node({}, margin=-1)
     p = Protocol.from_node({"tune": {"optim.lr": ["1e-3", 0.002]}}, margin={"test/loss": 0.02})
     assert p.tune == {"optim.lr": ["0.001", "0.002"]} and p.equivalence_margin == {"test/loss": 0.02}
@@ -167,7 +168,7 @@ def test_runs_with_different_protocols(tmp_path: Path) -> None:
     assert p.seeds == ["1", "2", "3", "4"] and p.tune == {"optim.lr": ["0.001", "0.002", "0.004", "0.008"]}
     write_run(tmp_path, ["seed=5"], config={"protocol": {**PROTOCOL, "baseline": "model/ffn=swiglu"}},
               metrics=completed(2.0, 2.0))
-    with pytest.raises(ProtocolError, match=r"different protocols: baseline .* \(choose with --baseline\)"):
+    with pytest.raises(ConfigError, match=r"different protocols: baseline .* \(choose with --baseline\)"):
         make_report([tmp_path], tmp_path / "out")
     assert make_report([tmp_path], tmp_path / "out", baseline="model/ffn=gelu").report.protocol.baseline == "model/ffn=gelu"
 

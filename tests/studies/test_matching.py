@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from src.studies.matching import MatchError, apply_match_params, count_parameters, match_model
+from src.errors import ConfigError
+from src.studies.matching import apply_match_params, count_parameters, match_model
 from src.models import build_model
 
 
@@ -50,11 +51,11 @@ def test_named_reference_keeps_the_run_vocabulary(make_tiny_config: Callable[...
 
 def test_errors_are_explicit(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
     cfg = make_tiny_config()
-    with pytest.raises(MatchError, match="not a model config"):
+    with pytest.raises(ConfigError, match="not a model config"):
         match_model(cfg, "no_such_model")
-    with pytest.raises(MatchError, match="solve='width'"):
+    with pytest.raises(ConfigError, match="solve='width'"):
         match_model(cfg, {"d_ff": 100}, solve="width")
-    with pytest.raises(MatchError, match="tolerance"):  # 64-multiples cannot hit a 1-unit change within 0.01%
+    with pytest.raises(ConfigError, match="tolerance"):  # 64-multiples cannot hit a 1-unit change within 0.01%
         match_model(cfg, {"d_ff": 65}, multiple_of=64, tolerance=1e-4)
 
 
@@ -66,7 +67,7 @@ def test_apply_match_params_updates_the_plain_config(tmp_path, make_tiny_config:
     saved = json.loads((tmp_path / "match_params.json").read_text())
     assert saved["params"] == count_parameters(plain["model"]) and saved["reference_params"] == r.reference_params
     assert apply_match_params({"model": make_tiny_config(), "match_params": {"reference": None}}) is None
-    with pytest.raises(MatchError, match="unknown key"):
+    with pytest.raises(ConfigError, match="unknown key"):
         apply_match_params({"model": make_tiny_config(), "match_params": {"reference": "tiny", "tol": 1}})
 
 
@@ -101,7 +102,7 @@ def test_flops_matching_gives_equal_training_flops(tmp_path) -> None:
     assert solve_steps(ref, deep, "tokens") == 100 and solve_steps(ref, deep, "params") == 100
     _, long = _budget(tmp_path, "block_size=16", "trainer.max_steps=100")  # half the tokens per step
     assert solve_steps(ref, long, "tokens") == 200
-    with pytest.raises(MatchError, match="protocol.match='compute'"):
+    with pytest.raises(ConfigError, match="protocol.match='compute'"):
         solve_steps(ref, deep, "compute")
 
 

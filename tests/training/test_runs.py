@@ -146,12 +146,12 @@ def test_resume_after_crash_matches_uninterrupted_run(tmp_path: Path, monkeypatc
 
 
 def test_setup_error_is_recorded_and_raised(tmp_path: Path) -> None:
-    from src.training.setup import SetupError
+    from src.errors import ConfigError
 
-    with pytest.raises(SetupError, match="raise model.vocab_size"):
+    with pytest.raises(ConfigError, match="raise model.vocab_size"):
         train_in_process([*TINY, "vocab_size_from=model", "model.vocab_size=10"], tmp_path)
     m = metrics(tmp_path)
-    assert m["status"] == "failed" and m["error"].startswith("SetupError: tokenizer=char has")
+    assert m["status"] == "failed" and m["error"].startswith("ConfigError: tokenizer=char has")
     assert m["global_step"] == 0 and m["tokens_seen"] == 0
 
 

@@ -24,7 +24,8 @@ from typing import Any, TypeVar
 from scipy import stats
 
 from src.evaluation.scorer import Scorer
-from src.registry import Registry, RegistryError
+from src.errors import ConfigError
+from src.registry import Registry
 
 T = TypeVar("T")
 
@@ -32,7 +33,7 @@ T = TypeVar("T")
 class BenchmarkRegistry(Registry["Benchmark"]):
     def get(self, name: str) -> type["Benchmark"]:
         if name not in self._discover():
-            raise RegistryError(
+            raise ConfigError(
                 f"unknown evaluation task type '{name}'; registered: {', '.join(self.names())}. Add one with "
                 f"@BENCHMARKS.register('{name}') in src/evaluation/benchmarks/ and a conf/tasks/<entry>.yaml naming it in 'task:'"
             )
@@ -146,11 +147,12 @@ def build_benchmark(name: str, cfg: Mapping[str, Any]) -> Benchmark:
     """A task from its config entry ``tasks.<name>`` (the ``task`` key names the type)."""
     node = dict(cfg)
     if "task" not in node:
-        raise RegistryError(f"tasks.{name} needs a 'task' key naming its type (one of: {', '.join(BENCHMARKS.names())})")
+        raise ConfigError(f"tasks.{name} needs a 'task' key naming its type (one of: {', '.join(BENCHMARKS.names())})")
     node["name"] = node.pop("task")
     try:
-        task = BENCHMARKS.build(node)
-    except RegistryError as e:
-        raise RegistryError(f"tasks.{name}: {e}") from None
+        cls, kwargs = BENCHMARKS.resolve(node)  # what BENCHMARKS.build does before it constructs
+    except ConfigError as e:  # an unknown type or key: say which entry
+        raise ConfigError(f"tasks.{name}: {e}") from None
+    task = cls(**kwargs)
     task.name = name
     return task

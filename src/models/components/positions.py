@@ -26,13 +26,14 @@ from torch import Tensor, nn
 
 from src.errors import ConfigError
 from src.models.components.rope_scaling import ROPE_SCALINGS, RopeScaling, base_inv_freq
-from src.registry import Registry, RegistryError, or_list
+from src.registry import Registry, or_list
 
 POSITIONS: Registry["Position"] = Registry("position", conf="model/position", package="src.models.components")
 
 
 class PositionLimitError(ValueError):
-    """A sequence is longer than a learned position table."""
+    """A sequence is longer than a learned position table. Kept apart from ``src.errors.ConfigError``
+    because ``src.evaluation.extrapolation`` catches exactly this to record the length "not applicable"."""
 
 
 class Position(nn.Module):
@@ -274,9 +275,11 @@ def build_scaling(scaling: Mapping[str, Any] | None, max_seq_len: int | None) ->
         raise ConfigError(f"model.position.scaling ({name}) needs a factor: the ratio of the longest context to the "
                           f"training length (e.g. model.position.scaling.factor=4)")
     try:
-        return ROPE_SCALINGS.build(node, max_seq_len=max_seq_len)
-    except RegistryError as e:
+        cls, kwargs = ROPE_SCALINGS.resolve(node, max_seq_len=max_seq_len)  # ROPE_SCALINGS.build, before it constructs
+    except ConfigError as e:  # an unknown key: say which node
         raise ConfigError(f"model.position.scaling: {e}") from None
+    try:
+        return cls(**kwargs)
     except TypeError as e:  # e.g. max_seq_len unknown to a caller building the position alone
         raise ConfigError(f"model.position.scaling ({name}): {e}; give original_max_seq_len") from None
 

@@ -9,13 +9,12 @@ import pytest
 import torch
 
 from src.models import build_model
-from src.errors import HFConversionError
+from src.errors import ConfigError, HFConversionError
 from src.models.components.norms import NORMS
 from src.models.config import ModelConfig
 from src.models.hf import (ADAPTERS, ANY, Adapter, config_from_hf, convert_to_hf, export_adapter, formats,
                            get_adapter)
 from src.models.hf.architecture import GROUPS
-from src.registry import RegistryError
 
 FORMATS = ["bert", "gpt2", "llama", "marian", "qwen3", "t5"]
 
@@ -51,7 +50,7 @@ def test_unknown_model_type_in_a_config_json_fails_before_transformers() -> None
 
 
 def test_a_model_type_cannot_be_registered_twice() -> None:
-    with pytest.raises(RegistryError, match="hf format 'gpt2' is already registered by GPT2Adapter"):
+    with pytest.raises(ConfigError, match="hf format 'gpt2' is already registered by GPT2Adapter"):
         ADAPTERS.register("gpt2")(type("OtherGPT2", (Adapter,), {}))
     assert ADAPTERS.names() == FORMATS
 
