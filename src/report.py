@@ -14,7 +14,8 @@ from the runs' saved ``protocol:`` node; the flags override it.
 For each variant: the chosen value of each tuned key (lowest mean ``val/loss`` over seeds, on
 the selection runs) with a flag when it sits at the edge of the grid; on the verdict runs, the
 verdict metric (``test/loss``) and each secondary metric as n, mean, std and 95 % t-interval; Δ
-against the baseline with its 95 % interval, Welch's p, the Holm-adjusted p over every
+against the baseline with its 95 % interval, the p of the paired t-test by seed (where both sides
+ran the same seeds on the same batches; --pairing) or Welch's, the Holm-adjusted p over every
 comparison the report makes, a verdict (better | worse | equivalent | inconclusive; equivalent
 only by TOST against ``report.equivalence_margin``) and the minimum detectable effect at 80 %
 power; parameters, FLOPs per token and training FLOPs; smoothed n-gram reference rows. Writes
@@ -48,6 +49,7 @@ from typing import Any
 from src.cli import is_ours
 from src.evaluation.extrapolation import DEFAULT_FACTORS, extrapolate_run
 from src.reporting.build import ReportFiles, make_report
+from src.reporting.comparisons import PAIRINGS
 from src.reporting.scaling import make_scaling_report
 from src.reporting.table import DEFAULT_SECONDARY
 from src.studies.protocol import DESIGNS
@@ -78,6 +80,9 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
     p.add_argument("--comparisons", default=None, choices=("baseline", "one_factor"),
                    help="baseline: each variant vs the baseline; one_factor: also every pair differing in one factor")
     p.add_argument("--alpha", type=float, default=0.05, help="family-wise significance level (default 0.05)")
+    p.add_argument("--pairing", default="auto", choices=PAIRINGS,
+                   help="auto (default): the paired t-test by seed where both sides ran the same seeds on the same data "
+                        "order, else Welch's; paired: pair on the shared seeds; unpaired: Welch's everywhere")
     p.add_argument("--extra", nargs="*", default=None,
                    help="secondary metrics (metrics.json keys or fnmatch patterns; default: the protocol's, else "
                         + " ".join(DEFAULT_SECONDARY) + ")")
@@ -89,7 +94,7 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
     try:
         files = make_report(args.dirs, args.out, tune=args.tune, baseline=args.baseline, metric=args.metric,
                             select=args.select, design=args.design, equivalence_margin=args.equivalence_margin,
-                            comparisons=args.comparisons, alpha=args.alpha, extra=args.extra,
+                            comparisons=args.comparisons, alpha=args.alpha, extra=args.extra, pairing=args.pairing,
                             ignore=[*IGNORED_KEYS, *args.ignore],
                             title=args.title)
     except (ValueError, FileNotFoundError) as e:  # ConfigError and DataError are ValueErrors

@@ -87,7 +87,8 @@ def test_quickstart_study_report_recomputes_from_runs_csv(tmp_path: Path) -> Non
         assert sorted(by_lr) == ["0.001", "0.003", "0.01"] and all(len(v) == 3 for v in by_lr.values())
         chosen = min(by_lr, key=lambda lr: np.mean(by_lr[lr]))
         assert table[variant]["optim.lr"] == chosen
-        verdict[variant] = [float(x["test/loss"]) for x in mine if x["optim.lr"] == chosen]
+        verdict[variant] = [float(x["test/loss"]) for x in sorted(mine, key=lambda x: int(x["seed"]))
+                            if x["optim.lr"] == chosen]  # by seed: both variants ran seeds 1-3 on the same data
         assert {x["role"] for x in mine if x["optim.lr"] == chosen} == {"selection+verdict"}
         # the summaries: mean, sample std, t-interval
         v, row = verdict[variant], table[variant]
@@ -97,7 +98,7 @@ def test_quickstart_study_report_recomputes_from_runs_csv(tmp_path: Path) -> Non
         assert float(row["ci_low"]) == pytest.approx(np.mean(v) - half) and float(row["ci_high"]) == pytest.approx(np.mean(v) + half)
     a, b = verdict["model/ffn=swiglu"], verdict["model/ffn=gelu"]
     row = table["model/ffn=swiglu"]
-    w = stats.ttest_ind(a, b, equal_var=False)
+    w = stats.ttest_rel(a, b)  # paired by seed (the same seeds, block and batch size: the same batches)
     ci = w.confidence_interval(0.95)
     assert float(row["delta"]) == pytest.approx(np.mean(a) - np.mean(b))
     assert (float(row["delta_ci_low"]), float(row["delta_ci_high"])) == (pytest.approx(ci.low), pytest.approx(ci.high))
@@ -109,16 +110,16 @@ def test_quickstart_study_report_recomputes_from_runs_csv(tmp_path: Path) -> Non
     assert float(row["p_holm"]) == pytest.approx(min(1.0, max((len(ps) - j) * ps[j] for j in range(k + 1))))
     # TOST against the stated margin (study_common: 0.02 nats), and the verdict it allows
     margin = 0.02
-    p_tost = max(stats.ttest_ind(np.add(a, margin), b, equal_var=False, alternative="greater").pvalue,
-                 stats.ttest_ind(np.subtract(a, margin), b, equal_var=False, alternative="less").pvalue)
+    p_tost = max(stats.ttest_rel(np.add(a, margin), b, alternative="greater").pvalue,
+                 stats.ttest_rel(np.subtract(a, margin), b, alternative="less").pvalue)
     c = next(c for c in comps if c["variant"] == "model/ffn=swiglu" and c["metric"] == "test/loss")
+    assert c["test"] == "paired" and c["pairs"] == "3"
     assert float(c["p_tost"]) == pytest.approx(p_tost) and float(c["margin"]) == margin
     expected = ("better" if float(row["delta"]) < 0 else "worse") if float(row["p_holm"]) < 0.05 else \
         "equivalent" if float(c["p_tost_holm"]) < 0.05 else "inconclusive"
     assert row["verdict"] == expected and table["model/ffn=gelu"]["verdict"] == "baseline"
-    # the minimum detectable effect at α/m and 80 % power, from the two spreads
-    va, vb = np.var(a, ddof=1) / 3, np.var(b, ddof=1) / 3
-    se, df = math.sqrt(va + vb), (va + vb) ** 2 / (va**2 / 2 + vb**2 / 2)
+    # the minimum detectable effect at α/m and 80 % power, from the spread of the paired differences
+    se, df = np.std(np.subtract(a, b), ddof=1) / math.sqrt(3), 2
     crit = stats.t.ppf(1 - 0.05 / len(tested) / 2, df)
     mde = float(row["mde"])
     assert stats.nct.sf(crit, df, mde / se) + stats.nct.cdf(-crit, df, mde / se) == pytest.approx(0.8, abs=1e-6)

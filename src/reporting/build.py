@@ -84,6 +84,7 @@ def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, t
                 baseline: str | None = None, metric: str | None = None, select: str | None = None,
                 design: str | None = None, equivalence_margin: float | None = None, comparisons: str | None = None,
                 alpha: float = 0.05, extra: Sequence[str] | None = None, ignore: Sequence[str] = IGNORED_KEYS,
+                pairing: str = "auto",
                 title: str | None = None) -> ReportFiles:
     """Build the report of the runs under ``roots``; write it to ``out`` (default ``roots[0]``)."""
     runs = load_runs(roots)
@@ -92,7 +93,8 @@ def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, t
                                 baseline=baseline)
     tuned, varying, shared = tune_variants(runs, protocol, ignore)
     base = find_baseline([t.variant for t in tuned], protocol.baseline)
-    report = build_report(tuned, varying, shared, protocol, baseline=base, alpha=alpha, secondary=protocol.secondary)
+    report = build_report(tuned, varying, shared, protocol, baseline=base, alpha=alpha, secondary=protocol.secondary,
+                          pairing=pairing)
     out_dir = Path(out or roots[0])
     out_dir.mkdir(parents=True, exist_ok=True)
     plots: dict[str, Path | None] = {

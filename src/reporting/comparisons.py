@@ -1,10 +1,19 @@
 """Comparisons a report makes, corrected together, and their verdicts.
 
 Every comparison is one variant against a reference variant on one metric (the primary metric
-and each secondary one), tested on the per-seed final values (``src.reporting.stats``). The
-report corrects *all* of them together — the family is every comparison it prints:
+and each secondary one), tested on the per-seed final values (``src.reporting.stats``):
 
-* ``p_holm`` — Holm's step-down adjustment (Holm 1979) of the Welch p-values of the family:
+* **paired** (``scipy.stats.ttest_rel``) when both sides ran the same seeds, each once, on the same
+  data order (``same_data``: the batches are a pure function of seed, rank and batch index, so the
+  same seed, block size and batch size mean the same batches). Each comparison records its test,
+  its number of pairs and the correlation between the paired runs;
+* **Welch's** test otherwise, with the reason it could not pair (``pairing_note``).
+  ``pairing="paired"`` or ``"unpaired"`` (``python -m src.report --pairing``) overrides the choice;
+  ``paired`` still needs two shared seeds, and says so when it falls back.
+
+The report corrects *all* of them together — the family is every comparison it prints:
+
+* ``p_holm`` — Holm's step-down adjustment (Holm 1979) of the p-values of the family (whichever test made each):
   sort the m p-values, ``p̃_(i) = max_{j <= i} min(1, (m - j + 1) · p_(j))``; it controls the
   family-wise error rate at α under any dependence between the tests;
 * ``p_tost_holm`` — the same adjustment over the family's equivalence (TOST) p-values.
@@ -26,12 +35,22 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from src.reporting.stats import minimum_detectable_effect, summarize, tost, welch_t_test
+from src.reporting.stats import (
+    minimum_detectable_effect,
+    paired_minimum_detectable_effect,
+    paired_t_test,
+    paired_tost,
+    summarize,
+    tost,
+    welch_t_test,
+)
 
 VERDICTS = ("better", "worse", "equivalent", "inconclusive")
+PAIRINGS = ("auto", "paired", "unpaired")
 LOWER_IS_BETTER = ("*loss*", "*ppl*", "*perplexity*", "*nll*", "*bpb*", "*bits_per*")
 HIGHER_IS_BETTER = ("*bleu*", "*chrf*", "*acc*", "*accuracy*", "*exact_match*")
 
@@ -83,7 +102,7 @@ class Comparison:
     delta: float | None
     delta_ci_low: float | None = None
     delta_ci_high: float | None = None
-    p: float | None = None  # Welch, two-sided
+    p: float | None = None  # two-sided, by ``test``
     p_tost: float | None = None  # None without a margin
     margin: float | None = None
     p_holm: float | None = None
@@ -91,12 +110,22 @@ class Comparison:
     mde: float | None = None
     verdict: str = "inconclusive"
     reason: str = ""  # why there is no test
+    test: str = ""  # "paired" | "welch" ("" without a test)
+    pairs: int = 0  # seeds both sides share (the paired test's n)
+    correlation: float | None = None  # of the paired runs' values
+    pairing_note: str = ""  # why the comparison is not paired (auto), or why "paired" fell back
     values: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []), repr=False)
 
 
 def compare(metric: str, variant: str, reference: str, a: Sequence[float | None], b: Sequence[float | None],
-            margin: float | None = None) -> Comparison:
-    """The unadjusted comparison (``decide`` adds the family's corrections and the verdict)."""
+            margin: float | None = None, *, seeds: tuple[Sequence[Any], Sequence[Any]] | None = None,
+            same_data: bool = True, pairing: str = "auto") -> Comparison:
+    """The unadjusted comparison (``decide`` adds the family's corrections and the verdict).
+
+    seeds: the seed of each value of ``a`` and of ``b`` (same order); with them, and ``same_data``
+    (both sides read the same batches for a seed), the comparison is paired by seed (module doc)."""
+    if pairing not in PAIRINGS:
+        raise ValueError(f"pairing={pairing!r}: use one of {', '.join(PAIRINGS)}")
     sa, sb = summarize(a), summarize(b)
     xa = [float(x) for x in a if x is not None and np.isfinite(x)]
     xb = [float(x) for x in b if x is not None and np.isfinite(x)]
@@ -104,16 +133,54 @@ def compare(metric: str, variant: str, reference: str, a: Sequence[float | None]
     c = Comparison(metric, variant, reference, (sa.n, sb.n), delta, margin=margin, values=(xa, xb))
     if delta is None:
         c.reason = "no finite result"
-    elif min(sa.n, sb.n) < 2:
-        c.reason = f"{min(sa.n, sb.n)} seed{'s' if min(sa.n, sb.n) != 1 else ''} on one side"
-    else:
-        test = welch_t_test(xa, xb)
-        if test is None:
-            c.reason = "no seed spread"
-        else:
+        return c
+    paired = _pairs(a, b, seeds, same_data, pairing, c) if pairing != "unpaired" else None
+    if paired is not None:
+        pa, pb = paired
+        test = paired_t_test(pa, pb)
+        if test is not None:
+            c.test, c.pairs, c.correlation, c.values = "paired", test.n, test.correlation, (pa, pb)
             c.p, c.delta_ci_low, c.delta_ci_high = test.p, test.ci_low, test.ci_high
-            c.p_tost = tost(xa, xb, margin) if margin else None
+            c.p_tost = paired_tost(pa, pb, margin) if margin else None
+            return c
+        c.pairing_note = "the paired differences have no spread"
+    if min(sa.n, sb.n) < 2:
+        c.reason = f"{min(sa.n, sb.n)} seed{'s' if min(sa.n, sb.n) != 1 else ''} on one side"
+        return c
+    test = welch_t_test(xa, xb)
+    if test is None:
+        c.reason = "no seed spread"
+        return c
+    c.test = "welch"
+    c.p, c.delta_ci_low, c.delta_ci_high = test.p, test.ci_low, test.ci_high
+    c.p_tost = tost(xa, xb, margin) if margin else None
     return c
+
+
+def _pairs(a: Sequence[float | None], b: Sequence[float | None], seeds: tuple[Sequence[Any], Sequence[Any]] | None,
+           same_data: bool, pairing: str, c: Comparison) -> tuple[list[float], list[float]] | None:
+    """The values of ``a`` and ``b`` lined up by seed, or None (and ``c.pairing_note`` says why)."""
+    if seeds is None:
+        c.pairing_note = "no seeds given"
+        return None
+    by_a = [(s, float(x)) for s, x in zip(seeds[0], a) if x is not None and np.isfinite(x)]
+    by_b = [(s, float(x)) for s, x in zip(seeds[1], b) if x is not None and np.isfinite(x)]
+    da, db = dict(by_a), dict(by_b)
+    if len(da) < len(by_a) or len(db) < len(by_b):
+        c.pairing_note = "a seed appears more than once on one side"
+        return None
+    if not same_data and pairing == "auto":
+        c.pairing_note = "the two sides read different batches for a seed (block_size, batch_size or data differ)"
+        return None
+    shared = sorted(set(da) & set(db), key=str)
+    if pairing == "auto" and set(da) != set(db):
+        only = sorted({str(s) for s in set(da) ^ set(db)})
+        c.pairing_note = f"the seeds differ ({', '.join(only)} on one side only)"
+        return None
+    if len(shared) < 2:
+        c.pairing_note = f"{len(shared)} shared seed{'s' if len(shared) != 1 else ''}: pairing needs 2"
+        return None
+    return [da[s] for s in shared], [db[s] for s in shared]
 
 
 def decide(comparisons: Sequence[Comparison], alpha: float = 0.05) -> int:
@@ -130,7 +197,8 @@ def decide(comparisons: Sequence[Comparison], alpha: float = 0.05) -> int:
         c.verdict = "inconclusive"
         if c.p is None:
             continue
-        c.mde = minimum_detectable_effect(*c.values, alpha=alpha / max(m, 1))
+        mde = paired_minimum_detectable_effect if c.test == "paired" else minimum_detectable_effect
+        c.mde = mde(*c.values, alpha=alpha / max(m, 1))
         if c.p_holm is not None and c.p_holm < alpha and c.delta:
             way = direction(c.metric)
             up = c.delta > 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,8 @@ def comparison_records(report: Report) -> list[dict[str, Any]]:
     return [{"metric": c.metric, "variant": c.variant, "reference": c.reference, "n_variant": c.n[0], "n_reference": c.n[1],
              "delta": c.delta, "delta_ci_low": c.delta_ci_low, "delta_ci_high": c.delta_ci_high, "p": c.p,
              "p_holm": c.p_holm, "margin": c.margin, "p_tost": c.p_tost, "p_tost_holm": c.p_tost_holm, "mde": c.mde,
-             "verdict": c.verdict, "reason": c.reason} for c in report.comparisons]
+             "verdict": c.verdict, "reason": c.reason, "test": c.test, "pairs": c.pairs, "correlation": c.correlation,
+             "pairing_note": c.pairing_note} for c in report.comparisons]
 
 
 def tuning_records(report: Report) -> list[dict[str, Any]]:
@@ -153,6 +155,32 @@ def _verdict_cells(c: Comparison | None, baseline: bool, digits: int = 3) -> lis
     verdict = c.verdict + (f" ({c.reason})" if c.reason else "")
     return [delta, significant(c.p), significant(c.p_holm), f"**{verdict}**" if c.verdict in ("better", "worse", "equivalent") else verdict,
             fixed(c.mde, digits)]
+
+
+def _tests_text(report: Report) -> str:
+    """Which tests the family used: paired by seed where both sides share seeds and data order, else Welch's."""
+    used = Counter(c.test for c in report.comparisons if c.test)
+    if not used:
+        return "No test could be made"
+    names = {"paired": "the paired t-test (by seed, same data order)", "welch": "Welch's t-test"}
+    return "By " + " and ".join(f"{names[k]} for {plural(n, 'comparison')}" for k, n in sorted(used.items()))
+
+
+def _pairing_lines(report: Report) -> list[str]:
+    """The primary metric's comparisons: their test, pairs and pairing correlation, or why they are not paired."""
+    rows = []
+    for c in report.comparisons:
+        if c.metric != report.protocol.metric or not c.test:
+            continue
+        if c.test == "paired":
+            r = "–" if c.correlation is None else f"{c.correlation:+.2f}"
+            rows.append(f"| {c.variant} | {c.reference} | paired | {c.pairs} | {r} | |")
+        else:
+            rows.append(f"| {c.variant} | {c.reference} | Welch | – | – | {c.pairing_note} |")
+    if not rows:
+        return []
+    return ["| variant | against | test | pairs | r (paired runs) | why not paired |", "|---|---|---|---|---|---|",
+            *rows, ""]
 
 
 def not_applicable(row: VariantRow, key: str) -> str | None:
@@ -219,11 +247,12 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
          "protocol). ") + p.describe(report.secondary), "",
         f"Baseline: **{base}**. Comparisons: {'each variant against the baseline' if p.comparisons == 'baseline' else 'each variant against the baseline, and every pair of variants that differ in one factor'}, "
         f"on `{p.metric}`" + (f" and {len(report.secondary)} secondary metric(s)" if report.secondary else "") +
-        f": {plural(len(report.comparisons), 'comparison')}, {report.m} with a test. Welch's t-test (two-sided), Holm-corrected over "
-        f"all {report.m} at α = {report.alpha}; equivalence margin {margin_text} (TOST, Holm-corrected); MDE = the "
-        f"smallest |Δ| Welch's test at α/m = {report.alpha / max(report.m, 1):.3g} detects with {POWER:.0%} power given the "
-        "observed spreads. How to read each column: docs/studies.md.", "",
+        f": {plural(len(report.comparisons), 'comparison')}, {report.m} with a test. {_tests_text(report)}, two-sided, "
+        f"Holm-corrected over all {report.m} at α = {report.alpha}; equivalence margin {margin_text} (TOST, Holm-corrected); "
+        f"MDE = the smallest |Δ| the comparison's test at α/m = {report.alpha / max(report.m, 1):.3g} detects with "
+        f"{POWER:.0%} power given the observed spreads. How to read each column: docs/studies.md.", "",
     ]
+    lines += _pairing_lines(report)
     lines += [f"## Verdicts on `{p.metric}`", ""]
     lines += _metric_table(report, p.metric, [r.primary for r in rows], [r.comparison for r in rows], True, True)
     lines += ["", "`⚠ edge`: the chosen value is the smallest or largest candidate; the optimum may lie outside the grid."

@@ -15,10 +15,16 @@ All figures are over seeds: one number per run (its final metric), ``n`` runs pe
   margin`` is rejected when both ``Δ > -margin`` and ``Δ < margin`` are, each by a one-sided
   Welch test; ``p = max`` of the two (``ttest_ind(a ± margin, b, alternative=...)``: shifting a
   sample moves its mean and leaves its variance alone).
-* **Minimum detectable effect** — the smallest ``|Δ|`` that Welch's two-sided test at level
+* **Paired t-test** (Student 1908, on differences) when both sides ran the same seeds on the same
+  data order: with ``d_i = a_i - b_i`` over the n shared seeds, ``t = mean(d) / (s_d / sqrt(n))``,
+  ``df = n - 1`` (``scipy.stats.ttest_rel``, its ``.confidence_interval()`` for Δ). A run's
+  batches are a pure function of (seed, rank, batch index), so two variants with one seed see the
+  same data in the same order, and the noise they share cancels in ``d``. Paired TOST shifts
+  ``a`` by ``±margin`` in ``ttest_rel``; the paired MDE uses ``se = s_d / sqrt(n)``, ``df = n - 1``.
+* **Minimum detectable effect** — the smallest ``|Δ|`` that the two-sided test at level
   ``alpha`` finds with probability ``power`` given the observed spreads and seed counts: the
   root of ``P(|T'| > t_{1-α/2, df}) = power`` with ``T'`` noncentral t (``scipy.stats.nct``)
-  of noncentrality ``Δ / se`` (``scipy.optimize.brentq``).
+  of noncentrality ``Δ / se`` (``scipy.optimize.brentq``); Welch's se and df, or the paired ones.
 
 tests/reporting/test_stats.py checks each against hand computations, Student's t tables and
 published power figures.
@@ -143,10 +149,75 @@ def minimum_detectable_effect(a: Sequence[float], b: Sequence[float], alpha: flo
                               power: float = POWER) -> float | None:
     """Smallest ``|Δ|`` Welch's test at ``alpha`` detects with probability ``power`` (observed spreads)."""
     se_df = welch_se_df(a, b)
-    if se_df is None:
-        return None
-    se, df = se_df
+    return None if se_df is None else detectable_effect(*se_df, alpha=alpha, power=power)
+
+
+def detectable_effect(se: float, df: float, alpha: float = 0.05, power: float = POWER) -> float:
+    """Smallest ``|Δ|`` a two-sided t-test with standard error ``se`` and ``df`` degrees of freedom
+    rejects at ``alpha`` with probability ``power``."""
     hi = se
     while power_at(hi, se, df, alpha) < power:
         hi *= 2.0
     return float(optimize.brentq(lambda d: power_at(d, se, df, alpha) - power, 0.0, hi, xtol=1e-12 * hi))
+
+
+@dataclass
+class PairedTest:
+    """The paired t-test of Δ = mean(a - b) over shared seeds."""
+
+    t: float
+    df: float  # n - 1
+    p: float  # two-sided
+    ci_low: float  # interval of mean(a - b)
+    ci_high: float
+    n: int  # pairs
+    correlation: float | None  # Pearson r of the paired values (None when one side has no spread)
+    se: float  # s_d / sqrt(n)
+
+
+def _paired(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Both as arrays when there are >= 2 pairs of finite values and the differences vary; else None."""
+    xa, xb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if xa.shape != xb.shape or xa.size < 2 or not (np.isfinite(xa).all() and np.isfinite(xb).all()):
+        return None
+    if np.var(xa - xb, ddof=1) == 0.0:
+        return None
+    return xa, xb
+
+
+def paired_t_test(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE) -> PairedTest | None:
+    """``scipy.stats.ttest_rel(a, b)`` (``a[i]`` and ``b[i]`` share a seed) and the interval of Δ;
+    None with < 2 pairs or no spread in the differences."""
+    pair = _paired(a, b)
+    if pair is None:
+        return None
+    xa, xb = pair
+    r = stats.ttest_rel(xa, xb)
+    ci = r.confidence_interval(confidence)
+    corr = None
+    if np.std(xa) > 0 and np.std(xb) > 0:
+        corr = float(np.corrcoef(xa, xb)[0, 1])
+    se = float(np.std(xa - xb, ddof=1) / math.sqrt(xa.size))
+    return PairedTest(float(r.statistic), float(r.df), float(r.pvalue), float(ci.low), float(ci.high), int(xa.size),
+                      corr, se)
+
+
+def paired_tost(a: Sequence[float], b: Sequence[float], margin: float) -> float | None:
+    """p-value of equivalence within ``±margin`` by two one-sided paired tests (``ttest_rel``)."""
+    if not margin or margin <= 0:
+        return None
+    pair = _paired(a, b)
+    if pair is None:
+        return None
+    xa, xb = pair
+    above = stats.ttest_rel(xa + margin, xb, alternative="greater")  # H0: Δ <= -margin
+    below = stats.ttest_rel(xa - margin, xb, alternative="less")  # H0: Δ >= +margin
+    return float(max(above.pvalue, below.pvalue))
+
+
+def paired_minimum_detectable_effect(a: Sequence[float], b: Sequence[float], alpha: float = 0.05,
+                                     power: float = POWER) -> float | None:
+    """Smallest ``|Δ|`` the paired test at ``alpha`` detects with probability ``power``: se of the
+    differences, n - 1 degrees of freedom."""
+    test = paired_t_test(a, b)
+    return None if test is None else detectable_effect(test.se, test.df, alpha=alpha, power=power)

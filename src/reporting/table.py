@@ -126,9 +126,40 @@ def short_label(variant: Variant, keys: Sequence[str]) -> str:
     return ", ".join(f"{s}={d[k]}" for s, k in zip(short, keys) if k in d) or "(defaults)"
 
 
+def counted(runs: Sequence[RunRecord]) -> list[RunRecord]:
+    """The runs whose results count (not failed or incomplete)."""
+    return [r for r in runs if run_outcome(r) in ("ok", "no validation", "diverged")]
+
+
 def values(runs: Sequence[RunRecord], key: str) -> list[float]:
-    """The finite final values of ``key`` over the runs that count (not failed or incomplete)."""
-    return finite(r.metric(key) for r in runs if run_outcome(r) in ("ok", "no validation", "diverged"))
+    """The finite final values of ``key`` over the runs that count."""
+    return finite(r.metric(key) for r in counted(runs))
+
+
+#: config keys that, with the seed, fix a run's batches (``src.data.batches``: a batch is a pure function of
+#: seed, rank and batch index, given the data, the window length, the batch size and the world size)
+DATA_ORDER_KEYS = ("data", "block_size", "batch_size", "trainer.devices", "trainer.num_nodes",
+                   "trainer.accumulate_grad_batches")
+
+
+def data_order(run: RunRecord) -> tuple[str | None, ...]:
+    """What, besides the seed, decides which batches a run reads (``DATA_ORDER_KEYS``)."""
+    return tuple(json.dumps(_node(run.config, k), sort_keys=True, default=str) for k in DATA_ORDER_KEYS)
+
+
+def _node(config: dict[str, Any], key: str) -> Any:
+    node: Any = config
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def compare_rows(key: str, a: "VariantRow", b: "VariantRow", margin: float | None, pairing: str) -> Comparison:
+    """``a`` against ``b`` on ``key``, paired by seed where both read the same batches for a seed."""
+    ra, rb = counted(a.runs), counted(b.runs)
+    same_data = len({data_order(r) for r in (*ra, *rb)}) == 1
+    return compare(key, a.label, b.label, [r.metric(key) for r in ra], [r.metric(key) for r in rb], margin,
+                   seeds=([r.seed for r in ra], [r.seed for r in rb]), same_data=same_data, pairing=pairing)
 
 
 def compute_of(runs: Sequence[RunRecord]) -> Compute:
@@ -167,8 +198,9 @@ def references_of(rows: Sequence[VariantRow], baseline: int) -> tuple[list[Refer
 
 
 def build_report(tuned: Sequence[TunedVariant], varying: Sequence[str], shared: dict[str, str], protocol: Protocol, *,
-                 baseline: int = 0, alpha: float = 0.05, secondary: Sequence[str] = ()) -> Report:
-    """Rows, the family of comparisons (decided together) and the reference rows."""
+                 baseline: int = 0, alpha: float = 0.05, secondary: Sequence[str] = (), pairing: str = "auto") -> Report:
+    """Rows, the family of comparisons (decided together) and the reference rows; ``pairing``:
+    auto (paired by seed where both sides share seeds and data order) | paired | unpaired."""
     all_runs = [r for t in tuned for r in t.verdict_runs]
     metric = protocol.metric
     sec = metric_keys(all_runs, secondary, exclude=[metric])
@@ -194,8 +226,7 @@ def build_report(tuned: Sequence[TunedVariant], varying: Sequence[str], shared: 
                     pairs.append((j, i))
     for i, j in pairs:
         for key in [metric, *sec]:
-            c = compare(key, rows[i].label, rows[j].label, values(rows[i].runs, key), values(rows[j].runs, key),
-                        margin_for(key, protocol.equivalence_margin, metric))
+            c = compare_rows(key, rows[i], rows[j], margin_for(key, protocol.equivalence_margin, metric), pairing)
             comps.append(c)
             if key == metric and j == baseline:
                 rows[i].comparison = c

@@ -70,15 +70,21 @@ def test_verdicts_use_test_and_recompute_from_runs_csv(tmp_path: Path) -> None:
     runs = read_csv(files.runs_csv)
     assert len(runs) == 18 and {"variant", "seed", "stage", "role", "optim.lr", "val/loss", "test/loss",
                                 "translation/bleu", "flops_per_token", "train_flops"} <= set(runs[0])
-    verdict = {v: [float(r["test/loss"]) for r in runs if r["variant"] == v and "verdict" in r["role"]]
+    verdict = {v: {r["seed"]: float(r["test/loss"]) for r in runs if r["variant"] == v and "verdict" in r["role"]}
                for v in ("model/ffn=gelu", "model/ffn=swiglu")}
-    a, b = verdict["model/ffn=swiglu"], verdict["model/ffn=gelu"]
+    seeds = sorted(verdict["model/ffn=gelu"])
+    assert sorted(verdict["model/ffn=swiglu"]) == seeds  # both variants ran seeds 0, 1, 2 on the same data: paired
+    a, b = [verdict["model/ffn=swiglu"][s] for s in seeds], [verdict["model/ffn=gelu"][s] for s in seeds]
     row = {r["variant"]: r for r in read_csv(files.csv)}["model/ffn=swiglu"]
     assert float(row["mean"]) == pytest.approx(np.mean(a)) and float(row["std"]) == pytest.approx(np.std(a, ddof=1))
     assert float(row["delta"]) == pytest.approx(np.mean(a) - np.mean(b))
-    w = stats.ttest_ind(a, b, equal_var=False)
-    assert float(row["p"]) == pytest.approx(w.pvalue)
+    assert float(row["p"]) == pytest.approx(stats.ttest_rel(a, b).pvalue)
     comps = read_csv(tmp_path / "out" / "comparisons.csv")
+    assert comps[0]["test"] == "paired" and comps[0]["pairs"] == "3"
+    assert float(comps[0]["correlation"]) == pytest.approx(np.corrcoef(a, b)[0, 1])
+    unpaired = make_report([tmp_path / "sweep"], tmp_path / "out_welch", pairing="unpaired")
+    welch = {r["variant"]: r for r in read_csv(unpaired.csv)}["model/ffn=swiglu"]
+    assert float(welch["p"]) == pytest.approx(stats.ttest_ind(a, b, equal_var=False).pvalue)
     assert [c["metric"] for c in comps] == ["test/loss", "translation/bleu"]  # the family: 2 tests
     ps = [float(c["p"]) for c in comps]
     assert float(row["p_holm"]) == pytest.approx(min(1.0, 2 * ps[0]) if ps[0] <= ps[1] else max(ps))

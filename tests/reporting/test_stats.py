@@ -119,3 +119,88 @@ def sorted_rank_p(comps: list, c) -> float:
     ps = sorted(x.p for x in comps if x.p is not None)
     m, k = len(ps), ps.index(c.p)
     return max((m - j) * ps[j] for j in range(k + 1))
+
+
+# ---------------------------------------------------------------- the paired design (same seeds, same batches)
+def test_paired_test_is_scipys_ttest_rel_and_its_tost_and_mde_match_hand_computations() -> None:
+    from scipy import optimize, stats as st
+
+    from src.reporting.stats import paired_minimum_detectable_effect, paired_t_test, paired_tost
+
+    a = [2.31, 2.45, 2.28, 2.52, 2.40]
+    b = [2.35, 2.50, 2.30, 2.58, 2.43]
+    d = np.subtract(a, b)
+    test = paired_t_test(a, b)
+    ref = st.ttest_rel(a, b)
+    assert test is not None and test.p == pytest.approx(ref.pvalue) and test.t == pytest.approx(ref.statistic)
+    n, se = len(d), np.std(d, ddof=1) / math.sqrt(len(d))
+    half = st.t.ppf(0.975, n - 1) * se
+    assert (test.ci_low, test.ci_high) == (pytest.approx(d.mean() - half), pytest.approx(d.mean() + half))
+    assert test.n == 5 and test.df == 4 and test.correlation == pytest.approx(np.corrcoef(a, b)[0, 1])
+    # TOST by hand: the two one-sided tests on the differences, H0 Δ <= -m and H0 Δ >= +m
+    m = 0.1
+    lower = st.t.sf((d.mean() + m) / se, n - 1)
+    upper = st.t.cdf((d.mean() - m) / se, n - 1)
+    assert paired_tost(a, b, m) == pytest.approx(max(lower, upper))
+    # MDE by hand: the root of the noncentral-t power at n - 1 df and the differences' standard error
+    crit = st.t.ppf(1 - 0.05 / 2, n - 1)
+    power = lambda e: st.nct.sf(crit, n - 1, e / se) + st.nct.cdf(-crit, n - 1, e / se)  # noqa: E731
+    assert paired_minimum_detectable_effect(a, b) == pytest.approx(optimize.brentq(lambda e: power(e) - 0.8, 0, 6 * se),
+                                                                   rel=1e-6)
+    assert paired_t_test([1.0, 2.0], [0.5, 1.5]) is None  # no spread in the differences: no test
+
+
+def _seeded_sweep(root, seeds_a, seeds_b, offset, delta, data_b=None):  # noqa: ANN001, ANN202
+    """Two variants whose test loss = a per-seed offset (shared: the same batches) + their own effect + small noise."""
+    from tests.reporting.fake_runs import completed, write_run
+
+    noise = {1: 0.004, 2: -0.003, 3: 0.001, 4: -0.002, 5: 0.0}
+    for ffn, seeds, effect in (("gelu", seeds_a, 0.0), ("swiglu", seeds_b, delta)):
+        for s in seeds:
+            v = 2.0 + offset[s] + effect + (noise[s] if ffn == "swiglu" else 0.0)
+            config = {"data": data_b} if (ffn == "swiglu" and data_b) else {}
+            write_run(root, [f"model/ffn={ffn}", f"seed={s}"], config=config, metrics=completed(v, v))
+    return root
+
+
+def test_a_shared_per_seed_offset_cancels_in_the_paired_test(tmp_path) -> None:  # noqa: ANN001
+    from scipy import stats as st
+
+    from src.reporting.build import make_report
+
+    offset = {1: 0.00, 2: 0.15, 3: -0.12, 4: 0.08, 5: -0.05}  # seed noise far larger than the effect
+    sweep = _seeded_sweep(tmp_path / "sweep", [1, 2, 3, 4, 5], [1, 2, 3, 4, 5], offset, delta=-0.03)
+    files = make_report([sweep], tmp_path / "out", baseline="model/ffn=gelu")
+    c = files.report.rows[[r.label for r in files.report.rows].index("model/ffn=swiglu")].comparison
+    a = [2.0 + offset[s] - 0.03 + {1: 0.004, 2: -0.003, 3: 0.001, 4: -0.002, 5: 0.0}[s] for s in range(1, 6)]
+    b = [2.0 + offset[s] for s in range(1, 6)]
+    welch = st.ttest_ind(a, b, equal_var=False).pvalue
+    assert c.test == "paired" and c.pairs == 5 and c.correlation > 0.99
+    assert c.p == pytest.approx(st.ttest_rel(a, b).pvalue) and c.p < 1e-3 < 0.5 < welch  # Welch sees only seed noise
+    assert c.verdict == "better"
+    md = files.markdown.read_text()
+    assert "paired t-test" in md and "| model/ffn=swiglu | model/ffn=gelu | paired | 5 |" in md
+
+
+def test_mismatched_seeds_or_batches_fall_back_to_welch_and_say_why(tmp_path) -> None:  # noqa: ANN001
+    from scipy import stats as st
+
+    from src.reporting.build import make_report
+
+    offset = {1: 0.00, 2: 0.15, 3: -0.12, 4: 0.08, 5: -0.05}
+    sweep = _seeded_sweep(tmp_path / "seeds", [1, 2, 3], [3, 4, 5], offset, delta=-0.03)
+    c = make_report([sweep], tmp_path / "out1", baseline="model/ffn=gelu").report.comparisons[0]
+    a = [2.0 + offset[s] - 0.03 + {3: 0.001, 4: -0.002, 5: 0.0}[s] for s in (3, 4, 5)]
+    b = [2.0 + offset[s] for s in (1, 2, 3)]
+    assert c.test == "welch" and c.p == pytest.approx(st.ttest_ind(a, b, equal_var=False).pvalue)
+    assert "seeds differ" in c.pairing_note and "1" in c.pairing_note and "5" in c.pairing_note
+    # forced: paired on the one shared seed is not possible, and it says so
+    forced = make_report([sweep], tmp_path / "out2", baseline="model/ffn=gelu", pairing="paired").report.comparisons[0]
+    assert forced.test == "welch" and "1 shared seed" in forced.pairing_note
+    # the same seeds but another block size: other batches, so no pairing
+    other = _seeded_sweep(tmp_path / "data", [1, 2, 3], [1, 2, 3], offset, delta=-0.03)
+    for run in (other).glob("model.ffn=swiglu*"):
+        cfg = run / ".hydra" / "config.yaml"
+        cfg.write_text(cfg.read_text() + "block_size: 64\n")
+    c = make_report([other], tmp_path / "out3", baseline="model/ffn=gelu").report.comparisons[0]
+    assert c.test == "welch" and "different batches" in c.pairing_note

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from src.reporting.stats import welch_t_test
+from src.reporting.stats import paired_t_test
 from src.report import make_report
 
 REPO = Path(__file__).resolve().parents[2]
@@ -116,7 +116,7 @@ def test_report_table_matches_the_runs_metrics(sweep: dict) -> None:
         table = {row["variant"]: row for row in csv.DictReader(f)}
     assert set(table) == {"model/ffn=gelu", "model/ffn=swiglu"}
     per_variant: dict[str, list[dict]] = {"gelu": [], "swiglu": []}
-    for d in job_dirs(sweep["dir"]):
+    for d in sorted(job_dirs(sweep["dir"]), key=lambda d: str(overrides(d).get("seed"))):  # by seed: paired
         per_variant[overrides(d)["model/ffn"]].append(json.loads((d / "metrics.json").read_text()))
     for ffn, runs in per_variant.items():
         row = table[f"model/ffn={ffn}"]
@@ -133,13 +133,14 @@ def test_report_table_matches_the_runs_metrics(sweep: dict) -> None:
     # matched sizes: SwiGLU solved to the GELU count, the report shows both
     gelu_params = per_variant["gelu"][0]["params"]
     assert abs(per_variant["swiglu"][0]["params"] - gelu_params) <= 0.01 * gelu_params
-    # the test against seed noise: the report's p-value is Welch's on the runs' own test losses
-    t = welch_t_test([r["test/loss"] for r in per_variant["swiglu"]], [r["test/loss"] for r in per_variant["gelu"]])
+    # the test against seed noise: both variants ran the same seeds on the same batches, so the report's
+    # p-value is the paired test's on the runs' own test losses
+    t = paired_t_test([r["test/loss"] for r in per_variant["swiglu"]], [r["test/loss"] for r in per_variant["gelu"]])
     assert t is not None and float(table["model/ffn=swiglu"]["p"]) == pytest.approx(t.p, rel=1e-9)
     assert table["model/ffn=gelu"]["verdict"] == "baseline"
     assert table["model/ffn=swiglu"]["verdict"] in ("better", "worse", "equivalent", "inconclusive")
     md = report.markdown.read_text()
-    assert "Welch" in md and "Holm" in md and "n/a: learned position table has 16 rows" in md
+    assert "paired t-test" in md and "Holm" in md and "n/a: learned position table has 16 rows" in md
     for name in ("loss_vs_tokens.png", "extrapolation.png", "grad_norms.png"):
         assert (out / name).stat().st_size > 1000
     assert all(math.isfinite(float(table[f]["mean"])) for f in table)
