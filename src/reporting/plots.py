@@ -77,7 +77,9 @@ def loss_vs_tokens(rows: Sequence[VariantRow], out: Path, metric: str = "val/los
         x = [s * tps for s in steps]
         per_step = [[c[s] for _, c in curves] for s in steps]
         mean = [sum(v) / len(v) for v in per_step]
-        ax.plot(x, mean, color=color, label=f"{_short(row.short)} (n={len(curves)})", lw=1.6)
+        # markers where a run has few validations: a line through one point draws nothing
+        ax.plot(x, mean, color=color, label=f"{_short(row.short)} (n={len(curves)})", lw=1.6,
+                marker="o" if len(x) <= 12 else None, ms=4)
         if len(curves) > 1:
             ax.fill_between(x, [min(v) for v in per_step], [max(v) for v in per_step], color=color, alpha=0.2, lw=0)
         lows += [min(v) for v in per_step]

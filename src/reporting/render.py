@@ -19,9 +19,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from src.reporting.comparisons import Comparison, direction
 from src.studies.outcomes import run_outcome
-from src.reporting.stats import POWER, Summary
+from src.reporting.stats import POWER, Summary, seeds_needed
 from src.studies.runs import RunRecord
 from src.reporting.table import Report, VariantRow
 from src.studies.tuning import tuned_values
@@ -183,6 +185,44 @@ def _pairing_lines(report: Report) -> list[str]:
             *rows, ""]
 
 
+def _seeds_lines(report: Report) -> list[str]:
+    """When no comparison on the verdict metric reaches a verdict: say so once, and how many seeds
+    per variant a verdict on each observed |Δ| would need at the observed spread (α/m, 80 % power)."""
+    primary = [c for c in report.comparisons if c.metric == report.protocol.metric]
+    if not primary or any(c.verdict in ("better", "worse", "equivalent") for c in primary):
+        return []
+    needs = []
+    for c in primary:
+        if c.test == "paired":
+            d = np.subtract(*c.values)
+            n = seeds_needed(c.delta or 0.0, float(np.std(d, ddof=1)), alpha=report.alpha / max(report.m, 1),
+                             paired=True)
+        elif c.test == "welch":
+            n = seeds_needed(c.delta or 0.0, float(np.std(c.values[0], ddof=1)), float(np.std(c.values[1], ddof=1)),
+                             alpha=report.alpha / max(report.m, 1))
+        else:
+            needs.append(f"{c.variant}: no spread to plan from ({c.reason})")
+            continue
+        needs.append(f"{c.variant}: |Δ| = {abs(c.delta or 0.0):.3g} would need "
+                     + (f"about {n} seeds per variant" if n else "more than 1000 seeds per variant")
+                     + f" ({'paired' if c.test == 'paired' else 'Welch'}, now {min(c.n)})")
+    return ["**Too few seeds for a verdict.** No comparison on the verdict metric is better, worse or equivalent. "
+            f"At the observed spreads (α/m, {POWER:.0%} power): " + "; ".join(needs) + ".", ""]
+
+
+def _factorial_lines(report: Report) -> list[str]:
+    """A hint when the variants form a full grid over two or more factors but only the baseline is compared."""
+    if report.protocol.comparisons != "baseline" or len(report.varying) < 2:
+        return []
+    cells = {tuple(row.variant.values().get(k) for k in report.varying) for row in report.rows}
+    levels = [len({cell[i] for cell in cells}) for i in range(len(report.varying))]
+    if min(levels) < 2 or len(cells) != int(np.prod(levels)):
+        return []
+    return ["This sweep is factorial (" + " × ".join(f"{n} `{k}`" for n, k in zip(levels, report.varying))
+            + "): `--comparisons one_factor` also compares every pair of variants that differ in one factor, which "
+            "answers each factor's question at every level of the others.", ""]
+
+
 def not_applicable(row: VariantRow, key: str) -> str | None:
     """Why ``extrapolation/ppl@<f>x`` is missing for this variant (extrapolation.json or metrics.json)."""
     if not key.startswith("extrapolation/") or "@" not in key:
@@ -244,15 +284,17 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
     lines += [
         "## Protocol", "",
         ("Declared by the runs' configs (`protocol:`). " if p.declared else "From the command line (the runs declare no "
-         "protocol). ") + p.describe(report.secondary), "",
+         "protocol). ") + p.describe(report.secondary, matched="/".join(sorted({r.compute.match for r in rows})) or None), "",
         f"Baseline: **{base}**. Comparisons: {'each variant against the baseline' if p.comparisons == 'baseline' else 'each variant against the baseline, and every pair of variants that differ in one factor'}, "
         f"on `{p.metric}`" + (f" and {len(report.secondary)} secondary metric(s)" if report.secondary else "") +
-        f": {plural(len(report.comparisons), 'comparison')}, {report.m} with a test. {_tests_text(report)}, two-sided, "
-        f"Holm-corrected over all {report.m} at α = {report.alpha}; equivalence margin {margin_text} (TOST, Holm-corrected); "
-        f"MDE = the smallest |Δ| the comparison's test at α/m = {report.alpha / max(report.m, 1):.3g} detects with "
-        f"{POWER:.0%} power given the observed spreads. How to read each column: docs/studies.md.", "",
+        f": {plural(len(report.comparisons), 'comparison')}, {report.m} with a test. " + (
+            f"{_tests_text(report)}, two-sided, Holm-corrected over all {report.m} at α = {report.alpha}; equivalence "
+            f"margin {margin_text} (TOST, Holm-corrected); MDE = the smallest |Δ| the comparison's test at α/m = "
+            f"{report.alpha / max(report.m, 1):.3g} detects with {POWER:.0%} power given the observed spreads."
+            if report.m else "No comparison has a test (see the reasons in the table), so nothing is corrected and no "
+            "verdict is possible.") + " How to read each column: docs/studies.md.", "",
     ]
-    lines += _pairing_lines(report)
+    lines += _pairing_lines(report) + _seeds_lines(report) + _factorial_lines(report)
     lines += [f"## Verdicts on `{p.metric}`", ""]
     lines += _metric_table(report, p.metric, [r.primary for r in rows], [r.comparison for r in rows], True, True)
     lines += ["", "`⚠ edge`: the chosen value is the smallest or largest candidate; the optimum may lie outside the grid."

@@ -221,3 +221,23 @@ def paired_minimum_detectable_effect(a: Sequence[float], b: Sequence[float], alp
     differences, n - 1 degrees of freedom."""
     test = paired_t_test(a, b)
     return None if test is None else detectable_effect(test.se, test.df, alpha=alpha, power=power)
+
+
+def seeds_needed(delta: float, sd_a: float, sd_b: float | None = None, alpha: float = 0.05, power: float = POWER,
+                 paired: bool = False, most: int = 1000) -> int | None:
+    """Seeds per variant at which the test at ``alpha`` finds ``|delta|`` with probability ``power``,
+    at the given spreads: Welch's (``sd_a``, ``sd_b``: the two samples' standard deviations) or the
+    paired test (``paired``: ``sd_a`` is the standard deviation of the per-seed differences).
+    None when ``delta`` is 0 or more than ``most`` seeds would be needed."""
+    if not delta or not math.isfinite(delta):
+        return None
+    for n in range(2, most + 1):
+        if paired:
+            se, df = sd_a / math.sqrt(n), n - 1.0
+        else:
+            va, vb = sd_a**2 / n, (sd_b if sd_b is not None else sd_a) ** 2 / n
+            se = math.sqrt(va + vb)
+            df = (va + vb) ** 2 / (va**2 / (n - 1) + vb**2 / (n - 1)) if va + vb > 0 else n - 1.0
+        if se == 0.0 or power_at(delta, se, df, alpha) >= power:
+            return n
+    return None

@@ -133,8 +133,9 @@ class Protocol:
             return "grid" if self.design == "grid" else "unlabelled"
         return str(stage)
 
-    def describe(self, secondary: Sequence[str] | None = None) -> str:
-        """One paragraph for the report (``secondary``: the secondary metrics found, default the patterns)."""
+    def describe(self, secondary: Sequence[str] | None = None, matched: str | None = None) -> str:
+        """One paragraph for the report (``secondary``: the secondary metrics found, default the patterns;
+        ``matched``: how the runs were actually matched, from their budget.json, when it differs)."""
         secondary = self.secondary if secondary is None else secondary
         tune = "; ".join(f"`{k}` ∈ {{{', '.join(v)}}}" for k, v in self.tune.items()) or "nothing"
         if self.design == "two_stage":
@@ -147,7 +148,10 @@ class Protocol:
         return (f"Tuned per variant: {tune}. Design: {design}. Selection on the validation split (`{self.select}`), "
                 f"verdicts on the test split (`{self.metric}`"
                 + (f"; secondary: {', '.join(f'`{s}`' for s in secondary)}" if secondary else "")
-                + f"). Matching: {self.match}.")
+                + f"). Matching: "
+                + (f"{self.match}." if matched in (None, self.match) else
+                   f"{matched} (the runs' budget.json; protocol.match={self.match} applies to runs that "
+                   "python -m src.study plans)."))
 
 
 def _margin(value: Any) -> float | dict[str, float] | None:

@@ -231,3 +231,44 @@ def test_the_command_line_contract(tmp_path: Path, capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit) as exit_info:  # a baseline that names no variant: one clear line, status 2
         main([str(root), "--tune", "optim.lr", "--baseline", "model/ffn=relu", "--out", str(tmp_path / "out")])
     assert exit_info.value.code == 2 and "--baseline 'model/ffn=relu' matches no variant" in capsys.readouterr().err
+
+
+def test_a_report_never_misleads_on_small_sweeps(tmp_path: Path) -> None:
+    """One seed per variant, one validation per run, a protocol that says params while the runs were
+    not matched: no 'Holm over 0', the header's matching is the runs', one marker per validation, and
+    the report says once that a verdict needs more seeds."""
+    root = tmp_path / "sweep"
+    proto = {**PROTOCOL, "tune": {}, "seeds": [1]}
+    for ffn, v in (("gelu", 2.0), ("swiglu", 1.9)):
+        write_run(root, [f"model/ffn={ffn}", "seed=1"], config={"protocol": proto}, metrics=completed(v, v),
+                  val_history=[(100, v)], budget={"flops_per_token": 6000.0})
+    files = make_report([root], tmp_path / "out")
+    md = files.markdown.read_text()
+    assert "over all 0" not in md and "No comparison has a test" in md
+    assert "Matching: none (the runs' budget.json; protocol.match=params" in md
+    assert "Too few seeds for a verdict" in md and "no spread to plan from (1 seed on one side)" in md
+    assert (tmp_path / "out" / "loss_vs_tokens.png").stat().st_size > 1000  # a single validation point, drawn
+
+
+def test_seeds_needed_at_the_observed_spread_and_the_factorial_hint(tmp_path: Path) -> None:
+    from scipy import stats
+
+    from src.reporting.stats import seeds_needed
+
+    # by hand: the smallest n whose Welch power at |Δ| reaches 80 %
+    def power(n: int, delta: float, sd: float) -> float:
+        se, df = math.sqrt(2 * sd**2 / n), 2 * (n - 1)
+        crit = stats.t.ppf(0.975, df)
+        return stats.nct.sf(crit, df, delta / se) + stats.nct.cdf(-crit, df, delta / se)
+
+    n = seeds_needed(0.05, 0.05, 0.05)
+    assert power(n, 0.05, 0.05) >= 0.8 > power(n - 1, 0.05, 0.05)
+    assert seeds_needed(0.05, 0.01, paired=True) < n  # a tight pairing needs fewer seeds
+    # a 2 x 2 grid compared only against the baseline gets the one_factor hint
+    root = tmp_path / "grid"
+    for ffn in ("gelu", "swiglu"):
+        for norm in ("layernorm", "rmsnorm"):
+            for seed, v in ((1, 2.0), (2, 2.1)):
+                write_run(root, [f"model/ffn={ffn}", f"model/norm={norm}", f"seed={seed}"], metrics=completed(v, v))
+    md = make_report([root], tmp_path / "out", baseline="model/ffn=gelu,model/norm=layernorm").markdown.read_text()
+    assert "This sweep is factorial (2 `model/ffn` × 2 `model/norm`)" in md and "--comparisons one_factor" in md
