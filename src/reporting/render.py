@@ -28,6 +28,7 @@ from src.studies.runs import RunRecord
 from src.reporting.table import Report, VariantRow
 from src.studies.tuning import tuned_values
 from src.files import atomic_path
+from src.provenance import FIELDS as PROVENANCE_FIELDS
 
 REPORT_COLUMNS = ("variant", "n_seeds", "mean", "std", "ci_low", "ci_high", "delta", "delta_ci_low", "delta_ci_high",
                   "p", "p_holm", "verdict", "mde")
@@ -103,8 +104,45 @@ def run_records(report: Report) -> list[dict[str, Any]]:
             rec.update({k: m.get(k) for k in RUN_FIGURES})
             rec.update({k: m.get(k) for k in metric_keys})
             rec.update({"run_dir": str(r.path), "error": m.get("error")})
+            prov = m.get("provenance") if isinstance(m.get("provenance"), dict) else {}
+            rec.update({f"provenance/{k}": prov.get(k) for k in PROVENANCE_FIELDS})
             recs.append(rec)
     return recs
+
+
+def provenance_lines(report: Report) -> list[str]:
+    """What code, libraries and devices the verdict runs came from (metrics.json's ``provenance``), and a
+    warning when they differ within the study: a comparison across commits or versions is not one factor."""
+    runs = [r for row in report.rows for r in row.runs]
+    seen: dict[str, Counter] = {k: Counter() for k in PROVENANCE_FIELDS}
+    missing = 0
+    for r in runs:
+        prov = (r.metrics or {}).get("provenance")
+        if not isinstance(prov, dict):
+            missing += 1
+            continue
+        for k in PROVENANCE_FIELDS:
+            seen[k][str(prov.get(k))] += 1
+    if missing == len(runs):
+        return ["## Provenance", "", f"None of the {plural(len(runs), 'verdict run')} recorded its provenance "
+                "(metrics.json written before provenance was recorded).", ""]
+    lines = ["## Provenance", "", "| field | value (verdict runs) |", "|---|---|"]
+    for k in PROVENANCE_FIELDS:
+        values = seen[k]
+        lines.append(f"| {k} | " + "; ".join(f"{v} ({n})" if len(values) > 1 else v for v, n in values.most_common()) + " |")
+    differ = [k for k in ("git_commit", "git_diff_sha256", "python", "torch", "lightning", "transformers", "hydra")
+              if len(seen[k]) > 1]
+    dirty = seen["git_dirty"].get("True", 0)
+    lines.append("")
+    if differ:
+        lines += [f"**Warning: the verdict runs differ in {', '.join(differ)}.** Their differences mix the variants' "
+                  "effect with the code's or the libraries'; rerun them on one commit and one environment.", ""]
+    if dirty:
+        lines += [f"{plural(dirty, 'verdict run')} ran from a tree with uncommitted changes (`git_diff_sha256` "
+                  "identifies the diff).", ""]
+    if missing:
+        lines += [f"{plural(missing, 'verdict run')} recorded no provenance.", ""]
+    return lines
 
 
 def comparison_records(report: Report) -> list[dict[str, Any]]:
@@ -311,6 +349,7 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
                      f"{significant(c.train_flops.mean, 4)} | {c.match} | {thousands(c.throughput.mean)} | {fixed(c.wall.mean, 0)} |")
     lines += ["", "Means over the verdict runs. FLOPs per token are the model's own count (forward + backward, "
               "`budget.json`); training FLOPs = FLOPs per token × training tokens seen.", ""]
+    lines += provenance_lines(report)
 
     if p.tune:
         lines += [f"## Tuning (selection on `{p.select}`)", ""]

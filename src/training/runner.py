@@ -30,6 +30,7 @@ from src.training.console import quiet_third_party
 from src.training.distributed import launcher_scope
 from src.training.loggers import close_loggers
 from src.training.setup import Run, build_run, build_trainer
+from src.provenance import provenance
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +126,7 @@ def _record(run_dir: Path, status: str, error: BaseException | None, run: Run | 
         ck = trainer.checkpoint_callback
         record["best_ckpt"] = ck.best_model_path or None
         record["last_ckpt"] = ck.last_model_path or None
+    record["provenance"] = provenance()  # the code, library versions and device behind these numbers
     try:
         write_json(run_dir / METRICS, record)  # atomic; NaN -> null (schema: docs/CONTRACTS.md)
     except OSError as e:  # never hide the original error behind a failed write

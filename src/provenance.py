@@ -1,0 +1,79 @@
+"""Where a run's numbers came from: the code (git commit, a dirty tree and a hash of its diff), the
+library versions and the device. ``train`` writes it into metrics.json under ``provenance``;
+``src.report`` carries it into runs.csv and warns when the runs of one study differ.
+
+Nothing here may fail a run: a field that cannot be read (no git, a package not installed) is None.
+"""
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+#: the packages whose versions decide the numbers (their distribution names)
+PACKAGES = {"torch": "torch", "lightning": "lightning", "transformers": "transformers", "hydra": "hydra-core"}
+#: the keys of ``provenance()``, in the order runs.csv gives them
+FIELDS = ("git_commit", "git_dirty", "git_diff_sha256", "python", *PACKAGES, "cpu", "gpu", "gpu_count")
+
+
+def _git(*args: str) -> str | None:
+    try:
+        r = subprocess.run(["git", *args], cwd=REPO, capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.decode("utf-8", "replace") if r.returncode == 0 else None
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+@lru_cache(maxsize=1)
+def code_state() -> dict[str, Any]:
+    """The commit of the checkout ``src`` runs from, whether its tree differs from it, and the
+    sha256 of ``git diff HEAD`` (the tracked changes) when it does; None without git."""
+    commit = _git("rev-parse", "HEAD")
+    if commit is None:
+        return {"git_commit": None, "git_dirty": None, "git_diff_sha256": None}
+    status = _git("status", "--porcelain", "--untracked-files=no") or ""
+    dirty = bool(status.strip())
+    diff = _git("diff", "HEAD") if dirty else None
+    return {"git_commit": commit.strip(), "git_dirty": dirty,
+            "git_diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff is not None else None}
+
+
+def provenance() -> dict[str, Any]:
+    """``FIELDS`` of this process: code state, versions, CPU model, GPU name and count."""
+    record: dict[str, Any] = dict(code_state())
+    record["python"] = platform.python_version()
+    record.update({name: _version(dist) for name, dist in PACKAGES.items()})
+    record["cpu"] = _cpu()
+    gpu, count = None, 0
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            count = torch.cuda.device_count()
+            gpu = torch.cuda.get_device_name(0)
+    except Exception:  # a broken CUDA install must not fail the record of a run
+        pass
+    record["gpu"], record["gpu_count"] = gpu, count
+    return record

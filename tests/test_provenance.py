@@ -1,0 +1,77 @@
+"""metrics.json's provenance: the commit, a dirty tree and its diff's hash, versions, the device; the
+report's warning when the runs of one study differ."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from src import provenance as prov
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture()
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    _git(tmp_path, "add", "a.py")
+    _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "one")
+    monkeypatch.setattr(prov, "REPO", tmp_path)
+    prov.code_state.cache_clear()
+    yield tmp_path
+    prov.code_state.cache_clear()
+
+
+def test_a_clean_then_a_dirty_tree(repo: Path) -> None:
+    record = prov.provenance()
+    assert set(record) == set(prov.FIELDS)
+    assert record["git_commit"] == _git(repo, "rev-parse", "HEAD") and record["git_dirty"] is False
+    assert record["git_diff_sha256"] is None
+    assert record["python"] and record["torch"] and record["lightning"] and record["hydra"]
+    assert record["gpu_count"] == 0 or record["gpu"]
+    (repo / "a.py").write_text("x = 2\n")
+    (repo / "untracked.txt").write_text("run output\n")  # untracked files (outputs) do not make a tree dirty
+    prov.code_state.cache_clear()
+    dirty = prov.provenance()
+    assert dirty["git_dirty"] is True and len(dirty["git_diff_sha256"]) == 64
+    (repo / "a.py").write_text("x = 3\n")
+    prov.code_state.cache_clear()
+    assert prov.provenance()["git_diff_sha256"] != dirty["git_diff_sha256"]  # the hash names the diff
+
+
+def test_no_git_gives_nulls_not_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(prov, "REPO", tmp_path)  # not a repository
+    prov.code_state.cache_clear()
+    try:
+        record = prov.provenance()
+    finally:
+        prov.code_state.cache_clear()
+    assert record["git_commit"] is None and record["git_dirty"] is None and record["python"]
+
+
+def test_a_run_records_it_and_the_report_warns_when_runs_differ(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from src.reporting.build import make_report
+    from tests.reporting.fake_runs import completed, write_run
+    from tests.training.conftest import TINY, train_in_process
+
+    monkeypatch.setenv("TRANSFORMER_LAB_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    train_in_process([*TINY, "trainer.max_steps=2", "test=false"], run)
+    recorded = json.loads((run / "metrics.json").read_text())["provenance"]
+    assert set(recorded) == set(prov.FIELDS) and recorded["torch"]
+
+    root = tmp_path / "sweep"
+    for ffn, commit in (("gelu", "aaa"), ("swiglu", "bbb")):
+        for seed, v in ((1, 2.0), (2, 2.1)):
+            write_run(root, [f"model/ffn={ffn}", f"seed={seed}"],
+                      metrics={**completed(v, v), "provenance": {**recorded, "git_commit": commit}})
+    files = make_report([root], tmp_path / "out", baseline="model/ffn=gelu")
+    md = files.markdown.read_text()
+    assert "## Provenance" in md and "Warning: the verdict runs differ in git_commit" in md
+    header = (tmp_path / "out" / "runs.csv").read_text().splitlines()[0].split(",")
+    assert {f"provenance/{k}" for k in prov.FIELDS} <= set(header)
