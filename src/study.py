@@ -42,7 +42,8 @@ from typing import Any
 
 from src.errors import ConfigError
 from src.studies.protocol import Protocol, canonical
-from src.reporting.build import make_report
+from src.reporting.build import find_baseline, make_report
+from src.reporting.planning import PowerPlan, pilot_plan, power_plan
 from src.studies.runs import IGNORED_KEYS, is_ignored, load_runs, parse_override
 from src.studies.tuning import tune_variants
 
@@ -204,6 +205,23 @@ def confirm_commands(p: Plan) -> list[list[str]]:
     return out
 
 
+def power_plan_of(p: Plan) -> PowerPlan:
+    """``--plan``: the tune stage's runs in the sweep directory (or ``protocol.pilot_sd`` alone) -> seeds per variant."""
+    if p.protocol.target_mde is None:
+        raise ConfigError("--plan needs protocol.target_mde: the smallest difference of the verdict metric to detect, "
+                          "e.g. protocol.target_mde=0.02")
+    runs = load_runs([p.sweep_dir]) if p.sweep_dir.is_dir() else []
+    tuned, _, _ = tune_variants(runs, p.protocol, IGNORED_KEYS)
+    if not tuned and p.protocol.pilot_sd is None:
+        raise ConfigError(f"no tune-stage runs in {p.sweep_dir} to measure the spread from: run --stage tune first, or "
+                          "set protocol.pilot_sd")
+    if not tuned:  # before any run: the pilot spread, unpaired only (a pilot sd says nothing of the pairing)
+        return pilot_plan([" ".join(variant_overrides(v)) or "(defaults)" for v in p.variants], baseline_index(p),
+                          p.protocol.target_mde, p.protocol.pilot_sd)
+    base = find_baseline([t.variant for t in tuned], p.protocol.baseline)
+    return power_plan(tuned, base, p.protocol, p.protocol.target_mde, p.protocol.pilot_sd)
+
+
 def run_commands(commands: Sequence[list[str]], sweep_dir: Path, dry_run: bool) -> None:
     for cmd in commands:
         text = shlex.join(["python", *cmd[1:]])
@@ -225,10 +243,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--stage", default="all", choices=STAGES)
     ap.add_argument("--out", default=None, help="where the report goes (default: the sweep directory)")
     ap.add_argument("--dry-run", action="store_true", help="print the commands of the stage(s) without running them")
+    ap.add_argument("--plan", action="store_true", help="print the seeds per variant each comparison needs to detect "
+                    "protocol.target_mde (paired and unpaired) and the compute that implies, from the tune stage's "
+                    "runs or protocol.pilot_sd; runs nothing")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         p = plan(args.overrides)
+        if args.plan:
+            print(power_plan_of(p).render())
+            return
         stages = ("tune", "confirm", "report") if args.stage == "all" else (args.stage,)
         for stage in stages:
             if stage == "tune":

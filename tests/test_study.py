@@ -129,3 +129,51 @@ def test_quickstart_study_report_recomputes_from_runs_csv(tmp_path: Path) -> Non
     md = (out / "report.md").read_text()
     assert "reference: 4-gram (Kneser-Ney)" in md and (out / "tuning_optim_lr.png").stat().st_size > 1000
     assert len(read("references.csv")) == 4 and (sweep / "study_commands.sh").read_text().count("src.train -m") == 1
+
+
+def _power(n: int, delta: float, se_of_n, df_of_n, alpha: float) -> float:  # noqa: ANN001
+    se, df = se_of_n(n), df_of_n(n)
+    crit = stats.t.ppf(1 - alpha / 2, df)
+    return stats.nct.sf(crit, df, delta / se) + stats.nct.cdf(-crit, df, delta / se)
+
+
+def test_plan_sizes_the_seeds_from_the_tune_runs_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--plan: from a grid tune stage (3 seeds per lr), the seeds per variant for protocol.target_mde under the
+    paired and the unpaired design, each the smallest n whose noncentral-t power reaches 80 %."""
+    from src.study import main, power_plan_of
+
+    sweep = tmp_path / "sweep"
+    offset = {1: 0.0, 2: 0.06, 3: -0.05}  # per-seed noise both variants share (the same batches)
+    for ffn, shift, wiggle in (("gelu", 0.0, (0.0, 0.0, 0.0)), ("swiglu", -0.02, (0.01, -0.012, 0.004))):
+        for lr in ("0.001", "0.003", "0.01"):
+            for s in (1, 2, 3):
+                v = 2.0 + offset[s] + shift + wiggle[s - 1] + (0.0 if lr == "0.003" else 0.3)
+                write_run(sweep, [f"model/ffn={ffn}", f"optim.lr={lr}", f"seed={s}", "protocol.stage=grid"],
+                          metrics={**completed(v, v), "wall_time_s": 30.0}, budget={"flops_per_token": 1e6},
+                          config={"protocol": {"design": "grid", "stage": "grid"}})
+    args = ["experiment=study_quickstart", f"hydra.sweep.dir={sweep}", "protocol.target_mde=0.02"]
+    row = power_plan_of(plan(args)).rows[0]
+    a = [2.0 + offset[s] - 0.02 + (0.01, -0.012, 0.004)[s - 1] for s in (1, 2, 3)]
+    b = [2.0 + offset[s] for s in (1, 2, 3)]
+    sa, sb, sd = np.std(a, ddof=1), np.std(b, ddof=1), np.std(np.subtract(a, b), ddof=1)
+    assert row.sd == (pytest.approx(sa), pytest.approx(sb)) and row.sd_diff == pytest.approx(sd) and row.pairs == 3
+
+    def welch_df(n: int) -> float:
+        va, vb = sa**2 / n, sb**2 / n
+        return (va + vb) ** 2 / (va**2 / (n - 1) + vb**2 / (n - 1))
+
+    unpaired = lambda n: _power(n, 0.02, lambda k: math.sqrt((sa**2 + sb**2) / k), welch_df, 0.05)  # noqa: E731
+    paired = lambda n: _power(n, 0.02, lambda k: sd / math.sqrt(k), lambda k: k - 1, 0.05)  # noqa: E731
+    assert unpaired(row.unpaired) >= 0.8 > unpaired(row.unpaired - 1)
+    assert paired(row.paired) >= 0.8 and (row.paired == 2 or paired(row.paired - 1) < 0.8)
+    assert row.paired < row.unpaired  # the shared seed noise cancels in the pairs
+    main([*args, "--plan"])
+    out = capsys.readouterr().out
+    assert "| model/ffn=swiglu | model/ffn=gelu | tune runs |" in out and f"{row.unpaired * 2} runs, " in out
+    # without runs: the pilot spread, unpaired only; without a target: a clear error
+    empty = ["experiment=study_quickstart", f"hydra.sweep.dir={tmp_path / 'none'}", "protocol.target_mde=0.02",
+             "protocol.pilot_sd=0.05"]
+    pilot = power_plan_of(plan(empty)).rows[0]
+    assert pilot.paired is None and pilot.unpaired == power_plan_of(plan(empty)).rows[0].unpaired > 2
+    with pytest.raises(ConfigError, match="protocol.target_mde"):
+        power_plan_of(plan(["experiment=study_quickstart", f"hydra.sweep.dir={sweep}"]))

@@ -73,6 +73,8 @@ class Protocol:
     baseline: str | None = None
     comparisons: str = "baseline"
     equivalence_margin: float | dict[str, float] | None = None
+    target_mde: float | None = None  # the smallest difference of `metric` the study must detect (--plan)
+    pilot_sd: float | None = None  # a standard deviation of `metric` over seeds, when the tune runs give none
     declared: bool = False
 
     @classmethod
@@ -103,7 +105,8 @@ class Protocol:
             select=str(node.get("select") or "val/loss"), metric=str(node.get("metric") or "test/loss"),
             secondary=[str(s) for s in node.get("secondary") or []],
             baseline=None if node.get("baseline") in (None, "") else str(node["baseline"]),
-            comparisons=str(node.get("comparisons") or "baseline"), equivalence_margin=_margin(margin), declared=True,
+            comparisons=str(node.get("comparisons") or "baseline"), equivalence_margin=_margin(margin),
+            target_mde=_positive(node, "target_mde"), pilot_sd=_positive(node, "pilot_sd"), declared=True,
         )
         p.check()
         return p
@@ -152,6 +155,16 @@ class Protocol:
                 + (f"{self.match}." if matched in (None, self.match) else
                    f"{matched} (the runs' budget.json; protocol.match={self.match} applies to runs that "
                    "python -m src.study plans)."))
+
+
+def _positive(node: Mapping[str, Any], key: str) -> float | None:
+    """``protocol.<key>`` as a positive number, or None when unset."""
+    value = node.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ConfigError(f"protocol.{key}={value!r} is invalid: a positive number in the verdict metric's units, or null")
+    return float(value)
 
 
 def _margin(value: Any) -> float | dict[str, float] | None:

@@ -1,0 +1,144 @@
+"""Power planning before the confirm runs: ``python -m src.study experiment=study_<name> --plan``.
+
+For each comparison the protocol will make on its verdict metric (each variant against the
+baseline), the seeds per variant needed to detect ``protocol.target_mde`` at α/m (Holm's first
+step) with 80 % power, under the paired design (by seed, the spread of the per-seed differences)
+and the unpaired one (Welch, the two spreads), and the compute that implies. The spreads come
+from the tune stage's runs at each variant's chosen candidate (values of the verdict metric, else
+the selection metric); ``protocol.pilot_sd`` stands in when those runs have fewer than two seeds
+(for the unpaired design only: a pilot standard deviation says nothing of the pairing). Seeds
+are found with ``src.reporting.stats.seeds_needed`` (noncentral t). The compute per run is the
+tune runs' mean wall time and training FLOPs (``budget.json``'s FLOPs per token × tokens seen).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from src.errors import ConfigError
+from src.reporting.stats import POWER, seeds_needed
+from src.studies.protocol import Protocol
+from src.studies.runs import RunRecord
+from src.studies.tuning import TunedVariant
+
+
+@dataclass
+class PlanRow:
+    """One comparison's plan: seeds per variant for the target MDE, paired and unpaired."""
+
+    variant: str
+    reference: str
+    sd: tuple[float | None, float | None]  # the two sides' standard deviations (or the pilot's)
+    sd_diff: float | None  # of the per-seed differences (paired design)
+    pairs: int  # shared seeds the paired spread came from
+    unpaired: int | None  # seeds per variant (None: no spread, or more than 1000)
+    paired: int | None
+    source: str  # where the spread came from
+
+
+@dataclass
+class PowerPlan:
+    rows: list[PlanRow]
+    target_mde: float
+    alpha: float  # the level each test is held to: α / m
+    run_seconds: float | None  # mean wall time of one tune run
+    run_flops: float | None  # mean training FLOPs of one tune run
+    variants: int
+
+    def compute(self, seeds: int | None) -> str:
+        if seeds is None:
+            return "–"
+        runs = seeds * self.variants
+        parts = [f"{runs} runs"]
+        if self.run_seconds is not None:
+            parts.append(f"{runs * self.run_seconds / 3600:.2g} h")
+        if self.run_flops is not None:
+            parts.append(f"{runs * self.run_flops:.3g} FLOPs")
+        return ", ".join(parts)
+
+    def render(self) -> str:
+        lines = [f"Seeds per variant to detect |Δ| = {self.target_mde:g} with {POWER:.0%} power at α/m = {self.alpha:.3g}"
+                 f" ({len(self.rows)} comparison(s) on the verdict metric):", "",
+                 "| variant | against | spread from | sd (variant, reference) | sd of differences (pairs) | "
+                 "unpaired (Welch) | paired | compute, unpaired | compute, paired |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in self.rows:
+            sd = ", ".join("–" if s is None else f"{s:.3g}" for s in r.sd)
+            diff = "–" if r.sd_diff is None else f"{r.sd_diff:.3g} ({r.pairs})"
+            n = lambda k: "–" if k is None else str(k)  # noqa: E731
+            lines.append(f"| {r.variant} | {r.reference} | {r.source} | {sd} | {diff} | {n(r.unpaired)} | {n(r.paired)} | "
+                         f"{self.compute(r.unpaired)} | {self.compute(r.paired)} |")
+        lines += ["", "Compute: seeds × variants runs at the tune runs' mean wall time and training FLOPs per run."]
+        return "\n".join(lines)
+
+
+def _values(runs: Sequence[RunRecord], metric: str, select: str) -> dict[str, float]:
+    """seed -> the run's verdict metric (else its selection metric), finite values only."""
+    out: dict[str, float] = {}
+    for r in runs:
+        v = r.metric(metric)
+        v = r.metric(select) if v is None else v
+        if v is not None and np.isfinite(v):
+            out[str(r.seed)] = float(v)
+    return out
+
+
+def _sd(values: Sequence[float]) -> float | None:
+    return float(np.std(values, ddof=1)) if len(values) >= 2 else None
+
+
+def power_plan(tuned: Sequence[TunedVariant], baseline: int, protocol: Protocol, target_mde: float,
+               pilot_sd: float | None = None, alpha: float = 0.05) -> PowerPlan:
+    """The plan of every variant against the baseline (module doc)."""
+    if not target_mde or target_mde <= 0:
+        raise ConfigError(f"protocol.target_mde={target_mde!r}: give the smallest difference of {protocol.metric} the "
+                          "study must detect, in its units, e.g. protocol.target_mde=0.02")
+    chosen = []
+    for t in tuned:
+        cand = next((c for c in t.candidates if c.values == t.chosen), None)
+        chosen.append(_values(cand.runs if cand is not None else [], protocol.metric, protocol.select))
+    m = max(1, len(tuned) - 1)
+    level = alpha / m
+    rows = []
+    for i, t in enumerate(tuned):
+        if i == baseline:
+            continue
+        a, b = chosen[i], chosen[baseline]
+        sd_a, sd_b = _sd(list(a.values())), _sd(list(b.values()))
+        source = "tune runs"
+        if sd_a is None or sd_b is None:
+            if pilot_sd is None:
+                source = "none: the tune runs have < 2 seeds; set protocol.pilot_sd"
+            else:
+                sd_a, sd_b, source = pilot_sd, pilot_sd, "protocol.pilot_sd"
+        shared = sorted(set(a) & set(b))
+        diffs = [a[s] - b[s] for s in shared]
+        sd_d = _sd(diffs)
+        unpaired = seeds_needed(target_mde, sd_a, sd_b, alpha=level) if sd_a is not None and sd_b is not None else None
+        paired = seeds_needed(target_mde, sd_d, alpha=level, paired=True) if sd_d is not None else None
+        if sd_d == 0.0:
+            paired = 2
+        rows.append(PlanRow(t.variant.label(_varying(tuned)), tuned[baseline].variant.label(_varying(tuned)),
+                            (sd_a, sd_b), sd_d, len(shared), unpaired, paired, source))
+    runs = [r for t in tuned for c in t.candidates for r in c.runs]
+    walls = [r.metric("wall_time_s") for r in runs if r.metric("wall_time_s")]
+    flops = [(r.budget or {}).get("flops_per_token", 0) * (r.metric("tokens_seen") or 0) for r in runs]
+    flops = [f for f in flops if f]
+    return PowerPlan(rows, float(target_mde), level, float(np.mean(walls)) if walls else None,
+                     float(np.mean(flops)) if flops else None, len(tuned))
+
+
+def _varying(tuned: Sequence[TunedVariant]) -> list[str]:
+    keys = sorted({k for t in tuned for k in t.variant.values()})
+    return [k for k in keys if len({t.variant.values().get(k) for t in tuned}) > 1]
+
+
+def pilot_plan(labels: Sequence[str], baseline: int, target_mde: float, pilot_sd: float | None,
+               alpha: float = 0.05) -> PowerPlan:
+    """Before any run: every variant against the baseline at the pilot spread (unpaired only)."""
+    m = max(1, len(labels) - 1)
+    n = seeds_needed(target_mde, pilot_sd, pilot_sd, alpha=alpha / m) if pilot_sd else None
+    rows = [PlanRow(label, labels[baseline], (pilot_sd, pilot_sd), None, 0, n, None, "protocol.pilot_sd")
+            for i, label in enumerate(labels) if i != baseline]
+    return PowerPlan(rows, float(target_mde), alpha / m, None, None, len(labels))
