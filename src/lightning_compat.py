@@ -11,7 +11,9 @@ test named beside it fails with the attribute that moved, and only this file cha
 * ``precision_inputs``: the accepted ``trainer.precision`` values (the ``_PRECISION_INPUT_*``
   type aliases);
 * ``replace_ddp_child_command``: the function Lightning's subprocess DDP launcher calls to build
-  a Hydra app's child command (``subprocess_script._hydra_subprocess_cmd``).
+  a Hydra app's child command (``subprocess_script._hydra_subprocess_cmd``);
+* ``logged_as_last_fit_step``: the step the loggers get for a validation run after ``fit``
+  (``trainer.fit_loop.epoch_loop._batches_that_stepped``).
 
 One subclass override is pinned by the same test but lives with its class:
 ``TokensPerSecondBar._get_train_description`` (src/callbacks/throughput.py), which keeps
@@ -19,8 +21,9 @@ Lightning's rich bar from printing ``Epoch 0/-2`` for runs counted in steps.
 """
 from __future__ import annotations
 
+import contextlib
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 
@@ -64,3 +67,17 @@ def replace_ddp_child_command(command: Callable[[int], tuple[Sequence[str], str]
             module._hydra_subprocess_cmd = command  # type: ignore[attr-defined]
             patched += 1
     return patched
+
+
+@contextlib.contextmanager
+def logged_as_last_fit_step(trainer: Any) -> Iterator[None]:
+    """Inside the block (a ``trainer.validate`` right after ``fit``), metrics are logged at the step a
+    validation inside the fit's last optimizer step would have used (``global_step - 1``, as Lightning
+    logs the fit's validations), not one past it; the counter is restored after."""
+    loop = trainer.fit_loop.epoch_loop
+    before = loop._batches_that_stepped
+    loop._batches_that_stepped = max(0, before - 1)
+    try:
+        yield
+    finally:
+        loop._batches_that_stepped = before

@@ -64,3 +64,11 @@ def test_the_progress_bars_train_description_is_still_a_method_to_override() -> 
     bar = TokensPerSecondBar()
     bar._trainer = pl.Trainer(max_epochs=-1, max_steps=3, logger=False, enable_checkpointing=False)  # type: ignore[assignment]
     assert bar._get_train_description(0) == "Epoch 0"
+
+
+def test_logged_as_last_fit_step_moves_the_loggers_step_back_by_one_and_restores_it(trainer: pl.Trainer) -> None:
+    loop = trainer.fit_loop.epoch_loop
+    loop._batches_that_stepped = 6
+    with lightning_compat.logged_as_last_fit_step(trainer):
+        assert loop._batches_that_stepped == 5
+    assert loop._batches_that_stepped == 6

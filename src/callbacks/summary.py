@@ -22,6 +22,7 @@ class RunSummary(pl.Callback):
         self._t0: float | None = None
         self.final: dict[str, float] = {}  # last value of every logged scalar (updated at stage ends)
         self.tokens_at_start = 0  # the task's token counter when training (re)started
+        self.scored: tuple[str, int, str | None] | None = None  # the weights the test scored (src.training.runner)
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._t0 = time.perf_counter()

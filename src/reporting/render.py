@@ -25,7 +25,7 @@ from src.reporting.comparisons import Comparison, direction
 from src.studies.outcomes import run_outcome
 from src.reporting.stats import POWER, Summary, seeds_needed
 from src.studies.runs import RunRecord
-from src.reporting.table import Report, VariantRow
+from src.reporting.table import Report, VariantRow, counted
 from src.studies.tuning import tuned_values
 from src.files import atomic_path
 from src.provenance import FIELDS as PROVENANCE_FIELDS
@@ -33,7 +33,8 @@ from src.provenance import FIELDS as PROVENANCE_FIELDS
 REPORT_COLUMNS = ("variant", "n_seeds", "mean", "std", "ci_low", "ci_high", "delta", "delta_ci_low", "delta_ci_high",
                   "p", "p_holm", "verdict", "mde")
 RUN_COLUMNS = ("variant", "seed", "stage", "role")
-RUN_FIGURES = ("params", "tokens_seen", "global_step", "best_step", "wall_time_s", "throughput_tokens_per_s")
+RUN_FIGURES = ("params", "tokens_seen", "global_step", "best_step", "scored_weights", "scored_step", "wall_time_s",
+               "throughput_tokens_per_s")
 
 
 def fixed(x: float | None, digits: int = 3) -> str:
@@ -248,6 +249,20 @@ def _seeds_lines(report: Report) -> list[str]:
             f"At the observed spreads (α/m, {POWER:.0%} power): " + "; ".join(needs) + ".", ""]
 
 
+def _scored_lines(report: Report) -> list[str]:
+    """Which weights the verdict metric scored in the verdict runs: the best by validation, or the final ones, at which step."""
+    seen: Counter = Counter()
+    for row in report.rows:
+        for r in counted(row.runs):
+            kind, step = (r.metrics or {}).get("scored_weights"), (r.metrics or {}).get("scored_step")
+            seen[(kind or "not recorded", step)] += 1
+    if not seen:
+        return []
+    parts = [f"{'best by validation' if k == 'best' else k} at step {s} ({plural(n, 'run')})" if s is not None
+             else f"{k} ({plural(n, 'run')})" for (k, s), n in sorted(seen.items(), key=lambda x: (str(x[0][0]), x[0][1] or 0))]
+    return [f"Weights the verdict scored: {'; '.join(parts)}. The compute below counts the training tokens up to them.", ""]
+
+
 def _factorial_lines(report: Report) -> list[str]:
     """A hint when the variants form a full grid over two or more factors but only the baseline is compared."""
     if report.protocol.comparisons != "baseline" or len(report.varying) < 2:
@@ -337,6 +352,7 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
     lines += _metric_table(report, p.metric, [r.primary for r in rows], [r.comparison for r in rows], True, True)
     lines += ["", "`⚠ edge`: the chosen value is the smallest or largest candidate; the optimum may lie outside the grid."
               if any(r.tuned.edge for r in rows) else "", ""]
+    lines += _scored_lines(report)
     if report.reference_note:
         lines += [f"Reference rows: {report.reference_note}.", ""]
 
@@ -348,7 +364,7 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
         lines.append(f"| {row.label} | {thousands(c.params.mean)} | {significant(c.flops_per_token.mean, 4)} | {thousands(c.tokens.mean)} | "
                      f"{significant(c.train_flops.mean, 4)} | {c.match} | {thousands(c.throughput.mean)} | {fixed(c.wall.mean, 0)} |")
     lines += ["", "Means over the verdict runs. FLOPs per token are the model's own count (forward + backward, "
-              "`budget.json`); training FLOPs = FLOPs per token × training tokens seen.", ""]
+              "`budget.json`); training tokens are those up to the weights the verdict scored; training FLOPs = FLOPs per token × those tokens.", ""]
     lines += provenance_lines(report)
 
     if p.tune:

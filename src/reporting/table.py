@@ -35,8 +35,8 @@ class Compute:
 
     params: Summary
     flops_per_token: Summary  # training (forward + backward) FLOPs per token, the model's own count
-    tokens: Summary  # training tokens seen
-    train_flops: Summary  # flops_per_token x tokens seen, per run
+    tokens: Summary  # training tokens up to the weights the verdict scored (scored_tokens)
+    train_flops: Summary  # flops_per_token x those tokens, per run
     match: str  # params | flops | tokens | none (how the variant was matched)
     throughput: Summary
     wall: Summary
@@ -162,9 +162,18 @@ def compare_rows(key: str, a: "VariantRow", b: "VariantRow", margin: float | Non
                    seeds=([r.seed for r in ra], [r.seed for r in rb]), same_data=same_data, pairing=pairing)
 
 
+def scored_tokens(run: RunRecord) -> float | None:
+    """Training tokens up to the weights the run's test scored: ``tokens_seen`` scaled to ``scored_step``
+    (metrics.json: the best checkpoint's step, or the final one); all of them without that record."""
+    tokens, step, total = run.metric("tokens_seen"), run.metric("scored_step"), run.metric("global_step")
+    if tokens is None or step is None or not total:
+        return tokens
+    return tokens * step / total
+
+
 def compute_of(runs: Sequence[RunRecord]) -> Compute:
     per_token = [(r.budget or {}).get("flops_per_token") for r in runs]
-    tokens = [r.metric("tokens_seen") for r in runs]
+    tokens = [scored_tokens(r) for r in runs]
     modes = {str((r.budget or {}).get("match") or "none") for r in runs}
     return Compute(
         params=summarize([r.metric("params") for r in runs]), flops_per_token=summarize(per_token),

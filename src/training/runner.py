@@ -30,6 +30,7 @@ from src.training.console import quiet_third_party
 from src.training.distributed import launcher_scope
 from src.training.loggers import close_loggers
 from src.training.setup import Run, build_run, build_trainer
+from src.lightning_compat import logged_as_last_fit_step
 from src.provenance import provenance
 
 log = logging.getLogger(__name__)
@@ -77,10 +78,10 @@ def train(cfg: DictConfig) -> float | None:
             run = build_run(cfg)
             trainer = build_trainer(cfg, extra_callbacks=[summary, *model_summary(cfg)])
             trainer.fit(run.task, datamodule=run.datamodule, ckpt_path=cfg.get("ckpt_path"))
+            validate_final_weights(trainer, run, summary)
             if cfg.get("test", True):
-                ck = trainer.checkpoint_callback  # test the best checkpoint when there is one (none under fast_dev_run)
-                best_path = ck.best_model_path if isinstance(ck, ModelCheckpoint) else ""
-                trainer.test(run.task, datamodule=run.datamodule, ckpt_path=best_path or None, verbose=False)
+                summary.scored = scored_weights(trainer, summary)
+                trainer.test(run.task, datamodule=run.datamodule, ckpt_path=summary.scored[2], verbose=False)
         except BaseException as e:
             stopped = preemption_error(e, trainer)  # SIGTERM / SLURM's signal: Preempted, naming the checkpoint written
             _record(run_dir, "failed", stopped or e, run, trainer, summary, t0)
@@ -95,6 +96,29 @@ def train(cfg: DictConfig) -> float | None:
         return best[1]
     value = summary.final.get(monitor)
     return value
+
+
+def validate_final_weights(trainer: pl.Trainer, run: Run, summary: RunSummary) -> None:
+    """Validate the final weights when the last validation of the fit was at an earlier step
+    (``trainer.max_steps`` not a multiple of ``val_check_interval``), so the final weights take part
+    in the choice of the best ones and the report can say which it scored."""
+    last = summary.history[-1][0] if summary.history else None
+    if (trainer.fast_dev_run or not trainer.global_step or last == trainer.global_step or not trainer.limit_val_batches
+            or trainer.interrupted or not summary.history):  # no validation at all: the run asked for none
+        return
+    with logged_as_last_fit_step(trainer):  # its val/* rows at the fit's convention (global_step - 1)
+        trainer.validate(run.task, datamodule=run.datamodule, verbose=False)
+
+
+def scored_weights(trainer: pl.Trainer, summary: RunSummary) -> tuple[str, int, str | None]:
+    """(which weights the test scores: "best" | "final", their step, the checkpoint to load or None):
+    the best checkpoint by validation, unless the final weights are the best (or there is none)."""
+    ck = trainer.checkpoint_callback
+    best_path = ck.best_model_path if isinstance(ck, ModelCheckpoint) else ""
+    best = summary.best
+    if not best_path or best is None or best[0] == trainer.global_step:
+        return "final", int(trainer.global_step), None
+    return "best", int(best[0]), best_path
 
 
 @rank_zero_only
@@ -119,6 +143,8 @@ def _record(run_dir: Path, status: str, error: BaseException | None, run: Run | 
     best = summary.best
     record["best_step"] = best[0] if best is not None else None
     record["global_step"] = int(trainer.global_step) if trainer is not None else 0
+    if summary.scored is not None:  # the weights test/* scored: "best" (by validation) or "final", and their step
+        record["scored_weights"], record["scored_step"] = summary.scored[0], summary.scored[1]
     record.update(sorted(summary.final.items()))
     if best is not None:
         record[f"{summary.monitor}_best"] = best[1]

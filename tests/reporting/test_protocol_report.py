@@ -272,3 +272,21 @@ def test_seeds_needed_at_the_observed_spread_and_the_factorial_hint(tmp_path: Pa
                 write_run(root, [f"model/ffn={ffn}", f"model/norm={norm}", f"seed={seed}"], metrics=completed(v, v))
     md = make_report([root], tmp_path / "out", baseline="model/ffn=gelu,model/norm=layernorm").markdown.read_text()
     assert "This sweep is factorial (2 `model/ffn` × 2 `model/norm`)" in md and "--comparisons one_factor" in md
+
+
+def test_the_report_names_the_scored_weights_and_counts_tokens_up_to_them(tmp_path: Path) -> None:
+    """A run tested with its best checkpoint at step 100 of 150 (metrics.json's scored_weights/scored_step):
+    the verdict section says so, and the compute table counts 100/150 of its tokens."""
+    root = tmp_path / "sweep"
+    for ffn, v in (("gelu", 2.0), ("swiglu", 1.9)):
+        for seed in (1, 2):
+            write_run(root, [f"model/ffn={ffn}", f"seed={seed}"], budget={"flops_per_token": 10.0},
+                      metrics={**completed(v + seed / 100, v + seed / 100), "global_step": 150, "tokens_seen": 1500,
+                               "scored_weights": "best", "scored_step": 100})
+    files = make_report([root], tmp_path / "out", baseline="model/ffn=gelu")
+    md = files.markdown.read_text()
+    assert "Weights the verdict scored: best by validation at step 100 (4 runs)" in md
+    assert all(row.compute.tokens.mean == pytest.approx(1000.0) for row in files.report.rows)
+    assert all(row.compute.train_flops.mean == pytest.approx(10_000.0) for row in files.report.rows)
+    runs = read_csv(files.runs_csv)
+    assert {r["scored_weights"] for r in runs} == {"best"} and {r["scored_step"] for r in runs} == {"100"}

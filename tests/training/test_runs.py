@@ -187,3 +187,22 @@ def test_each_objective_runs_end_to_end(name: str, tmp_path: Path) -> None:
     assert m["val/loss"] is not None and m["test/loss"] is not None
     loaded = load_checkpoint(tmp_path / "checkpoints" / "last.ckpt")
     assert loaded.cfg["task"]["name"] == compose_train(overrides, tmp_path / "c").task.name
+
+
+def test_the_final_weights_are_validated_and_the_scored_weights_named(tmp_path: Path) -> None:
+    """max_steps=6 with val_check_interval=4: Lightning validates at step 4 only; the run validates the
+    final weights too, tests the better of the two, and metrics.json says which weights and step."""
+    import json
+
+    from tests.training.conftest import TINY, read_csv_metrics, series, train_in_process
+
+    run = tmp_path / "run"
+    base = [o for o in TINY if not o.startswith(("trainer.max_steps", "trainer.val_check_interval"))]
+    train_in_process([*base, "trainer.max_steps=6", "trainer.val_check_interval=4"], run)
+    m = json.loads((run / "metrics.json").read_text())
+    val = series(read_csv_metrics(run), "val/loss")
+    assert sorted(val) == [3, 5]  # CSV steps are 0-based: validations after optimizer steps 4 and 6
+    best_step = 4 if val[3] < val[5] else 6
+    assert m["global_step"] == 6 and m["best_step"] == best_step
+    assert (m["scored_weights"], m["scored_step"]) == (("best", 4) if best_step == 4 else ("final", 6))
+    assert m["test/loss"] is not None
