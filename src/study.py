@@ -41,9 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from src.errors import ConfigError
+from src.jsonfile import write_json
 from src.studies.protocol import Protocol, canonical
 from src.reporting.build import find_baseline, make_report
-from src.reporting.planning import PowerPlan, pilot_plan, power_plan
+from src.reporting.planning import SEEDS_PLAN, PowerPlan, pilot_plan, power_plan
 from src.studies.runs import IGNORED_KEYS, is_ignored, load_runs, parse_override
 from src.studies.tuning import tune_variants
 
@@ -200,9 +201,34 @@ def confirm_commands(p: Plan) -> list[list[str]]:
             continue
         chosen = [f"{k}={x}" for k, x in t.chosen.items()]
         max_steps = [f"trainer.max_steps={steps}"] if steps is not None else []
-        out.append(_train([*p.fixed, *variant_overrides(v), *max_steps, *chosen, f"seed={_seeds(p.protocol.seeds, 'seeds')}",
+        seeds = confirm_seeds(p) if p.protocol.auto_seeds else p.protocol.seeds
+        out.append(_train([*p.fixed, *variant_overrides(v), *max_steps, *chosen, f"seed={_seeds(seeds, 'seeds')}",
                            "protocol.stage=confirm"]))
     return out
+
+
+def confirm_seeds(p: Plan) -> list[str]:
+    """``protocol.seeds: auto``: the most seeds any comparison needs for ``protocol.target_mde`` (the paired
+    plan: the confirm runs of every variant share their seeds and batches; the unpaired one where no pairs
+    were measured), at most ``protocol.max_seeds``, numbered from 1 past the tune seeds. The choice is
+    written to ``<sweep dir>/seeds_plan.json``, which the report quotes."""
+    plan_ = power_plan_of(p)
+    needs = [r.paired if r.paired is not None else r.unpaired for r in plan_.rows]
+    cap = int(p.protocol.max_seeds or 2)
+    n = min(cap, max((k for k in needs if k is not None), default=cap))
+    capped = any(k is None or k > cap for k in needs)
+    tune = set(p.protocol.tune_seeds)
+    seeds, s = [], 1
+    while len(seeds) < max(2, n):
+        if str(s) not in tune:
+            seeds.append(str(s))
+        s += 1
+    record = {"seeds": seeds, "needed": needs, "max_seeds": cap, "capped": capped, "target_mde": p.protocol.target_mde,
+              "variants": [r.variant for r in plan_.rows]}
+    write_json(p.sweep_dir / SEEDS_PLAN, record)
+    log.info("protocol.seeds=auto: %d seeds per variant (%s)%s", len(seeds), ", ".join(map(str, needs)),
+             f", capped by protocol.max_seeds={cap}" if capped else "")
+    return seeds
 
 
 def power_plan_of(p: Plan) -> PowerPlan:

@@ -4,6 +4,7 @@ runs.csv (numpy and scipy here, not the report's code)."""
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 import subprocess
@@ -177,3 +178,33 @@ def test_plan_sizes_the_seeds_from_the_tune_runs_by_hand(tmp_path: Path, capsys:
     assert pilot.paired is None and pilot.unpaired == power_plan_of(plan(empty)).rows[0].unpaired > 2
     with pytest.raises(ConfigError, match="protocol.target_mde"):
         power_plan_of(plan(["experiment=study_quickstart", f"hydra.sweep.dir={sweep}"]))
+
+
+def test_auto_seeds_confirm_on_the_planned_number_and_the_report_says_so(tmp_path: Path) -> None:
+    from src.report import make_report
+    from src.study import power_plan_of
+
+    sweep = tmp_path / "sweep"
+    offset = {0: 0.0, 1: 0.06, 2: -0.05}
+    proto = {"factors": ["model/ffn"], "tune": {"optim.lr": [1e-3, 3e-3, 1e-2]}, "design": "two_stage",
+             "tune_seeds": [0, 1, 2], "seeds": "auto", "target_mde": 0.02, "max_seeds": 6,
+             "baseline": "model/ffn=gelu", "stage": "tune"}
+    for ffn, shift, wiggle in (("gelu", 0.0, (0.0, 0.0, 0.0)), ("swiglu", -0.02, (0.01, -0.012, 0.004))):
+        for lr in ("0.001", "0.003", "0.01"):
+            for s in (0, 1, 2):
+                v = 2.0 + offset[s] + shift + wiggle[s] + (0.0 if lr == "0.003" else 0.3)
+                write_run(sweep, [f"model/ffn={ffn}", f"optim.lr={lr}", f"seed={s}", "protocol.stage=tune"],
+                          metrics=completed(v, v), config={"protocol": proto})
+    args = ["experiment=study_quickstart", f"hydra.sweep.dir={sweep}", "protocol.design=two_stage",
+            "protocol.tune_seeds=[0,1,2]", "protocol.seeds=auto", "protocol.target_mde=0.02", "protocol.max_seeds=6"]
+    p = plan(args)
+    need = power_plan_of(p).rows[0].paired
+    cmds = confirm_commands(p)
+    expected = ",".join(str(s) for s in range(3, 3 + min(6, max(2, need))))  # past the tune seeds 0, 1, 2
+    assert len(cmds) == 2 and all(f"seed={expected}" in c for c in cmds)
+    record = json.loads((sweep / "seeds_plan.json").read_text())
+    assert record["needed"] == [need] and record["capped"] == (need > 6)
+    md = make_report([sweep], tmp_path / "out").markdown.read_text()
+    assert "protocol.seeds: auto confirmed on" in md
+    with pytest.raises(ConfigError, match="protocol.seeds=auto needs protocol.design=two_stage"):
+        plan(["experiment=study_quickstart", "protocol.seeds=auto", "protocol.target_mde=0.02", "protocol.max_seeds=6"])

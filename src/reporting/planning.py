@@ -23,6 +23,20 @@ from src.studies.protocol import Protocol
 from src.studies.runs import RunRecord
 from src.studies.tuning import TunedVariant
 
+#: ``protocol.seeds: auto``: the confirm stage's choice of seeds and why (written by ``python -m src.study``)
+SEEDS_PLAN = "seeds_plan.json"
+
+
+def seeds_plan_line(record: dict | None) -> str | None:
+    """The report's sentence on an automatic choice of confirm seeds, from ``seeds_plan.json``."""
+    if not record or not record.get("seeds"):
+        return None
+    needs = ", ".join(f"{v}: {n if n is not None else 'no spread'}" for v, n in zip(record.get("variants") or [],
+                                                                                   record.get("needed") or []))
+    return (f"protocol.seeds: auto confirmed on {len(record['seeds'])} seeds ({', '.join(map(str, record['seeds']))}): "
+            f"the seeds per variant --plan found for a difference of {record.get('target_mde')} ({needs})"
+            + (f", capped by protocol.max_seeds={record.get('max_seeds')}" if record.get("capped") else "") + ".")
+
 
 @dataclass
 class PlanRow:

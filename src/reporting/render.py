@@ -21,7 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from src.jsonfile import read_json
 from src.reporting.comparisons import Comparison, direction
+from src.reporting.planning import SEEDS_PLAN, seeds_plan_line
 from src.studies.outcomes import run_outcome
 from src.reporting.stats import POWER, Summary, seeds_needed
 from src.studies.runs import RunRecord
@@ -347,7 +349,8 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
             if report.m else "No comparison has a test (see the reasons in the table), so nothing is corrected and no "
             "verdict is possible.") + " How to read each column: docs/studies.md.", "",
     ]
-    lines += _pairing_lines(report) + _seeds_lines(report) + _factorial_lines(report)
+    auto = seeds_plan_line(read_json(Path(roots[0]) / SEEDS_PLAN)) if roots else None
+    lines += ([auto, ""] if auto else []) + _pairing_lines(report) + _seeds_lines(report) + _factorial_lines(report)
     lines += [f"## Verdicts on `{p.metric}`", ""]
     lines += _metric_table(report, p.metric, [r.primary for r in rows], [r.comparison for r in rows], True, True)
     lines += ["", "`⚠ edge`: the chosen value is the smallest or largest candidate; the optimum may lie outside the grid."

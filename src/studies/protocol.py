@@ -73,6 +73,8 @@ class Protocol:
     baseline: str | None = None
     comparisons: str = "baseline"
     equivalence_margin: float | dict[str, float] | None = None
+    auto_seeds: bool = False  # seeds: auto -- the confirm stage runs the seeds --plan finds, up to max_seeds
+    max_seeds: int | None = None
     target_mde: float | None = None  # the smallest difference of `metric` the study must detect (--plan)
     pilot_sd: float | None = None  # a standard deviation of `metric` over seeds, when the tune runs give none
     declared: bool = False
@@ -101,7 +103,9 @@ class Protocol:
             tune={str(k): [canonical(v) for v in (vs if isinstance(vs, Sequence) and not isinstance(vs, str) else [vs])]
                   for k, vs in tune.items()},
             design=str(node.get("design") or "grid"), tune_seeds=[canonical(s) for s in node.get("tune_seeds") or []],
-            seeds=[canonical(s) for s in node.get("seeds") or []], match=str(node.get("match") or "params"),
+            seeds=[] if node.get("seeds") == "auto" else [canonical(s) for s in node.get("seeds") or []],
+            auto_seeds=node.get("seeds") == "auto", max_seeds=_count(node, "max_seeds"),
+            match=str(node.get("match") or "params"),
             select=str(node.get("select") or "val/loss"), metric=str(node.get("metric") or "test/loss"),
             secondary=[str(s) for s in node.get("secondary") or []],
             baseline=None if node.get("baseline") in (None, "") else str(node["baseline"]),
@@ -119,6 +123,14 @@ class Protocol:
         if self.design == "two_stage" and self.declared and not self.tune_seeds:
             raise ConfigError("protocol.design=two_stage needs protocol.tune_seeds (the seeds every candidate runs "
                               "on), e.g. [0]")
+        if self.auto_seeds and self.declared:
+            if self.design != "two_stage":
+                raise ConfigError("protocol.seeds=auto needs protocol.design=two_stage: the confirm seeds are planned "
+                                  "from the tune stage's spread, and the grid design runs every seed at the tune stage")
+            if self.target_mde is None or self.max_seeds is None:
+                raise ConfigError("protocol.seeds=auto needs protocol.target_mde (the difference to detect) and "
+                                  "protocol.max_seeds (the most seeds per variant to spend), e.g. target_mde=0.02 "
+                                  "max_seeds=10")
         if self.select.startswith("test/"):
             raise ConfigError(f"protocol.select={self.select!r}: selection must use the validation split (val/...)")
         for key in [self.metric, *self.secondary] if self.declared else []:
@@ -144,7 +156,8 @@ class Protocol:
         if self.design == "two_stage":
             design = (f"two stages — *tune*: every candidate on seed(s) {', '.join(self.tune_seeds) or '?'}, the value "
                       f"with the lowest mean `{self.select}` chosen per variant; *confirm*: the chosen value on seeds "
-                      f"{', '.join(self.seeds) or '?'}")
+                      + (f"as many seeds as --plan finds for a difference of {self.target_mde:g} (at most "
+                         f"{self.max_seeds})" if self.auto_seeds else f"{', '.join(self.seeds) or '?'}"))
         else:
             design = (f"grid — every candidate on every seed ({', '.join(self.seeds) or 'the seeds run'}), the value with "
                       f"the lowest mean `{self.select}` over seeds chosen per variant")
@@ -155,6 +168,16 @@ class Protocol:
                 + (f"{self.match}." if matched in (None, self.match) else
                    f"{matched} (the runs' budget.json; protocol.match={self.match} applies to runs that "
                    "python -m src.study plans)."))
+
+
+def _count(node: Mapping[str, Any], key: str) -> int | None:
+    """``protocol.<key>`` as a whole number >= 2, or None when unset."""
+    value = node.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        raise ConfigError(f"protocol.{key}={value!r} is invalid: a whole number of seeds, 2 or more, or null")
+    return value
 
 
 def _positive(node: Mapping[str, Any], key: str) -> float | None:
