@@ -26,6 +26,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
+from src.provenance import cpu_model, package_version  # noqa: E402
+
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
 
@@ -57,24 +59,9 @@ def setup(args: argparse.Namespace) -> None:
 
 
 # -- machine and versions -------------------------------------------------------------
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _version(dist: str) -> str:
     """Installed version of a distribution, without importing it (importing lightning takes seconds)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return "-"
+    return package_version(dist) or "-"
 
 
 def machine_header(title: str, extra: dict[str, Any] | None = None) -> str:
@@ -90,7 +77,7 @@ def machine_header(title: str, extra: dict[str, Any] | None = None) -> str:
     lines = [
         f"## {title}",
         "",
-        f"- machine: {cpu_model()}, {cores} usable cores, torch threads {torch.get_num_threads()}, {device}",
+        f"- machine: {cpu_model() or platform.machine()}, {cores} usable cores, torch threads {torch.get_num_threads()}, {device}",
         f"- versions: python {platform.python_version()}, torch {torch.__version__}, "
         f"transformers {_version('transformers')}, lightning {_version('lightning')}",
     ]

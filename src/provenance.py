@@ -29,14 +29,16 @@ def _git(*args: str) -> str | None:
     return r.stdout.decode("utf-8", "replace") if r.returncode == 0 else None
 
 
-def _version(dist: str) -> str | None:
+def package_version(dist: str) -> str | None:
+    """A distribution's installed version without importing it, or None."""
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return None
 
 
-def _cpu() -> str | None:
+def cpu_model() -> str | None:
+    """The CPU's model name (/proc/cpuinfo, else the platform's), or None."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -64,8 +66,8 @@ def provenance() -> dict[str, Any]:
     """``FIELDS`` of this process: code state, versions, CPU model, GPU name and count."""
     record: dict[str, Any] = dict(code_state())
     record["python"] = platform.python_version()
-    record.update({name: _version(dist) for name, dist in PACKAGES.items()})
-    record["cpu"] = _cpu()
+    record.update({name: package_version(dist) for name, dist in PACKAGES.items()})
+    record["cpu"] = cpu_model()
     gpu, count = None, 0
     try:
         import torch
