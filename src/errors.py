@@ -11,6 +11,8 @@ joblib/submitit launchers send a job's error back to the sweep process. Imports 
 """
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -55,3 +57,16 @@ class Preempted(SystemExit):
 
     def __reduce__(self) -> tuple[Any, ...]:  # SystemExit's args hold the exit status, not the message
         return (type(self), (self.message, self.signum))
+
+
+def did_you_mean(words: str | Iterable[str], accepted: Iterable[str], prefix: str = "") -> str:
+    """`` (did you mean model.norm_placement?)`` for the accepted names closest to each misspelt word
+    (``difflib``: a ratio of at least 0.6), or ``""`` when none is close. ``prefix`` is put before each
+    suggestion (``"model."``), so the hint is a key the user can type."""
+    choices = [str(a) for a in accepted]
+    found: list[str] = []
+    for word in [words] if isinstance(words, str) else list(words):
+        for match in difflib.get_close_matches(str(word), choices, n=2, cutoff=0.6):
+            if f"{prefix}{match}" not in found:
+                found.append(f"{prefix}{match}")
+    return f" (did you mean {' or '.join(found)}?)" if found else ""

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR, LRScheduler
 
-from src.errors import ConfigError
+from src.errors import ConfigError, did_you_mean
 from src.plain import to_plain
 from src.registry import Registry
 
@@ -276,12 +276,14 @@ def _parse(group: str, registry: Registry[C], node: Mapping[str, Any], default: 
     node = dict(to_plain(node))
     name = node.pop("name", default)
     if not isinstance(name, str) or name not in registry:
-        raise ConfigError(f"{group}.name={name!r} is not known; registered: {', '.join(registry.in_order())}")
+        raise ConfigError(f"{group}.name={name!r} is not known{did_you_mean(str(name), registry.names())}; registered: "
+                          f"{', '.join(registry.in_order())}")
     cls = registry.get(name)
     accepted = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
     for key, value in node.items():
         if key not in accepted:
-            raise ConfigError(f"{group}.{key}={value!r} is not a key of {group}={name} (accepted: "
+            raise ConfigError(f"{group}.{key}={value!r} is not a key of {group}={name}"
+                              f"{did_you_mean(key, accepted, f'{group}.')} (accepted: "
                               f"{', '.join(accepted) or 'name only'}); fix the spelling or remove the override")
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.name not in node and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:

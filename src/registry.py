@@ -22,7 +22,7 @@ import pkgutil
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-from src.errors import ConfigError
+from src.errors import ConfigError, did_you_mean
 
 T = TypeVar("T")
 
@@ -81,7 +81,8 @@ class Registry(Generic[T]):
         if name not in self._discover():
             yaml = f" and add conf/{self.conf}/{name}.yaml" if self.conf else ""
             raise ConfigError(
-                f"unknown {self.kind} '{name}'; registered {self.kind}s: {', '.join(self.names())}. "
+                f"unknown {self.kind} '{name}'{did_you_mean(str(name), self.names())}; registered {self.kind}s: "
+                f"{', '.join(self.names())}. "
                 f"Register a new one with @{self.kind.upper()}S.register('{name}'){yaml}"
             )
         return self._classes[name]
@@ -104,7 +105,8 @@ class Registry(Generic[T]):
         if unknown:
             own = [p for p in params if p != "self" and p not in context]
             raise ConfigError(
-                f"{self.kind} '{name}' got unknown key(s) {unknown}; it accepts: {', '.join(own) or '(no keys)'}"
+                f"{self.kind} '{name}' got unknown key(s) {unknown}{did_you_mean(unknown, own)}; it accepts: "
+                f"{', '.join(own) or '(no keys)'}"
             )
         kwargs = {k: v for k, v in context.items() if k in params and k not in node}
         kwargs.update(node)

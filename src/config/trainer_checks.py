@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from src.errors import ConfigError
+from src.errors import ConfigError, did_you_mean
 from src.lightning_compat import precision_inputs
 
 
@@ -88,8 +88,9 @@ def check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
         for key, value in t.items():
             if key != "_target_" and key not in params:
                 accepted = ", ".join(p for p in params if p != "self")
-                raise ConfigError(f"trainer.{key}={value!r} is not a key of lightning.pytorch.Trainer (accepted: "
-                                  f"{accepted}); fix the spelling or remove the override")
+                raise ConfigError(f"trainer.{key}={value!r} is not a key of lightning.pytorch.Trainer"
+                                  f"{did_you_mean(key, params, 'trainer.')} (accepted: {accepted}); fix the spelling "
+                                  "or remove the override")
     accel = str(t.get("accelerator", "auto"))
     strategy = _strategy_name(t.get("strategy", "auto"))
     precision = t.get("precision", 32)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from src.errors import ConfigError
+from src.errors import ConfigError, did_you_mean
 from src.models.config import ModelConfig
 from src.plain import to_plain
 from src.checkpoints.fit import allow_list
@@ -130,7 +130,8 @@ def _check_top_keys(plain: Mapping[str, Any]) -> None:
     ``+key=v`` would add a key that nothing reads)."""
     for key, value in plain.items():
         if key not in RUN_KEYS:
-            raise ConfigError(f"{key}={value!r} is not a key of the run config (accepted: {', '.join(sorted(RUN_KEYS))}); "
+            raise ConfigError(f"{key}={value!r} is not a key of the run config{did_you_mean(key, RUN_KEYS)} (accepted: "
+                              f"{', '.join(sorted(RUN_KEYS))}); "
                               "fix the spelling or remove the override")
 
 
@@ -151,7 +152,8 @@ def _check_group_keys(plain: Mapping[str, Any]) -> None:
         accepted = ["name", *own]
         for key, value in node.items():
             if key not in accepted:
-                raise ConfigError(f"{group}.{key}={value!r} is not a key of {group}={node['name']} (accepted: "
+                raise ConfigError(f"{group}.{key}={value!r} is not a key of {group}={node['name']}"
+                                  f"{did_you_mean(key, accepted, f'{group}.')} (accepted: "
                                   f"{', '.join(accepted)}); fix the spelling or remove the override")
 
 
@@ -176,7 +178,8 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
 
     task_name = (plain.get("task") or {}).get("name")
     if task_name not in TASKS:
-        raise ConfigError(f"task={task_name!r} is not known; registered: {', '.join(TASKS.names())} "
+        raise ConfigError(f"task={task_name!r} is not known{did_you_mean(str(task_name), TASKS.names())}; registered: "
+                          f"{', '.join(TASKS.names())} "
                           "(conf/task/<name>.yaml picks one)")
     cls = TASKS.get(task_name)
     cls.check_family(model)  # ConfigError: masked LM on a causal decoder …
@@ -259,7 +262,7 @@ def _check_target_keys(key: str, node: Mapping[str, Any], target: Any) -> None:
         return
     for k, value in node.items():
         if not str(k).startswith("_") and k not in params:
-            raise ConfigError(f"{key}.{k}={value!r} is not a key of {node['_target_']} (accepted: "
+            raise ConfigError(f"{key}.{k}={value!r} is not a key of {node['_target_']}{did_you_mean(k, params, key + '.')} (accepted: "
                               f"{', '.join(params)}); fix the spelling or remove the override")
 
 
@@ -270,7 +273,8 @@ def _check_run_keys(plain: Mapping[str, Any]) -> None:
                                   ("resume", "conf/train.yaml", ("allow_config_change",))):
         for key, value in (plain.get(node) or {}).items():
             if accepted is not None and key not in accepted:  # +reliability.nonfinit=skip would change nothing
-                raise ConfigError(f"{node}.{key}={value!r} is not a key of {where} (accepted: {', '.join(accepted)}); "
+                raise ConfigError(f"{node}.{key}={value!r} is not a key of {where}{did_you_mean(key, accepted, node + '.')} "
+                                  f"(accepted: {', '.join(accepted)}); "
                                   "fix the spelling or remove the override")
     action = rel.get("nonfinite", "stop")
     if action not in NONFINITE_ACTIONS:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from src.errors import ConfigError
+from src.errors import ConfigError, did_you_mean
 from src.registry import or_list
 
 __all__ = ["ModelConfig"]
@@ -57,7 +57,8 @@ class ModelConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(k for k in d if k not in known and not k.startswith("_"))
         if unknown:
-            raise ConfigError(f"unknown model config key(s) {unknown}; accepted keys: {', '.join(sorted(known))}")
+            raise ConfigError(f"unknown model config key(s) {unknown}{did_you_mean(unknown, known, 'model.')}; "
+                              f"accepted keys: {', '.join(sorted(known))}")
         d = {k: v for k, v in d.items() if k in known}
         for group in ("position", "norm", "ffn", "mask", "qk_norm"):
             if d.get(group) is not None:

@@ -389,3 +389,29 @@ def test_token_id_beyond_the_vocabulary_deep_in_a_cache(tmp_path: Path) -> None:
     dm.vocab_size = 999
     with pytest.raises(DataError, match=r"token id 999 at position 1000 .* \(model.vocab_size=999\)"):
         dm.setup("fit")
+
+
+@pytest.mark.parametrize(("overrides", "typo", "suggestion"), [
+    (["+batchsize=16"], "batchsize=16", "did you mean batch_size"),
+    (["+model.norm_placment=post"], "norm_placment", "did you mean model.norm_placement?"),
+    (["model=bert_base", "task=masked_lm", "+task.mask_probability=0.2"], "task.mask_probability", "did you mean task.mask_prob?"),
+    (["+optim.lrr=0.1"], "optim.lrr=0.1", "did you mean optim.lr?"),
+    (["+scheduler.warmup=5"], "scheduler.warmup=5", "did you mean scheduler.warmup_steps?"),
+    (["+trainer.max_step=5"], "trainer.max_step=5", "did you mean trainer.max_steps"),
+    (["+logger.csv.nme=x"], "logger.csv.nme='x'", "did you mean logger.csv.name?"),
+    (["+reliability.nonfinit=skip"], "reliability.nonfinit='skip'", "did you mean reliability.nonfinite?"),
+    (["model/position=rope", "+model.position.thta=500"], "thta", "did you mean theta?"),
+    (["+data.val_fractoin=0.2"], "val_fractoin", "did you mean data.val_fraction"),
+])
+def test_a_misspelt_key_gets_the_closest_accepted_name(overrides: list[str], typo: str, suggestion: str,
+                                                       compose: Callable[..., Any]) -> None:
+    with pytest.raises(Exception) as info:
+        validate_run_config(compose(*overrides), hardware=CPU)
+    assert typo in str(info.value) and suggestion in str(info.value)
+
+
+def test_no_suggestion_when_nothing_is_close() -> None:
+    from src.errors import did_you_mean
+
+    assert did_you_mean("zzzz", ["batch_size", "block_size"]) == ""
+    assert did_you_mean(["norm_placment"], ["norm_placement", "norm"], "model.") == " (did you mean model.norm_placement?)"

@@ -9,7 +9,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from src.errors import DataError
+from src.errors import DataError, did_you_mean
 from src.registry import Registry
 from src.data.sources.base import LMSource, PairSource, Source
 
@@ -47,7 +47,8 @@ def check_source(cfg: Mapping[str, Any]) -> tuple[type[Source], dict[str, Any]]:
     accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
     unknown = sorted(k for k in node if k not in accepted)
     if unknown:
-        raise DataError(f"data={name} got unknown key(s) {unknown}; it accepts: {', '.join(accepted)}")
+        raise DataError(f"data={name} got unknown key(s) {unknown}{did_you_mean(unknown, accepted, 'data.')}; it "
+                        f"accepts: {', '.join(accepted)}")
     return cls, node
 
 
