@@ -138,3 +138,32 @@ def test_multi30k_line_files_when_present(cache_dir: str) -> None:
 def test_bin_sources_default_to_the_cache(name: str, cache_dir: str) -> None:
     src = build_source({"name": name, "cache_dir": cache_dir, **({"dir": None} if name == "openwebtext" else {"dir": "/x"})})
     assert src.kind == "bin"
+
+
+def test_your_own_text_as_a_file_a_directory_or_json_lines_trains(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """data=text with data.path=<file>, a directory of .txt files, or a .jsonl file (one document per line)
+    trains under fast_dev_run; the jsonl documents are read from text_field."""
+    import json
+
+    from src.data.sources import build_source
+    from tests.training.conftest import TINY, train_in_process
+
+    monkeypatch.setenv("TRANSFORMER_LAB_CACHE", str(tmp_path / "cache"))
+    text = "To be, or not to be, that is the question. " * 40
+    (tmp_path / "one.txt").write_text(text)
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"{i}.txt").write_text(text)
+    (folder / "skip.md").write_text("not read")
+    (tmp_path / "docs.jsonl").write_text("\n".join(json.dumps({"id": i, "body": text}) for i in range(4)) + "\n")
+    assert len(build_source({"name": "text", "path": str(folder)}).files) == 3  # the .txt files, in name order
+    docs = build_source({"name": "text", "path": str(tmp_path / "docs.jsonl"), "text_field": "body"})._read(
+        [tmp_path / "docs.jsonl"])
+    assert docs == [text] * 4
+    base = [o for o in TINY if not o.startswith("data=")]
+    for i, data in enumerate([f"data.path={tmp_path / 'one.txt'}", f"data.path={folder}",
+                              f"data.path={tmp_path / 'docs.jsonl'}"]):
+        extra = ["data.text_field=body"] if data.endswith(".jsonl") else []
+        train_in_process([*base, "data=text", data, *extra, "trainer.fast_dev_run=true"], tmp_path / f"run{i}")
+        assert json.loads((tmp_path / f"run{i}" / "metrics.json").read_text())["status"] == "completed"
