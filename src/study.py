@@ -237,7 +237,7 @@ def power_plan_of(p: Plan) -> PowerPlan:
         raise ConfigError("--plan needs protocol.target_mde: the smallest difference of the verdict metric to detect, "
                           "e.g. protocol.target_mde=0.02")
     runs = load_runs([p.sweep_dir]) if p.sweep_dir.is_dir() else []
-    tuned, _, _ = tune_variants(runs, p.protocol, IGNORED_KEYS)
+    tuned, varying, _ = tune_variants(runs, p.protocol, IGNORED_KEYS)
     if not tuned and p.protocol.pilot_sd is None:
         raise ConfigError(f"no tune-stage runs in {p.sweep_dir} to measure the spread from: run --stage tune first, or "
                           "set protocol.pilot_sd")
@@ -245,7 +245,7 @@ def power_plan_of(p: Plan) -> PowerPlan:
         return pilot_plan([" ".join(variant_overrides(v)) or "(defaults)" for v in p.variants], baseline_index(p),
                           p.protocol.target_mde, p.protocol.pilot_sd)
     base = find_baseline([t.variant for t in tuned], p.protocol.baseline)
-    return power_plan(tuned, base, p.protocol, p.protocol.target_mde, p.protocol.pilot_sd)
+    return power_plan(tuned, varying, base, p.protocol, p.protocol.target_mde, p.protocol.pilot_sd)
 
 
 def run_commands(commands: Sequence[list[str]], sweep_dir: Path, dry_run: bool) -> None:

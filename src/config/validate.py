@@ -145,11 +145,8 @@ def _check_group_keys(plain: Mapping[str, Any]) -> None:
         node = plain.get(group)
         if not isinstance(node, Mapping) or node.get("name") not in registry:
             continue
-        cls = registry.get(node["name"])
-        own = getattr(cls, "options", None)
-        if own is None:
-            own = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
-        accepted = ["name", *own]
+        own = getattr(registry.get(node["name"]), "options", None)  # an objective declares its task.* keys
+        accepted = ["name", *(own if own is not None else registry.accepted_keys(node["name"]))]
         for key, value in node.items():
             if key not in accepted:
                 raise ConfigError(f"{group}.{key}={value!r} is not a key of {group}={node['name']}"

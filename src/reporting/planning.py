@@ -102,9 +102,10 @@ def _sd(values: Sequence[float]) -> float | None:
     return float(np.std(values, ddof=1)) if len(values) >= 2 else None
 
 
-def power_plan(tuned: Sequence[TunedVariant], baseline: int, protocol: Protocol, target_mde: float,
-               pilot_sd: float | None = None, alpha: float = 0.05) -> PowerPlan:
-    """The plan of every variant against the baseline (module doc)."""
+def power_plan(tuned: Sequence[TunedVariant], varying: Sequence[str], baseline: int, protocol: Protocol,
+               target_mde: float, pilot_sd: float | None = None, alpha: float = 0.05) -> PowerPlan:
+    """The plan of every variant against the baseline (module doc); ``varying``: the keys that name a
+    variant (``tune_variants``' second result)."""
     if not target_mde or target_mde <= 0:
         raise ConfigError(f"protocol.target_mde={target_mde!r}: give the smallest difference of {protocol.metric} the "
                           "study must detect, in its units, e.g. protocol.target_mde=0.02")
@@ -133,7 +134,7 @@ def power_plan(tuned: Sequence[TunedVariant], baseline: int, protocol: Protocol,
         paired = seeds_needed(target_mde, sd_d, alpha=level, paired=True) if sd_d is not None else None
         if sd_d == 0.0:
             paired = 2
-        rows.append(PlanRow(t.variant.label(_varying(tuned)), tuned[baseline].variant.label(_varying(tuned)),
+        rows.append(PlanRow(t.variant.label(varying), tuned[baseline].variant.label(varying),
                             (sd_a, sd_b), sd_d, len(shared), unpaired, paired, source))
     runs = [r for t in tuned for c in t.candidates for r in c.runs]
     walls = [r.metric("wall_time_s") for r in runs if r.metric("wall_time_s")]
@@ -141,11 +142,6 @@ def power_plan(tuned: Sequence[TunedVariant], baseline: int, protocol: Protocol,
     flops = [f for f in flops if f]
     return PowerPlan(rows, float(target_mde), level, float(np.mean(walls)) if walls else None,
                      float(np.mean(flops)) if flops else None, len(tuned))
-
-
-def _varying(tuned: Sequence[TunedVariant]) -> list[str]:
-    keys = sorted({k for t in tuned for k in t.variant.values()})
-    return [k for k in keys if len({t.variant.values().get(k) for t in tuned}) > 1]
 
 
 def pilot_plan(labels: Sequence[str], baseline: int, target_mde: float, pilot_sd: float | None,
