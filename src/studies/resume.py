@@ -24,7 +24,8 @@ a placeholder, and its SHA-256.
 A completed job is skipped when the config is the same, or differs only by keys that were
 added or removed (a new default in ``conf/`` such as ``num_workers: 0`` is not a new
 experiment); a changed *value* of any key present in both (a study's ``max_steps``, a
-learning rate) re-runs the job instead of silently reusing a stale result. Both cases are
+learning rate), a null that became a node (``model.position.scaling: null`` -> ``{name: yarn,
+…}``) or a node that became a leaf, re-runs the job instead of silently reusing a stale result. Both cases are
 logged with the keys involved.
 """
 from __future__ import annotations
@@ -56,6 +57,8 @@ MAX_DIRNAME = 120
 #: top-level keys that describe how a study reads its runs, not what a run computes: more seeds or candidates in
 #: ``protocol``, another ``report.equivalence_margin`` must not re-run completed jobs (docs/studies.md)
 NOT_TRAINING = ("protocol", "report")
+#: ``sweep_resume.<key>=<value>`` in an override_dirname: how a sweep is re-run, never part of a job's name
+_RESUME_ITEM = re.compile(r"^\+*sweep_resume\.[A-Za-z_]+=[A-Za-z0-9_]*$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+~@%:\-\[\]{}]")
 
 
@@ -63,6 +66,7 @@ def job_dirname(override_dirname: Any = "", max_len: int = MAX_DIRNAME) -> str:
     """A directory name from Hydra's ``override_dirname`` (``model/position=rope,seed=1`` ->
     ``model.position=rope,seed=1``); empty -> ``default``; too long -> a prefix plus a hash."""
     text = "" if override_dirname is None else str(override_dirname)
+    text = ",".join(item for item in text.split(",") if not _RESUME_ITEM.match(item))  # see _RESUME_ITEM
     name = _UNSAFE.sub("_", text.replace("/", "."))
     if not name:
         return "default"
@@ -128,9 +132,19 @@ def flat_config(cfg: DictConfig | dict[str, Any], run_dir: str | Path | None = N
 
 
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """(keys whose value changed, keys added or removed) between two flat configs."""
-    changed = sorted(k for k in old.keys() & new.keys() if old[k] != new[k])
-    return changed, sorted(old.keys() ^ new.keys())
+    """(keys whose value changed, keys added or removed) between two flat configs.
+
+    A key that is a leaf on one side and a node on the other (``model.position.scaling: null`` ->
+    ``{name: yarn, factor: 4}``, or back) changed its value: the leaf and the node's keys count as
+    changed, not as added or removed. Only a key with no counterpart at any depth (a new default
+    such as ``num_workers: 0``) is added or removed."""
+    changed = {k for k in old.keys() & new.keys() if old[k] != new[k]}
+    added_removed = old.keys() ^ new.keys()
+    for key in added_removed:
+        if any(other.startswith(f"{key}.") or key.startswith(f"{other}.")
+               for other in (new if key in old else old)):
+            changed.add(key)
+    return sorted(changed), sorted(added_removed - changed)
 
 
 def run_dir_of(cfg: DictConfig) -> Path:
@@ -196,7 +210,8 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
                      run_dir, ", ".join(added_removed[:10]) + (" …" if len(added_removed) > 10 else ""))
         else:
             log.info("sweep_resume: %s: config values changed since the job ran: %s", run_dir,
-                     ", ".join(f"{k}: {stamp['config'][k]!r} -> {flat[k]!r}" for k in changed[:10]))
+                     ", ".join(f"{k}: {stamp['config'].get(k, '<absent>')!r} -> {flat.get(k, '<absent>')!r}"
+                               for k in changed[:10]))
     if metrics and metrics.get("status") == "completed" and same:
         monitor = str(cfg.get("optimized_metric") or "val/loss")
         value = metrics.get(f"{monitor}_best", metrics.get(monitor))

@@ -80,3 +80,32 @@ def test_a_study_reading_its_runs_differently_does_not_rerun_them(tmp_path: Path
     finish(run)
     grown = {**proto, "seeds": [1, 2, 3, 4, 5], "tune": {"optim.lr": [0.001, 0.003, 0.01]}}
     assert skip_completed(cfg_for(run, protocol=grown, report={"equivalence_margin": 0.05})) is not None
+
+
+def test_a_null_that_became_a_node_reruns_the_job(tmp_path: Path) -> None:
+    """Issue 21 item 4: ``model.position.scaling: null`` -> ``{name: yarn, factor: 4}`` is a changed model, not
+    "keys added, values unchanged" (the old result would be kept under a config that never ran)."""
+    run = tmp_path / "job"
+    position = {"name": "rope", "theta": 10000.0, "scaling": None}
+    assert skip_completed(cfg_for(run, model={"position": position})) is None
+    finish(run)
+    assert skip_completed(cfg_for(run, model={"position": position})) is not None  # same config: skipped
+    scaled = {**position, "scaling": {"name": "yarn", "factor": 4.0}}
+    assert skip_completed(cfg_for(run, model={"position": scaled})) is None  # null -> node: runs again
+    assert (run / "attempts" / "1" / "metrics.json").is_file()
+    stamp = json.loads((run / STAMP).read_text())
+    assert stamp["config"]["model.position.scaling.name"] == "yarn"
+    finish(run)
+    assert skip_completed(cfg_for(run, model={"position": position})) is None  # node -> null: runs again too
+    assert (run / "attempts" / "2" / "metrics.json").is_file()
+
+
+def test_sweep_resume_overrides_are_never_part_of_a_job_directory() -> None:
+    """Issue 21 item 6: re-running a sweep with the advised sweep_resume.* overrides finds the same directories."""
+    from src.studies.resume import job_dirname
+
+    plain = job_dirname("model.position=rope,seed=1")
+    assert job_dirname("model.position=rope,seed=1,sweep_resume.incomplete=last,sweep_resume.skip_completed=true") == plain
+    long = ",".join(f"model.k{i}=v{i}" for i in range(40))
+    assert job_dirname(long + ",sweep_resume.incomplete=last") == job_dirname(long)  # the hash too
+    assert job_dirname("sweep_resume.incomplete=last") == "default"
