@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from src.registry import Registry
+from src.errors import DataError
 
 TOKENIZERS: Registry["Tokenizer"] = Registry("tokenizer", package=None)  # every tokenizer is in this module
 
@@ -123,9 +124,14 @@ class CharTokenizer(Tokenizer):
         try:
             return [self.stoi[c] for c in text]
         except KeyError as e:
-            raise ValueError(
-                f"character {e.args[0]!r} is not in the char tokenizer's vocabulary ({self.vocab_size} characters "
-                f"built from the training text)"
+            ch = e.args[0]
+            pos = text.index(ch)
+            line = text.count("\n", 0, pos) + 1
+            raise DataError(
+                f"character {ch!r} (U+{ord(ch):04X}) at position {pos} (line {line}) of the text is not in the char "
+                f"tokenizer's vocabulary ({self.vocab_size} characters built from the training text; it has no "
+                "unknown-character token); remove or replace that character in the input, or use a model trained on "
+                "text that contains it (or tokenizer=gpt2, which reads any text)"
             ) from None
 
     def decode(self, ids: Sequence[int]) -> str:

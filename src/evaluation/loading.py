@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from src.data.tokenizers import Tokenizer, build_tokenizer
+from src.errors import ConfigError
 from src.models.families import TransformerModel
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
@@ -116,7 +117,7 @@ def load_model(
 ) -> LoadedModel:
     """Exactly one of ``pretrained`` / ``ckpt_path`` -> model (eval mode, on ``device``) and tokenizer."""
     if (pretrained is None) == (ckpt_path is None):
-        raise ValueError(
+        raise ConfigError(
             "set exactly one of pretrained=<hub name or transformers directory> (e.g. pretrained=gpt2) "
             "or ckpt_path=<checkpoint .ckpt>"
             + (f"; got both (pretrained={pretrained}, ckpt_path={ckpt_path})" if pretrained and ckpt_path else "")

@@ -33,10 +33,12 @@ def _fmt(value: float) -> str:
 
 
 def results_table(results: Mapping[str, BenchmarkResult], title: str = "evaluation") -> Table:
-    """task | metric | value (± stderr) | examples | tokens | seconds, one row per metric."""
+    """task | metric | value (± stderr) | examples | tokens read | seconds, one row per metric. "tokens read"
+    counts every token the model processed, context included (a sliding window re-reads its overlap);
+    a perplexity's scored tokens are in its details (metrics.json)."""
     table = Table(title=title)
     for col, justify in (("task", "left"), ("metric", "left"), ("value", "right"), ("examples", "right"),
-                         ("tokens", "right"), ("seconds", "right")):
+                         ("tokens read", "right"), ("seconds", "right")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for name, r in results.items():
         first = True
@@ -59,14 +61,14 @@ def print_results(results: Mapping[str, BenchmarkResult], title: str = "evaluati
 
 def metrics_dict(results: Mapping[str, BenchmarkResult], **meta: Any) -> dict[str, Any]:
     """metrics.json content: run facts, flat ``<task>/<metric>`` keys (as training's
-    metrics.json), and per task its metrics, examples, tokens, seconds and details."""
+    metrics.json), and per task its metrics, examples, tokens read (context included), seconds and details."""
     out: dict[str, Any] = {"status": "completed", "error": None, **meta}
     for name, r in results.items():
         for metric, value in r.metrics.items():
             out[f"{name}/{metric}"] = value
     out["tasks"] = {
-        name: {"metrics": r.metrics, "examples": r.examples, "tokens": r.tokens, "seconds": round(r.seconds, 3),
-               "tokens_per_s": r.tokens / r.seconds if r.seconds > 0 else None, **r.details}
+        name: {"metrics": r.metrics, "examples": r.examples, "tokens_read": r.tokens, "seconds": round(r.seconds, 3),
+               "tokens_read_per_s": r.tokens / r.seconds if r.seconds > 0 else None, **r.details}
         for name, r in results.items()
     }
     return out

@@ -49,7 +49,7 @@ def test_eval_perplexity_equals_transformers(tiny_gpt2_dir, hf_model, hf_referen
     assert metrics["perplexity/bits_per_byte"] == pytest.approx(nll / len(text_file.read_bytes()) / math.log(2), rel=1e-4)
     assert metrics["perplexity/word_ppl"] == pytest.approx(math.exp(nll / len(text_file.read_text().split())), rel=1e-4)
     written = json.loads((tmp_path / "metrics.json").read_text())
-    assert written["status"] == "completed" and written["tasks"]["perplexity"]["tokens"] > 0
+    assert written["status"] == "completed" and written["tasks"]["perplexity"]["tokens_read"] > 0
     assert written["params"] == metrics["params"] and written["family"] == "decoder_only"
 
 
@@ -65,6 +65,8 @@ def test_mistakes_name_the_key_to_fix(tiny_gpt2_dir) -> None:
     with pytest.raises(ValueError, match="no tasks selected"):
         evaluate(eval_cfg(f"pretrained={tiny_gpt2_dir}", "tasks=[]"))
     with pytest.raises(ValueError, match="exactly one of pretrained"):
+        evaluate(eval_cfg("tasks=[lambada]", f"tasks.lambada.path={tiny_gpt2_dir / 'config.json'}"))
+    with pytest.raises(ValueError, match=r"tasks\.lambada\.path='x' does not exist"):  # checked before any model loads
         evaluate(eval_cfg("tasks=[lambada]", "tasks.lambada.path=x"))
     with pytest.raises(ValueError, match=r"tasks\.perplexity\.path"):
         evaluate(eval_cfg(f"pretrained={tiny_gpt2_dir}", "tasks=[perplexity]"))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -24,7 +25,7 @@ from typing import Any, TypeVar
 from scipy import stats
 
 from src.evaluation.scorer import Scorer
-from src.errors import ConfigError
+from src.errors import ConfigError, DataError
 from src.registry import Registry
 
 T = TypeVar("T")
@@ -153,6 +154,20 @@ def build_benchmark(name: str, cfg: Mapping[str, Any]) -> Benchmark:
         cls, kwargs = BENCHMARKS.resolve(node)  # what BENCHMARKS.build does before it constructs
     except ConfigError as e:  # an unknown type or key: say which entry
         raise ConfigError(f"tasks.{name}: {e}") from None
+    check_input_path(f"tasks.{name}.path", kwargs.get("path"))
     task = cls(**kwargs)
     task.name = name
     return task
+
+
+def check_input_path(key: str, path: Any) -> None:
+    """A task's ``path`` must exist before any model is loaded: ``DataError`` naming the key, the
+    path as given and as resolved (relative paths are resolved against the directory the command
+    ran from; ``hydra.job.chdir`` stays false)."""
+    if path is None or str(path) == "":
+        return
+    given = Path(str(path)).expanduser()
+    if not given.exists():
+        raise DataError(f"{key}='{path}' does not exist (resolved to {given.resolve()}; a relative path is read from "
+                        f"the directory the command ran in, {Path.cwd()}); give the file's absolute path or a path "
+                        "relative to that directory")
