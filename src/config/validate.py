@@ -41,7 +41,7 @@ from src.plain import to_plain
 from src.checkpoints.fit import allow_list
 from src.checkpoints.io import checkpoint_file
 from src.config.trainer_checks import Hardware, check_trainer, checked_max_steps, fail, positive_int
-from src.optim import OptimizerConfig, Schedule, optimizer_config, schedule_config
+from src.optim import OptimizerConfig, Schedule, check_pair, optimizer_config, schedule_config
 
 #: the top-level keys of a run config: the groups and values that src.train reads (conf/train.yaml gives
 #: each its default; tests/config/test_error_catalogue.py checks the two agree)
@@ -169,7 +169,7 @@ def _check_model(model: Mapping[str, Any]) -> ModelConfig:
 def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
     """The task fits the model and the data (cross-group); the data node is its source's; the
     training window fits a learned position table (data x model)."""
-    from src.data.sources import check_source, split_config
+    from src.data.sources import BATCH_FORMATS, check_source, split_config
     from src.models.components.positions import POSITIONS, LearnedPosition
     from src.objectives import TASKS
 
@@ -182,14 +182,17 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
     cls.check_family(model)  # ConfigError: masked LM on a causal decoder …
 
     kind, node, _ = split_config(plain.get("data") or {})  # DataError: unknown source
-    check_source(node)  # DataError: a key the source does not take
-    fmt = "pairs" if kind == "pairs" else "text"
+    source_cls, source_args = check_source(node)  # DataError: a key the source does not take
+    fmt = BATCH_FORMATS[kind]
     cls.check_batch_format(fmt, f"data={node['name']}")  # ConfigError: translation pairs on an encoder-only model …
 
     block = plain.get("block_size")
     block = model.max_seq_len if block is None else block  # null = the model's context; 0 is an error, not a default
     block = positive_int("block_size", block, "a positive number of tokens per training window, at most model.max_seq_len")
     positive_int("batch_size", plain.get("batch_size"), "a positive number of sequences per device per step")
+    check_run = getattr(source_cls, "check_run", None)  # a generated task's values and its examples x block_size
+    if check_run is not None:
+        check_run(source_args, block_size=block, tokenizer=(plain.get("tokenizer") or {}).get("name"))
     pos_name = model.position["name"]
     if fmt == "text" and issubclass(POSITIONS.get(pos_name), LearnedPosition):
         if cls.data_block_size(block, model.max_seq_len, fmt) > model.max_seq_len:
@@ -206,7 +209,7 @@ def _check_optimisation(plain: Mapping[str, Any]) -> tuple[OptimizerConfig, Sche
     optimizer = optimizer_config(plain.get("optim") or {})  # ConfigError: optim.lr=-1, optim.lrr=…, betas …
     max_steps = checked_max_steps(plain.get("trainer") or {})  # before the schedule reads it as its horizon
     schedule = schedule_config(plain.get("scheduler") or {"name": "none"})
-    schedule.check_run(optimizer.lr, max_steps)
+    check_pair(optimizer, schedule, max_steps)  # the horizon, min_lr; schedule-free with a moving lr
     seed = plain.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         fail("seed", seed, "an integer seed, 0 or more")

@@ -31,6 +31,7 @@ from src.data.pairs import PairEvalBatches, PairTrainBatches
 from src.data.sources import build_source, split_config
 from src.data.sources.base import LMSource, PairSource, Source
 from src.data.sources.openwebtext import BinDir
+from src.data.synthetic.datamodule import SyntheticDataModule
 from src.data.token_check import check_token_ids
 from src.data.tokenizers import Tokenizer, tokenizer_from_state
 from src.errors import DataError
@@ -314,7 +315,7 @@ class PairDataModule(_BaseDataModule):
 def build_datamodule(
     data_cfg: Mapping[str, Any], tokenizer: Tokenizer, *, block_size: int, batch_size: int, seed: int,
     num_workers: int = 0, pin_memory: bool = False, rank: int | None = None, world_size: int | None = None,
-) -> LMDataModule | PairDataModule:
+) -> LMDataModule | PairDataModule | SyntheticDataModule:
     """From the ``data`` config node: the source by ``name``, the datamodule by the source's kind.
 
     ``rank``/``world_size`` default to the trainer's (or torch.distributed's) at loader time;
@@ -327,7 +328,7 @@ def build_datamodule(
     except ImportError:  # pragma: no cover
         node = dict(data_cfg)
     kind, node, dm_kwargs = split_config(node)
-    cls = PairDataModule if kind == "pairs" else LMDataModule
+    cls = {"pairs": PairDataModule, "synthetic": SyntheticDataModule}.get(kind, LMDataModule)
     source = build_source(node)
     return cls(
         source, tokenizer, block_size=block_size, batch_size=batch_size, seed=seed, num_workers=num_workers,  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from src.data.datamodule import build_datamodule
-from src.data.sources import SOURCES
+from src.data.sources import BATCH_FORMATS, SOURCES
 from src.data.tokenizers import Tokenizer, build_tokenizer
 from src.errors import ConfigError
 from src.models import ModelConfig
@@ -78,7 +78,7 @@ def build_run(cfg: DictConfig | Mapping[str, Any], *, rank: int | None = None, w
     tokenizer = build_tokenizer(plain["tokenizer"])
     max_seq_len = int(plain["model"]["max_seq_len"])
     block_size = max_seq_len if plain.get("block_size") is None else int(plain["block_size"])  # 0 refused by validate
-    batch_format = "pairs" if SOURCES.get(plain["data"]["name"]).kind == "pairs" else "text"
+    batch_format = BATCH_FORMATS[SOURCES.get(plain["data"]["name"]).kind]
     datamodule = build_datamodule(
         plain["data"], tokenizer,
         block_size=cls.data_block_size(block_size, max_seq_len, batch_format),

@@ -23,6 +23,9 @@ DATAMODULE_KEYS: dict[str, tuple[str, ...]] = {
     "pairs": ("epoch_batches", "val_batch_size", "max_src_len", "max_tgt_len", "bucket_batches"),
 }
 DATAMODULE_KEYS["bin"] = DATAMODULE_KEYS["lm"]
+DATAMODULE_KEYS["synthetic"] = ("epoch_batches", "val_batch_size")  # generated tasks (src/data/synthetic)
+#: the batches each source kind yields: text windows {"tokens"} or pairs {"src_ids", "src_mask", "tgt_ids", "tgt_mask"}
+BATCH_FORMATS: dict[str, str] = {"lm": "text", "bin": "text", "pairs": "pairs", "synthetic": "pairs"}
 
 
 def split_config(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -63,5 +66,5 @@ def build_source(cfg: Mapping[str, Any]) -> Source:
     return cls(**node)
 
 
-__all__ = ["SOURCES", "DATAMODULE_KEYS", "Source", "LMSource", "PairSource", "build_source", "check_source",
+__all__ = ["SOURCES", "DATAMODULE_KEYS", "BATCH_FORMATS", "Source", "LMSource", "PairSource", "build_source", "check_source",
            "split_config"]

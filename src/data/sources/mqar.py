@@ -1,0 +1,60 @@
+"""``data=mqar``: multi-query associative recall. ``data.num_pairs`` key-value pairs, then queries of
+``data.num_queries`` of the keys; the answer is each queried key's value, in query order.
+
+::
+
+    prompt  a 3 d 7 b 3 f 1 | d a |        answer 7 3     (num_pairs 4, num_queries 2)
+
+Arora et al. 2023, "Zoology: Measuring and Improving Recall in Efficient Language Models"
+(arXiv:2312.04927), §3: the keys of an example are distinct, drawn from ``data.num_keys`` key
+symbols, and the values from ``data.num_values`` other symbols (with repeats), so recall must go
+through the key. Zoology places each query's value right after it; here the queries come together
+and the values form the answer, so the prompt holds no answer token.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from src.data.sources import SOURCES
+from src.data.synthetic.base import SEP, SYMBOLS, Example, SyntheticSource, fail, integer, symbol
+
+
+@SOURCES.register("mqar")
+class MQAR(SyntheticSource):
+    length_key: ClassVar[str] = "num_pairs"
+    min_length: ClassVar[int] = 1
+    paper: ClassVar[str] = "Arora et al. 2023 (Zoology, MQAR)"
+
+    def __init__(self, *, num_pairs: int = 8, num_queries: int = 4, num_keys: int = 32, num_values: int = 16,
+                 seed: int = 0, test_lengths: Sequence[int] | None = None, val_examples: int = 256,
+                 test_examples: int = 256) -> None:
+        super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples)
+        self.num_pairs, self.num_queries = int(num_pairs), int(num_queries)
+        self.num_keys, self.num_values = int(num_keys), int(num_values)
+
+    def sample(self, rng: np.random.Generator, length: int) -> Example:
+        keys = rng.choice(self.num_keys, size=length, replace=False)  # distinct keys
+        values = rng.integers(0, self.num_values, size=length)
+        asked = rng.choice(length, size=self.num_queries, replace=False)  # which pairs are queried, in query order
+        pairs = "".join(symbol(int(k)) + symbol(self.num_keys + int(v)) for k, v in zip(keys, values))
+        queries = "".join(symbol(int(keys[i])) for i in asked)
+        return Example(pairs + SEP + queries + SEP, "".join(symbol(self.num_keys + int(values[i])) for i in asked))
+
+    def vocabulary(self) -> str:
+        return SYMBOLS[: self.num_keys + self.num_values] + SEP
+
+    @classmethod
+    def check_task(cls, args: Mapping[str, Any]) -> None:
+        keys = integer("num_keys", args.get("num_keys", 32), 1, len(SYMBOLS) - 2, why="key symbols")
+        integer("num_values", args.get("num_values", 16), 2, len(SYMBOLS) - keys,
+                why=f"value symbols, besides the {keys} key symbols ({len(SYMBOLS)} symbols in all)")
+        pairs = integer("num_pairs", args.get("num_pairs", 8), 1, keys,
+                        why=f"the keys of an example are distinct, so at most data.num_keys={keys} pairs")
+        integer("num_queries", args.get("num_queries", 4), 1, pairs, why=f"queried keys, at most data.num_pairs={pairs}")
+        for n in args.get("test_lengths") or ():
+            if isinstance(n, int) and n > keys:
+                raise fail("test_lengths", n, f"at most data.num_keys={keys} pairs (the keys of an example are "
+                                              "distinct); raise data.num_keys")

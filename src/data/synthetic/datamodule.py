@@ -1,0 +1,149 @@
+"""``SyntheticDataModule``: a synthetic task's examples as pair batches, generated, never stored.
+
+Batches have the pair format of docs/CONTRACTS.md, every row of a batch the same shape (a task's
+examples at one length do not vary in size, so there is no padding)::
+
+    src_ids [B, P]  the prompt        src_mask [B, P] all ones
+    tgt_ids [B, A]  the answer        tgt_mask [B, A] all ones
+    length  [B]     the task's size key (data.length, data.digits, data.num_pairs) of these examples
+
+Training batch ``i`` of rank ``r`` holds examples ``(i·R + r)·B … + B - 1`` of the run seed's
+training stream, so a batch is a pure function of (seed, rank, index), as every training batch here
+is (``src.data.batches``): resuming needs only the count of batches consumed. Validation holds
+``data.val_examples`` examples at the training length; the test has one loader per test length,
+``data.test_examples`` each, the training length first. Rank ``r`` of ``R`` evaluates examples
+``r, r+R, …``.
+
+The tokenizer is ``char`` fitted on the task's ``vocabulary()``, so each symbol is one id.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader
+
+from src.data.batches import BatchStream, EvalStream, ResumableLoader, SizedBatchStream, resolve_rank
+from src.data.synthetic.base import Example, SyntheticSource
+from src.data.tokenizers import Tokenizer
+from src.errors import DataError
+
+Batch = dict[str, torch.Tensor]
+
+
+def collate(examples: Sequence[Example], length: int, ids: dict[str, int]) -> Batch:
+    """Examples of one shape -> a pair batch (see the module docstring)."""
+    src = torch.tensor([[ids[c] for c in ex.prompt] for ex in examples], dtype=torch.long)  # [B, P]
+    tgt = torch.tensor([[ids[c] for c in ex.answer] for ex in examples], dtype=torch.long)  # [B, A]
+    return {"src_ids": src, "src_mask": torch.ones_like(src), "tgt_ids": tgt, "tgt_mask": torch.ones_like(tgt),
+            "length": torch.full((len(examples),), int(length), dtype=torch.long)}
+
+
+class TrainBatches:
+    """Training batch ``i`` of ``rank``: a pure function of (seed, rank, i)."""
+
+    def __init__(self, source: SyntheticSource, ids: dict[str, int], batch_size: int, seed: int, rank: int,
+                 world_size: int) -> None:
+        self.source, self.ids, self.B, self.seed, self.rank, self.W = source, ids, batch_size, seed, rank, world_size
+
+    def __call__(self, i: int) -> Batch:
+        first = (i * self.W + self.rank) * self.B
+        examples = [self.source.example("train", first + j, stream=self.seed) for j in range(self.B)]
+        return collate(examples, self.source.train_length, self.ids)
+
+
+class EvalBatches:
+    """Fixed evaluation examples of one split and length, this rank's strided share, in batches."""
+
+    def __init__(self, examples: Sequence[Example], length: int, ids: dict[str, int], batch_size: int, rank: int,
+                 world_size: int) -> None:
+        per_rank = len(examples) // world_size
+        self.examples = [examples[k] for k in range(rank, per_rank * world_size, world_size)]
+        self.length, self.ids, self.B = length, ids, batch_size
+
+    def __len__(self) -> int:
+        return -(-len(self.examples) // self.B)
+
+    def __call__(self, b: int) -> Batch:
+        return collate(self.examples[b * self.B : (b + 1) * self.B], self.length, self.ids)
+
+
+class SyntheticDataModule(L.LightningDataModule):
+    """A synthetic task (``SyntheticSource``) -> pair batches; see the module docstring."""
+
+    def __init__(self, source: SyntheticSource, tokenizer: Tokenizer, *, block_size: int, batch_size: int, seed: int = 0,
+                 num_workers: int = 0, pin_memory: bool = False, epoch_batches: int | None = None,
+                 val_batch_size: int | None = None, rank: int | None = None, world_size: int | None = None) -> None:
+        super().__init__()
+        self.source, self.tokenizer = source, tokenizer
+        self.block_size, self.batch_size, self.seed = int(block_size), int(batch_size), int(seed)
+        self.val_batch_size = int(val_batch_size or batch_size)
+        self.num_workers, self.pin_memory = int(num_workers), bool(pin_memory)
+        self.epoch_batches = None if epoch_batches is None else int(epoch_batches)
+        self._rank, self._world_size = rank, world_size
+        self.vocab_size: int | None = None  # set by the run (src.training.setup); the ids are the tokenizer's
+        self.ids: dict[str, int] = {}
+        self.examples: dict[tuple[str, int], list[Example]] = {}
+        self._last_train_loader: ResumableLoader | None = None
+
+    @property
+    def test_lengths(self) -> list[int]:
+        return self.source.test_lengths
+
+    def rank_world(self) -> tuple[int, int]:
+        rank, world = resolve_rank(getattr(self, "trainer", None))
+        return (self._rank if self._rank is not None else rank), (self._world_size if self._world_size is not None else world)
+
+    def prepare_tokenizer(self) -> Tokenizer:
+        """Fit ``char`` on the task's symbols (a given vocabulary must hold them all); build the symbol -> id map."""
+        tok, vocab = self.tokenizer, self.source.vocabulary()
+        if getattr(tok, "fitted", None) is False:
+            tok.fit(vocab)  # type: ignore[attr-defined]
+        stoi = getattr(tok, "stoi", None)
+        if stoi is None:
+            raise DataError(f"data={self.source.name} needs tokenizer=char (one id per symbol), not "
+                            f"tokenizer={tok.name}")
+        missing = sorted(set(vocab) - set(stoi))
+        if missing:
+            raise DataError(f"data={self.source.name} uses the symbols {''.join(missing)!r}, which tokenizer.chars does "
+                            f"not hold; set tokenizer.chars=null to fit it on the task")
+        self.ids = {c: int(stoi[c]) for c in vocab}
+        return tok
+
+    def setup(self, stage: str | None = None) -> None:
+        if not self.ids:
+            self.prepare_tokenizer()
+        src = self.source
+        if ("val", src.train_length) not in self.examples:
+            self.examples[("val", src.train_length)] = [src.example("val", k) for k in range(src.val_examples)]
+        for n in src.test_lengths:
+            if ("test", n) not in self.examples:
+                self.examples[("test", n)] = [src.example("test", k, length=n) for k in range(src.test_examples)]
+
+    def train_dataloader(self) -> ResumableLoader:
+        rank, world = self.rank_world()
+        make = TrainBatches(self.source, self.ids, self.batch_size, self.seed, rank, world)
+        start = self._last_train_loader.batches_consumed if self._last_train_loader is not None else 0
+        epoch = self.epoch_batches
+        stream = SizedBatchStream(make, epoch, start) if epoch else BatchStream(make, None, start)
+        lookahead = 1 if epoch is None and getattr(self, "trainer", None) is not None else 0  # as LMDataModule
+        loader = ResumableLoader(stream, num_workers=self.num_workers, pin_memory=self.pin_memory, lookahead=lookahead)
+        self._last_train_loader = loader
+        return loader
+
+    def _eval(self, split: str, length: int) -> DataLoader:
+        rank, world = self.rank_world()
+        batches = EvalBatches(self.examples[(split, length)], length, self.ids, self.val_batch_size, rank, world)
+        if not batches.examples:
+            raise DataError(f"data={self.source.name}: data.{split}_examples={len(self.examples[(split, length)])} is "
+                            f"fewer than the world size {world}; raise it")
+        return DataLoader(EvalStream(batches, len(batches)), batch_size=None, num_workers=self.num_workers,
+                          pin_memory=self.pin_memory)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._eval("val", self.source.train_length)
+
+    def test_dataloader(self) -> list[DataLoader]:
+        """One loader per test length, the training length first."""
+        return [self._eval("test", n) for n in self.source.test_lengths]
