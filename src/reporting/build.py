@@ -10,6 +10,7 @@ from pathlib import Path
 from src.reporting import plots as report_plots
 from src.studies.protocol import Protocol, canonical, merge_protocols
 from src.reporting.render import render_markdown, write_all
+from src.studies.run_checks import check_duplicates, check_units
 from src.studies.runs import IGNORED_KEYS, RunRecord, Variant, config_value, load_runs
 from src.reporting.table import DEFAULT_SECONDARY, Report, build_report
 from src.studies.tuning import tune_variants
@@ -91,6 +92,8 @@ def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, t
     protocol = resolve_protocol(runs, tune=tune, metric=metric, select=select, design=design,
                                 equivalence_margin=equivalence_margin, comparisons=comparisons, secondary=extra,
                                 baseline=baseline)
+    check_duplicates(runs)  # one sample counted twice; losses in two tokenizers' units (issue 21, item 7)
+    check_units(runs, [protocol.metric])
     tuned, varying, shared = tune_variants(runs, protocol, ignore)
     base = find_baseline([t.variant for t in tuned], protocol.baseline)
     report = build_report(tuned, varying, shared, protocol, baseline=base, alpha=alpha, secondary=protocol.secondary,

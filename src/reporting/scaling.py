@@ -32,6 +32,7 @@ from src.studies.power_law import PowerLawError, ScalingFit, bootstrap_fit, cros
 from src.studies.protocol import Protocol, canonical, merge_protocols
 from src.reporting.render import significant, write_csv
 from src.reporting.scaling_plot import plot_scaling
+from src.studies.run_checks import check_duplicates, check_units
 from src.studies.runs import IGNORED_KEYS, RunRecord, load_runs
 from src.studies.tuning import TunedVariant, tune_variants
 from src.files import atomic_write
@@ -200,6 +201,8 @@ def make_scaling_report(roots: Sequence[str | Path], out: str | Path | None = No
     """Analyse the runs under ``roots`` and write the files (module docstring) to ``out`` (default roots[0])."""
     runs = load_runs(roots)
     protocol = merge_protocols([p for r in runs if (p := Protocol.from_config(r.config)) is not None]) or Protocol()
+    check_duplicates(runs)  # one sample counted twice; losses in two tokenizers' units (issue 21, item 7)
+    check_units(runs, [metric or protocol.metric])
     a = analyse(runs, protocol, size_key, metric, n_boot, seed)
     if not a.points:
         raise ValueError(f"no verdict run with a finite {metric or protocol.metric} under {', '.join(map(str, roots))}")

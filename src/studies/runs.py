@@ -22,9 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import json
+
 import yaml
 
-from src.jsonfile import METRICS, read_json
+from src.errors import DataError
+from src.jsonfile import METRICS
 
 #: Overrides that never define a variant (seeds are repeats; protocol.stage labels a job; the rest only
 #: move files around).
@@ -84,8 +87,49 @@ class RunRecord:
 def _read_yaml(path: Path) -> Any:
     try:
         return yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
         return None
+
+
+def _damaged(path: Path, what: str) -> DataError:
+    run = next((p for p in path.parents if (p / ".hydra").is_dir()), path.parent)
+    return DataError(f"{path}: {what}; the run's record is damaged. Restore the file, or move the run directory {run} "
+                     "out of the directories given to the report (re-run that job to replace it)")
+
+
+def read_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when the file does not exist. A file that is there but is not a JSON
+    object (torn, hand-edited, a list) is a ``DataError`` naming it: a run's record never goes missing silently
+    (a torn metrics.json used to make a completed run count as incomplete)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as e:
+        raise _damaged(path, f"cannot be read ({type(e).__name__}: {e})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise _damaged(path, f"is not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise _damaged(path, f"holds a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def read_overrides(path: Path) -> list[str]:
+    """``.hydra/overrides.yaml``: the list of overrides Hydra wrote. A missing, torn or non-list file is a
+    ``DataError`` naming it (it used to become a variant of its own, "(defaults)" or a garbled one)."""
+    if not path.is_file():
+        raise _damaged(path, "is missing (Hydra writes it for every run, with the run's overrides)")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise _damaged(path, f"cannot be parsed ({type(e).__name__}: {str(e).splitlines()[0]})") from None
+    if data is None:
+        return []  # Hydra writes "[]" for no overrides; an empty file is read the same way
+    if not isinstance(data, list) or not all(isinstance(o, str) for o in data):
+        raise _damaged(path, f"holds {type(data).__name__} {str(data)[:80]!r}, not a list of overrides (key=value)")
+    return data
 
 
 def parse_override(text: str) -> tuple[str, str]:
@@ -106,16 +150,26 @@ def read_csv_history(run_dir: Path) -> tuple[list[Point], list[Point]]:
     train: dict[int, float] = {}
     files = sorted(run_dir.glob("csv/version_*/metrics.csv"), key=lambda p: int(p.parent.name.split("_")[-1] or 0))
     for f in files:
-        with f.open(newline="") as fh:
-            for row in csv.DictReader(fh):
-                try:
-                    step = int(float(row.get("step") or "nan"))
-                except ValueError:
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise _damaged(f, f"cannot be read ({type(e).__name__}: {e})") from None
+        rows = list(csv.DictReader(text.splitlines()))
+        for line, row in enumerate(rows, start=2):
+            if line - 1 == len(rows) and not text.endswith("\n"):
+                continue  # the row a running job is writing now
+            try:
+                step = int(float(row.get("step") or "nan"))
+            except ValueError:
+                continue
+            for key, into in (("val/loss", val), ("train/loss", train)):
+                cell = row.get(key)
+                if cell in (None, ""):
                     continue
-                for key, into in (("val/loss", val), ("train/loss", train)):
-                    cell = row.get(key)
-                    if cell not in (None, ""):
-                        into[step + 1] = float(cell)
+                try:
+                    into[step + 1] = float(cell)
+                except ValueError:
+                    raise _damaged(f, f"line {line}, column {key} holds {cell!r}, not a number") from None
     return ([Point(s, v) for s, v in sorted(val.items())], [Point(s, v) for s, v in sorted(train.items())])
 
 
@@ -123,7 +177,7 @@ def _eval_figures(run_dir: Path) -> dict[str, Any]:
     """Flat numeric ``<task>/<metric>`` figures of evaluations stored inside the run directory."""
     out: dict[str, Any] = {}
     for m in sorted(run_dir.glob(f"*/{METRICS}")):
-        data = read_json(m)
+        data = read_object(m)
         if not data or "tasks" not in data or data.get("status") != "completed":
             continue
         for k, v in data.items():
@@ -151,26 +205,25 @@ def grad_norm_figures(grad_norms: dict[str, Any] | None) -> dict[str, float]:
 
 def read_run(run_dir: Path) -> RunRecord:
     hydra_dir = run_dir / ".hydra"
-    overrides_list = _read_yaml(hydra_dir / "overrides.yaml") or []
-    overrides = dict(parse_override(o) for o in overrides_list)
+    overrides = dict(parse_override(o) for o in read_overrides(hydra_dir / "overrides.yaml"))
     config = _read_yaml(hydra_dir / "config.yaml") or {}
     hydra_cfg = _read_yaml(hydra_dir / "hydra.yaml") or {}
     job_num = (((hydra_cfg.get("hydra") or {}).get("job") or {}).get("num")) if isinstance(hydra_cfg, dict) else None
-    metrics = read_json(run_dir / METRICS)
-    extrapolation = read_json(run_dir / "extrapolation.json")
-    grad_norms = read_json(run_dir / "grad_norms.json")
+    metrics = read_object(run_dir / METRICS)
+    extrapolation = read_object(run_dir / "extrapolation.json")
+    grad_norms = read_object(run_dir / "grad_norms.json")
     if metrics is not None:
         derived = {**_eval_figures(run_dir), **grad_norm_figures(grad_norms)}
         metrics = {**metrics, **{k: v for k, v in derived.items() if k not in metrics}}
     val, train = read_csv_history(run_dir)
-    stamp = read_json(run_dir / ".sweep_job.json") or {}
+    stamp = read_object(run_dir / ".sweep_job.json") or {}
     first = stamp.get("first_started", stamp.get("started"))
     return RunRecord(path=run_dir, overrides=overrides, config=config if isinstance(config, dict) else {},
                      metrics=metrics, job_num=int(job_num) if str(job_num).isdigit() else 0,  # '???' outside a multirun
                      first_started=float(first) if first else None,
                      val_history=val, train_history=train,
                      grad_norms=grad_norms, extrapolation=extrapolation,
-                     match=read_json(run_dir / "match_params.json"), budget=read_json(run_dir / BUDGET))
+                     match=read_object(run_dir / "match_params.json"), budget=read_object(run_dir / BUDGET))
 
 
 def find_run_dirs(roots: Iterable[str | Path]) -> list[Path]:
