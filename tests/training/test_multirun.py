@@ -1,6 +1,6 @@
 """Multirun and multi-process runs through the real command line (slow: several processes).
 
-* a 2x2 sweep gives four run directories, each with its metrics.json;
+* a 2x2 sweep gives four run directories, named by the swept overrides, each with its metrics.json;
 * a failing job is recorded (status "failed") and does not stop the others;
 * DDP with 2 CPU processes (gloo) inside a multirun: one run directory, ranks saw different
   batches and ended with identical weights, the sweep was not re-run by rank 1.
@@ -30,7 +30,10 @@ def test_grid_sweep_gives_one_directory_per_job(tmp_path: Path) -> None:
                  f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     dirs = job_dirs(sweep)
-    assert [d.name for d in dirs] == ["0", "1", "2", "3"]
+    # named by the swept overrides only (src/config/sweep_dirs.py); the fixed ones (trainer.max_steps=2 …) are left out
+    assert [d.name for d in dirs] == [f"model.norm_placement={n},model.position={p}"
+                                      for n in ("post", "pre") for p in ("learned", "rope")]
+    assert f"sweep directory: {sweep.resolve()}" in r.stdout and f"python -m src.report {sweep.resolve()}" in r.stdout
     seen = set()
     for d in dirs:
         m = json.loads((d / "metrics.json").read_text())
@@ -47,7 +50,8 @@ def test_failed_job_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
     # d_model 32 is not divisible by 3 heads: job 0 fails at build time, job 1 must still run
     r = run_cli(["-m", "trainer=cpu", *FAST, "model.n_head=3,2", f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
     assert r.returncode != 0  # the sweep reports the failure at the end
-    failed, ok = (json.loads((d / "metrics.json").read_text()) for d in job_dirs(sweep))
+    assert [d.name for d in job_dirs(sweep)] == ["model.n_head=2", "model.n_head=3"]
+    ok, failed = (json.loads((d / "metrics.json").read_text()) for d in job_dirs(sweep))
     assert failed["status"] == "failed" and "model.d_model=32 is not divisible by model.n_head=3" in failed["error"]
     assert ok["status"] == "completed" and ok["global_step"] == 2
 
@@ -60,7 +64,7 @@ def test_ddp_two_cpu_processes_in_a_multirun(tmp_path: Path) -> None:
                  "+callbacks.fingerprint.output_dir=${paths.output_dir}", f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     jobs = job_dirs(sweep)
-    assert [j.name for j in jobs] == ["0", "1"]  # no job ran twice, no extra directories
+    assert [j.name for j in jobs] == ["seed=3", "seed=4"]  # no job ran twice, no extra directories
     assert not (tmp_path / "outputs").exists() and not (tmp_path / "multirun").exists()
     first_batches = []
     for job in jobs:
