@@ -46,8 +46,9 @@ class Addition(SyntheticSource):
     @classmethod
     def check_task(cls, args: Mapping[str, Any]) -> None:
         integer("digits", args.get("digits", 3), 1, MAX_DIGITS, why="digits per operand")
-        for n in args.get("test_lengths") or ():
-            if isinstance(n, int) and n > MAX_DIGITS:
-                raise fail("test_lengths", n, f"at most {MAX_DIGITS} digits per operand")
         if not isinstance(args.get("reverse_digits", True), bool):
             raise fail("reverse_digits", args["reverse_digits"], "true (least significant digit first) or false")
+
+    @classmethod
+    def length_limit(cls, args: Mapping[str, Any]) -> tuple[int, str] | None:
+        return MAX_DIGITS, f"operands have at most {MAX_DIGITS} digits (numpy's 64-bit integers)"

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from src.data.sources import SOURCES
-from src.data.synthetic.base import SEP, SYMBOLS, Example, SyntheticSource, fail, integer, symbol
+from src.data.synthetic.base import SEP, SYMBOLS, Example, SyntheticSource, integer, symbol
 
 
 @SOURCES.register("mqar")
@@ -54,7 +54,8 @@ class MQAR(SyntheticSource):
         pairs = integer("num_pairs", args.get("num_pairs", 8), 1, keys,
                         why=f"the keys of an example are distinct, so at most data.num_keys={keys} pairs")
         integer("num_queries", args.get("num_queries", 4), 1, pairs, why=f"queried keys, at most data.num_pairs={pairs}")
-        for n in args.get("test_lengths") or ():
-            if isinstance(n, int) and n > keys:
-                raise fail("test_lengths", n, f"at most data.num_keys={keys} pairs (the keys of an example are "
-                                              "distinct); raise data.num_keys")
+
+    @classmethod
+    def length_limit(cls, args: Mapping[str, Any]) -> tuple[int, str] | None:
+        keys = args.get("num_keys", 32)
+        return keys, f"the keys of an example are distinct, so at most data.num_keys={keys} pairs (or raise num_keys)"

@@ -99,6 +99,11 @@ class SyntheticSource(Source):
     def check_task(cls, args: Mapping[str, Any]) -> None:
         """The task's own keys (DataError naming the key and the allowed range)."""
 
+    @classmethod
+    def length_limit(cls, args: Mapping[str, Any]) -> tuple[int, str] | None:
+        """The largest size an example can have with these keys, and why (None: no limit)."""
+        return None
+
     # ------------------------------------------------------------ shared
     @property
     def train_length(self) -> int:
@@ -156,6 +161,14 @@ class SyntheticSource(Source):
             for n in lengths:
                 integer("test_lengths", n, train, why=f"each test length at least the training data.{cls.length_key}="
                                                       f"{train}: shorter inputs are not a generalisation test")
+        limit = cls.length_limit(args)
+        if limit is not None and max(source.test_lengths) > limit[0]:
+            given = "data.test_lengths" if lengths is not None else (f"data.test_lengths (null: 1x, 2x, 4x data."
+                                                                     f"{cls.length_key}={train})")
+            raise DataError(f"{given}={source.test_lengths} goes beyond {limit[0]}: {limit[1]}; give data.test_lengths "
+                            f"at most {limit[0]}")
+        for split, n in [("val", train), *(("test", n) for n in source.test_lengths)]:
+            source.example(split, 0, length=n)  # DataError: an example space too small to give every split a prompt
         prompt, answer = source.sizes(train)
         if prompt + answer - 1 > block_size:
             raise DataError(f"block_size={block_size} is too short for data={name} at data.{cls.length_key}={train}: "

@@ -1,0 +1,156 @@
+"""task=synthetic (src/objectives/synthetic.py) on the synthetic data sources: the loss covers exactly the
+answer in every family, greedy exact match, per-length test metrics (and "not applicable" past a learned
+table), every task x family under fast_dev_run, and a 2-layer model that learns copy (slow)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import lightning.pytorch as pl
+import pytest
+import torch
+
+from src.models.families.base import IGNORE_INDEX
+from src.training import runner
+from src.training.setup import build_run
+from tests.training.conftest import compose_train
+
+FAMILIES = {
+    "decoder_only": [],
+    "prefix_lm": ["model/mask=prefix_lm"],
+    "encoder_decoder": ["model.family=encoder_decoder", "model.mask=null"],
+}
+TASKS = ("copy", "reverse", "sort", "addition", "induction", "mqar", "selective_copy")
+#: a 2-layer, 32-dim model; small tasks; evaluation on 8 examples per set
+SMALL = [
+    "model=tiny", "model.d_model=32", "model.n_layer=2", "model.n_head=2", "model.d_ff=64", "model.max_seq_len=64",
+    "model/position=rope", "trainer=cpu", "batch_size=4", "trainer.log_every_n_steps=1",
+    "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false", "callbacks.progress_bar=null",
+    "scheduler.warmup_steps=1", "data.val_examples=8", "data.test_examples=8",
+]
+
+
+def run_for(tmp_path: Path, *overrides: str):
+    cfg = compose_train([*SMALL, *overrides], tmp_path)
+    return build_run(cfg)
+
+
+def first_batch(run, split: str = "train") -> dict[str, torch.Tensor]:
+    dm = run.datamodule
+    dm.setup("fit")
+    loader = dm.train_dataloader() if split == "train" else dm.test_dataloader()[0]
+    return next(iter(loader))
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_loss_covers_exactly_the_answer(family: str, tmp_path: Path) -> None:
+    run = run_for(tmp_path, "data=mqar", "data.num_pairs=4", *FAMILIES[family])
+    batch = first_batch(run)
+    src, answer = batch["src_ids"], batch["tgt_ids"]  # [B, P], [B, A]
+    B, P = src.shape
+    A = answer.shape[1]
+    prep = run.task.prepare(batch)
+    out = run.task.model(**prep.inputs, labels=prep.labels)
+    target = run.task.model.score_labels(prep.labels, out.logits.shape[1])  # [B, T] aligned with the logits
+    scored = target != IGNORE_INDEX
+    assert scored.sum(dim=1).tolist() == [A] * B
+    assert torch.equal(target[scored].view(B, A), answer)
+    if family == "encoder_decoder":
+        assert torch.equal(prep.inputs["input_ids"], src) and out.logits.shape[1] == A
+    else:  # one sequence: the answer is predicted from positions P-1 … P+A-2, nothing of the prompt is scored
+        assert prep.inputs["input_ids"].shape[1] == P + A - 1
+        assert scored[:, P - 1 :].all() and not scored[:, : P - 1].any()
+        assert ("prefix_length" in prep.inputs) == (family == "prefix_lm")
+        if family == "prefix_lm":
+            assert prep.inputs["prefix_length"].tolist() == [P] * B
+    # the loss is the mean cross-entropy of exactly those positions
+    logits = out.logits.float()
+    expected = torch.nn.functional.cross_entropy(logits[scored], target[scored])
+    torch.testing.assert_close(out.loss.float(), expected)
+
+
+class Oracle(pl.Callback):
+    """Makes the task's greedy decoder emit the right answer (wrong in the last token of odd rows when ``half``)."""
+
+    def __init__(self, half: bool = False) -> None:
+        self.half = half
+
+    def on_test_start(self, trainer: pl.Trainer, pl_module) -> None:
+        def answers(batch: dict[str, torch.Tensor]) -> torch.Tensor:
+            out = batch["tgt_ids"].clone()
+            if self.half:
+                out[1::2, -1] = (out[1::2, -1] + 1) % 3
+            return out
+
+        pl_module.greedy_answers = answers
+
+
+@pytest.mark.parametrize("half", [False, True])
+def test_oracle_exact_match_and_every_length(half: bool, tmp_path: Path) -> None:
+    run = run_for(tmp_path, "data=copy", "data.length=6", "data.test_lengths=[6,9,12]", "data.test_examples=8",
+                  "data.alphabet=5")
+    trainer = pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False,
+                         callbacks=[Oracle(half)])
+    trainer.test(run.task, datamodule=run.datamodule, verbose=False)
+    m = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    for n in (6, 9, 12):
+        assert m[f"test/exact_match@{n}"] == (0.5 if half else 1.0)
+        assert 0.0 <= m[f"test/token_acc@{n}"] <= 1.0 and m[f"test/loss@{n}"] > 0
+    assert m["test/exact_match"] == m["test/exact_match@6"] and m["test/token_acc"] == m["test/token_acc@6"]
+    assert m["test/loss"] == m["test/loss@6"]
+
+
+def test_untrained_model_greedy_exact_match_is_real(tmp_path: Path) -> None:
+    """Without the oracle the greedy decoder of an untrained model gets (almost) nothing right."""
+    run = run_for(tmp_path, "data=copy", "data.length=8", "data.alphabet=8", "data.test_lengths=[8]")
+    batch = first_batch(run, "test")
+    answers = run.task.greedy_answers(batch)
+    assert answers.shape == batch["tgt_ids"].shape
+    assert (answers == batch["tgt_ids"]).all(dim=1).float().mean() < 0.5
+
+
+def test_learned_table_too_short_is_not_applicable(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    cfg = compose_train([*SMALL, "model/position=learned", "model.max_seq_len=24", "data=copy", "data.length=8",
+                         "trainer.fast_dev_run=true"], run_dir)
+    runner.train(cfg)
+    m = json.loads((run_dir / "metrics.json").read_text())
+    assert m["status"] == "completed", m["error"]
+    assert m["test/exact_match@8"] is not None and m["test/token_acc@8"] is not None  # 17 tokens fit 24 rows
+    for n in (16, 32):  # 33 and 65 tokens do not
+        assert m[f"test/exact_match@{n}"] is None and m[f"test/token_acc@{n}"] is None
+    notes = json.loads((run_dir / "synthetic.json").read_text())["test"]
+    assert notes["8"]["note"] is None
+    assert notes["16"]["note"].startswith("not applicable") and "24 rows" in notes["16"]["note"]
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("task", TASKS)
+def test_task_family_fast_dev_run(task: str, family: str, tmp_path: Path) -> None:
+    """One task config for every family: only the model changes."""
+    run_dir = tmp_path / "run"
+    runner.train(compose_train([*SMALL, f"data={task}", *FAMILIES[family], "trainer.fast_dev_run=true"], run_dir))
+    m = json.loads((run_dir / "metrics.json").read_text())
+    assert m["status"] == "completed", m["error"]
+    lengths = json.loads((run_dir / "synthetic.json").read_text())["test"]
+    assert len(lengths) == 3
+    for n in lengths:
+        for name in ("exact_match", "token_acc"):
+            assert m[f"test/{name}@{n}"] is not None and 0.0 <= m[f"test/{name}@{n}"] <= 1.0
+    for key in ("val/loss", "test/loss", "val/exact_match", "test/exact_match", "test/token_acc"):
+        assert m[key] is not None and math.isfinite(m[key]), key
+
+
+@pytest.mark.slow
+def test_two_layer_model_learns_copy(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    runner.train(compose_train([
+        *SMALL, "data=copy", "data.length=8", "data.alphabet=8", "data.test_lengths=[8]", "data.val_examples=64",
+        "data.test_examples=128", "model.d_model=64", "model.n_head=4", "model.d_ff=256", "batch_size=32",
+        "optim.lr=3e-3", "scheduler.warmup_steps=30", "trainer.max_steps=600", "trainer.val_check_interval=200",
+        "cpu_threads=1",
+    ], run_dir))
+    m = json.loads((run_dir / "metrics.json").read_text())
+    assert m["status"] == "completed", m["error"]
+    assert m["test/exact_match"] >= 0.9, m["test/exact_match"]
