@@ -29,9 +29,10 @@ at the start of the next step, on every rank together). ``Preemption`` adds what
   with no handler is a preemption without requeue.
 
 The run then ends with ``Preempted`` (exit status 128 + the signal number; ``metrics.json``
-records it as ``status: failed`` with the message). A sweep re-run with
-``sweep_resume.skip_completed=true sweep_resume.incomplete=last`` continues that job from its
-``last.ckpt`` (``src.studies.resume``).
+records it as ``status: failed`` with the message). A sweep re-run with the same command, the same
+``hydra.sweep.dir`` (the message names it) and ``sweep_resume.skip_completed=true
+sweep_resume.incomplete=last`` continues that job from its ``last.ckpt`` in the same directory
+(``src.studies.resume``; ``sweep_resume.*`` is never part of a job directory's name).
 """
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ from types import FrameType
 from typing import Any
 
 import lightning.pytorch as pl
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.trainer.states import TrainerFn
 from lightning.pytorch.utilities.exceptions import SIGTERMException
@@ -152,16 +155,29 @@ class Preemption(pl.Callback):
         name = signal.Signals(signum).name
         if self.saved is not None:
             return Preempted(f"preempted by {name} at step {self.step}: wrote {self.saved}, a resumable checkpoint of "
-                             f"this step. Resume with ckpt_path={self.saved}; a sweep continues its unfinished jobs "
-                             "when run again with sweep_resume.skip_completed=true sweep_resume.incomplete=last",
-                             signum=signum)
+                             f"this step. Resume with ckpt_path={self.saved}; {sweep_advice()}", signum=signum)
         last = ""
         if trainer is not None:
             existing = self.last_path(trainer)
             last = f"; the last checkpoint is {existing}" if existing.is_file() else "; there is no checkpoint yet"
         return Preempted(f"preempted by {name} at step {self.step} during {stage}; no checkpoint written{last}. Run "
-                         "it again to continue (ckpt_path=<that checkpoint>, or sweep_resume.incomplete=last in a sweep)",
-                         signum=signum)
+                         f"it again to continue (ckpt_path=<that checkpoint>); {sweep_advice()}", signum=signum)
+
+
+def sweep_advice() -> str:
+    """How to re-run the sweep so that each job continues in its own directory: the same command with the
+    same ``hydra.sweep.dir`` (a default one holds the start time) plus the ``sweep_resume`` keys, which
+    no job directory name contains (``src.studies.resume.job_dirname`` leaves them out), so the re-run
+    finds the same directories and the report one set of runs."""
+    sweep_dir = "<the sweep's directory>"
+    try:
+        hydra_cfg = HydraConfig.get()
+        if hydra_cfg.mode == RunMode.MULTIRUN:
+            sweep_dir = str(Path(hydra_cfg.sweep.dir).resolve())
+    except ValueError:  # not under Hydra
+        pass
+    return ("a sweep continues its unfinished jobs in the same job directories when the same command is run again "
+            f"with hydra.sweep.dir={sweep_dir} sweep_resume.skip_completed=true sweep_resume.incomplete=last")
 
 
 def preemption_error(error: BaseException, trainer: pl.Trainer | None) -> Preempted | None:

@@ -20,7 +20,10 @@ Two pieces make a Hydra multirun resumable:
 The stamp (``.sweep_job.json``) holds the resolved config without ``paths``, ``ckpt_path``,
 ``sweep_resume`` and a study's ``protocol``/``report`` nodes (how the runs are read, not what they
 compute; ``protocol.stage`` is in the job's directory name), the run directory's path replaced by
-a placeholder, and its SHA-256.
+a placeholder, and its SHA-256. Every job of a multirun writes it, with or without
+``skip_completed``, so a sweep first run without ``sweep_resume`` and re-run with it (the advice a
+preempted job prints, ``src.callbacks.preemption``) skips its finished jobs and continues the
+preempted one in the same directories (``sweep_resume.*`` is never part of a directory's name).
 A completed job is skipped when the config is the same, or differs only by keys that were
 added or removed (a new default in ``conf/`` such as ``num_workers: 0`` is not a new
 experiment); a changed *value* of any key present in both (a study's ``max_steps``, a
@@ -41,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from src.errors import ConfigError
@@ -156,8 +161,6 @@ def run_dir_of(cfg: DictConfig) -> Path:
     if d is not None:
         return Path(str(d))
     try:
-        from hydra.core.hydra_config import HydraConfig
-
         return Path(HydraConfig.get().runtime.output_dir)
     except ValueError:  # HydraConfig not set: not under Hydra
         raise ConfigError("sweep_resume needs the job's directory: run under Hydra or set paths.output_dir") from None
@@ -188,6 +191,11 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
     if node and not isinstance(node.get("skip_completed", False), bool):
         raise ConfigError(f"sweep_resume.skip_completed={node.get('skip_completed')!r} is invalid: true or false")
     if not node or not node.get("skip_completed", False) or not _is_rank_zero():
+        if _is_rank_zero() and _in_multirun():  # stamp anyway: a re-run with skip_completed then knows this job
+            run_dir = run_dir_of(cfg)
+            stamp = read_json(run_dir / STAMP) or {}
+            fp = fingerprint(cfg, run_dir)
+            _write_stamp(run_dir, fp, flat_config(cfg, run_dir), stamp, stamp.get("fingerprint") == fp)
         return None
     unknown = sorted(set(node) - {"skip_completed", "incomplete"})
     if unknown:
@@ -229,10 +237,22 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
         moved = archive_attempt(run_dir)
         if moved is not None:
             log.info("sweep_resume: %s was %s; its files moved to %s, running it again", run_dir, previous, moved)
+    _write_stamp(run_dir, fp, flat, stamp, same)
+    return None
+
+
+def _write_stamp(run_dir: Path, fp: str, flat: dict[str, Any], stamp: dict[str, Any], same: bool) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     attempts = int(stamp.get("attempt", 0)) + 1 if same else 1
     now = time.time()
     first = stamp.get("first_started", stamp.get("started", now))  # when the job first ran here: the report's order
     atomic_write(run_dir / STAMP, json.dumps({"fingerprint": fp, "attempt": attempts, "started": now,
                                               "first_started": first, "config": flat}, default=str) + "\n")
-    return None
+
+
+def _in_multirun() -> bool:
+    """Whether this job is one of a Hydra multirun (its stamp lets the sweep be re-run with skip_completed)."""
+    try:
+        return HydraConfig.get().mode == RunMode.MULTIRUN
+    except ValueError:  # not under Hydra
+        return False
