@@ -101,7 +101,7 @@ def test_schedule_values_refused_naming_key_value_and_fix() -> None:
 
 
 def test_optim_values_refused_naming_key_value_and_fix() -> None:
-    refused(("optim.name='sgd'", "registered: adamw"), optimizer_config, {**ADAMW, "name": "sgd"})
+    refused(("optim.name='adagrad'", "registered: adamw"), optimizer_config, {**ADAMW, "name": "adagrad"})
     for key, value, fix in (("lr", -1, "a positive learning rate, e.g. optim.lr=6e-4"),
                             ("lr", "abc", "a positive learning rate, e.g. optim.lr=6e-4"),
                             ("lr", float("nan"), "a positive learning rate"),

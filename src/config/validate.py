@@ -38,8 +38,8 @@ from typing import Any
 from src.errors import ConfigError, did_you_mean
 from src.models.config import ModelConfig
 from src.plain import to_plain
-from src.checkpoints.fit import allow_list
-from src.checkpoints.io import checkpoint_file
+from src.checkpoints.fit import allow_list, run_differences
+from src.checkpoints.io import checkpoint_file, safe_torch_load
 from src.config.trainer_checks import Hardware, check_trainer, checked_max_steps, fail, positive_int
 from src.optim import OptimizerConfig, Schedule, check_pair, optimizer_config, schedule_config
 
@@ -210,6 +210,7 @@ def _check_optimisation(plain: Mapping[str, Any]) -> tuple[OptimizerConfig, Sche
     max_steps = checked_max_steps(plain.get("trainer") or {})  # before the schedule reads it as its horizon
     schedule = schedule_config(plain.get("scheduler") or {"name": "none"})
     check_pair(optimizer, schedule, max_steps)  # the horizon, min_lr; schedule-free with a moving lr
+    _check_branch(plain, schedule, max_steps)  # scheduler.decay_from: a stable-phase checkpoint of this run
     seed = plain.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         fail("seed", seed, "an integer seed, 0 or more")
@@ -227,6 +228,33 @@ def _check_optimisation(plain: Mapping[str, Any]) -> tuple[OptimizerConfig, Sche
         raise ConfigError(f"vocab_size_from={mode!r} is invalid: use tokenizer (model.vocab_size from the tokenizer) "
                           "or model (keep model.vocab_size)")
     return optimizer, schedule
+
+
+def _check_branch(plain: Mapping[str, Any], schedule: Schedule, max_steps: int | None) -> None:
+    """A schedule that branches off a checkpoint of another run (``scheduler.decay_from``): the file is
+    a checkpoint of the same run (model, objective, data, batches and optimiser as this config), and
+    the schedule accepts its step (``Schedule.check_branch``: not past the stable phase)."""
+    path = schedule.branch_checkpoint()
+    if path is None:
+        return
+    if plain.get("ckpt_path"):
+        return  # the branch itself resumed (after a preemption): ckpt_path continues it, checked as any resume
+    if plain.get("init_from"):
+        raise ConfigError(f"scheduler.decay_from={path} and init_from={plain['init_from']} are two starts of one "
+                          "run; keep scheduler.decay_from (it resumes from that checkpoint) and set init_from=null")
+    ckpt = safe_torch_load(checkpoint_file(path))  # CheckpointError: missing, a directory, torn, pickled
+    source = ((ckpt.get("hyper_parameters") or {}).get("cfg")) if isinstance(ckpt, dict) else None
+    if not isinstance(source, Mapping):
+        raise ConfigError(f"scheduler.decay_from={path} has no run config (hyper_parameters.cfg): not a checkpoint "
+                          "of a src.train run; give a stable-phase checkpoint of the run to branch from")
+    diffs = [f"{k}: checkpoint {old!r}, now {new!r}" for k, old, new in run_differences(source, plain)]
+    if source.get("optim") != plain.get("optim"):
+        diffs.append(f"optim: checkpoint {source.get('optim')!r}, now {plain.get('optim')!r}")
+    if diffs:
+        raise ConfigError(f"scheduler.decay_from={path} is a checkpoint of another run ({len(diffs)} setting(s) "
+                          f"differ: {'; '.join(diffs[:6])}); a cooldown branch continues the same run, so give a "
+                          "checkpoint of the run with this model, objective, data, seed and optimiser")
+    schedule.check_branch(path, int(ckpt.get("global_step", 0)), source, int(max_steps or 0))
 
 
 # ---------------------------------------------------------------- 5. trainer, callbacks, run keys

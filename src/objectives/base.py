@@ -39,7 +39,7 @@ from src.models import ModelConfig, TransformerModel, build_model
 from src.models.components.masks import MASKS
 from src.models.families import FAMILIES
 from src.models.families.base import IGNORE_INDEX
-from src.optim import OptimizerConfig, Schedule, optimizer_config, schedule_config
+from src.optim import OptimizerConfig, Schedule, check_pair, optimizer_config, schedule_config
 from src.lightning_compat import should_update_logs
 
 
@@ -269,17 +269,27 @@ class LMTask(pl.LightningModule):
             self.model.compile()
             self._compiled = True
 
+    def _optimizer_config(self) -> OptimizerConfig:
+        if self.optimizer_config is None:  # not given the run's validated config (a loaded checkpoint): make it
+            self.optimizer_config = optimizer_config(self.cfg["optim"])
+        return self.optimizer_config
+
+    def configure_callbacks(self) -> list[pl.Callback]:
+        """The callbacks the optimiser needs (schedule-free's train/eval switch), when training."""
+        if not self.cfg.get("optim"):
+            return []
+        return self._optimizer_config().callbacks()
+
     def configure_optimizers(self) -> Any:
         trainer = self._trainer  # None outside a Trainer
         clips_mixed = (trainer is not None and str(trainer.precision).endswith("-mixed")
                        and bool(trainer.gradient_clip_val))
         max_steps = (self.cfg.get("trainer") or {}).get("max_steps")
         horizon = max_steps if max_steps and max_steps > 0 else None
-        if self.optimizer_config is None:  # not given the run's validated configs (a loaded checkpoint): make them
-            self.optimizer_config = optimizer_config(self.cfg["optim"])
-        if self.schedule_config is None:
+        optimizer_cfg = self._optimizer_config()
+        if self.schedule_config is None:  # not given the run's validated configs (a loaded checkpoint): make it
             self.schedule_config = schedule_config(self.cfg.get("scheduler") or {"name": "none"})
-            self.schedule_config.check_run(self.optimizer_config.lr, horizon)
+            check_pair(optimizer_cfg, self.schedule_config, horizon)
         optimizer = self.optimizer_config.build(self.model, self.device, clips_under_mixed_precision=clips_mixed)
         scheduler = self.schedule_config.build(optimizer, float(self.optimizer_config.lr), horizon)
         if scheduler is None:

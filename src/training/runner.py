@@ -77,7 +77,9 @@ def train(cfg: DictConfig) -> float | None:
             configure_backends(cfg)
             run = build_run(cfg)
             trainer = build_trainer(cfg, extra_callbacks=[summary, *model_summary(cfg)])
-            trainer.fit(run.task, datamodule=run.datamodule, ckpt_path=cfg.get("ckpt_path"))
+            # a cooldown branch (scheduler.decay_from) resumes its stable-phase checkpoint
+            start = cfg.get("ckpt_path") or run.task.schedule_config.branch_checkpoint()
+            trainer.fit(run.task, datamodule=run.datamodule, ckpt_path=start)
             validate_final_weights(trainer, run, summary)
             if cfg.get("test", True):
                 summary.scored = scored_weights(trainer, summary)

@@ -68,7 +68,7 @@ CONFIG_CASES = [
          ("data source 'wikipedia'",), "registered sources: bin, embedded, hf, multi30k, openwebtext, text, tinyshakespeare"),
     Case("unknown-data-key", ["+data.shuffle=true"], DataError,
          ("data=embedded", "['shuffle']"), "it accepts: cache_dir, val_fraction, test_fraction, piece_chars"),
-    Case("unknown-optimizer", ["optim.name=sgd"], ConfigError, ("optim.name='sgd'",), "registered: adamw"),
+    Case("unknown-optimizer", ["optim.name=adagrad"], ConfigError, ("optim.name='adagrad'",), "registered: adamw"),
     Case("unknown-optim-key-appended", ["+optim.lrr=0.1"], ConfigError,
          ("optim.lrr=0.1",), "(accepted: lr, betas, eps, weight_decay, decay_embeddings, fused); fix the spelling"),
     Case("unknown-scheduler-key-appended", ["+scheduler.warmup=5"], ConfigError,

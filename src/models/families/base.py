@@ -11,6 +11,7 @@ it holds (no ``isinstance`` on a family outside ``src/models/families``)::
     start_decoding(...), decode_step(d), new_tokens(seq, prompt)      generation with the KV cache
     attention_probs(...)               every attention map, named (self / encoder / decoder / cross)
     needs_prefix_length, max_positions, cache_limit, stacks(), num_parameters(), device
+    hidden_matrices()                  the attention and FFN weights (Muon's parameters)
     left_to_right                      defines p(x_t | x_<t): generation and log-likelihood scoring
     prompt_is_source                   a prompt is read by an encoder; the output does not repeat it
                                        and begins with start_tokens(batch, device)
@@ -264,6 +265,18 @@ class TransformerModel(nn.Module):
         position by the current length's frequencies past its original length (``Position.cache_limit``)."""
         limits = [s.position.cache_limit for s in self.stacks().values() if s.position.cache_limit is not None]
         return min(limits) if limits else None
+
+    def hidden_matrices(self) -> list[nn.Parameter]:
+        """The 2-D weights of the hidden layers: every ``nn.Linear`` weight of the attention (self and
+        cross) and FFN sublayers in the stacks' blocks, in forward order. What Muon orthogonalises
+        (Jordan et al. 2024); the embeddings, the head (and a family's head transform), norm gains,
+        biases, position tables and placement scalars are not hidden matrices."""
+        out: list[nn.Parameter] = []
+        for stack in self.stacks().values():
+            for block in stack.blocks:
+                for _, sublayer in block.sublayers():
+                    out += [m.weight for m in sublayer.modules() if isinstance(m, nn.Linear)]
+        return out
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())  # tied weights counted once
