@@ -16,11 +16,13 @@ from omegaconf import DictConfig
 from src.jsonfile import METRICS, read_json
 
 from src.cli import clean_errors
+from src.config.output_dir import check_run_dir_unused
 from src.studies import skip_completed  # also registers ${sweep_subdir:...} for deterministic sweep job dirs
 from src.studies.lock import hold_run_dir
 from src.studies.plugins import check_plugins
 from src.studies.slots import pin_job
-from src.training.console import format_outputs, run_outputs
+from src.echo import echo
+from src.training.console import final_figures, format_outputs, run_outputs
 from src.training.distributed import install_ddp_launcher_fix
 from src.training.runner import train
 
@@ -35,6 +37,8 @@ def main(cfg: DictConfig) -> float | None:
     # one live job per run directory (src/studies/lock.py)
     with clean_errors(), hold_run_dir(hc.runtime.output_dir):
         done = skip_completed(cfg)  # sweep_resume.skip_completed: a re-run sweep skips finished jobs (src/studies/resume.py)
+        if done is None:  # a new run never shares a directory with an old one (src/config/output_dir.py)
+            check_run_dir_unused(hc.runtime.output_dir, cfg.get("ckpt_path"))
         value = done.value if done is not None else train(cfg)
     say_where_results_went(hc.runtime.output_dir, skipped=done is not None)
     return value
@@ -42,10 +46,11 @@ def main(cfg: DictConfig) -> float | None:
 
 @rank_zero_only
 def say_where_results_went(run_dir: str, skipped: bool = False) -> None:
-    """The last lines of a run: its directory, metrics.json, checkpoints, each logger's files."""
+    """The last lines of a run (console and train.log): its final losses and tokens/s, then its
+    directory, metrics.json, checkpoints and each logger's files."""
     metrics = read_json(Path(run_dir) / METRICS) or {}
     head = "skipped by sweep_resume (done earlier with this config)" if skipped else f"{metrics.get('status', 'finished')}"
-    print(f"\nrun {head}; outputs:\n{format_outputs(run_outputs(run_dir, metrics))}", flush=True)
+    echo(f"\n{final_figures(metrics)}\nrun {head}; outputs:\n{format_outputs(run_outputs(run_dir, metrics))}")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import torch
 from lightning.pytorch.utilities import rank_zero_only
 
 from src.models.generation import generate
+from src.echo import echo
 from src.files import atomic_write
 
 
@@ -43,7 +44,7 @@ class SampleText(pl.Callback):
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         model, tok = getattr(pl_module, "model", None), getattr(pl_module, "tokenizer", None)
         if model is None or tok is None or not model.left_to_right:
-            print("[sample] skipped: needs a generative model (decoder_only / encoder_decoder) and a tokenizer")
+            echo("[sample] skipped: needs a generative model (decoder_only / encoder_decoder) and a tokenizer")
             return
         ids = tok.encode(self.prompt) or [tok.eos_token_id if tok.eos_token_id is not None else 0]
         x = torch.tensor([ids], dtype=torch.long, device=pl_module.device)
@@ -56,7 +57,7 @@ class SampleText(pl.Callback):
             self.text = f"{self.prompt} => {tok.decode(model.new_tokens(out, src)[0].tolist())}"
         else:
             self.text = self.prompt + tok.decode(continue_text(model, x, self.max_new_tokens, limit, **kw))
-        print(f"\n----- sample (temperature {self.temperature}, top_k {self.top_k}) -----\n{self.text}\n-----")
+        echo(f"\n----- sample (temperature {self.temperature}, top_k {self.top_k}) -----\n{self.text}\n-----")
         if self.output_dir:
             Path(self.output_dir).mkdir(parents=True, exist_ok=True)
             atomic_write(Path(self.output_dir) / "samples.txt", self.text)

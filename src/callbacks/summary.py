@@ -1,14 +1,23 @@
 """Summaries of a run: ``RunSummary`` collects what ``metrics.json`` reports besides the logged
-metrics (the validation history for ``best_step``, the time spent fitting for throughput);
-``ModelSummary`` prints the model table at the start of fitting, with our own FLOPs count."""
+metrics (the validation history for ``best_step``, the training clock for throughput);
+``ModelSummary`` prints the model table at the start of fitting, with our own FLOPs count.
+
+**Tokens/s has one definition**, ``RunSummary.tokens_per_s``: the tokens of the training batches
+since training (re)started, divided by the wall time since then, validation excluded. The
+progress bar shows it as it grows, ``metrics.json``'s ``throughput_tokens_per_s`` is its final
+value and the run's last lines print it. (``TokenThroughput`` also logs a windowed, per-device
+rate, ``train/device/items_per_sec``, for curves over training; docs/training.md.)"""
 from __future__ import annotations
 
+import io
 import math
 import time
 from typing import Any
 
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import RichModelSummary
+
+from src.echo import to_log_file
 
 
 class RunSummary(pl.Callback):
@@ -18,28 +27,54 @@ class RunSummary(pl.Callback):
     def __init__(self, monitor: str = "val/loss") -> None:
         self.monitor = monitor
         self.history: list[tuple[int, float]] = []  # (global_step, monitored value) per validation
-        self.fit_time_s = 0.0
-        self._t0: float | None = None
+        self.train_time_s = 0.0  # wall time of training since it (re)started, validation excluded (once it ended)
+        self._t0: float | None = None  # when training started, while it runs
+        self._val_t0: float | None = None
+        self._val_s = 0.0  # validation time inside the fit, taken out of the training clock
+        self.tokens_trained = 0  # tokens of the training batches since training (re)started
         self.final: dict[str, float] = {}  # last value of every logged scalar (updated at stage ends)
         self.tokens_at_start = 0  # the task's token counter when training (re)started
         self.scored: tuple[str, int, str | None] | None = None  # the weights the test scored (src.training.runner)
 
-    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self._t0 = time.perf_counter()
-
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.tokens_at_start = int(getattr(pl_module, "tokens_seen", 0))
+        self.tokens_trained, self._val_s, self._t0 = 0, 0.0, time.perf_counter()
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        self.tokens_trained = int(getattr(pl_module, "tokens_seen", 0)) - self.tokens_at_start
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._t0 is not None:
-            self.fit_time_s += time.perf_counter() - self._t0
+            self.train_time_s = self.training_seconds()
             self._t0 = None
         self._collect(trainer)
 
     def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
         self.on_fit_end(trainer, pl_module)
 
+    def training_seconds(self) -> float:
+        """Wall time of training so far (validation excluded); its final value once the fit ended."""
+        if self._t0 is None:
+            return self.train_time_s
+        now = time.perf_counter()
+        in_validation = now - self._val_t0 if self._val_t0 is not None else 0.0
+        return max(now - self._t0 - self._val_s - in_validation, 0.0)
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """The run's tokens/s (the module doc's one definition); None before the first step."""
+        seconds = self.training_seconds()
+        return self.tokens_trained / seconds if self.tokens_trained and seconds > 0 else None
+
+    def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self._t0 is not None and not trainer.sanity_checking:
+            self._val_t0 = time.perf_counter()
+
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self._val_t0 is not None:
+            self._val_s += time.perf_counter() - self._val_t0
+            self._val_t0 = None
         if trainer.sanity_checking:
             return
         value = trainer.callback_metrics.get(self.monitor)
@@ -93,6 +128,7 @@ class ModelSummary(RichModelSummary):
             get_human_readable_count,
         )
         from rich import get_console
+        from rich.console import Console
         from rich.table import Table
 
         s = summarize(pl_module, max_depth=self.depth)  # Lightning's public summary; its public columns
@@ -117,3 +153,8 @@ class ModelSummary(RichModelSummary):
         console = get_console()
         console.print(table)
         console.print(grid)
+        plain = Console(file=io.StringIO(), width=120, color_system=None)  # the same text for train.log
+        plain.print(table)
+        plain.print(grid)
+        text = "\n".join(line.rstrip() for line in plain.file.getvalue().splitlines())  # type: ignore[attr-defined]
+        to_log_file("model summary\n" + text.rstrip())

@@ -1,5 +1,5 @@
-"""Throughput: tokens/s, FLOPs/s and MFU from Lightning's public ``Throughput`` meter, and a
-progress bar showing tokens/s.
+"""Throughput: windowed tokens/s, FLOPs/s and MFU per device from Lightning's public ``Throughput``
+meter (curves over training), and a progress bar showing the run's tokens/s (``RunSummary``'s).
 
 ``TokenThroughput`` logs (every ``log_every_n_steps``, once ``window_size`` steps are in the
 window) ``train/device/items_per_sec`` (= tokens/s per device), ``train/device/flops_per_sec``
@@ -28,6 +28,7 @@ from lightning.fabric.utilities.throughput import Throughput, get_available_flop
 from lightning.pytorch.callbacks import RichProgressBar
 from lightning.pytorch.utilities import rank_zero_only
 
+from src.callbacks.summary import RunSummary
 from src.lightning_compat import should_update_logs
 
 #: the compute dtype of each Lightning precision setting (what the device's peak FLOPs depend on)
@@ -58,7 +59,6 @@ class TokenThroughput(pl.Callback):
         self.window_steps = window_size
         self.peak_tflops = peak_tflops
         self.available_flops: int | None = None
-        self.tokens_per_s: float | None = None  # latest per-device figure, read by the progress bar
         self._meters: dict[str, _Meter] = {}
         self._val_started: float | None = None
 
@@ -141,8 +141,6 @@ class TokenThroughput(pl.Callback):
         metrics = meter.throughput.compute()
         if not metrics:
             return
-        if stage == "train" and metrics.get("device/items_per_sec") is not None:
-            self.tokens_per_s = float(metrics["device/items_per_sec"])
         named = {f"{stage}{meter.throughput.separator}{k}": v for k, v in metrics.items()}
         for logger in trainer.loggers:
             logger.log_metrics(named, step=step)
@@ -155,10 +153,12 @@ def _batch_size(batch: Any) -> int:
 
 
 class TokensPerSecondBar(RichProgressBar):
-    """Lightning's ``RichProgressBar`` plus ``tok/s`` (per device, training only).
+    """Lightning's ``RichProgressBar`` plus ``tok/s`` (training only).
 
-    Reads the figure from a ``TokenThroughput`` callback when present, else measures wall
-    time between batches itself. ``refresh_rate`` is redraws per second (Rich's); the training
+    Shows the run's one tokens/s figure, ``RunSummary.tokens_per_s`` (src/callbacks/summary.py:
+    training tokens since training started over its wall time, validation excluded; the value
+    metrics.json records at the end), when the run has a ``RunSummary`` (every ``src.train`` run
+    does), else measures wall time between batches itself. ``refresh_rate`` is redraws per second (Rich's); the training
     bar's counter and metrics are also updated at most that often (and at the last step), not
     after every batch: Lightning's bar reads every progress-bar metric and updates its Rich task
     on each batch (~0.5 ms of Python per step, 1-5% of a millisecond-scale step).
@@ -193,8 +193,9 @@ class TokensPerSecondBar(RichProgressBar):
     def get_metrics(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> dict[str, Any]:
         metrics = super().get_metrics(trainer, pl_module)
         metrics.pop("v_num", None)
-        rate = next((c.tokens_per_s for c in trainer.callbacks if isinstance(c, TokenThroughput)), None)
-        if rate is None and self._t0 is not None and self._tokens:
+        summary = next((c for c in trainer.callbacks if isinstance(c, RunSummary)), None)
+        rate = summary.tokens_per_s if summary is not None else None
+        if summary is None and self._t0 is not None and self._tokens:
             rate = self._tokens / max(time.perf_counter() - self._t0, 1e-9)
         if rate is not None:
             metrics["tok/s"] = f"{rate:,.0f}"

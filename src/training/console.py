@@ -7,7 +7,8 @@ under recent torch (``isinstance(treespec, LeafSpec)``: Lightning's code, not ou
 user can act on). Each filter matches that one message only; every other warning and log line
 stays.
 
-``run_outputs`` lists a finished run's files for the entry point's last lines.
+``final_figures`` and ``run_outputs`` make the entry point's last lines: the final validation and
+test losses with the weights and step they belong to, the run's tokens/s, and its files.
 """
 from __future__ import annotations
 
@@ -58,3 +59,24 @@ def run_outputs(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> l
 def format_outputs(items: list[tuple[str, Path]]) -> str:
     width = max(len(w) for w, _ in items)
     return "\n".join(f"{w + ':':<{width + 1}} {p}" for w, p in items)
+
+
+def final_figures(metrics: dict[str, Any]) -> str:
+    """``final: val/loss 2.1910 (step 400) · test/loss 2.1990 (final weights, step 400) · 10,496 tokens/s``
+    from a run's metrics.json (what is missing is left out; a failed run says so)."""
+    parts: list[str] = []
+    val, best = metrics.get("val/loss"), metrics.get("val/loss_best")
+    if isinstance(val, (int, float)):
+        parts.append(f"val/loss {val:.4f}" + (f" (best {best:.4f} at step {metrics['best_step']})"
+                                              if isinstance(best, (int, float)) and metrics.get("best_step") is not None
+                                              and abs(best - val) > 1e-12 else ""))
+    test = metrics.get("test/loss")
+    if isinstance(test, (int, float)):
+        scored = metrics.get("scored_weights")
+        parts.append(f"test/loss {test:.4f}" + (f" ({scored} weights, step {metrics.get('scored_step')})" if scored else ""))
+    rate = metrics.get("throughput_tokens_per_s")
+    if isinstance(rate, (int, float)):
+        parts.append(f"{rate:,.0f} tokens/s")
+    if metrics.get("status") == "failed":
+        parts.append(f"failed: {metrics.get('error')}")
+    return "final: " + (" · ".join(parts) if parts else "no validation or test loss was computed")

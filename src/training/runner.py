@@ -27,6 +27,7 @@ from src.jsonfile import METRICS, write_json
 from src.errors import Preempted
 from src.callbacks.preemption import preemption_error
 from src.training.console import quiet_third_party
+from src.echo import mirror_lightning_to_log_file
 from src.training.distributed import launcher_scope
 from src.training.loggers import close_loggers
 from src.training.setup import Run, build_run, build_trainer
@@ -74,6 +75,7 @@ def train(cfg: DictConfig) -> float | None:
     with launcher_scope():  # a multirun's next DDP job in this process launches its own ranks again
         try:
             quiet_third_party()  # Lightning's litlogger tip and its own _pytree deprecation (src/training/console.py)
+            mirror_lightning_to_log_file()  # Lightning's info lines into train.log too (src/echo.py)
             configure_backends(cfg)
             run = build_run(cfg)
             trainer = build_trainer(cfg, extra_callbacks=[summary, *model_summary(cfg)])
@@ -140,8 +142,7 @@ def _record(run_dir: Path, status: str, error: BaseException | None, run: Run | 
     tokens = task.tokens_seen if task is not None else 0
     record["tokens_seen"] = tokens
     record["wall_time_s"] = round(time.perf_counter() - t0, 3)
-    new_tokens = tokens - summary.tokens_at_start  # a resumed run counts from its checkpoint's total
-    record["throughput_tokens_per_s"] = new_tokens / summary.fit_time_s if summary.fit_time_s > 0 and new_tokens else None
+    record["throughput_tokens_per_s"] = summary.tokens_per_s  # the one definition (src/callbacks/summary.py)
     best = summary.best
     record["best_step"] = best[0] if best is not None else None
     record["global_step"] = int(trainer.global_step) if trainer is not None else 0

@@ -53,6 +53,22 @@ def test_console_ends_with_where_results_went(run: tuple[Path, Any]) -> None:
     assert set(listed) == {"run directory", "metrics", "best checkpoint", "last checkpoint", "CSV log", "TensorBoard",
                            "W&B offline run", "MLflow store"}
     assert all(p.exists() for p in listed.values())
+    # the final losses and the run's one tokens/s figure, as metrics.json records them
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    final = lines[lines.index("run completed; outputs:") - 1]
+    assert final.startswith("final: ") and f"val/loss {metrics['val/loss']:.4f}" in final
+    assert f"test/loss {metrics['test/loss']:.4f} ({metrics['scored_weights']} weights, step {STEPS})" in final
+    assert f"{metrics['throughput_tokens_per_s']:,.0f} tokens/s" in final
+
+
+def test_train_log_holds_the_console_log(run: tuple[Path, Any]) -> None:
+    """train.log has Lightning's lines, the model summary and the last lines, not just our log records."""
+    run_dir, r = run
+    log = (run_dir / "train.log").read_text()
+    for line in ("GPU available: False", "`Trainer.fit` stopped: `max_steps=4` reached.",
+                 "Training FLOPs per token (forward + backward, T=32)", "final: val/loss", "run completed; outputs:",
+                 f"metrics:         {run_dir / 'metrics.json'}"):
+        assert line in log, line
 
 
 def _check(steps: dict[str, dict[int, float]]) -> None:
