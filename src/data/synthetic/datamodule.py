@@ -19,8 +19,10 @@ The tokenizer is ``char`` fitted on the task's ``vocabulary()``, so each symbol 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import lightning as L
+import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
@@ -30,6 +32,16 @@ from src.data.tokenizers import Tokenizer
 from src.errors import DataError
 
 Batch = dict[str, torch.Tensor]
+REFERENCE_EXAMPLES = 4096  # training answers an n-gram reference is fitted on
+
+
+@dataclass
+class AnswerCorpus:
+    """Training answers, each read after a start symbol (the shape of ``src.data.datamodule.ReferenceCorpus``
+    that ``src.callbacks.ngram_reference`` fits on): a floor that never reads the prompt."""
+
+    sequences: list[np.ndarray]
+    start: bool = True
 
 
 def collate(examples: Sequence[Example], length: int, ids: dict[str, int]) -> Batch:
@@ -120,6 +132,11 @@ class SyntheticDataModule(L.LightningDataModule):
         for n in src.test_lengths:
             if ("test", n) not in self.examples:
                 self.examples[("test", n)] = [src.example("test", k, length=n) for k in range(src.test_examples)]
+
+    def reference_corpus(self) -> AnswerCorpus:
+        """The answers of the first training examples of the run's stream, as token ids."""
+        answers = (self.source.example("train", i, stream=self.seed).answer for i in range(REFERENCE_EXAMPLES))
+        return AnswerCorpus([np.array([self.ids[c] for c in a], dtype=np.int64) for a in answers])
 
     def train_dataloader(self) -> ResumableLoader:
         rank, world = self.rank_world()
