@@ -273,10 +273,33 @@ def _check_callbacks(plain: Mapping[str, Any]) -> None:
                 reason = str(e).splitlines()[0]
                 raise ConfigError(f"{group}.{name}._target_={node['_target_']!r} is invalid: it cannot be imported "
                                   f"({reason}); give a dotted path to a class") from None
+            _check_target_kind(group, name, node, target)
             if group == "callbacks" and not loggers and getattr(target, "__name__", "") == "LearningRateMonitor":
                 raise ConfigError(f"callbacks.{name} ({node['_target_']}) needs a logger, but logger=none configures "
                                   f"none; choose logger=csv, or drop the callback with ~callbacks.{name}")
             _check_target_keys(f"{group}.{name}", node, target)
+
+
+def _check_target_kind(group: str, name: str, node: Mapping[str, Any], target: Any) -> None:
+    """A callback's ``_target_`` is a Lightning ``Callback`` class, a logger's a ``Logger`` class or a factory of
+    this project (``src.training.loggers.mlflow_logger``), and neither builds an argument from a nested
+    ``_target_``: checked here, before anything is instantiated, since a saved run config reused with
+    ``--config-path <run>/.hydra`` is input like any other (``_target_: shutil.rmtree`` would run when built)."""
+    from lightning.pytorch import Callback
+    from lightning.pytorch.loggers import Logger
+
+    base = Callback if group == "callbacks" else Logger
+    ours = callable(target) and str(getattr(target, "__module__", "")).split(".")[0] == "src" and group == "logger"
+    if not (isinstance(target, type) and issubclass(target, base)) and not ours:
+        raise ConfigError(f"{group}.{name}._target_={node['_target_']!r} is not a Lightning {base.__name__} class "
+                          f"(it is {type(target).__name__} {getattr(target, '__qualname__', target)!s}); nothing was built. "
+                          f"Give a {base.__module__.split('.')[0]}.pytorch {base.__name__} subclass, or drop it with "
+                          f"~{group}.{name}")
+    for key, value in _walk(dict(node)):
+        if key.split(".")[-1] == "_target_" and "." in key:
+            raise ConfigError(f"{group}.{name}.{key}={value!r}: a {group[:-1] if group == 'callbacks' else group} "
+                              f"argument built from a nested _target_ is not accepted; give the argument's value, or "
+                              f"remove {group}.{name}.{key.rsplit('.', 1)[0]}")
 
 
 def _check_target_keys(key: str, node: Mapping[str, Any], target: Any) -> None:
