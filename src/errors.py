@@ -35,6 +35,12 @@ class CheckpointError(ValueError):
     must not be written (not weights-only, NaN/inf, the disk refused it)."""
 
 
+class WriteError(OSError):
+    """A file this project must not or cannot write: a destination whose directory leads out of its
+    output directory through a symlink, or a write the OS refused (a full disk, a quota, a
+    read-only place). Raised by ``src.files``, the one writer; the previous file stays whole."""
+
+
 class HFConversionError(ValueError):
     """A Hugging Face checkpoint or config that cannot be converted exactly."""
 

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from src.cli import is_ours
+from src.errors import WriteError
 from src.evaluation.extrapolation import DEFAULT_FACTORS, extrapolate_run
 from src.reporting.build import ReportFiles, make_report
 from src.reporting.comparisons import PAIRINGS
@@ -97,7 +98,7 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
                             comparisons=args.comparisons, alpha=args.alpha, extra=args.extra, pairing=args.pairing,
                             ignore=[*IGNORED_KEYS, *args.ignore],
                             title=args.title)
-    except (ValueError, FileNotFoundError) as e:  # ConfigError and DataError are ValueErrors
+    except (ValueError, FileNotFoundError, WriteError) as e:  # ConfigError and DataError are ValueErrors
         p.exit(2, f"python -m src.report: {e}\n")
     print(files.markdown.read_text())
     print(f"wrote {files.markdown}, " + ", ".join(str(f) for f in files.files.values())
@@ -120,7 +121,7 @@ def scaling(argv: Sequence[str] | None = None) -> dict[str, Path]:
     args = p.parse_args(argv)
     try:
         files = make_scaling_report(args.dirs, args.out, args.size, args.metric, args.boot, args.seed, args.title)
-    except (ValueError, FileNotFoundError) as e:  # ConfigError and DataError are ValueErrors
+    except (ValueError, FileNotFoundError, WriteError) as e:  # ConfigError and DataError are ValueErrors
         p.exit(2, f"python -m src.report scaling: {e}\n")
     print(files["scaling.md"].read_text())
     print("wrote " + ", ".join(str(f) for f in files.values()))

@@ -119,3 +119,46 @@ class FaultInjector(pl.Callback):
     def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not trainer.sanity_checking and self._get("pause_val_step") == trainer.global_step:
             pause("validation", trainer.global_step)
+
+
+# ---------------------------------------------------------------- a real full disk
+
+
+def mount_tmpfs(path: Path, size: str = "200k") -> None:
+    """Mount a tmpfs of ``size`` at ``path`` (created): a real file system that fills up. Skips the
+    calling test where mounting is not permitted (no root, no CAP_SYS_ADMIN, a container without it)."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    path.mkdir(parents=True, exist_ok=True)
+    mount = shutil.which("mount")
+    if mount is None:
+        pytest.skip("no mount command: a real full disk cannot be made here")
+    r = subprocess.run([mount, "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"mounting a tmpfs is not permitted here ({r.stderr.strip()[:200]})")
+
+
+def unmount(path: Path) -> None:
+    import subprocess
+
+    subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def fill(path: Path, leave: int = 0) -> None:
+    """Fill the file system holding ``path`` until at most ``leave`` bytes are free (one file, ``path/fill``)."""
+    import os
+
+    with open(path / "fill", "wb") as f:
+        while True:
+            st = os.statvfs(path)
+            free = st.f_bavail * st.f_frsize
+            if free <= leave:
+                break
+            try:
+                f.write(b"\0" * min(free - leave, 4096))
+                f.flush()
+            except OSError:
+                break

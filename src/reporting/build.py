@@ -109,5 +109,5 @@ def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, t
     text = render_markdown(report, title=title or f"Sweep report: {', '.join(Path(r).name for r in roots)}",
                            roots=[str(r) for r in roots], runs=runs, plots=plots)
     md = out_dir / "report.md"
-    atomic_write(md, text + "\n")
+    atomic_write(md, text + "\n", root=out_dir)
     return ReportFiles(report, runs, md, write_all(report, out_dir), plots)

@@ -48,7 +48,7 @@ def _legend(ax: Any, n: int) -> None:
 def _save(fig: Any, path: Path) -> Path:
     """Every report figure is written the same way: tight layout, 120 dpi, closed after."""
     fig.tight_layout()
-    with atomic_path(path, suffix=path.suffix) as tmp:
+    with atomic_path(path, suffix=path.suffix, root=path.parent) as tmp:
         fig.savefig(tmp, dpi=120)
     plt.close(fig)
     return path

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import math
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -61,11 +62,22 @@ def _ci(lo: float | None, hi: float | None, digits: int = 3) -> str:
     return "–" if lo is None or hi is None else f"[{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def write_csv(path: Path, records: Sequence[dict[str, Any]], columns: Sequence[str] = ()) -> Path:
+def one_line(text: str) -> str:
+    """``text`` with every control character (newlines, escapes, bidi overrides) written as its
+    ``\\n``/``\\x1b``/``\\u202e`` escape: text read from a run (an override, an error) stays on its line
+    of report.md and cannot add lines, headings or terminal codes of its own."""
+    return "".join(ch if ch == "\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp")
+                   else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def write_csv(path: Path, records: Sequence[dict[str, Any]], columns: Sequence[str] = (), *,
+              root: Path | None = None) -> Path:
+    """``records`` as CSV at ``path`` (``columns`` first, then every other key in order of appearance),
+    atomically and confined to ``root`` (src/files.py); the csv module quotes any newline in a value."""
     keys = list(columns)
     for r in records:
         keys += [k for k in r if k not in keys]
-    with atomic_path(path) as tmp, tmp.open("w", newline="") as f:
+    with atomic_path(path, root=root) as tmp, tmp.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         for r in records:
@@ -172,12 +184,13 @@ def reference_records(report: Report) -> list[dict[str, Any]]:
 
 
 def write_all(report: Report, out: Path) -> dict[str, Path]:
+    """The CSV files of ``report`` in ``out`` (confined to it: src/files.py)."""
     return {
-        "report.csv": write_csv(out / "report.csv", report_records(report), REPORT_COLUMNS),
-        "runs.csv": write_csv(out / "runs.csv", run_records(report), RUN_COLUMNS),
-        "comparisons.csv": write_csv(out / "comparisons.csv", comparison_records(report)),
-        "tuning.csv": write_csv(out / "tuning.csv", tuning_records(report)),
-        "references.csv": write_csv(out / "references.csv", reference_records(report)),
+        "report.csv": write_csv(out / "report.csv", report_records(report), REPORT_COLUMNS, root=out),
+        "runs.csv": write_csv(out / "runs.csv", run_records(report), RUN_COLUMNS, root=out),
+        "comparisons.csv": write_csv(out / "comparisons.csv", comparison_records(report), root=out),
+        "tuning.csv": write_csv(out / "tuning.csv", tuning_records(report), root=out),
+        "references.csv": write_csv(out / "references.csv", reference_records(report), root=out),
     }
 
 
@@ -431,4 +444,4 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
               "(selection / verdict) and every final metric: `runs.csv`; every comparison: `comparisons.csv`.", ""]
     if errors:
         lines += ["Errors:", ""] + [f"- {e}" for e in errors] + [""]
-    return "\n".join(lines)
+    return "\n".join(one_line(line) for line in lines)  # an override's own newline cannot start a line

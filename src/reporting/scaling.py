@@ -209,11 +209,11 @@ def make_scaling_report(roots: Sequence[str | Path], out: str | Path | None = No
     out_dir = Path(out or roots[0])
     out_dir.mkdir(parents=True, exist_ok=True)
     plot = plot_scaling(a.points, a.fits, a.crossings, out_dir / "scaling.png", a.metric)
-    files = {"scaling.csv": write_csv(out_dir / "scaling.csv", fit_records(a)),
-             "scaling_points.csv": write_csv(out_dir / "scaling_points.csv", [vars(p) for p in a.points]),
+    files = {"scaling.csv": write_csv(out_dir / "scaling.csv", fit_records(a), root=out_dir),
+             "scaling_points.csv": write_csv(out_dir / "scaling_points.csv", [vars(p) for p in a.points], root=out_dir),
              "scaling_crossings.csv": write_csv(out_dir / "scaling_crossings.csv", [
                  {"arm_a": c.arms[0], "arm_b": c.arms[1], "crossing_params": ";".join(f"{n:.6g}" for n in c.at),
-                  "inside_range": c.inside, "boot_share_inside": c.boot_share} for c in a.crossings])}
+                  "inside_range": c.inside, "boot_share_inside": c.boot_share} for c in a.crossings], root=out_dir)}
     md = out_dir / "scaling.md"
-    atomic_write(md, render(a, title or "Scaling: loss against parameters per arm", plot))
+    atomic_write(md, render(a, title or "Scaling: loss against parameters per arm", plot), root=out_dir)
     return {"scaling.md": md, **files, **({"scaling.png": plot} if plot else {})}

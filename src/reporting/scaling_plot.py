@@ -65,7 +65,7 @@ def plot_scaling(points: Sequence[Any], fits: Mapping[str, ScalingFit], crossing
     ax.set_title("loss vs parameters (fits: solid in the measured range, dashed beyond)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    with atomic_path(out, suffix=Path(out).suffix) as tmp:
+    with atomic_path(out, suffix=Path(out).suffix, root=Path(out).parent) as tmp:
         fig.savefig(tmp, dpi=120)
     plt.close(fig)
     return out
