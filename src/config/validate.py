@@ -54,6 +54,8 @@ RUN_KEYS = frozenset({
 NONFINITE_ACTIONS = ("stop", "skip")
 #: the ``reliability.*`` keys ``src.training.harden.harden_trainer`` reads (the non-finite guard's settings)
 RELIABILITY_KEYS = ("nonfinite", "check_every_n_steps", "max_consecutive_skips")
+#: the model keys ``src.training.setup.resolve_vocab`` sets from the tokenizer after the config is validated
+TOKENIZER_KEYS = ("vocab_size", "bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id")
 LIGHTNING_CKPT_ALIASES = ("last", "best", "hpc", "registry")
 
 
@@ -247,7 +249,11 @@ def _check_branch(plain: Mapping[str, Any], schedule: Schedule, max_steps: int |
     if not isinstance(source, Mapping):
         raise ConfigError(f"scheduler.decay_from={path} has no run config (hyper_parameters.cfg): not a checkpoint "
                           "of a src.train run; give a stable-phase checkpoint of the run to branch from")
-    diffs = [f"{k}: checkpoint {old!r}, now {new!r}" for k, old, new in run_differences(source, plain)]
+    # the model keys the tokenizer fills in after validation (src.training.setup.resolve_vocab) are compared
+    # when the checkpoint is loaded (SafeCheckpointIO's same-run check); here they are not known yet
+    later = {f"model.{k}" for k in TOKENIZER_KEYS} if plain.get("vocab_size_from", "tokenizer") == "tokenizer" else set()
+    diffs = [f"{k}: checkpoint {old!r}, now {new!r}" for k, old, new in run_differences(source, plain)
+             if k not in later]
     if source.get("optim") != plain.get("optim"):
         diffs.append(f"optim: checkpoint {source.get('optim')!r}, now {plain.get('optim')!r}")
     if diffs:

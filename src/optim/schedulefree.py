@@ -7,10 +7,11 @@ the model's weights hold their interpolation ``y`` while training. ``optimizer.e
 to evaluate and to keep. ``ScheduleFreeSwitch`` (a Lightning callback the objective adds through
 ``configure_callbacks``) applies the switch:
 
-* around every validation (the sanity check included) and test: they score ``x``;
-* around every checkpoint save: the file holds ``x`` and the optimiser state in eval mode, and
-  the run goes on with ``y`` recomputed from them, exactly as a run resumed from that file
-  recomputes it, so a resumed run continues bit-identically (tests/optim/test_schedulefree.py);
+* at every validation (the sanity check included) and test: they score ``x``; training goes
+  back to ``y`` at its next batch;
+* at every checkpoint save: the file holds ``x`` and the optimiser state in eval mode, and the
+  run goes on with ``y`` recomputed from them at its next batch, exactly as a run resumed from
+  that file recomputes it, so a resumed run continues bit-identically (tests/optim/test_schedulefree.py);
 * at the end of the fit: the final weights (validated, tested, exported) are ``x``.
 
 Warmup is the optimiser's own (``optim.warmup_steps``); a ``scheduler`` that also moves the
@@ -41,20 +42,20 @@ def in_train_mode(optimizer: AdamWScheduleFree) -> bool:
 
 
 class ScheduleFreeSwitch(pl.Callback):
-    """The schedule-free ``train()``/``eval()`` switch around evaluation, saves and the end of fit."""
+    """The schedule-free ``train()``/``eval()`` switch around evaluation, saves and the end of fit.
 
-    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    Each switch is idempotent and made where it is needed: eval at the start of every validation
+    and test, train at every training batch (so a save at the end of a validation writes the weights
+    the validation scored, without a switch back and forth)."""
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any,
+                             batch_idx: int) -> None:
         for o in _schedule_free(trainer):
-            o.train()
+            o.train()  # a no-op but after an evaluation, a save in eval mode, or a resume
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         for o in _schedule_free(trainer):
             o.eval()
-
-    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if trainer.state.fn == "fit":  # a validation inside the fit; after it (validate, test) x stays
-            for o in _schedule_free(trainer):
-                o.train()
 
     def on_test_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         for o in _schedule_free(trainer):
@@ -70,19 +71,19 @@ class ScheduleFreeSwitch(pl.Callback):
 
     def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
                            checkpoint: dict[str, Any]) -> None:
-        """Lightning has already read the weights and the optimiser state (in train mode: ``y``);
-        read them again in eval mode (``x``), then go back to training."""
+        """Lightning has already read the weights and the optimiser state in train mode (``y``):
+        switch to eval (``x``) and read them again. Training goes back to ``y`` at its next batch,
+        so a second save at the same step (best and last) writes the same file, and a run resumed
+        from it recomputes ``y`` from ``x`` exactly as this run does."""
         training = [o for o in _schedule_free(trainer) if in_train_mode(o)]
         if not training:
-            return  # saved during validation or after the fit: the weights are x already
+            return  # saved after a validation, a save or the fit: the weights are x already
         for o in training:
             o.eval()
         weights = trainer.strategy.lightning_module_state_dict()
-        checkpoint["state_dict"] = {k: v.detach().clone() for k, v in weights.items()}  # train() moves them
+        checkpoint["state_dict"] = {k: v.detach().clone() for k, v in weights.items()}
         if "optimizer_states" in checkpoint:
             checkpoint["optimizer_states"] = [trainer.strategy.optimizer_state(o) for o in trainer.optimizers]
-        for o in training:
-            o.train()
 
 
 @OPTIMIZERS.register("schedulefree")

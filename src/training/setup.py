@@ -23,7 +23,7 @@ from src.data.sources import BATCH_FORMATS, SOURCES
 from src.data.tokenizers import Tokenizer, build_tokenizer
 from src.errors import ConfigError
 from src.models import ModelConfig
-from src.config.validate import validate_run_config
+from src.config.validate import TOKENIZER_KEYS, validate_run_config
 from src.training.harden import harden_trainer
 from src.checkpoints.load import init_from_checkpoint
 from src.objectives import TASKS, LMTask
@@ -39,8 +39,6 @@ class Run:
     batch_format: str  # "text" | "pairs"
 
 
-#: the model keys ``resolve_vocab`` sets from the tokenizer after the config is validated
-TOKENIZER_KEYS = ("vocab_size", "bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id")
 
 
 def resolve_vocab(plain: dict[str, Any], tokenizer: Tokenizer, n_reserved: int) -> None:
