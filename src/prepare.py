@@ -15,6 +15,8 @@ shards already written (``src.data.shards``).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from functools import partial
 from pathlib import Path
@@ -56,6 +58,7 @@ def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | 
         raise DataError(f"data.name={text.name!r} is invalid: src.prepare tokenizes text sources (tinyshakespeare, "
                         "text, hf, embedded)")
     if not overwrite and (meta := read_meta(out)) is not None:
+        check_same_input(out, meta, text, tokenizer)
         log.info("%s is already prepared (%s); pass overwrite=true to redo it", out, meta["tokens"])
         return out
     # a file there, a path under a file, /proc/x, read-only: one clear error before any tokenizing
@@ -68,6 +71,43 @@ def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | 
     for split, n in meta["tokens"].items():
         log.info("%s/%s.bin: %d tokens (%s)", out, split, n, meta["dtype"])
     return out
+
+
+def check_same_input(out: Path, meta: dict[str, Any], text: LMSource, tokenizer: Any) -> None:
+    """A directory already prepared is kept only when it was made from this input with this tokenizer; else a
+    ``DataError`` naming both (it used to say "already prepared" and keep the other corpus). ``overwrite=true``
+    replaces it."""
+    want_tok = {k: v for k, v in tokenizer.state_dict().items() if v is not None}  # an unfitted char vocabulary: its name
+    have_tok = meta.get("tokenizer") or {}
+    diffs = []
+    if any(have_tok.get(k) != v for k, v in want_tok.items()):
+        diffs.append(f"tokenizer {json.dumps(have_tok, default=str)[:120]} there, {json.dumps(want_tok, default=str)[:120]} asked")
+    want_fp = json.loads(json.dumps(text.fingerprint(), default=str))
+    if meta.get("source") != text.name or meta.get("fingerprint") != want_fp:
+        diffs.append(f"corpus data={meta.get('source')} {_corpus(meta.get('fingerprint'))} there, "
+                     f"data={text.name} {_corpus(want_fp)} asked")
+    if diffs:
+        raise DataError(f"{out} is already prepared from other input ({'; '.join(diffs)}); pass overwrite=true to "
+                        "replace it, or give another out_dir (data.dir for data=bin/openwebtext)")
+
+
+def _corpus(fingerprint: Any) -> str:
+    """A source's fingerprint in a few words: the files it names, else a short hash of it."""
+    paths: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                paths.append(str(v)) if k == "path" and isinstance(v, str) else walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(fingerprint)
+    if paths:
+        return "(" + ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "") + ")"
+    digest = hashlib.blake2b(json.dumps(fingerprint, sort_keys=True, default=str).encode(), digest_size=6).hexdigest()
+    return f"(fingerprint {digest})"
 
 
 @hydra.main(config_path="../conf", config_name="prepare", version_base="1.3")

@@ -59,9 +59,46 @@ def write_meta(out_dir: Path, meta: Mapping[str, Any]) -> None:
     atomic_write(out_dir / "meta.json", json.dumps(meta, indent=1, sort_keys=True))
 
 
+#: dtypes a token file may hold (``token_dtype``)
+TOKEN_DTYPES = ("uint16", "uint32")
+
+
+def _damaged_meta(p: Path, what: str) -> DataError:
+    return DataError(f"{p}: {what}; the prepared directory is damaged or was written by something else. Prepare it "
+                     f"again (python -m src.prepare ... overwrite=true), or delete {p.parent} (a token cache entry is "
+                     "rebuilt on the next run)")
+
+
 def read_meta(out_dir: Path) -> dict[str, Any] | None:
+    """``meta.json`` of a token directory, checked; None when there is none (not prepared yet). A file that is
+    empty, torn, not a JSON object, or whose ``dtype``/``tokens``/``tokenizer`` cannot be right is a
+    ``DataError`` naming it (it used to be a raw ``JSONDecodeError`` or ``KeyError``)."""
     p = Path(out_dir) / "meta.json"
-    return json.loads(p.read_text()) if p.is_file() else None
+    if not p.exists():
+        return None
+    if not p.is_file():
+        raise _damaged_meta(p, "is not a regular file")
+    try:
+        meta = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise _damaged_meta(p, f"cannot be read as JSON ({type(e).__name__}: {e})") from None
+    if not isinstance(meta, dict):
+        raise _damaged_meta(p, f"holds a JSON {type(meta).__name__}, not an object")
+    if "pairs" in meta:  # a translation cache (write_pair_dir): its arrays are checked by np.load
+        return meta
+    if str(meta.get("dtype")) not in TOKEN_DTYPES:
+        raise _damaged_meta(p, f"dtype={meta.get('dtype')!r} is not a token dtype ({' or '.join(TOKEN_DTYPES)})")
+    vocab = meta.get("vocab_size")
+    if isinstance(vocab, int) and token_dtype(vocab).itemsize > np.dtype(str(meta["dtype"])).itemsize:
+        raise _damaged_meta(p, f"dtype={meta['dtype']} cannot hold the ids of vocab_size={vocab} (that needs "
+                               f"{token_dtype(vocab).name})")
+    tokens = meta.get("tokens")
+    if not isinstance(tokens, dict) or not tokens or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in tokens.values()):
+        raise _damaged_meta(p, f"tokens={tokens!r} is not a count of tokens per split ({{\"train\": <n>, ...}})")
+    if not isinstance(meta.get("tokenizer"), dict):
+        raise _damaged_meta(p, f"tokenizer={meta.get('tokenizer')!r} is not a tokenizer's state")
+    return meta
 
 
 # ---------------------------------------------------------------- encoding
@@ -236,8 +273,31 @@ def write_token_dir(
 
 
 def open_tokens(out_dir: Path, split: str, meta: Mapping[str, Any]) -> np.ndarray:
-    """The split's tokens as a read-only ``np.memmap`` (no copy; pages in on demand)."""
-    return np.memmap(Path(out_dir) / f"{split}.bin", dtype=np.dtype(meta["dtype"]), mode="r")
+    """The split's tokens as a read-only ``np.memmap`` (no copy; pages in on demand), after checking the
+    file's length against ``meta.json``: a torn or odd-length file, another file, or a ``dtype`` that
+    ``meta.json`` misstates would otherwise train silently on the wrong tokens."""
+    path = Path(out_dir) / f"{split}.bin"
+    dtype = np.dtype(meta["dtype"])
+    expected = meta["tokens"].get(split)
+    fix = (f"prepare it again (python -m src.prepare ... overwrite=true), or delete {path.parent} (a token cache entry "
+           "is rebuilt on the next run)")
+    if not path.is_file():
+        what = "is missing" if not path.exists() else "is not a regular file"
+        raise DataError(f"{path} {what}, but {path.parent / 'meta.json'} lists split {split!r}; {fix}")
+    size = path.stat().st_size
+    if size % dtype.itemsize:
+        raise DataError(f"{path}: {size} bytes is not a whole number of {dtype.name} tokens ({dtype.itemsize} bytes "
+                        f"each): the file is torn or was written with another dtype; {fix}")
+    n = size // dtype.itemsize
+    if expected is not None and n != expected:
+        other = [d for d in TOKEN_DTYPES if d != dtype.name and expected * np.dtype(d).itemsize == size]
+        why = (f"meta.json's dtype={dtype.name} is wrong: the file holds {expected} {other[0]} tokens" if other else
+               "the file is torn, or another corpus's")
+        raise DataError(f"{path} holds {n} {dtype.name} tokens ({size} bytes) but {path.parent / 'meta.json'} says "
+                        f"tokens.{split}={expected} ({dtype.name}); {why}. {fix[0].upper()}{fix[1:]}")
+    if n == 0:
+        raise DataError(f"{path} is empty (0 tokens); {fix}")
+    return np.memmap(path, dtype=dtype, mode="r")
 
 
 # ---------------------------------------------------------------- pairs (translation)
