@@ -11,6 +11,14 @@
   mmap=True)`` before it replaces anything, so a checkpoint that could not be resumed safely
   (a Python object in a callback's state) is refused when written, not discovered at resume;
 * **finite writes** — a ``state_dict`` holding NaN/inf is refused (the previous file stays);
+* **a content hash** — every checkpoint carries the SHA-256 of its contents, checked on every
+  load together with the finiteness of its weights (``src.checkpoints.integrity``);
+* **confined callback paths** — the paths in ``ModelCheckpoint``'s stored state are rewritten
+  into the run's checkpoint directory or dropped on load, and ``remove_checkpoint`` deletes only
+  files directly in a checkpoint directory of the trainer (``src.checkpoints.callback_state``);
+* **a full disk** — torch's zip writer reports it as a ``RuntimeError`` ("unexpected pos",
+  "PytorchStreamWriter failed writing"), not an ``OSError``; both become the ``CheckpointError``
+  of a refused write;
 * **weights-only loads** — ``load_checkpoint`` always uses ``torch.load(weights_only=True)``
   (Lightning passes ``weights_only=None`` on ``fit(ckpt_path=...)``); a pickled object is refused
   with a ``CheckpointError`` (unpickling could run it), and so is a torn or foreign file;
@@ -37,8 +45,10 @@ import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from torch import Tensor
 
-from src.errors import CheckpointError
+from src.errors import CheckpointError, WriteError
+from src.checkpoints.callback_state import confine_callback_paths, inside_dirs, is_model_checkpoint_state
 from src.checkpoints.fit import check_same_run, check_state_dict_fits, unreadable
+from src.checkpoints.integrity import check_loaded, nonfinite_tensors, seal
 from src.files import atomic_path
 
 log = logging.getLogger(__name__)
@@ -66,8 +76,15 @@ def checkpoint_file(path: PathLike) -> Path:
 
 
 def safe_torch_load(path: PathLike, map_location: Any = "cpu") -> Any:
-    """``torch.load(path, weights_only=True)`` with errors that say what is wrong and what to do."""
+    """``torch.load(path, weights_only=True)`` with errors that say what is wrong and what to do; the
+    content hash and the finiteness of the weights checked (``src.checkpoints.integrity``)."""
     p = checkpoint_file(path)
+    checkpoint = _torch_load(p, map_location)
+    check_loaded(checkpoint, p)
+    return checkpoint
+
+
+def _torch_load(p: Path, map_location: Any) -> Any:
     try:
         with open(p, "rb") as f:
             return torch.load(f, map_location=map_location, weights_only=True)
@@ -92,23 +109,20 @@ def _first_line(e: BaseException) -> str:
     return lines[0] if lines else type(e).__name__
 
 
-def nonfinite_tensors(state_dict: Mapping[str, Any]) -> list[str]:
-    """Names of floating-point tensors holding NaN/inf (one host sync for all of them)."""
-    names = [k for k, v in state_dict.items() if isinstance(v, Tensor) and v.is_floating_point() and v.numel()]
-    if not names:
-        return []
-    finite = torch.stack([torch.isfinite(state_dict[k]).all().to("cpu", non_blocking=True) for k in names])
-    return [k for k, ok in zip(names, finite.tolist()) if not ok]
-
-
-def atomic_torch_save(obj: Any, dest: PathLike, *, verify: bool = True) -> Path:
+def atomic_torch_save(obj: Any, dest: PathLike, *, verify: bool = True, root: PathLike | None = None) -> Path:
     """``torch.save`` through ``src.files.atomic_path`` (temporary file beside ``dest``, fsync,
-    rename); with ``verify`` the temporary file is re-opened weights-only before it replaces ``dest``."""
+    rename; confined to ``root`` when given); with ``verify`` the temporary file is re-opened
+    weights-only before it replaces ``dest``."""
     dest = Path(dest)
     try:
-        with atomic_path(dest) as tmp:
+        with atomic_path(dest, root=root) as tmp:
             with open(tmp, "wb") as f:
-                torch.save(obj, f)
+                try:
+                    torch.save(obj, f)
+                except RuntimeError as e:  # torch's zip writer on a full disk: not an OSError
+                    if not _WRITER_FAILED.search(str(e)):
+                        raise
+                    raise CheckpointError(_write_refused(dest, f"the disk refused the write: {_first_line(e)}")) from None
             if verify:
                 try:
                     torch.load(tmp, map_location="cpu", weights_only=True, mmap=True)
@@ -118,12 +132,25 @@ def atomic_torch_save(obj: Any, dest: PathLike, *, verify: bool = True) -> Path:
                         f"torch.load(weights_only=True) ({_first_line(e)}); something put a Python object into it "
                         "(a callback's state_dict or hyper-parameters) - store plain dicts/lists/numbers/tensors "
                         "instead. The previous file at that path is kept") from None
-    except OSError as e:  # a full disk, a quota, a read-only or vanished directory
-        raise CheckpointError(
-            f"could not write {dest} ({e.strerror or type(e).__name__}); the previous file at that path is kept. "
-            "Free space on that disk (or lift the quota), or give the run a directory elsewhere "
-            "(hydra.run.dir=...), then resume from the last checkpoint there is") from e
+    except OSError as e:  # a full disk, a quota, a read-only or vanished directory (src.files: a WriteError)
+        cause = e.__cause__ if isinstance(e, WriteError) and isinstance(e.__cause__, OSError) else e
+        raise CheckpointError(_write_refused(dest, cause.strerror or f"{type(cause).__name__}: {cause}")) from e
     return dest
+
+
+#: what torch's zip writer (caffe2 inline_container.cc) says when the file system refuses a write
+_WRITER_FAILED = re.compile(r"unexpected pos|PytorchStreamWriter failed|inline_container|file write failed")
+
+
+def _write_refused(dest: Path, reason: str) -> str:
+    try:
+        free = os.statvfs(dest.parent).f_bavail * os.statvfs(dest.parent).f_frsize
+        room = f"; {free:,} bytes free there"
+    except (OSError, AttributeError):
+        room = ""
+    return (f"could not write {dest} ({reason}){room}; the previous file at that path is kept. Free space on that "
+            "disk (or lift the quota), or give the run a directory elsewhere (hydra.run.dir=...), then resume from "
+            "the last checkpoint there is")
 
 
 class SafeCheckpointIO(TorchCheckpointIO):
@@ -148,7 +175,31 @@ class SafeCheckpointIO(TorchCheckpointIO):
                 raise CheckpointError(f"refusing to write {path}: {len(bad)} tensor(s) of its state_dict hold NaN/inf "
                                       f"({shown}); the previous file at that path is kept. See docs/reliability.md "
                                       "(non-finite loss)")
-        atomic_torch_save(checkpoint, path, verify=self.verify)
+        atomic_torch_save(seal(checkpoint), path, verify=self.verify, root=self._run_dir(path))
+
+    def _run_dir(self, path: PathLike) -> str | None:
+        """The trainer's ``default_root_dir`` (the run directory) when ``path`` lies in it: the root a
+        checkpoint's directory must not leave through a symlink."""
+        trainer = self._trainer()
+        root = getattr(trainer, "default_root_dir", None) if trainer is not None else None
+        if not root:
+            return None
+        norm = os.path.normpath(os.path.abspath(path))
+        top = os.path.normpath(os.path.abspath(root))
+        return root if norm.startswith(top + os.sep) else None
+
+    def _checkpoint_dirs(self) -> list[str]:
+        trainer = self._trainer()
+        return [str(cb.dirpath) for cb in getattr(trainer, "checkpoint_callbacks", None) or []
+                if getattr(cb, "dirpath", None)] if trainer is not None else []
+
+    def remove_checkpoint(self, path: PathLike) -> None:
+        """Delete ``path`` only when it lies directly in a checkpoint directory of the trainer (a path taken
+        from a checkpoint's state never reaches outside it); anything else is kept, with a warning."""
+        if _is_remote(path) or inside_dirs(path, self._checkpoint_dirs()):
+            return super().remove_checkpoint(path)
+        log.warning("not deleting %s: it is not a file of this run's checkpoint directories (%s)", path,
+                    ", ".join(self._checkpoint_dirs()) or "none")
 
     def load_checkpoint(self, path: PathLike, map_location: Any = lambda storage, loc: storage,
                         weights_only: bool | None = None) -> dict[str, Any]:
@@ -157,10 +208,24 @@ class SafeCheckpointIO(TorchCheckpointIO):
                         "(docs/reliability.md: checkpoints never unpickle arbitrary objects)", path)
         if _is_remote(path):
             return super().load_checkpoint(path, map_location=map_location, weights_only=True)
-        checkpoint = safe_torch_load(path, map_location=map_location)
+        checkpoint = safe_torch_load(path, map_location=map_location)  # hash and finite weights checked
+        self._confine_callback_state(checkpoint, path)
         trainer = self._trainer()
         module = getattr(trainer, "lightning_module", None) if trainer is not None else None
         if module is not None and isinstance(checkpoint, Mapping) and "state_dict" in checkpoint:
             check_state_dict_fits(module, checkpoint, path=str(path))  # shapes first: no override can fix those
             check_same_run(checkpoint, getattr(module, "cfg", None), path=str(path))  # a resume continues the run
         return checkpoint
+
+    def _confine_callback_state(self, checkpoint: Any, path: PathLike) -> None:
+        """Every ``ModelCheckpoint`` state's paths into its current ``dirpath`` (that callback's, else the loaded
+        file's directory), or dropped (``src.checkpoints.callback_state``)."""
+        states = checkpoint.get("callbacks") if isinstance(checkpoint, Mapping) else None
+        if not isinstance(states, dict):
+            return
+        trainer = self._trainer()
+        current = {cb.state_key: cb.dirpath for cb in getattr(trainer, "checkpoint_callbacks", None) or []
+                   if getattr(cb, "dirpath", None)} if trainer is not None else {}
+        for key, state in states.items():
+            if is_model_checkpoint_state(state):
+                confine_callback_paths(state, current.get(key) or Path(path).expanduser().resolve().parent)
