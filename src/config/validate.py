@@ -196,7 +196,7 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
     if check_run is not None:
         check_run(source_args, block_size=block, tokenizer=(plain.get("tokenizer") or {}).get("name"))
     pos_name = model.position["name"]
-    if fmt == "text" and issubclass(POSITIONS.get(pos_name), LearnedPosition):
+    if (fmt == "text" or check_run is not None) and issubclass(POSITIONS.get(pos_name), LearnedPosition):
         if cls.data_block_size(block, model.max_seq_len, fmt) > model.max_seq_len:
             raise ConfigError(f"block_size={block} exceeds model.max_seq_len={model.max_seq_len}, the rows of the "
                               f"learned position table (model/position={pos_name}); lower block_size to at most "

@@ -136,9 +136,11 @@ class Synthetic(LMTask):
 
     def _log_lengths(self, stage: str) -> None:
         """Reduce the sums over ranks, log each length's figures (the training length's under the plain names)."""
-        train_length = self._train_length()
+        lengths = sorted({k[1] for k in [*self._sums, *self._notes] if k[0] == stage})
+        # the training size is the smallest: validation holds only it, the test lengths are at least it
+        train_length = lengths[0] if lengths else -1
         figures: dict[int, dict[str, Any]] = {}
-        for length in sorted({k[1] for k in [*self._sums, *self._notes] if k[0] == stage}):
+        for length in lengths:
             key = (stage, length)
             if key in self._notes:
                 figures[length] = {"loss": math.nan, "token_acc": math.nan, "exact_match": math.nan,
@@ -165,15 +167,11 @@ class Synthetic(LMTask):
         self._sums = {k: v for k, v in self._sums.items() if k[0] != stage}
         self._notes = {k: v for k, v in self._notes.items() if k[0] != stage}
 
-    def _train_length(self) -> int:
-        """The task's training size (data.length / digits / num_pairs): the first test length of the datamodule."""
-        dm = getattr(self._trainer, "datamodule", None) if self._trainer else None
-        return int(dm.test_lengths[0]) if dm is not None and hasattr(dm, "test_lengths") else -1
 
     def _write_results(self) -> None:
         """``<run dir>/synthetic.json`` (figures and notes per test length) and a table in the log."""
         figures = self.results.get("test", {})
-        train_length = self._train_length()
+        train_length = min(figures, default=-1)
         lines = [f"{'length':>12}  {'exact_match':>11}  {'token_acc':>9}  {'loss':>8}"]
         for length, f in figures.items():
             tag = f"{length}{' (train)' if length == train_length else ''}"

@@ -154,3 +154,21 @@ def test_two_layer_model_learns_copy(tmp_path: Path) -> None:
     m = json.loads((run_dir / "metrics.json").read_text())
     assert m["status"] == "completed", m["error"]
     assert m["test/exact_match"] >= 0.9, m["test/exact_match"]
+
+
+@pytest.mark.parametrize("overrides, fragments", [
+    (["data=mqar", "data.num_pairs=40"], ["data.num_pairs=40", "at most data.num_keys=32"]),
+    (["data=copy", "data.length=40"], ["block_size=64", "data.length=40", "at least 80"]),
+    (["data=copy", "data.test_lengths=[8]"], ["data.test_lengths=8", "at least 16"]),
+    (["data=copy", "tokenizer=gpt2"], ["data=copy", "tokenizer=char"]),
+    (["data=copy", "data.length=8", "model/position=learned", "model.max_seq_len=24", "block_size=40"],
+     ["block_size=40", "model.max_seq_len=24"]),
+])
+def test_bad_input_is_refused_when_the_run_is_validated(overrides: list[str], fragments: list[str],
+                                                        tmp_path: Path) -> None:
+    from src.config.validate import validate_run_config
+
+    with pytest.raises(ValueError) as e:  # DataError / ConfigError, both ValueErrors
+        validate_run_config(compose_train([*SMALL, *overrides], tmp_path))
+    for fragment in fragments:
+        assert fragment in str(e.value)
