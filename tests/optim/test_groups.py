@@ -37,3 +37,18 @@ def test_decay_only_on_matrices(family: str, name: str) -> None:
         else:
             assert decay[n] == 0.1, (name, n)  # attention, FFN, an untied head, a family's head transform
     assert any(n.endswith("bias") for n in decay) and any("norm" in n for n in decay)
+
+
+@pytest.mark.parametrize(("name", "key", "accepted"), [
+    ("muon", "decay_embeddings", "lr, momentum, nesterov, ns_steps, adjust_lr_fn, weight_decay, adamw_lr, betas, eps"),
+    ("lion", "eps", "lr, betas, weight_decay"),
+    ("schedulefree", "fused", "lr, betas, eps, weight_decay, warmup_steps, r, weight_lr_power"),
+    ("sgd", "betas", "lr, momentum, nesterov, weight_decay"),
+])
+def test_a_key_another_optimizer_has_is_refused(name: str, key: str, accepted: str) -> None:
+    """Switching optim=adamw -> optim=<name> with an AdamW key left over names the key and what <name> takes."""
+    from src.errors import ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        optimizer_config({"name": name, "lr": 1e-3, key: 1})
+    assert f"optim.{key}=1 is not a key of optim={name}" in str(e.value) and f"(accepted: {accepted})" in str(e.value)
