@@ -31,7 +31,7 @@ import numpy as np
 
 from src.data.cache import encode_split, token_dtype
 from src.data.tokenizers import Tokenizer, tokenizer_from_state
-from src.files import atomic_path, atomic_write
+from src.files import atomic_path, atomic_write, confine
 
 SHARDS = ".shards"
 DEFAULT_SHARD_DOCS = 20_000  # ~20 M GPT-2 tokens of web text per shard: a few seconds of one process
@@ -63,7 +63,7 @@ def _encode_shard(task: tuple[int, int, int, str]) -> tuple[int, int, int]:
         ids = [[*x, _eos] for x in ids]
     flat = np.fromiter((t for x in ids for t in x), dtype=_dtype, count=sum(map(len, ids)))
     dest = Path(path)
-    with atomic_path(dest) as tmp:
+    with atomic_path(dest, root=dest.parents[2]) as tmp:  # <out>/.shards/<split>/<k>.bin: confined to <out>
         flat.tofile(tmp)
     return k, stop - start, int(flat.size)
 
@@ -92,10 +92,11 @@ def encode_sharded(docs: Any, tokenizer: Tokenizer, dest: Path, *, separate: boo
     root = shard_dir(dest)
     plan = _plan(docs, tokenizer, separate, int(shard_docs), desc)
     plan_file = root / "plan.json"
+    confine(plan_file, dest.parent)  # a .shards link out of the output directory: refused before any rmtree or write
     if plan_file.is_file() and json.loads(plan_file.read_text()) != json.loads(json.dumps(plan, default=str)):
         shutil.rmtree(root)  # shards of other documents, another shard size or tokenizer: start over
     root.mkdir(parents=True, exist_ok=True)
-    atomic_write(plan_file, json.dumps(plan, default=str))
+    atomic_write(plan_file, json.dumps(plan, default=str), root=dest.parent)
     n_docs = len(docs)
     n_shards = max(1, math.ceil(n_docs / shard_docs))
     paths = [root / f"{k:05d}.bin" for k in range(n_shards)]
@@ -120,7 +121,7 @@ def encode_sharded(docs: Any, tokenizer: Tokenizer, dest: Path, *, separate: boo
                 bar.update(d)
                 bar.set_postfix_str(f"{tokens:,} tokens")
     tokens = sum(p.stat().st_size for p in paths) // dtype.itemsize
-    with atomic_path(dest) as tmp, open(tmp, "wb") as out:
+    with atomic_path(dest, root=dest.parent) as tmp, open(tmp, "wb") as out:
         for p in tqdm(paths, desc=f"writing {dest.name}", unit="shard", leave=False):
             with open(p, "rb") as f:
                 shutil.copyfileobj(f, out, length=1 << 24)
