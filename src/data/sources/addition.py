@@ -31,8 +31,10 @@ class Addition(SyntheticSource):
     paper: ClassVar[str] = "Kazemnejad et al. 2023; Lee et al. 2023 (reversed digits)"
 
     def __init__(self, *, digits: int = 3, reverse_digits: bool = True, seed: int = 0,
-                 test_lengths: Sequence[int] | None = None, val_examples: int = 256, test_examples: int = 256) -> None:
-        super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples)
+                 test_lengths: Sequence[int] | None = None, val_examples: int = 256, test_examples: int = 256,
+                 cache_dir: str | None = None) -> None:
+        super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples,
+                         cache_dir=cache_dir)
         self.digits, self.reverse_digits = int(digits), bool(reverse_digits)
 
     def sample(self, rng: np.random.Generator, length: int) -> Example:

@@ -33,8 +33,10 @@ class Induction(SyntheticSource):
     paper: ClassVar[str] = "Olsson et al. 2022 (induction heads); Gu & Dao 2023 (extrapolation)"
 
     def __init__(self, *, length: int = 32, segment: int = 4, alphabet: int = 16, seed: int = 0,
-                 test_lengths: Sequence[int] | None = None, val_examples: int = 256, test_examples: int = 256) -> None:
-        super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples)
+                 test_lengths: Sequence[int] | None = None, val_examples: int = 256, test_examples: int = 256,
+                 cache_dir: str | None = None) -> None:
+        super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples,
+                         cache_dir=cache_dir)
         self.length, self.segment, self.alphabet = int(length), int(segment), int(alphabet)
 
     def sample(self, rng: np.random.Generator, length: int) -> Example:

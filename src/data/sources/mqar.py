@@ -30,8 +30,9 @@ class MQAR(SyntheticSource):
 
     def __init__(self, *, num_pairs: int = 8, num_queries: int = 4, num_keys: int = 32, num_values: int = 16,
                  seed: int = 0, test_lengths: Sequence[int] | None = None, val_examples: int = 256,
-                 test_examples: int = 256) -> None:
-        super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples)
+                 test_examples: int = 256, cache_dir: str | None = None) -> None:
+        super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples,
+                         cache_dir=cache_dir)
         self.num_pairs, self.num_queries = int(num_pairs), int(num_queries)
         self.num_keys, self.num_values = int(num_keys), int(num_values)
 

@@ -28,8 +28,10 @@ class SelectiveCopy(SyntheticSource):
     paper: ClassVar[str] = "Gu & Dao 2023 (Mamba), selective copying"
 
     def __init__(self, *, length: int = 24, num_tokens: int = 6, alphabet: int = 8, seed: int = 0,
-                 test_lengths: Sequence[int] | None = None, val_examples: int = 256, test_examples: int = 256) -> None:
-        super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples)
+                 test_lengths: Sequence[int] | None = None, val_examples: int = 256, test_examples: int = 256,
+                 cache_dir: str | None = None) -> None:
+        super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples,
+                         cache_dir=cache_dir)
         self.length, self.num_tokens, self.alphabet = int(length), int(num_tokens), int(alphabet)
 
     def sample(self, rng: np.random.Generator, length: int) -> Example:

@@ -27,8 +27,10 @@ class StringTask(SyntheticSource):
     min_length: ClassVar[int] = 1
 
     def __init__(self, *, length: int = 16, alphabet: int = 10, seed: int = 0, test_lengths: Sequence[int] | None = None,
-                 val_examples: int = 256, test_examples: int = 256) -> None:
-        super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples)
+                 val_examples: int = 256, test_examples: int = 256,
+                 cache_dir: str | None = None) -> None:
+        super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples,
+                         cache_dir=cache_dir)
         self.length, self.alphabet = int(length), int(alphabet)
 
     def transform(self, s: str) -> str:

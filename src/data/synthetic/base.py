@@ -80,8 +80,8 @@ class SyntheticSource(Source):
     paper: ClassVar[str] = ""
 
     def __init__(self, *, seed: int = 0, test_lengths: Sequence[int] | None = None, val_examples: int = 256,
-                 test_examples: int = 256) -> None:
-        super().__init__(cache_dir=None)
+                 test_examples: int = 256, cache_dir: str | None = None) -> None:
+        super().__init__(cache_dir=cache_dir)  # examples are never stored; a study's n-gram references cache there
         self.seed = int(seed)
         self.val_examples, self.test_examples = int(val_examples), int(test_examples)
         self._test_lengths = None if test_lengths is None else [int(n) for n in test_lengths]
@@ -133,8 +133,9 @@ class SyntheticSource(Source):
                         f"the {split} split any ({MAX_DRAWS} draws found none); raise data.{self.length_key}")
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"name": self.name, "seed": self.seed, **{k: v for k, v in vars(self).items() if not k.startswith("_")
-                                                         and isinstance(v, (int, float, str, bool))}}
+        """The task's name and keys (what determines every example)."""
+        return {"name": self.name, **{k: v for k, v in vars(self).items() if not k.startswith("_")
+                                      and isinstance(v, (int, float, str, bool))}}
 
     # ------------------------------------------------------------ validation (once, with the run config)
     @classmethod
