@@ -17,6 +17,8 @@ import torch
 from src.errors import CheckpointError
 from src.data.tokenizers import Tokenizer
 from src.models import TransformerModel
+from src.models.config import ModelConfig
+from src.models.sizes import check_sizes_fit, weight_count
 from src.checkpoints.fit import check_state_dict_fits
 from src.checkpoints.io import checkpoint_file, safe_torch_load
 from src.objectives.base import LMTask
@@ -42,6 +44,12 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
         raise CheckpointError(f"{p} has no hyper_parameters.cfg: it was not written by src.train; give a checkpoint "
                               "of a src.train run")
     cfg = hp["cfg"]
+    state = ckpt.get("state_dict")
+    if not isinstance(state, dict) or not isinstance(cfg, dict) or not isinstance(cfg.get("model"), dict):
+        raise CheckpointError(f"{p} has no state_dict or no hyper_parameters.cfg.model: it was not written by src.train "
+                              "or is damaged; give a checkpoint of a src.train run")
+    # sizes against the stored weights, before anything is allocated (vocab_size=1e9, n_layer=1e6: src/models/sizes.py)
+    check_sizes_fit(ModelConfig.from_dict(cfg["model"]), weight_count(state.values()), where=str(p))
     cls = TASKS.get(cfg["task"]["name"])
     task = cls(cfg, hp.get("tokenizer"))
     check_state_dict_fits(task, ckpt, path=str(p), current_cfg=cfg)  # names every mismatched key and shape

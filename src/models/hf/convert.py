@@ -23,6 +23,7 @@ from src.models.builder import build_model
 from src.models.config import ModelConfig
 from src.models.families import TransformerModel
 from src.models.hf.adapter import ADAPTERS, Adapter, get_adapter
+from src.models.sizes import check_sizes_fit, weight_count
 from src.models.hf.files import read_config, read_tensors, resolve, write_checkpoint
 from src.models.hf.rules import Checkpoint
 
@@ -156,7 +157,11 @@ def from_hf(name_or_path: str | Path, *, dtype: torch.dtype | None = None) -> Tr
     hf_dict = read_config(folder)
     cfg = config_from_hf(hf_dict)
     cfg.name = Path(str(name_or_path)).name or cfg.name
-    ours = convert_from_hf(read_tensors(folder), cfg, hf_dict["model_type"])
+    tensors = read_tensors(folder)
+    # config.json's sizes against the weight files, before anything is allocated (src/models/sizes.py)
+    check_sizes_fit(cfg, weight_count(tensors.values()), where=f"{folder / 'config.json'} (as converted)",
+                    error=HFConversionError)
+    ours = convert_from_hf(tensors, cfg, hf_dict["model_type"])
     model = build_model(cfg)
     try:
         model.load_state_dict(ours, strict=True)  # every parameter of ours filled, nothing extra
