@@ -74,3 +74,27 @@ def test_a_full_disk_is_found_before_hydra_writes_its_config(tmp_path: Path) -> 
         assert not [p for p in (disk / "run").iterdir()]
     finally:
         unmount(disk)
+
+
+@pytest.mark.slow
+def test_a_sweep_job_refused_after_hydras_write_leaves_the_runs_config_as_it_was(
+        tmp_path: Path, procs: SimpleNamespace, token_cache: str) -> None:
+    """A sweep job learns its directory only after Hydra wrote .hydra/ into it: the running job that holds
+    the directory writes its own files back when it ends."""
+    run, marker = tmp_path / "run", tmp_path / "paused.json"
+    first = procs.start([*TINY, f"hydra.run.dir={run}", FAULTS], tmp_path / "first.log",
+                        TLAB_FAULTS="pause_train_step=2", TLAB_FAULT_MARKER=str(marker))
+    try:
+        procs.wait_for(marker, first, tmp_path / "first.log")
+        saved = hydra_files(run)
+        sweep = subprocess.run([sys.executable, "-m", "src.train", "-m", *TINY, "optim.lr=1e-3",
+                                f"hydra.sweep.dir={tmp_path}", "hydra.sweep.subdir=run"],
+                               cwd=REPO, env=procs.env(HYDRA_FULL_ERROR="0"), capture_output=True, text=True, timeout=300)
+        assert sweep.returncode != 0 and f"{run} is in use by another running job" in sweep.stderr
+        assert hydra_files(run) != saved  # Hydra wrote the sweep job's files before any lock could be taken
+        marker.unlink()
+        assert first.wait(timeout=300) == 0, (tmp_path / "first.log").read_text()[-2000:]
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert hydra_files(run) == saved  # put back by the run that held the directory
