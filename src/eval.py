@@ -9,6 +9,7 @@ table. See docs/evaluation.md.
 """
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import hydra
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from src.config.typos import check_command_line
 from src.evaluation.loading import load_model
 from src.evaluation.suite import metrics_dict, print_results, run_benchmarks
 from src.evaluation.scorer import Scorer
@@ -80,4 +82,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_command_line("eval", sys.argv[1:])  # a misspelt key or option: the closest names (src/config/typos.py)
     main()

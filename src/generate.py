@@ -19,6 +19,7 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor
 
+from src.config.typos import check_command_line
 from src.data.tokenizers import Tokenizer
 from src.evaluation.loading import load_model
 from src.errors import ConfigError
@@ -52,6 +53,10 @@ class StreamPrinter:
             sys.stdout.flush()
 
 
+#: the most samples one run draws (they run as one batch)
+MAX_SAMPLES = 4096
+
+
 def check_args(cfg: DictConfig) -> None:
     """``ConfigError`` for a sampling argument out of range, ``num_samples`` below 1, or a
     ``prompt_file`` that is missing or a directory."""
@@ -59,6 +64,10 @@ def check_args(cfg: DictConfig) -> None:
     n = cfg.num_samples
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError(f"num_samples={n!r} is invalid: the number of continuations to sample, 1 or more")
+    if n > MAX_SAMPLES:  # one batch: num_samples=1e9 was a MemoryError after building a [1e9, T] tensor
+        raise ConfigError(f"num_samples={n} is over the limit of {MAX_SAMPLES}: every sample runs in one batch of "
+                          f"[num_samples, prompt + max_new_tokens] tokens; sample in several runs with different "
+                          f"seed=... (num_samples={MAX_SAMPLES} or fewer each)")
     if cfg.prompt_file:
         path = Path(str(cfg.prompt_file)).expanduser()
         if path.is_dir():
@@ -81,7 +90,9 @@ def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -
         ids = ids + [tok.eos_token_id]  # sources end with eos
     if not ids:
         if tok.eos_token_id is None:
-            raise ValueError("prompt is empty and the tokenizer has no eos token to start from; give a prompt=...")
+            where = f"prompt_file={cfg.prompt_file} holds no text" if cfg.prompt_file else f"prompt={prompt!r} is empty"
+            raise ConfigError(f"{where}, and the model's tokenizer ({tok.name}) has no end-of-text token to start from; "
+                              "give a prompt of at least one character, e.g. prompt='The'")
         ids = [tok.eos_token_id]
     limit = model.config.max_seq_len  # decoder-only models past a learned table slide their window (generate)
     input_ids = torch.tensor([ids] * cfg.num_samples, device=model.device)  # [N, T]
@@ -117,4 +128,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_command_line("generate", sys.argv[1:])  # a misspelt key or option: the closest names (src/config/typos.py)
     main()

@@ -15,6 +15,7 @@ shards already written (``src.data.shards``).
 """
 from __future__ import annotations
 
+import sys
 import hashlib
 import json
 import logging
@@ -25,6 +26,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from src.config.typos import check_command_line
 from src.data.cache import read_meta, token_dir_for, write_token_dir
 from src.data.shards import DEFAULT_SHARD_DOCS, encode_sharded
 from src.data.sources import build_source, split_config
@@ -123,4 +125,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_command_line("prepare", sys.argv[1:])  # a misspelt key or option: the closest names (src/config/typos.py)
     main()

@@ -13,6 +13,7 @@ from hydra.core.hydra_config import HydraConfig
 from lightning.pytorch.utilities.rank_zero import rank_zero_only
 from omegaconf import DictConfig
 
+from src.config.typos import check_command_line
 from src.jsonfile import METRICS, read_json
 
 from src.cli import clean_errors
@@ -54,5 +55,6 @@ def say_where_results_went(run_dir: str, skipped: bool = False) -> None:
 
 
 if __name__ == "__main__":
+    check_command_line("train", sys.argv[1:])  # a misspelt key or option: the closest names (src/config/typos.py)
     check_plugins(sys.argv[1:])  # hydra/launcher=submitit_slurm etc. without the plugin: name the extra
     main()

@@ -89,7 +89,7 @@ def test_an_unexpected_exception_keeps_its_traceback(runs: dict[str, Any]) -> No
 def test_a_failed_sweep_job_is_one_message_and_the_others_run(runs: dict[str, Any]) -> None:
     r = runs["sweep"]
     assert r.rc == 1 and "Traceback" not in r.out and _has_line(r.out, *N_HEAD_5)
-    assert '"status": "completed"' in (r.root / "sweep" / "1" / "metrics.json").read_text()
+    assert '"status": "completed"' in (r.root / "sweep" / "model.n_head=4" / "metrics.json").read_text()
 
 
 @pytest.mark.parametrize(("name", "line"), [  # (how the line starts: the key and value, then what it holds: the fix)

@@ -1,0 +1,166 @@
+"""A misspelt key or group option on the command line: one message from this project with the closest
+accepted names, before Hydra's own advice.
+
+For ``model.norm_placment=post`` Hydra says "Could not override 'model.norm_placment'. To append to
+your config use +model.norm_placment=post": wrong advice for a key that exists under another
+spelling (following it gets a second error from this project's validation). For
+``model/position=rotary`` it lists every option, without saying which was meant.
+
+``check_command_line`` (called by the entry points before ``@hydra.main`` runs) composes the
+config once with the command line's overrides (a sweep's first value of each swept key) through
+Hydra's compose API. When composition fails on a key that is not in the config, or on a group
+option that does not exist, and a close accepted name exists, it exits with status 1 and one line::
+
+    ConfigError: model.norm_placment is not a key of model (did you mean model.norm_placement?); set an
+    existing key, or add a new one with +model.norm_placment=...
+
+Anything else (no close name, another error, composition that succeeds) is left to Hydra and to the
+run's own validation (src/config/validate.py), so nothing is refused here that Hydra accepts. A
+command line with ``--config-path``/``--config-dir``/``--config-name`` is left alone. Costs one
+composition (~0.3 s).
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from src.errors import did_you_mean
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+_CONFIG_FLAGS = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd")
+_VALUE_FLAGS = ("--experimental-rerun", "--info", "-i")
+_NOT_IN_STRUCT = re.compile(r"Could not override '([^']+)'")
+_MISSING_OPTION = re.compile(r"Could not find '([^']+)'")
+
+
+class MisspeltOverride(SystemExit):
+    """Exits with status 1 and the message (raised before Hydra starts, where no ``clean_errors`` runs)."""
+
+
+def command_line_overrides(argv: Sequence[str]) -> list[str] | None:
+    """The ``key=value`` overrides of an entry point's argv; None when a config flag makes the
+    search path or the primary config differ from the entry point's own."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg.split("=", 1)[0] in _CONFIG_FLAGS:
+            return None
+        if arg in _VALUE_FLAGS:
+            skip = True
+            continue
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        out.append(arg)
+    return out
+
+
+def composable(overrides: Sequence[str]) -> list[str] | None:
+    """Each override with a sweep replaced by its first value; Hydra's own overrides dropped. None
+    when one does not parse (Hydra reports that itself)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception:  # a syntax error: Hydra's message is the right one
+        return None
+    out: list[str] = []
+    for o in parsed:
+        if o.key_or_group.startswith(("hydra.", "hydra/")) or o.key_or_group == "hydra":
+            continue
+        if o.is_sweep_override():
+            first = next(iter(o.sweep_string_iterator()), None)
+            if first is None:
+                return None
+            out.append(f"{o.get_key_element()}={first}")
+        else:
+            out.append(str(o.input_line))
+    return out
+
+
+def misspelling(config_name: str, overrides: Sequence[str]) -> str | None:
+    """The message for the first misspelt key or group option that has a close accepted name, else None."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    if GlobalHydra.instance().is_initialized():
+        return None  # inside a running Hydra app (tests, a sweep job): nothing to check here
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        try:
+            compose(config_name=config_name, overrides=list(overrides))
+            return None
+        except Exception as e:  # ConfigCompositionException / MissingConfigException: read their message
+            text = f"{e} {e.__cause__ or ''}"
+        found = _NOT_IN_STRUCT.search(text)
+        if found:
+            return _misspelt_key(config_name, overrides, found.group(1), compose)
+        found = _MISSING_OPTION.search(text)
+        if found:
+            return _misspelt_option(found.group(1))
+    return None
+
+
+def _misspelt_key(config_name: str, overrides: Sequence[str], full_key: str, compose: object) -> str | None:
+    parent, _, leaf = full_key.rpartition(".")
+    rest = [o for o in overrides if o.lstrip("+~").split("=", 1)[0].split("@", 1)[0] != full_key]
+    try:
+        cfg = compose(config_name=config_name, overrides=rest)  # type: ignore[operator]
+    except Exception:
+        return None  # a second problem: Hydra reports the first
+    node = OmegaConf.select(cfg, parent) if parent else cfg
+    if not isinstance(node, DictConfig):
+        return None
+    hint = did_you_mean(leaf, [str(k) for k in node.keys()], prefix=f"{parent}." if parent else "")
+    if not hint:
+        return None  # no close name: maybe a new key, and Hydra's "+key" advice is right
+    where = f"a key of {parent}" if parent else "a top-level key"
+    return (f"ConfigError: {full_key} is not {where}{hint}; set an existing key, or add a new one with "
+            f"+{full_key}=...")
+
+
+def _misspelt_option(path: str) -> str | None:
+    group, _, name = path.rpartition("/")
+    folder = CONF_DIR / group
+    if not group or not folder.is_dir():
+        return None
+    options = sorted(p.stem for p in folder.glob("*.yaml"))
+    hint = did_you_mean(name, options)
+    if not hint:
+        return None
+    return f"ConfigError: {group}={name} is not an option of {group}{hint}; the options: {', '.join(options)}"
+
+
+def swept_option_misspelling(overrides: Sequence[str]) -> str | None:
+    """A misspelt value among a swept group's options (``model/position=learned,rpoe``: composition
+    sees the first value only)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    for o in OverridesParser.create().parse_overrides(list(overrides)):
+        if o.is_sweep_override() and (CONF_DIR / o.key_or_group).is_dir():
+            for value in o.sweep_string_iterator():
+                if not (CONF_DIR / o.key_or_group / f"{value}.yaml").is_file():
+                    message = _misspelt_option(f"{o.key_or_group}/{value}")
+                    if message:
+                        return message
+    return None
+
+
+def check_command_line(config_name: str, argv: Sequence[str]) -> None:
+    """Exit with one clear line when the command line misspells a key or a group option (module doc)."""
+    if os.environ.get("LOCAL_RANK") not in (None, "0"):
+        return  # a DDP rank > 0 started by the launcher: rank 0 checked this command line
+    overrides = command_line_overrides(argv)
+    if not overrides:
+        return
+    plain = composable(overrides)
+    if plain is None:
+        return
+    message = swept_option_misspelling(overrides) or misspelling(config_name, plain)
+    if message is not None:
+        raise MisspeltOverride(message)
