@@ -9,7 +9,9 @@ A checkpoint written before hashes were added (no ``integrity`` key) loads with 
 
 The hash is a check against damage, not a signature: whoever edits a file can recompute it. Paths
 in a checkpoint's callback state are handled apart (``src.checkpoints.callback_state``).
-Cost: one pass over the tensors per save and per load (hashlib's SHA-256, ~1 GB/s on one core).
+Cost: one pass of hashlib's SHA-256 over the tensors per save and per load: 3.2 s for 256 MiB of fp32
+weights measured on this project's 2-core AMD EPYC with a load average of 12 (other work running), so
+an upper bound; an idle core with SHA extensions hashes several times faster.
 """
 from __future__ import annotations
 
