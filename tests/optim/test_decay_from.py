@@ -34,6 +34,7 @@ def trunk(compose: Callable[..., Any], tiny: tuple[str, ...], token_cache: str,
     return run / "checkpoints"
 
 
+@pytest.mark.slow  # the trunk and two branches: tiny runs of a few seconds each
 def test_a_branch_is_the_run_of_its_length(compose: Callable[..., Any], tiny: tuple[str, ...], trunk: Path,
                                            tmp_path: Path) -> None:
     """6 steps, decay over the last 2 (S = 4): from the trunk's step-4 checkpoint, or from scratch."""
@@ -60,6 +61,7 @@ def _refused(compose: Callable[..., Any], overrides: list[str], *parts: str) -> 
     assert all(p in str(e.value) for p in parts), str(e.value)
 
 
+@pytest.mark.slow  # the trunk and two branches: tiny runs of a few seconds each
 def test_a_checkpoint_of_another_run_is_refused(compose: Callable[..., Any], tiny: tuple[str, ...],
                                                 trunk: Path) -> None:
     ckpt = trunk / "best-000004.ckpt"
@@ -71,6 +73,7 @@ def test_a_checkpoint_of_another_run_is_refused(compose: Callable[..., Any], tin
              "not a stable-phase checkpoint", "warmup_steps=2")
 
 
+@pytest.mark.slow  # the trunk and two branches: tiny runs of a few seconds each
 def test_a_checkpoint_past_the_stable_phase_is_refused(compose: Callable[..., Any], tiny: tuple[str, ...],
                                                        trunk: Path) -> None:
     step4, step8 = trunk / "best-000004.ckpt", trunk / "best-000008.ckpt"

@@ -54,6 +54,7 @@ def runs(compose: Callable[..., Any], tiny: tuple[str, ...], token_cache: str,
     return out
 
 
+@pytest.mark.slow  # five tiny runs (about 15 s) shared by the module
 def test_validation_scores_and_checkpoints_hold_the_averaged_weights(runs: dict[str, Any]) -> None:
     records = runs["records"]
     assert [r["step"] for r in records] == [4, 8]
@@ -74,6 +75,7 @@ def test_validation_scores_and_checkpoints_hold_the_averaged_weights(runs: dict[
     assert any(not torch.equal(x.lerp(zz, 1 - beta1), x) for x in xs for zz in z if zz.shape == x.shape)
 
 
+@pytest.mark.slow  # five tiny runs (about 15 s) shared by the module
 def test_a_resumed_run_continues_bit_identically(runs: dict[str, Any]) -> None:
     a = safe_torch_load(runs["full"] / "checkpoints" / "last.ckpt")
     b = safe_torch_load(runs["resumed"] / "checkpoints" / "last.ckpt")
@@ -88,6 +90,7 @@ def test_a_resumed_run_continues_bit_identically(runs: dict[str, Any]) -> None:
     assert ma["val/loss"] == mb["val/loss"] and ma["train/loss"] == mb["train/loss"]
 
 
+@pytest.mark.slow  # five tiny runs (about 15 s) shared by the module
 def test_a_save_in_training_holds_x_and_the_resumed_run_is_bit_identical(runs: dict[str, Any]) -> None:
     step3 = safe_torch_load(runs["every3"] / "checkpoints" / "best-000003.ckpt")
     assert step3["global_step"] == 3
