@@ -20,6 +20,8 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, open_dict
 
+import src.training  # noqa: F401  (registers ${device_precision:} of conf/trainer/default.yaml: a file run alone composes)
+
 REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "conf"
 SHARED_DATA = REPO.parent / "shared" / "data"
