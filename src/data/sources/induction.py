@@ -32,7 +32,7 @@ class Induction(SyntheticSource):
     min_length: ClassVar[int] = 4
     paper: ClassVar[str] = "Olsson et al. 2022 (induction heads); Gu & Dao 2023 (extrapolation)"
 
-    def __init__(self, *, length: int = 32, segment: int = 4, alphabet: int = 16, seed: int = 0,
+    def __init__(self, *, length: int = 32, segment: int = 8, alphabet: int = 16, seed: int = 0,
                  test_lengths: Sequence[int] | None = None, val_examples: int = 256, test_examples: int = 256,
                  cache_dir: str | None = None) -> None:
         super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples,
@@ -55,7 +55,7 @@ class Induction(SyntheticSource):
 
     @classmethod
     def check_task(cls, args: Mapping[str, Any]) -> None:
-        k = integer("segment", args.get("segment", 4), 2, why="tokens of the repeated segment: its first is the cue, "
+        k = integer("segment", args.get("segment", 8), 2, why="tokens of the repeated segment: its first is the cue, "
                                                                "the rest the answer")
         integer("alphabet", args.get("alphabet", 16), k + 1, len(SYMBOLS),
                 why=f"distinct symbols: the segment's {k} plus at least one filler symbol")
