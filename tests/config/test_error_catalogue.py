@@ -65,7 +65,8 @@ CONFIG_CASES = [
     Case("unknown-task-name", ["task.name=clm"], ConfigError,
          ("task='clm'",), "registered: causal_lm, decoder_translation, masked_lm, seq2seq"),
     Case("unknown-data-source", ["data.name=wikipedia"], DataError,
-         ("data source 'wikipedia'",), "registered sources: bin, embedded, hf, multi30k, openwebtext, text, tinyshakespeare"),
+         ("data source 'wikipedia'",), "registered sources: addition, bin, copy, embedded, hf, induction, mqar, "
+         "multi30k, openwebtext, reverse, selective_copy, sort, text, tinyshakespeare"),
     Case("unknown-data-key", ["+data.shuffle=true"], DataError,
          ("data=embedded", "['shuffle']"), "it accepts: cache_dir, val_fraction, test_fraction, piece_chars"),
     Case("unknown-optimizer", ["optim.name=adagrad"], ConfigError, ("optim.name='adagrad'",), "registered: adamw"),
