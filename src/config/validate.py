@@ -194,7 +194,7 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
     positive_int("batch_size", plain.get("batch_size"), "a positive number of sequences per device per step")
     check_run = getattr(source_cls, "check_run", None)  # a generated task's values and its examples x block_size
     if check_run is not None:
-        check_run(source_args, block_size=block, tokenizer=(plain.get("tokenizer") or {}).get("name"))
+        check_run(source_args, block_size=block, tokenizer=(plain.get("tokenizer") or {}).get("name"), task=task_name)
     pos_name = model.position["name"]
     if (fmt == "text" or check_run is not None) and issubclass(POSITIONS.get(pos_name), LearnedPosition):
         if cls.data_block_size(block, model.max_seq_len, fmt) > model.max_seq_len:

@@ -166,6 +166,8 @@ def test_block_size_too_short_and_tokenizer() -> None:
     SOURCES.get("copy").check_run({"length": 16}, block_size=32, tokenizer="char")  # exactly fits
     with pytest.raises(DataError, match="needs tokenizer=char, not tokenizer=gpt2"):
         SOURCES.get("copy").check_run({}, block_size=64, tokenizer="gpt2")
+    with pytest.raises(DataError, match="scored by task=synthetic .*, not task=decoder_translation"):
+        SOURCES.get("copy").check_run({}, block_size=64, tokenizer="char", task="decoder_translation")
 
 
 def test_vocabulary_covers_every_example() -> None:

@@ -139,10 +139,15 @@ class SyntheticSource(Source):
 
     # ------------------------------------------------------------ validation (once, with the run config)
     @classmethod
-    def check_run(cls, args: Mapping[str, Any], *, block_size: int, tokenizer: str | None) -> None:
-        """Every value of the data node, and the training example against ``block_size``: a DataError
-        naming the key, the value and the allowed range. Called by ``src.config.validate``."""
+    def check_run(cls, args: Mapping[str, Any], *, block_size: int, tokenizer: str | None,
+                  task: str | None = "synthetic") -> None:
+        """Every value of the data node, the tokenizer and objective it needs, and the training example
+        against ``block_size``: a DataError naming the key, the value and the allowed range. Called by
+        ``src.config.validate``."""
         name = cls.registry_name  # type: ignore[attr-defined]
+        if task != "synthetic":
+            raise DataError(f"data={name} is scored by task=synthetic (answer-only loss, exact match, one test set per "
+                            f"length), not task={task}; conf/data/{name}.yaml selects it: remove the task override")
         if tokenizer != "char":
             raise DataError(f"data={name} writes one character per symbol and needs tokenizer=char, not "
                             f"tokenizer={tokenizer} (conf/data/{name}.yaml selects char; remove the tokenizer override)")
