@@ -20,6 +20,7 @@ from omegaconf import DictConfig
 from torch import Tensor
 
 from src.config.typos import check_command_line
+from src.data.sources.base import file_kind
 from src.data.tokenizers import Tokenizer
 from src.evaluation.loading import load_model
 from src.errors import ConfigError
@@ -73,7 +74,9 @@ def check_args(cfg: DictConfig) -> None:
         if path.is_dir():
             raise ConfigError(f"prompt_file={path} is a directory, not a file; give a text file (or prompt=...)")
         if not path.is_file():
-            raise ConfigError(f"prompt_file={path}: no such file; give a text file (or prompt=...)")
+            kind = file_kind(path)  # a FIFO or a device would block the read or never end
+            raise ConfigError(f"prompt_file={path}: {kind}{'' if kind == 'no such file' else ', not a regular file'}; "
+                              "give a text file (or prompt=...)")
 
 
 def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -> list[str]:

@@ -16,9 +16,13 @@ shards already written (``src.data.shards``).
 from __future__ import annotations
 
 import sys
+import contextlib
+import fcntl
 import hashlib
 import json
 import logging
+import os
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -66,13 +70,33 @@ def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | 
     # a file there, a path under a file, /proc/x, read-only: one clear error before any tokenizing
     key = "out_dir" if out_dir else ("data.dir" if isinstance(source, BinDir) else "data.cache_dir")
     check_output_dir(out, key)
-    meta = write_token_dir(
-        text.splits(), tokenizer, out, source=text.name, separate=text.separate_documents, fingerprint=text.fingerprint(),
-        num_proc=int(num_proc), encode=partial(encode_sharded, shard_docs=int(shard_docs)),
-    )
+    with one_writer(out, key):
+        meta = write_token_dir(
+            text.splits(), tokenizer, out, source=text.name, separate=text.separate_documents,
+            fingerprint=text.fingerprint(), num_proc=int(num_proc), encode=partial(encode_sharded, shard_docs=int(shard_docs)),
+        )
     for split, n in meta["tokens"].items():
         log.info("%s/%s.bin: %d tokens (%s)", out, split, n, meta["dtype"])
     return out
+
+
+@contextlib.contextmanager
+def one_writer(out: Path, key: str) -> Iterator[None]:
+    """One ``src.prepare`` at a time per output directory: ``fcntl.flock`` on the directory (released when
+    the process ends, even when killed). A second one stops at once with a ``DataError`` naming it; two
+    used to share one ``.shards`` folder and remove each other's shards (a raw ``FileNotFoundError``)."""
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise DataError(f"{key}={out} is being prepared by another python -m src.prepare right now; wait for it "
+                            f"to finish (run this command again then: it finds the directory prepared), or give "
+                            f"another {key}") from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def check_same_input(out: Path, meta: dict[str, Any], text: LMSource, tokenizer: Any) -> None:

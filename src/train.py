@@ -18,6 +18,7 @@ from src.jsonfile import METRICS, read_json
 
 from src.cli import clean_errors
 from src.config.output_dir import check_run_dir_unused
+from src.config.yaml_limits import check_command_line_yaml
 from src.studies import skip_completed  # also registers ${sweep_subdir:...} for deterministic sweep job dirs
 from src.studies.lock import hold_run_dir
 from src.studies.plugins import check_plugins
@@ -55,6 +56,7 @@ def say_where_results_went(run_dir: str, skipped: bool = False) -> None:
 
 
 if __name__ == "__main__":
+    check_command_line_yaml(sys.argv[1:])  # first: a YAML alias bomb in a named config file is one line, not a hang
     check_command_line("train", sys.argv[1:])  # a misspelt key or option: the closest names (src/config/typos.py)
     check_plugins(sys.argv[1:])  # hydra/launcher=submitit_slurm etc. without the plugin: name the extra
     main()

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from src.registry import Registry
-from src.errors import DataError
+from src.errors import ConfigError, DataError
 
 TOKENIZERS: Registry["Tokenizer"] = Registry("tokenizer", package=None)  # every tokenizer is in this module
 
@@ -142,6 +144,26 @@ class CharTokenizer(Tokenizer):
         return {"name": self.name, "chars": self.chars}
 
 
+def refuse_remote_code(path: str) -> None:
+    """A local tokenizer directory whose ``tokenizer_config.json`` (or ``config.json``) names custom code
+    (``auto_map``) is a ``ConfigError`` naming the file, before transformers reads it (its own error advises
+    ``trust_remote_code=True``, which this project never sets)."""
+    for name in ("tokenizer_config.json", "config.json"):
+        f = Path(path).expanduser() / name
+        if not f.is_file():
+            continue
+        try:
+            node = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise ConfigError(f"tokenizer.path='{path}': {f} cannot be read as JSON ({type(e).__name__}: {e}); copy "
+                              "the tokenizer files again") from None
+        if isinstance(node, dict) and node.get("auto_map"):
+            raise ConfigError(f"tokenizer.path='{path}': {f} has auto_map {node['auto_map']}, custom code this project "
+                              "never runs (trust_remote_code stays false); use a tokenizer transformers has built in "
+                              "(remove auto_map and set tokenizer_class to PreTrainedTokenizerFast with the directory's "
+                              "tokenizer.json), or another tokenizer=")
+
+
 @TOKENIZERS.register("hf")
 class HFTokenizer(Tokenizer):
     """Any Hugging Face tokenizer by hub name (online or cached) or local directory."""
@@ -152,8 +174,16 @@ class HFTokenizer(Tokenizer):
         from transformers import AutoTokenizer
 
         self.path = path
+        refuse_remote_code(path)
         try:
             self.tok = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        except ValueError as e:
+            if "trust_remote_code" not in str(e):
+                raise
+            raise ConfigError(f"tokenizer.path='{path}' needs custom code from the model repository to load; this "
+                              "project never runs code from a model directory (trust_remote_code stays false). Use a "
+                              "tokenizer transformers has built in (tokenizer.json with tokenizer_class "
+                              "PreTrainedTokenizerFast)") from None
         except OSError as e:
             raise FileNotFoundError(
                 f"tokenizer.path='{path}' could not be loaded ({e}); give a local directory with the tokenizer files, "

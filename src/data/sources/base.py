@@ -17,6 +17,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import stat
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
@@ -98,11 +99,28 @@ def read_lines(path: str | Path, encoding: str = "utf-8") -> list[str]:
     return [line.rstrip("\r") for line in lines]
 
 
+def file_kind(p: Path) -> str:
+    """What is at ``p`` when it is not a regular file, in words (a FIFO would block a reader forever)."""
+    try:
+        mode = p.stat().st_mode
+    except OSError:
+        return "no such file"
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
 def require_file(path: str | Path, key: str, fix: str) -> Path:
     p = Path(os.path.expanduser(str(path)))
     if p.is_dir():
         raise DataError(f"data.{key}='{path}' is a directory, not a file; {fix}")
     if not p.is_file():
+        kind = file_kind(p)
+        if kind != "no such file":  # a FIFO or a device: reading it would block or never end
+            raise DataError(f"data.{key}='{path}' is {kind}, not a regular file; copy its content to a file first. {fix}")
         raise DataError(f"data.{key}='{path}': no such file. {fix}")
     return p
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from src.data.sources import SOURCES
-from src.data.sources.base import LMSource, check_fractions, cut_documents, file_fingerprint, read_text
+from src.data.sources.base import LMSource, check_fractions, cut_documents, file_fingerprint, file_kind, read_text
 from src.errors import DataError
 
 
@@ -41,6 +41,9 @@ def expand(patterns: Sequence[str] | str, key: str) -> list[Path]:
                 raise DataError(f"data.{key}='{pattern}' is a directory with no {'/'.join(TEXT_SUFFIXES)} file; give "
                                 f"the files in it, or a glob: data.{key}=['{pattern.rstrip('/')}/**/*.txt']")
             files += found
+        elif os.path.exists(pattern):  # a FIFO or a device: reading it would block or never end
+            raise DataError(f"data.{key}='{pattern}' is {file_kind(Path(pattern))}, not a regular file; copy its "
+                            f"content to a text file first and give that in data.{key}")
         else:
             raise DataError(f"data.{key}='{pattern}': no such file. give existing text files or globs in data.{key}")
     if not files:

@@ -6,6 +6,8 @@ Only config.json and tensors are read: no code from a checkpoint is ever run (no
 from __future__ import annotations
 
 import json
+import pickle
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,29 +43,69 @@ def resolve(name_or_path: str | Path) -> Path:
     return folder
 
 
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise HFConversionError(f"{path} cannot be read as JSON ({type(e).__name__}: {e}); the model directory is "
+                                "damaged or incomplete: download or copy it again") from None
+
+
 def read_config(folder: Path) -> dict[str, Any]:
     """The folder's config.json as a dict."""
     if not (folder / "config.json").exists():
         raise HFConversionError(f"{folder} has no config.json")
-    return json.loads((folder / "config.json").read_text())
+    config = _read_json(folder / "config.json")
+    if not isinstance(config, dict):
+        raise HFConversionError(f"{folder / 'config.json'} holds a JSON {type(config).__name__}, not an object")
+    return config
+
+
+def _load_safetensors(path: Path) -> dict[str, Tensor]:
+    """One safetensors file; a header that lies (shapes, dtypes or offsets past the end) or a cut file is an
+    ``HFConversionError`` naming it (safetensors raises its own ``SafetensorError``)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(path)
+    except (SafetensorError, OSError, ValueError) as e:
+        raise HFConversionError(f"{path} is not a valid safetensors file ({type(e).__name__}: {e}): its header does not "
+                                "match its data, or the file is cut short; download or copy it again") from None
+
+
+def _load_pickled(path: Path) -> dict[str, Tensor]:
+    """One pickled ``.bin``, with ``weights_only=True`` (unpickling anything else can run code). torch's own
+    refusal advises ``weights_only=False``, which this project never does: the error says what to do instead."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        found = re.search(r"GLOBAL (\S+)", str(e))
+        what = f"a Python object ({found.group(1)})" if found else "Python objects"
+        raise HFConversionError(
+            f"{path} holds {what} besides tensors; unpickling it could run code, so it is never loaded with "
+            "weights_only=False here. Use the model's model.safetensors, or convert the file to safetensors on a "
+            "machine where you trust it") from None
+    except (RuntimeError, OSError, EOFError) as e:  # a torn zip: PytorchStreamReader failed …
+        raise HFConversionError(f"{path} cannot be read as a PyTorch weights file ({type(e).__name__}: "
+                                f"{str(e).splitlines()[0]}); download or copy it again") from None
 
 
 def read_tensors(folder: Path) -> dict[str, Tensor]:
     """model.safetensors (possibly sharded), else pytorch_model.bin (possibly sharded)."""
-    from safetensors.torch import load_file
-
     def shards(index: Path) -> list[Path]:
-        return [folder / f for f in sorted(set(json.loads(index.read_text())["weight_map"].values()))]
+        data = _read_json(index)
+        weight_map = data.get("weight_map") if isinstance(data, dict) else None
+        if not isinstance(weight_map, dict) or not all(isinstance(f, str) and "/" not in f for f in weight_map.values()):
+            raise HFConversionError(f"{index} has no weight_map of tensor name -> shard file in this directory")
+        return [folder / f for f in sorted(set(weight_map.values()))]
 
     if (folder / "model.safetensors").exists():
-        files, load = [folder / "model.safetensors"], load_file
+        files, load = [folder / "model.safetensors"], _load_safetensors
     elif (folder / "model.safetensors.index.json").exists():
-        files, load = shards(folder / "model.safetensors.index.json"), load_file
+        files, load = shards(folder / "model.safetensors.index.json"), _load_safetensors
     else:
-        # weights_only=True: unpickling a .bin can run arbitrary code otherwise
-        def load(p: Path) -> dict[str, Tensor]:
-            return torch.load(p, map_location="cpu", weights_only=True)
-
+        load = _load_pickled  # weights_only=True: unpickling a .bin can run arbitrary code otherwise
         if (folder / "pytorch_model.bin").exists():
             files = [folder / "pytorch_model.bin"]
         elif (folder / "pytorch_model.bin.index.json").exists():
