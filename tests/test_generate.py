@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from src.errors import ConfigError
+from src.errors import ConfigError, DataError
 from src.generate import MAX_SAMPLES, check_args, sample
 from tests.training.conftest import TINY, train_in_process
 
@@ -41,10 +41,24 @@ def test_a_fifo_prompt_file_is_not_read(tmp_path: Path) -> None:
     assert f"prompt_file={fifo}" in str(info.value) and "FIFO" in str(info.value)
 
 
-def test_an_empty_prompt_without_an_eos_token_is_a_config_error(tmp_path: Path) -> None:
-    run = tmp_path / "run"
+@pytest.fixture(scope="module")
+def char_ckpt(tmp_path_factory: pytest.TempPathFactory) -> str:
+    run = tmp_path_factory.mktemp("run")
     train_in_process([*TINY, "trainer.max_steps=2", "test=false"], run)  # char tokenizer: no end-of-text token
+    return str(run / "checkpoints" / "last.ckpt")
+
+
+def test_an_empty_prompt_without_an_eos_token_is_a_config_error(char_ckpt: str) -> None:
     with pytest.raises(ConfigError) as info:
-        sample(cfg(ckpt_path=str(run / "checkpoints" / "last.ckpt"), prompt="", max_new_tokens=2, stream=False),
-               write=lambda s: None)
+        sample(cfg(ckpt_path=char_ckpt, prompt="", max_new_tokens=2, stream=False), write=lambda s: None)
     assert "prompt=''" in str(info.value) and "char" in str(info.value)
+
+
+def test_a_prompt_character_outside_the_vocabulary_is_named(char_ckpt: str, tmp_path: Path) -> None:
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("To be \u20ac")  # no euro sign in the training text
+    with pytest.raises(DataError) as info:
+        sample(cfg(ckpt_path=char_ckpt, prompt_file=str(prompt), max_new_tokens=2, stream=False), write=lambda s: None)
+    assert "U+20AC" in str(info.value) and "position 6" in str(info.value)
+    assert [len(t) for t in sample(cfg(ckpt_path=char_ckpt, prompt="To be", max_new_tokens=2, stream=False,
+                                       greedy=True), write=lambda s: None)] == [2]
