@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 
 from src.errors import ConfigError, DataError
 from src.generate import MAX_SAMPLES, check_args, sample
+from tests.run_fixtures import token_cache  # noqa: F401  (pytest fixture: a private token cache)
 from tests.training.conftest import TINY, train_in_process
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,7 +43,7 @@ def test_a_fifo_prompt_file_is_not_read(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def char_ckpt(tmp_path_factory: pytest.TempPathFactory) -> str:
+def char_ckpt(tmp_path_factory: pytest.TempPathFactory, token_cache: str) -> str:
     run = tmp_path_factory.mktemp("run")
     train_in_process([*TINY, "trainer.max_steps=2", "test=false"], run)  # char tokenizer: no end-of-text token
     return str(run / "checkpoints" / "last.ckpt")

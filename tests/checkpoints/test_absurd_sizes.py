@@ -18,7 +18,7 @@ from tests.training.conftest import TINY, train_in_process
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def trained(tmp_path_factory: pytest.TempPathFactory, token_cache: str) -> Path:
     run = tmp_path_factory.mktemp("run")
     train_in_process([*TINY, "trainer.max_steps=2", "test=false"], run)
     return run / "checkpoints" / "last.ckpt"
