@@ -44,7 +44,6 @@ from src.objectives.registry import TASKS
 log = logging.getLogger(__name__)
 
 FILENAME = "synthetic.json"
-_SUMS = ("loss", "tokens", "correct", "exact", "examples")  # the per-(stage, length) sums, in this order
 
 
 @TASKS.register("synthetic")
