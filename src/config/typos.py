@@ -75,7 +75,10 @@ def composable(overrides: Sequence[str]) -> list[str] | None:
         if o.key_or_group.startswith(("hydra.", "hydra/")) or o.key_or_group == "hydra":
             continue
         if o.is_sweep_override():
-            first = next(iter(o.sweep_string_iterator()), None)
+            try:  # choice and range sweeps enumerate; an interval (Optuna's) does not: nothing to compose
+                first = next(iter(o.sweep_string_iterator()), None)
+            except Exception:
+                return None
             if first is None:
                 return None
             out.append(f"{o.get_key_element()}={first}")
@@ -143,7 +146,11 @@ def swept_option_misspelling(overrides: Sequence[str]) -> str | None:
 
     for o in OverridesParser.create().parse_overrides(list(overrides)):
         if o.is_sweep_override() and (CONF_DIR / o.key_or_group).is_dir():
-            for value in o.sweep_string_iterator():
+            try:
+                values = list(o.sweep_string_iterator())
+            except Exception:  # not an enumerable sweep
+                continue
+            for value in values:
                 if not (CONF_DIR / o.key_or_group / f"{value}.yaml").is_file():
                     message = _misspelt_option(f"{o.key_or_group}/{value}")
                     if message:
@@ -161,6 +168,9 @@ def check_command_line(config_name: str, argv: Sequence[str]) -> None:
     plain = composable(overrides)
     if plain is None:
         return
-    message = swept_option_misspelling(overrides) or misspelling(config_name, plain)
+    try:
+        message = swept_option_misspelling(overrides) or misspelling(config_name, plain)
+    except Exception:  # a check that cannot run must not stop a command Hydra would accept: Hydra reports
+        return
     if message is not None:
         raise MisspeltOverride(message)

@@ -42,6 +42,8 @@ def test_sweeps_check_every_value_and_flags_are_skipped() -> None:
     assert composable(["seed=1,2", "hydra.sweep.dir=x", "model/position=rope,alibi"]) == ["seed=1", "model/position=rope"]
     assert command_line_overrides(["-m", "a=1", "--config-name", "x"]) is None  # another primary config: not ours to check
     assert command_line_overrides(["-m", "a=1", "--info", "config"]) == ["a=1"]
+    # Optuna's interval sweep does not enumerate: nothing to compose, and no error of ours
+    check_command_line("train", ["-m", "optim.lr=tag(log,interval(1e-4,1e-2))", "hydra/sweeper=optuna"])
 
 
 def test_the_command_line_prints_one_line(tmp_path: Path) -> None:

@@ -129,7 +129,7 @@ def test_submitit_local_launcher(tmp_path: Path, run_entry_point: Any, tiny_run:
         "hydra.launcher.cpus_per_task=1", "hydra.launcher.gpus_per_node=0", f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     jobs = job_dirs(sweep)
-    assert [j.name for j in jobs] == ["0", "1"]
+    assert [j.name for j in jobs] == ["seed=1", "seed=2"]  # named by the swept override (src/config/sweep_dirs.py)
     assert all(metrics(j)["status"] == "completed" and metrics(j)["global_step"] == 4 for j in jobs)
     results = sorted((sweep / ".submitit").glob("*/*_result.pkl"))  # submitit ran them: its own records
     assert len(results) == 2
