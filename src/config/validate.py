@@ -195,6 +195,9 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
     check_run = getattr(source_cls, "check_run", None)  # a generated task's values and its examples x block_size
     if check_run is not None:
         check_run(source_args, block_size=block, tokenizer=(plain.get("tokenizer") or {}).get("name"), task=task_name)
+    check_test_split = getattr(source_cls, "check_test_split", None)  # a source whose test text may be val's
+    if check_test_split is not None:
+        check_test_split(source_args, test=plain.get("test", True))
     pos_name = model.position["name"]
     if (fmt == "text" or check_run is not None) and issubclass(POSITIONS.get(pos_name), LearnedPosition):
         if cls.data_block_size(block, model.max_seq_len, fmt) > model.max_seq_len:

@@ -204,3 +204,29 @@ def test_nanogpt_side_by_side_quick(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(0 < v < 5 for who in pair.values() for _, _, v in who.evals)  # character-level losses
     assert res["ratio"] > 0 and "time to nanoGPT's loss" in out
     assert [r[1] for r in _table_rows(out, "pair")] == ["nanoGPT", "ours"]
+
+
+def test_nanogpt_side_by_side_runs_the_experiment_ours_names(tmp_path: Path) -> None:
+    """``--ours experiment=<name>`` replaces nanoGPT's recipe on our side (named once, no
+    horizon overrides of the other recipe) and sets that experiment's target ratio."""
+    from benchmarks import nanogpt_side_by_side as sbs
+
+    default = sbs.parse_args([])
+    ours = sbs.commands(default, tmp_path, 0)["ours"]
+    assert "experiment=shakespeare_char" in ours and default.target_ratio == 0.8
+
+    args = sbs.parse_args(["--ours", "experiment=shakespeare_char_speedrun compile=false", "--max-iters", "1000"])
+    cmds = sbs.commands(args, tmp_path, 0)
+    assert [c for c in cmds["ours"] if c.startswith("experiment=")] == ["experiment=shakespeare_char_speedrun"]
+    assert "compile=false" in cmds["ours"] and not any(c.startswith(("scheduler.decay_steps", "trainer.max_steps"))
+                                                       for c in cmds["ours"])  # its steps are its own
+    assert "--max_iters=1000" in cmds["nanoGPT"] and args.target_ratio == 0.5
+
+    quick = sbs.commands(sbs.parse_args(["--quick", "--ours", "experiment=shakespeare_char_speedrun"]), tmp_path, 0)
+    assert "trainer.max_steps=20" in quick["ours"] and "~callbacks.sample_text" not in quick["ours"]
+
+    with pytest.raises(SystemExit, match="experiment= 2 times"):
+        sbs.parse_args(["--ours", "experiment=shakespeare_char experiment=shakespeare_char_speedrun"])
+    assert sbs.parse_args(["--ours", "experiment=quickstart", "--target-ratio", "0.9"]).target_ratio == 0.9
+    with pytest.raises(SystemExit):  # argparse: no default target for an experiment it does not know
+        sbs.parse_args(["--ours", "experiment=quickstart"])
