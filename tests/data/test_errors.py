@@ -127,7 +127,8 @@ CASES: list[tuple[str, Callable[[Path, str], object], tuple[str, ...], str]] = [
      "use a smaller batch size or fewer devices"),
     ("unknown_source",
      lambda t, c: dm({"name": "wiki"}),
-     ("data source 'wiki'",), "registered sources: bin, embedded, hf, multi30k, openwebtext, text, tinyshakespeare"),
+     ("data source 'wiki'",), "registered sources: addition, bin, copy, embedded, hf, induction, mqar, multi30k, openwebtext, reverse, "
+     "selective_copy, sort, text, tinyshakespeare"),
     ("unknown_key",
      lambda t, c: dm({"name": "embedded", "val_frac": 0.2}),
      ("data=embedded", "['val_frac']"), "it accepts: cache_dir, val_fraction, test_fraction, piece_chars"),

@@ -33,7 +33,10 @@ def sweep(tmp_path: Path, *overrides: str) -> list[tuple[dict, dict]]:
     out = tmp_path / "sweep"
     r = run_cli(["-m", *FAST, *overrides, f"hydra.sweep.dir={out}"], cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
-    jobs = sorted((p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: int(p.name))
+    def launch_order(job: Path) -> int:  # job folders are named by their overrides; Hydra records the job number
+        return int(yaml.safe_load((job / ".hydra" / "hydra.yaml").read_text())["hydra"]["job"]["num"])
+
+    jobs = sorted((p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")), key=launch_order)
     return [(json.loads((j / "metrics.json").read_text()), yaml.safe_load((j / ".hydra" / "config.yaml").read_text())["model"])
             for j in jobs]
 
