@@ -27,6 +27,8 @@ import torch
 from omegaconf import DictConfig
 from rich.console import Console
 
+from src.errors import HFConversionError
+from src.models.sizes import check_sizes_within_limits
 from src.config.typos import check_command_line
 from src.inspection.diagram import component_tree, model_mermaid
 from src.inspection.params import attention_memory, flops_per_token, parameter_table, render_parameter_table, render_summary
@@ -61,6 +63,8 @@ def load_model_config(cfg: DictConfig) -> tuple[ModelConfig, str]:
 
             hf_config = AutoConfig.from_pretrained(str(cfg.pretrained), trust_remote_code=False)  # never run Hub code
         model_cfg = config_from_hf(hf_config)
+        # no weights are read here: absurd sizes in a damaged config.json are refused against a stated limit
+        check_sizes_within_limits(model_cfg, str(where / "config.json"), HFConversionError)
         model_cfg.name = where.name or model_cfg.name
         return model_cfg, f"pretrained={cfg.pretrained}"
     model_cfg = ModelConfig.from_dict(to_plain(cfg.model))

@@ -60,3 +60,28 @@ def check_sizes_fit(cfg: ModelConfig, n_weights: int, where: str, error: type[Va
         f"weights stored with it hold {n_weights:,} values: the config does not describe these weights (damaged or "
         f"edited); nothing was built. Restore the config's {key}, or use the checkpoint or model directory it was "
         "written with")
+
+
+#: stated limits for a config read without weights beside it (``src.inspect pretrained=<dir>``, which builds on the
+#: meta device): far above any published model (GPT-3 has 96 layers and 1.75e11 parameters), far below what a
+#: damaged config.json asks for (a million layers take minutes of Python even without memory)
+MAX_LAYERS = 4096
+MAX_PARAMETERS = 10**13
+
+
+def check_sizes_within_limits(cfg: ModelConfig, where: str, error: type[ValueError] = CheckpointError) -> None:
+    """``error`` naming the key when ``cfg`` has more than ``MAX_LAYERS`` layers in a stack or a lower bound of
+    parameters over ``MAX_PARAMETERS``: for a config that comes without weights to check it against."""
+    sizes = {k: getattr(cfg, k) for k in SIZE_KEYS}
+    for key in ("n_layer", "n_encoder_layer", "n_decoder_layer"):
+        if sizes[key] is not None and int(sizes[key]) > MAX_LAYERS:
+            raise error(f"{where}: model.{key}={sizes[key]} is over the stated limit of {MAX_LAYERS:,} layers for a "
+                        "config read without its weights; nothing was built. Check the config (damaged or edited?)")
+    learned = cfg.position.get("name") == "learned"
+    bound = min_parameters(sizes, learned)
+    if bound > MAX_PARAMETERS:
+        shrink = {k: bound / max(1, min_parameters({**sizes, k: 1}, learned)) for k in SIZE_KEYS if sizes[k] is not None}
+        key = max(shrink, key=lambda k: shrink[k])
+        raise error(f"{where}: model.{key}={sizes[key]} (with the config's other sizes) needs at least {bound:,} "
+                    f"parameters, over the stated limit of {MAX_PARAMETERS:.0e} for a config read without its weights; "
+                    "nothing was built. Check the config (damaged or edited?)")
