@@ -20,6 +20,7 @@ from omegaconf import DictConfig
 from torch import Tensor
 
 from src.config.typos import check_command_line
+from src.config.yaml_limits import check_command_line_yaml
 from src.data.sources.base import file_kind
 from src.data.tokenizers import Tokenizer
 from src.evaluation.loading import load_model
@@ -131,5 +132,6 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_command_line_yaml(sys.argv[1:])  # first: a YAML alias bomb in a named config file is one line, not a hang
     check_command_line("generate", sys.argv[1:])  # a misspelt key or option: the closest names (src/config/typos.py)
     main()

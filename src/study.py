@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from src.config.typos import check_command_line
+from src.config.yaml_limits import check_command_line_yaml
 from src.errors import ConfigError
 from src.jsonfile import write_json
 from src.studies.protocol import Protocol, canonical
@@ -273,6 +275,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     "protocol.target_mde (paired and unpaired) and the compute that implies, from the tune stage's "
                     "runs or protocol.pilot_sd; runs nothing")
     args = ap.parse_args(argv)
+    check_command_line_yaml(args.overrides)  # a YAML alias bomb in a named config file: one line, not a hang
+    check_command_line("train", args.overrides)  # a misspelt key or option: the closest names (src/config/typos.py)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         p = plan(args.overrides)

@@ -48,3 +48,14 @@ def test_the_files_a_command_line_names(tmp_path: Path) -> None:
     found = list(named_files(["model=tiny", "+experiment=quickstart", "-cd", str(tmp_path), "trainer.max_steps=5"]))
     assert CONF / "model" / "tiny.yaml" in found and CONF / "experiment" / "quickstart.yaml" in found
     assert tmp_path / "x.yaml" in found
+
+
+def test_the_study_and_eval_entry_points_check_too(tmp_path: Path) -> None:
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "bomb.yaml").write_text(BOMB)
+    for module in ("src.study", "src.eval"):
+        args = [f"hydra.searchpath=[file://{tmp_path}]", "experiment=bomb"] + (["--dry-run"] if module == "src.study" else [])
+        r = subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+        assert r.returncode == 1, (module, r.stderr[-2000:])
+        assert str(tmp_path / "experiment" / "bomb.yaml") in r.stderr.strip().splitlines()[-1], module
