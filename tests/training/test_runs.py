@@ -87,7 +87,7 @@ def test_experiment_fast_dev_run(name: str, tmp_path: Path) -> None:
     if name in BASES:
         pytest.skip(f"experiment={name} is a shared base of other experiments")
     overrides = [f"experiment={name}", *CPU_ONLY]
-    if name == "shakespeare_char":
+    if name in ("shakespeare_char", "shakespeare_char_speedrun"):  # the shared input.txt, never a download
         overrides.append(f"data.path={SHARED_DATA / 'tinyshakespeare' / 'input.txt'}")
     compose_train(overrides, tmp_path)
     params = dict(HydraConfig.get().sweeper.get("params") or {})
