@@ -7,6 +7,7 @@
     python -m src.inspect pretrained=path/to/hf_dir        # a transformers checkpoint's config.json
     python -m src.inspect format=mermaid                   # the block diagram as a Mermaid flowchart
     python -m src.inspect attention pretrained=... text="The cat sat"   # attention heatmaps
+    python -m src.inspect probes ckpt_path=.../last.ckpt                # induction heads, lens … (docs/probes.md)
 
 The first positional argument picks a subcommand; each has its own Hydra config
 (``conf/inspect.yaml``, ``conf/inspect_attention.yaml``) and the rest of the command line
@@ -43,6 +44,7 @@ CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 DEFAULT: tuple[str, str] = ("inspect", "src.inspect:run")
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "attention": ("inspect_attention", "src.inspection.attention_maps:run"),
+    "probes": ("inspect_probes", "src.inspection.probes:run"),
 }
 FORMATS = ("table", "mermaid")
 

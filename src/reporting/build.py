@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from src.reporting import plots as report_plots
+from src.reporting.probe_plots import probe_curves
 from src.studies.protocol import Protocol, canonical, merge_protocols
 from src.reporting.render import render_markdown, write_all
 from src.studies.run_checks import check_duplicates, check_units
@@ -105,6 +106,7 @@ def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, t
         **{f"{protocol.select} vs {k}": report_plots.tuning(report.rows, out_dir, k, protocol.select) for k in protocol.tune},
         "length extrapolation": report_plots.extrapolation(report.rows, out_dir),
         "per-layer gradient norms": report_plots.grad_norms(report.rows, out_dir),
+        **probe_curves(report.rows, out_dir),  # probe/* over training (docs/probes.md)
     }
     text = render_markdown(report, title=title or f"Sweep report: {', '.join(Path(r).name for r in roots)}",
                            roots=[str(r) for r in roots], runs=runs, plots=plots)

@@ -292,7 +292,11 @@ def _factorial_lines(report: Report) -> list[str]:
 
 
 def not_applicable(row: VariantRow, key: str) -> str | None:
-    """Why ``extrapolation/ppl@<f>x`` is missing for this variant (extrapolation.json or metrics.json)."""
+    """Why ``extrapolation/ppl@<f>x`` is missing for this variant (extrapolation.json or metrics.json), or a
+    run-level value a run records as null with a ``<key>_reason`` (``probe/induction_step``: "not reached: …")."""
+    reasons = sorted({str(r.metrics[f"{key}_reason"]) for r in row.runs if (r.metrics or {}).get(f"{key}_reason")})
+    if reasons:
+        return "; ".join(reasons)
     if not key.startswith("extrapolation/") or "@" not in key:
         return None
     tag = key.split("@")[-1]

@@ -149,6 +149,10 @@ def _record(run_dir: Path, status: str, error: BaseException | None, run: Run | 
     if summary.scored is not None:  # the weights test/* scored: "best" (by validation) or "final", and their step
         record["scored_weights"], record["scored_step"] = summary.scored[0], summary.scored[1]
     record.update(sorted(summary.final.items()))
+    for cb in trainer.callbacks if trainer is not None else []:  # run-level values of a callback (probes' induction step)
+        run_record = getattr(cb, "run_record", None)
+        if callable(run_record):
+            record.update(run_record())
     if best is not None:
         record[f"{summary.monitor}_best"] = best[1]
     if trainer is not None and isinstance(trainer.checkpoint_callback, ModelCheckpoint):
