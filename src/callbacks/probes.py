@@ -107,8 +107,9 @@ class Probes(pl.Callback):
     def probe(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> ProbeResult | None:
         step = int(trainer.global_step)
         self.last_step = step
-        if not trainer.is_global_zero or self.batch is None:
+        if self.batch is None:
             return None
+        # every rank runs the same probe (a sharded model needs all ranks in its forward); rank 0 logs
         model = self._model(pl_module)
         modes = {m: m.training for m in model.modules()}
         model.eval()  # dropout off; the explicit attention path returns the probabilities
@@ -118,10 +119,12 @@ class Probes(pl.Callback):
         finally:
             for m, training in modes.items():
                 m.training = training
-        for probe, why in result.skipped.items():
-            if probe not in self._reasons:  # one line per probe and run
-                self._reasons.add(probe)
-                log.info("probe %s skipped: %s", probe, why)
+        new = {p: why for p, why in result.skipped.items() if p not in self._reasons}  # once per run
+        for why in dict.fromkeys(new.values()):  # one line per reason, naming the probes it skips
+            probes = [p for p, w in new.items() if w == why]
+            if trainer.is_global_zero:
+                log.info("probe%s %s skipped: %s", "s" if len(probes) > 1 else "", ", ".join(probes), why)
+        self._reasons.update(new)
         metrics = result.metrics()
         peak = result.induction_max
         if peak is not None:
@@ -131,8 +134,9 @@ class Probes(pl.Callback):
                 self.induction_step = step
                 metrics[INDUCTION_STEP] = float(step)
         self.last = result
-        for lg in trainer.loggers:
-            lg.log_metrics(metrics, step=step)
+        if trainer.is_global_zero:
+            for lg in trainer.loggers:
+                lg.log_metrics(metrics, step=step)
         return result
 
     # -- metrics.json and checkpoints ---------------------------------------------------------

@@ -98,7 +98,7 @@ def run_probes(model: TransformerModel, batch: ProbeBatch, icl_positions: tuple[
             result.induction.append(induction_scores(a.probs, batch.period, batch.offset).cpu())
             result.prev_token.append(previous_token_scores(a.probs).cpu())
     if not model.left_to_right:
-        why = (f"a {model.config.family} model does not predict left to right (each token sees the ones after it), "
+        why = (f"the {model.config.family} model does not predict left to right (each token sees the ones after it), "
                "so the probes of next-token prediction do not apply")
         for probe in ("induction", "prev_token", "lens_loss", "icl_score"):
             result.skipped[probe] = why

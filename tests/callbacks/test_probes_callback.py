@@ -48,7 +48,9 @@ def test_every_family_and_position_runs_the_callback(family: str, position: str,
     if family == "encoder_only":
         assert "probe/induction_max" not in m and "probe/induction_step" not in m
         skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
-        assert len(skipped) == 4 and all("does not predict left to right" in s for s in skipped)  # one line per probe
+        assert skipped == ["probes induction, prev_token, lens_loss, icl_score skipped: the encoder_only model does "
+                           "not predict left to right (each token sees the ones after it), so the probes of next-token "
+                           "prediction do not apply"]  # one line, once per run (the callback probed twice)
         return
     assert 0.0 <= m["probe/induction_max"] <= 1.0 and 0.0 <= m["probe/prev_token_max"] <= 1.0
     assert m["probe/lens_loss@L1"] > 0 and "probe/induction@L1H1" in m
@@ -56,7 +58,9 @@ def test_every_family_and_position_runs_the_callback(family: str, position: str,
     if family == "encoder_decoder":
         assert "probe/attn_entropy@enc.L0" in m and "probe/sink_mass@cross.L1" in m
     if family == "prefix_lm":  # the default early position lies in the bidirectional prefix
-        assert "probe/icl_score" not in m and any("icl_score skipped" in r.getMessage() for r in caplog.records)
+        assert "probe/icl_score" not in m
+        assert [r.getMessage()[:40] for r in caplog.records if "skipped" in r.getMessage()] == [
+            "probe icl_score skipped: the early posit"]
     else:
         assert "probe/icl_score" in m
 
