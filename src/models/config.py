@@ -48,6 +48,7 @@ class ModelConfig:
     ffn: dict[str, Any] = field(default_factory=lambda: {"name": "gelu"})
     mask: dict[str, Any] | None = None  # None = the family's default
     qk_norm: dict[str, Any] = field(default_factory=lambda: {"name": "none"})  # a norm on queries and keys (model/qk_norm)
+    init: dict[str, Any] = field(default_factory=lambda: {"name": "gpt2"})  # the weight initialisation (model/init)
     name: str = "custom"  # a label for tables; never consulted when building
 
     @classmethod
@@ -60,7 +61,7 @@ class ModelConfig:
             raise ConfigError(f"unknown model config key(s) {unknown}{did_you_mean(unknown, known, 'model.')}; "
                               f"accepted keys: {', '.join(sorted(known))}")
         d = {k: v for k, v in d.items() if k in known}
-        for group in ("position", "norm", "ffn", "mask", "qk_norm"):
+        for group in ("position", "norm", "ffn", "mask", "qk_norm", "init"):
             if d.get(group) is not None:
                 if isinstance(d[group], str):
                     d[group] = {"name": d[group]}
@@ -99,7 +100,7 @@ class ModelConfig:
         component's own checks (``Registry.check``: name, keys, ``check_args``), then the family
         (its name, ``check_config``, the placement per stack). ``from_dict`` runs this once; the
         builder, ``Registry.build`` and the constructors trust a ``ModelConfig`` they are given."""
-        from src.models.components import FFNS, MASKS, NORMS, PLACEMENTS, POSITIONS, QK_NORMS
+        from src.models.components import FFNS, INITS, MASKS, NORMS, PLACEMENTS, POSITIONS, QK_NORMS
         from src.models.components.attention import MultiHeadAttention
         from src.models.families import FAMILIES
 
@@ -127,6 +128,7 @@ class ModelConfig:
         if self.mask is not None:
             MASKS.check(self.mask)
         QK_NORMS.check(self.qk_norm, **context)
+        INITS.check(self.init, std=self.init_std)
         need(self.family in FAMILIES, f"model.family='{self.family}' is not known; use {or_list(FAMILIES.in_order())}")
         family = FAMILIES.get(self.family)
         family.check_config(self)

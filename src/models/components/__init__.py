@@ -5,6 +5,7 @@ Notation used in shape comments throughout: B batch, T query length, S key lengt
 H query heads, K key/value heads, D head dim, C model dim (d_model), F FFN dim, V vocab.
 """
 from src.models.components.ffn import FFNS
+from src.models.components.init import INITS
 from src.models.components.masks import MASKS
 from src.models.components.norms import NORMS
 from src.models.components.positions import POSITIONS
@@ -12,4 +13,4 @@ from src.models.components.qk_norm import QK_NORMS
 from src.models.components.residual import PLACEMENTS
 from src.models.components.rope_scaling import ROPE_SCALINGS
 
-__all__ = ["FFNS", "MASKS", "NORMS", "POSITIONS", "PLACEMENTS", "QK_NORMS", "ROPE_SCALINGS"]
+__all__ = ["FFNS", "INITS", "MASKS", "NORMS", "POSITIONS", "PLACEMENTS", "QK_NORMS", "ROPE_SCALINGS"]

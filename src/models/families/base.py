@@ -27,6 +27,7 @@ from torch import Tensor, nn
 
 from src.models.components.block import Block, Stack
 from src.models.components.ffn import FFNS
+from src.models.components.init import INITS
 from src.models.components.flops import linear_flops
 from src.models.components.loss import cross_entropy
 from src.models.components.masks import MASKS, AttentionMask
@@ -135,19 +136,11 @@ class TransformerModel(nn.Module):
         raise NotImplementedError
 
     def init_weights(self) -> None:
-        """GPT-2 initialisation (as nanoGPT): N(0, 0.02) for matrices and embeddings, zero
-        biases, and residual output projections scaled by 1/√(2·layers) (Radford et al. 2019, §2.3);
-        then each placement may adjust its sublayer (``Residual.init_sublayer``)."""
-        std = self.config.init_std
+        """The configured scheme (``model/init``, ``src/models/components/init.py``; GPT-2's by
+        default: N(0, 0.02), zero biases, residual output projections / √(2·layers)) on every
+        linear layer and embedding; then each placement may adjust its sublayer (``Residual.init_sublayer``)."""
         n_residual = 2 * sum(1 for m in self.modules() if isinstance(m, Block))
-        for name, module in self.named_modules():
-            if isinstance(module, nn.Linear):
-                s = std / math.sqrt(n_residual) if name.endswith(("attn.out", "ffn.down")) else std
-                nn.init.normal_(module.weight, 0.0, s)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Embedding):
-                nn.init.normal_(module.weight, 0.0, std)
+        INITS.build(self.config.init, std=self.config.init_std).apply(self, n_residual)
         for block in (m for m in self.modules() if isinstance(m, Block)):
             for residual, sublayer in block.sublayers():
                 residual.init_sublayer(sublayer)
