@@ -111,6 +111,8 @@ class Probes(pl.Callback):
             return None
         # every rank runs the same probe (a sharded model needs all ranks in its forward); rank 0 logs
         model = self._model(pl_module)
+        if self.batch.tokens.device != model.device:  # the model moved after fit start: the same batch, redrawn there
+            self.batch = probe_batch(model, self.batch_size, self.batch.length, self.seed)
         modes = {m: m.training for m in model.modules()}
         model.eval()  # dropout off; the explicit attention path returns the probabilities
         try:
