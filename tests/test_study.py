@@ -79,7 +79,7 @@ def test_quickstart_study_report_recomputes_from_runs_csv(tmp_path: Path) -> Non
     runs, table, comps = read("runs.csv"), {x["variant"]: x for x in read("report.csv")}, read("comparisons.csv")
     assert len(runs) == 18 and all(x["outcome"] == "ok" and x["stage"] == "grid" for x in runs)
     assert list(read("report.csv")[0]) == ["variant", "n_seeds", "mean", "std", "ci_low", "ci_high", "delta", "delta_ci_low",
-                                           "delta_ci_high", "p", "p_holm", "verdict", "mde", "optim.lr"]
+                                           "delta_ci_high", "p", "p_holm", "verdict", "mde", "n_diverged", "diverged_share", "optim.lr"]
     # selection: the lr with the lowest mean val/loss over the 3 seeds, from runs.csv alone
     verdict: dict[str, list[float]] = {}
     for variant in ("model/ffn=gelu", "model/ffn=swiglu"):

@@ -34,7 +34,7 @@ from src.files import atomic_path
 from src.provenance import FIELDS as PROVENANCE_FIELDS
 
 REPORT_COLUMNS = ("variant", "n_seeds", "mean", "std", "ci_low", "ci_high", "delta", "delta_ci_low", "delta_ci_high",
-                  "p", "p_holm", "verdict", "mde")
+                  "p", "p_holm", "verdict", "mde", "n_diverged", "diverged_share")
 RUN_COLUMNS = ("variant", "seed", "stage", "role")
 RUN_FIGURES = ("params", "tokens_seen", "global_step", "best_step", "scored_weights", "scored_step", "wall_time_s",
                "throughput_tokens_per_s")
@@ -92,6 +92,8 @@ def report_records(report: Report) -> list[dict[str, Any]]:
         c, s = row.comparison, row.primary
         rec: dict[str, Any] = {"variant": row.label, "n_seeds": s.n, "mean": s.mean, "std": s.std, "ci_low": s.ci_low,
                                "ci_high": s.ci_high}
+        n_diverged, n_runs = row.diverged
+        rec.update({"n_diverged": n_diverged, "diverged_share": n_diverged / n_runs if n_runs else None})
         rec.update({"delta": c.delta, "delta_ci_low": c.delta_ci_low, "delta_ci_high": c.delta_ci_high, "p": c.p,
                     "p_holm": c.p_holm, "verdict": c.verdict, "mde": c.mde} if c is not None else
                    {"verdict": "baseline" if i == report.baseline else ""})
@@ -314,12 +316,14 @@ def not_applicable(row: VariantRow, key: str) -> str | None:
 def _metric_table(report: Report, key: str, summaries: list[Summary], comparisons: list[Comparison | None],
                   with_tuned: bool, with_references: bool) -> list[str]:
     tuned_head = ["chosen"] if with_tuned and report.protocol.tune else []
-    head = ["variant", *tuned_head, "n", "mean ± std", "95% CI", "Δ vs baseline [95% CI]", "p", "p (Holm)", "verdict",
+    head = ["variant", *tuned_head, "n", "diverged", "mean ± std", "95% CI", "Δ vs baseline [95% CI]", "p", "p (Holm)", "verdict",
             "MDE (80%)", "runs"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, (row, s, c) in enumerate(zip(report.rows, summaries, comparisons)):
         na = not_applicable(row, key) if s.n == 0 else None
-        cells = [row.label, *([_chosen(row)] if tuned_head else []), str(s.n), f"n/a: {na}" if na else s.format(4),
+        n_diverged, n_runs = row.diverged
+        cells = [row.label, *([_chosen(row)] if tuned_head else []), str(s.n),
+                 f"**{n_diverged}/{n_runs}**" if n_diverged else f"0/{n_runs}", f"n/a: {na}" if na else s.format(4),
                  _ci(s.ci_low, s.ci_high, 4),
                  *_verdict_cells(c, i == report.baseline, 4), row.status]
         lines.append("| " + " | ".join(cells) + " |")
@@ -328,8 +332,8 @@ def _metric_table(report: Report, key: str, summaries: list[Summary], comparison
         for ref in report.references:
             loss = ref.loss(split)
             if loss is not None:
-                cells = [f"*reference: {ref.name} (Kneser-Ney)*", *([""] if tuned_head else []), "–", fixed(loss, 4)] + \
-                        ["–"] * (len(head) - 3 - len(tuned_head))
+                cells = [f"*reference: {ref.name} (Kneser-Ney)*", *([""] if tuned_head else []), "–", "–", fixed(loss, 4)] + \
+                        ["–"] * (len(head) - 4 - len(tuned_head))
                 lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -67,6 +67,13 @@ class VariantRow:
     def status(self) -> str:
         return ", ".join(f"{self.outcomes[o]} {o}" for o in OUTCOMES if self.outcomes.get(o))
 
+    @property
+    def diverged(self) -> tuple[int, int]:
+        """(diverged, counted) verdict runs: a variant that fails on some seeds is never hidden by the
+        mean over the seeds that survived (the mean leaves the non-finite ones out)."""
+        outcomes = [run_outcome(r) for r in counted(self.runs)]
+        return sum(o == "diverged" for o in outcomes), len(outcomes)
+
 
 @dataclass
 class Reference:

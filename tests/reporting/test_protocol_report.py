@@ -290,3 +290,25 @@ def test_the_report_names_the_scored_weights_and_counts_tokens_up_to_them(tmp_pa
     assert all(row.compute.train_flops.mean == pytest.approx(10_000.0) for row in files.report.rows)
     runs = read_csv(files.runs_csv)
     assert {r["scored_weights"] for r in runs} == {"best"} and {r["scored_step"] for r in runs} == {"100"}
+
+
+def test_the_share_of_diverged_seeds_stands_beside_the_loss(tmp_path: Path) -> None:
+    """Issue 27: a variant that diverges on some seeds is never hidden by the mean over the survivors."""
+    root = tmp_path / "sweep"
+    cfg = {"protocol": {"factors": ["model.norm_placement"], "design": "grid", "seeds": [1, 2, 3, 4, 5],
+                        "baseline": "model.norm_placement=pre"}}
+    for seed in range(1, 6):
+        write_run(root, ["model.norm_placement=pre", f"seed={seed}"], config=cfg,
+                  metrics=completed(2.0 + 0.01 * seed, 2.0 + 0.01 * seed), val_history=[(100, 2.0)])
+        blown = seed in (2, 4)  # 2 of 5 seeds: a NaN final loss (metrics.json writes it as null)
+        write_run(root, ["model.norm_placement=post", f"seed={seed}"], config=cfg,
+                  metrics={**completed(1.9, 1.9), "val/loss": None, "test/loss": None} if blown else
+                  completed(1.9 + 0.01 * seed, 1.9 + 0.01 * seed),
+                  val_history=[(100, math.nan if blown else 1.9)])
+    files = make_report([root], tmp_path / "out")
+    table = {r["variant"]: r for r in read_csv(files.csv)}
+    post, pre = table["model.norm_placement=post"], table["model.norm_placement=pre"]
+    assert (post["n_seeds"], post["n_diverged"], float(post["diverged_share"])) == ("3", "2", pytest.approx(0.4))
+    assert (pre["n_seeds"], pre["n_diverged"], float(pre["diverged_share"])) == ("5", "0", 0.0)
+    verdict_rows = [line for line in files.markdown.read_text().splitlines() if line.startswith("| model.norm_placement=post")]
+    assert any("**2/5**" in line and "3 ok, 2 diverged" in line for line in verdict_rows)
