@@ -106,6 +106,11 @@ def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, t
         **{f"{protocol.select} vs {k}": report_plots.tuning(report.rows, out_dir, k, protocol.select) for k in protocol.tune},
         "length extrapolation": report_plots.extrapolation(report.rows, out_dir),
         "per-layer gradient norms": report_plots.grad_norms(report.rows, out_dir),
+        **{f"{key} vs {factor}": report_plots.against_factor(
+            report.rows, out_dir, key, factor, [f for f in report.varying if f != factor],
+            [r.primary if key == protocol.metric else r.secondary[key] for r in report.rows])
+           for factor in report_plots.numeric_factors(report.rows, report.varying)
+           for key in [protocol.metric, *report.secondary]},
         **probe_curves(report.rows, out_dir),  # probe/* over training (docs/probes.md)
     }
     text = render_markdown(report, title=title or f"Sweep report: {', '.join(Path(r).name for r in roots)}",

@@ -9,7 +9,10 @@
 * ``extrapolation.png`` — perplexity at each multiple of the training length per variant
   (mean, min–max bars); lengths that were not applicable are left out and named in the legend;
 * ``grad_norms.png`` — per-layer gradient norm at the first logged step per variant, one
-  panel per stack (decoder, encoder).
+  panel per stack (decoder, encoder);
+* ``<metric>_vs_<factor>.png`` — each reported metric against a numeric factor with at least
+  three values (``model.n_layer`` 2, 6, 12, 24), one line per combination of the other factors:
+  mean and 95 % interval over the verdict seeds.
 
 Each function returns the file written, or None when no run has the data.
 """
@@ -232,3 +235,50 @@ def tuning(rows: Sequence[VariantRow], out: Path, key: str, metric: str = "val/l
     ax.grid(alpha=0.3, which="both")
     _legend(ax, len(rows))
     return _save(fig, out / f"tuning_{key.replace('/', '.').replace('.', '_')}.png")
+
+
+def numeric_factors(rows: Sequence[VariantRow], factors: Sequence[str]) -> list[str]:
+    """The factors whose values are all numbers, with at least three distinct ones (a trend, not a pair)."""
+    out = []
+    for key in factors:
+        vals = {row.variant.values().get(key) for row in rows}
+        nums = {as_number(v) for v in vals if v is not None}
+        if None not in vals and None not in nums and len(nums) >= 3:
+            out.append(key)
+    return out
+
+
+def against_factor(rows: Sequence[VariantRow], out: Path, metric: str, factor: str, others: Sequence[str],
+                   summaries: Sequence[Any]) -> Path | None:
+    """``metric`` (mean and 95 % interval over seeds; ``summaries`` in row order) against the numeric
+    ``factor``, one line per combination of the ``others`` factors. Log x when the values span ≥ 8×."""
+    lines: dict[str, list[tuple[float, Any]]] = {}
+    for row, s in zip(rows, summaries):
+        if s.mean is None:
+            continue
+        d = row.variant.values()
+        name = ", ".join(f"{k.replace('/', '.').split('.')[-1]}={d.get(k)}" for k in others) or metric
+        lines.setdefault(name, []).append((float(as_number(d[factor])), s))
+    if not lines:
+        return None
+    fig, ax = plt.subplots(figsize=(7 if len(lines) <= 6 else 10, 5))
+    colors = _colors(len(lines))
+    xs_all = sorted({x for pts in lines.values() for x, _ in pts})
+    for i, (name, pts) in enumerate(sorted(lines.items())):
+        pts.sort(key=lambda p: p[0])
+        x = [p[0] for p in pts]
+        y = [p[1].mean for p in pts]
+        lo = [p[1].mean - p[1].ci_low if p[1].ci_low is not None else 0.0 for p in pts]
+        hi = [p[1].ci_high - p[1].mean if p[1].ci_high is not None else 0.0 for p in pts]
+        ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=3, color=colors[i], label=_short(name))
+    if xs_all[0] > 0 and xs_all[-1] / xs_all[0] >= 8:
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.set_xticks(xs_all)
+    ax.set_xlabel(factor)
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric} against {factor} (mean, 95% interval over seeds)")
+    ax.grid(alpha=0.3, which="both")
+    _legend(ax, len(lines))
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in f"{metric}_vs_{factor}")
+    return _save(fig, out / f"{safe}.png")

@@ -312,3 +312,19 @@ def test_the_share_of_diverged_seeds_stands_beside_the_loss(tmp_path: Path) -> N
     assert (pre["n_seeds"], pre["n_diverged"], float(pre["diverged_share"])) == ("5", "0", 0.0)
     verdict_rows = [line for line in files.markdown.read_text().splitlines() if line.startswith("| model.norm_placement=post")]
     assert any("**2/5**" in line and "3 ok, 2 diverged" in line for line in verdict_rows)
+
+
+def test_a_metric_is_drawn_against_a_numeric_factor(tmp_path: Path) -> None:
+    """Issue 27: the last/first gradient-norm ratio against depth, one line per placement."""
+    root = tmp_path / "sweep"
+    cfg = {"protocol": {"factors": ["model.norm_placement", "model.n_layer"], "design": "grid", "seeds": [1, 2],
+                        "baseline": "model.norm_placement=pre,model.n_layer=2"}}
+    for placement in ("pre", "post"):
+        for depth in (2, 6, 12):
+            for seed in (1, 2):
+                write_run(root, [f"model.norm_placement={placement}", f"model.n_layer={depth}", f"seed={seed}"], config=cfg,
+                          metrics=completed(2.0 + depth / 100, 2.0 + depth / 100 + seed / 1000), val_history=[(100, 2.0)])
+    files = make_report([root], tmp_path / "out")
+    plot = files.plots["test/loss vs model.n_layer"]
+    assert plot is not None and plot.name == "test_loss_vs_model.n_layer.png" and plot.stat().st_size > 5000
+    assert "model.norm_placement vs model.n_layer" not in " ".join(files.plots)  # a two-valued factor gets no trend plot
