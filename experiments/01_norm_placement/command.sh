@@ -1,16 +1,80 @@
 #!/usr/bin/env bash
-# Study 1 — norm placement x warmup x depth. Run from the repository root:  bash experiments/01_norm_placement/command.sh
-# Re-running skips the jobs that completed (sweep_resume) and redoes the rest; the report is rewritten.
+# Study 1 — norm placement x warmup at depth (issue 27). From the repository root:
+#   bash experiments/01_norm_placement/command.sh            # every step below, in order; re-running resumes
+#   STEP=init bash experiments/01_norm_placement/command.sh  # one step: pilot | init | xavier | tune | confirm | report | export
+# Sweeps live in $STUDIES (outside the work tree: checkpoints are large). Each sweep starts from the jobs committed
+# under experiments/01_norm_placement/runs/ (src.studies.export --restore), skips the completed ones and reruns the
+# rest; `STEP=export` copies the finished jobs' small files back there (never checkpoints) for the next commit.
 set -euo pipefail
 [ -f .venv/bin/activate ] && . .venv/bin/activate
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 MPLBACKEND=Agg
-SIZE=${SIZE:-cpu}   # SIZE=gpu: experiment=study_norm_gpu (6 vs 12 layers; warmup 0 vs 1000)
+SIZE=${SIZE:-cpu}   # SIZE=gpu: experiment=study_norm_gpu (24 x 384, warmup 0 / 1000), same protocol; no pilot
+STUDIES=${STUDIES:-$HOME/studies}; JOBS=${JOBS:-2}; STEP=${STEP:-all}
 EXP=study_norm; [ "$SIZE" = gpu ] && EXP=study_norm_gpu
-python -m src.train -m experiment=$EXP
-# Follow-up at a higher learning rate (3e-3 did not break post-LN without warmup at 6 layers): the same sweep at
-# lr 1e-2, deep models only. Its jobs land in the same sweep directory (their names include optim.lr=0.01).
-[ "$SIZE" = cpu ] && python -m src.train -m experiment=$EXP optim.lr=1e-2 model.n_layer=6
-WARM=100; DEEP=6; [ "$SIZE" = gpu ] && WARM=1000 && DEEP=12
-python -m src.report outputs/studies/norm/$SIZE --out experiments/01_norm_placement/$SIZE \
-  --baseline model.norm_placement=pre,scheduler.warmup_steps=$WARM,model.n_layer=$DEEP \
-  --title "Study 1: norm placement x warmup x depth ($SIZE)"
+HERE=experiments/01_norm_placement; RUNS=$HERE/runs/$SIZE; OUT=$HERE/$SIZE
+PILOT=$STUDIES/norm_pilot/$SIZE; MAIN=$STUDIES/norm/$SIZE; INIT=$STUDIES/norm_init/$SIZE; XAV=$STUDIES/norm_init_xavier/$SIZE
+LAUNCH=(hydra/launcher=joblib hydra.launcher.n_jobs=$JOBS)
+run() { [ "$STEP" = all ] || [ "$STEP" = "$1" ]; }
+restore() { [ -d "$RUNS/$1" ] && python -m src.studies.export --restore "$RUNS/$1" "$2" || true; }
+
+# 0. Pilot (chose the depth): pre vs post at 6, 12, 24 layers, seed 0, no warmup at lr 3e-3 and 1e-2, warmup 100 at 1e-2.
+if run pilot && [ "$SIZE" = cpu ]; then
+  restore pilot "$PILOT"
+  P=(experiment=$EXP model.norm_placement=pre,post model.n_layer=6,12,24 seed=0 'protocol.tune={}' protocol.design=grid
+     'protocol.seeds=[0]' hydra.sweep.dir=$PILOT "${LAUNCH[@]}")
+  python -m src.train -m "${P[@]}" optim.lr=3e-3,1e-2 scheduler.warmup_steps=0
+  python -m src.train -m "${P[@]}" optim.lr=1e-2 scheduler.warmup_steps=100
+  python -m src.report $PILOT --out $OUT/pilot --comparisons one_factor --baseline \
+    model.n_layer=6,model.norm_placement=pre,optim.lr=0.01,scheduler.warmup_steps=100 \
+    --title "Study 1 pilot: pre vs post at 6, 12, 24 layers (seed 0; timing and where post-LN fails)"
+fi
+
+# 1. Gradient norms at initialisation against depth (Xiong et al. 2020, Fig. 3): one step per job, every placement
+#    at 2, 6, 12, 24 layers, seeds 1-5; verdicts on the last/first-layer FFN ratio (each pair differing in one factor).
+INIT_ARGS=(experiment=$EXP model.n_layer=2,6,12,24 seed=1,2,3,4,5 trainer.max_steps=1 scheduler.warmup_steps=0 test=false
+  callbacks.ngram_reference=null '~protocol.tune' protocol.design=grid 'protocol.seeds=[1,2,3,4,5]' "${LAUNCH[@]}")
+if run init; then
+  restore init "$INIT"
+  python -m src.train -m "${INIT_ARGS[@]}" model.norm_placement=pre,post,sandwich,deepnorm,rezero \
+    'protocol.factors=[model.norm_placement,model.n_layer]' 'protocol.baseline="model.norm_placement=pre,model.n_layer=24"' \
+    hydra.sweep.dir=$INIT || true   # a failed job says why in its metrics.json; the report lists it
+  python -m src.report $INIT --out $OUT/init --metric grad_norm/decoder.ffn.last_over_first --extra --equivalence-margin 0.1 \
+    --comparisons one_factor --title "Study 1: last/first-layer FFN gradient norm at step 0 against depth ($SIZE)"
+fi
+# 2. Ablation of the initialisation (the first suspect when post-LN's growth does not appear): the paper's Xavier
+#    init (fairseq) for pre and post, against GPT-2's from step 1, same depths and seeds.
+if run xavier; then
+  restore xavier "$XAV"
+  python -m src.train -m "${INIT_ARGS[@]}" model.norm_placement=pre,post model/init=xavier \
+    'protocol.factors=[model.norm_placement,model.n_layer,model/init]' \
+    'protocol.baseline="model.norm_placement=pre,model.n_layer=24,model/init=xavier"' hydra.sweep.dir=$XAV || true
+  python -m src.report $XAV "$INIT"/*norm_placement=pre* "$INIT"/*norm_placement=post* --out $OUT/init_xavier \
+    --metric grad_norm/decoder.ffn.last_over_first --extra --equivalence-margin 0.1 --comparisons one_factor \
+    --title "Study 1: the initialisation ablation, GPT-2's vs Xavier, step-0 gradient-norm ratio ($SIZE)"
+fi
+
+# 3-4. The training study: five placements x warmup 0/100 (AdamW), then Muon for pre and post, each variant at its
+#    own best of 3 learning rates (seed 0), confirmed on seeds 1-5; two invocations share one sweep directory.
+STUDY=(experiment=$EXP hydra.sweep.dir=$MAIN "${LAUNCH[@]}")
+MUON=('optim=choice(muon)' model.norm_placement=pre,post)
+if run tune; then
+  restore main "$MAIN"
+  python -m src.study "${STUDY[@]}" --stage tune
+  python -m src.study "${STUDY[@]}" "${MUON[@]}" --stage tune
+fi
+if run confirm; then
+  python -m src.study "${STUDY[@]}" --stage confirm
+  python -m src.study "${STUDY[@]}" "${MUON[@]}" --stage confirm
+fi
+if run report; then
+  python -m src.report $MAIN --out $OUT --title "Study 1: norm placement x warmup at 12 layers, AdamW and Muon ($SIZE)"
+  cp "$MAIN/study_commands.sh" "$OUT/study_commands.sh" 2>/dev/null || true
+fi
+
+# 5. The finished jobs' small files into the repository (configs, metrics.json, CSV logs; never checkpoints).
+if run export; then
+  for pair in "pilot:$PILOT" "init:$INIT" "xavier:$XAV" "main:$MAIN"; do
+    [ -d "${pair#*:}" ] && python -m src.studies.export "${pair#*:}" "$RUNS/${pair%%:*}"
+  done
+fi
+echo "Study 1 ($SIZE): reports in $OUT/ (pilot, init, init_xavier, report.md); committed runs in $RUNS/"
