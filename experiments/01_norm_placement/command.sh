@@ -17,13 +17,21 @@ LAUNCH=(hydra/launcher=joblib hydra.launcher.n_jobs=$JOBS)
 run() { [ "$STEP" = all ] || [ "$STEP" = "$1" ]; }
 restore() { [ -d "$RUNS/$1" ] && python -m src.studies.export --restore "$RUNS/$1" "$2" || true; }
 
-# 0. Pilot (chose the depth): pre vs post at 6, 12, 24 layers, seed 0, no warmup at lr 3e-3 and 1e-2, warmup 100 at 1e-2.
+# 0. Pilot (chose the depth and the length): pre vs post at 6, 12, 24 layers, seed 0, 500 steps, no warmup at lr 3e-3 and
+#    1e-2, warmup 100 at 1e-2; then the 12-layer baseline at 1000 and 1500 steps. ('protocol.tune={}' merges into the
+#    study's tune node and leaves it as it was: the pilot report shows each variant's best lr on its one seed, and every
+#    lr's validation loss in its Tuning table.)
 if run pilot && [ "$SIZE" = cpu ]; then
   restore pilot "$PILOT"
-  P=(experiment=$EXP model.norm_placement=pre,post model.n_layer=6,12,24 seed=0 'protocol.tune={}' protocol.design=grid
-     'protocol.seeds=[0]' hydra.sweep.dir=$PILOT "${LAUNCH[@]}")
-  python -m src.train -m "${P[@]}" optim.lr=3e-3,1e-2 scheduler.warmup_steps=0
-  python -m src.train -m "${P[@]}" optim.lr=1e-2 scheduler.warmup_steps=100
+  P=(experiment=$EXP model.norm_placement=pre,post seed=0 'protocol.tune={}' protocol.design=grid 'protocol.seeds=[0]'
+     hydra.sweep.dir=$PILOT "${LAUNCH[@]}")
+  # the 500-step size the pilot ran at (then the config's own; left out of the job names, which it did not name)
+  P500=(trainer.max_steps=500 trainer.val_check_interval=125 model.n_layer=6,12,24
+        "hydra.job.config.override_dirname.exclude_keys=[experiment,trainer.max_steps,trainer.val_check_interval]")
+  python -m src.train -m "${P[@]}" "${P500[@]}" optim.lr=3e-3,1e-2 scheduler.warmup_steps=0
+  python -m src.train -m "${P[@]}" "${P500[@]}" optim.lr=1e-2 scheduler.warmup_steps=100
+  python -m src.train -m "${P[@]}" model.norm_placement=pre model.n_layer=12 optim.lr=1e-2 scheduler.warmup_steps=100 \
+    trainer.max_steps=1000,1500 trainer.val_check_interval=250
   python -m src.report $PILOT --out $OUT/pilot --comparisons one_factor --baseline \
     model.n_layer=6,model.norm_placement=pre,optim.lr=0.01,scheduler.warmup_steps=100 \
     --title "Study 1 pilot: pre vs post at 6, 12, 24 layers (seed 0; timing and where post-LN fails)"
@@ -50,6 +58,7 @@ if run xavier; then
     'protocol.baseline="model.norm_placement=pre,model.n_layer=24,model/init=xavier"' hydra.sweep.dir=$XAV || true
   python -m src.report $XAV "$INIT"/*norm_placement=pre* "$INIT"/*norm_placement=post* --out $OUT/init_xavier \
     --metric grad_norm/decoder.ffn.last_over_first --extra --equivalence-margin 0.1 --comparisons one_factor \
+    --baseline model.norm_placement=pre,model.n_layer=24,model/init=xavier \
     --title "Study 1: the initialisation ablation, GPT-2's vs Xavier, step-0 gradient-norm ratio ($SIZE)"
 fi
 
