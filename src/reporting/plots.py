@@ -277,7 +277,7 @@ def against_factor(rows: Sequence[VariantRow], out: Path, metric: str, factor: s
     ax.set_xticks(xs_all)
     ax.set_xlabel(factor)
     ax.set_ylabel(metric)
-    ax.set_title(f"{metric} against {factor} (mean, 95% interval over seeds)")
+    ax.set_title(f"{metric}\nagainst {factor} (mean, 95% interval over seeds)", fontsize=10)
     ax.grid(alpha=0.3, which="both")
     _legend(ax, len(lines))
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in f"{metric}_vs_{factor}")
