@@ -102,6 +102,18 @@ def plan(overrides: Sequence[str], work_dir: Path | None = None) -> Plan:
     params = dict(cfg.hydra.sweeper.params or {})
     _, config_sweeps = _split_sweeps([f"{k}={v}" for k, v in params.items()])
     sweeps = {**config_sweeps, **cli_sweeps}
+    # a factor given one plain value (``optim: adamw`` in hydra.sweeper.params, or ``optim=muon`` on the command
+    # line) is a one-value sweep: a variant of the study that another invocation of the same sweep contrasts
+    swept_keys = {parse_override(k)[0] for k in sweeps}
+    for factor in [f for f in protocol.factors if f not in swept_keys]:
+        on_cli = [o for o in fixed if parse_override(o.split("=", 1)[0])[0] == factor]
+        in_params = [k for k in params if parse_override(str(k))[0] == factor]
+        if on_cli:
+            key, value = on_cli[-1].split("=", 1)
+            sweeps[key] = [value]
+            fixed = [o for o in fixed if o not in on_cli]
+        elif in_params:
+            sweeps[str(in_params[0])] = [str(params[in_params[0]])]
     tuned = set(protocol.tune)
     factors = {k: v for k, v in sweeps.items() if parse_override(k)[0] not in tuned and not is_ignored(parse_override(k)[0])}
     if set(protocol.factors) - {parse_override(k)[0] for k in factors}:

@@ -22,6 +22,16 @@ from tests.reporting.fake_runs import completed, write_run
 REPO = Path(__file__).resolve().parents[1]
 
 
+def test_a_factor_with_one_value_is_a_one_value_sweep(tmp_path: Path) -> None:
+    """Study 1's optimizer factor: `optim: adamw` in the sweeper params, `optim=muon` in a second invocation."""
+    p = plan(["experiment=study_norm", f"hydra.sweep.dir={tmp_path}"])
+    assert len(p.variants) == 10 and all(v["optim"] == "adamw" for v in p.variants)
+    q = plan(["experiment=study_norm", "optim=muon", "model.norm_placement=pre,post", f"hydra.sweep.dir={tmp_path}"])
+    assert len(q.variants) == 4 and all(v["optim"] == "muon" for v in q.variants)
+    (tune,) = tune_commands(q)
+    assert tune.count("optim=muon") == 1 and "optim=adamw" not in tune
+
+
 def test_plan_of_a_two_stage_study(tmp_path: Path) -> None:
     p = plan(["experiment=study_ffn_norm", f"hydra.sweep.dir={tmp_path}"])
     assert p.sweep_dir == tmp_path and p.protocol.design == "two_stage" and len(p.variants) == 4

@@ -65,7 +65,7 @@ fi
 # 3-4. The training study: five placements x warmup 0/100 (AdamW), then Muon for pre and post, each variant at its
 #    own best of 3 learning rates (seed 0), confirmed on seeds 1-5; two invocations share one sweep directory.
 STUDY=(experiment=$EXP hydra.sweep.dir=$MAIN "${LAUNCH[@]}")
-MUON=('optim=choice(muon)' model.norm_placement=pre,post)
+MUON=(optim=muon model.norm_placement=pre,post)
 if run tune; then
   restore main "$MAIN"
   python -m src.study "${STUDY[@]}" --stage tune

@@ -24,6 +24,14 @@ def _compose(*overrides: str):
         return compose("train", overrides=list(overrides), return_hydra_config=True)
 
 
+def swept_values(key: str, value: object) -> list[str]:
+    """The values a sweeper param sweeps, as Hydra reads them (``a,b`` or ``choice(a)``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    o = OverridesParser.create().parse_overrides([f"{key}={value}"])[0]
+    return list(o.sweep_string_iterator()) if o.is_sweep_override() else [str(value)]
+
+
 @pytest.mark.parametrize("study", STUDIES)
 def test_study_composes_with_a_sweep(study: str) -> None:
     cfg = _compose(f"experiment={study}")
@@ -45,7 +53,7 @@ def test_study_composes_with_a_sweep(study: str) -> None:
     assert protocol.metric.startswith("test/") and protocol.select.startswith("val/") and protocol.baseline
     baseline = dict(x.split("=", 1) for x in protocol.baseline.split(","))
     for key, value in baseline.items():
-        swept = {parse_override(k)[0]: str(v).split(",") for k, v in params.items()}
+        swept = {parse_override(k)[0]: swept_values(k, v) for k, v in params.items()}
         assert value in swept[key], f"{study}: protocol.baseline {key}={value} is not one of the swept values"
     callbacks = OmegaConf.to_container(cfg.callbacks, resolve=False)
     assert callbacks["ngram_reference"]["_target_"] == "src.callbacks.ngram_reference.NgramReference"
