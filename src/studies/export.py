@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from src.jsonfile import METRICS
+from src.studies.runs import find_run_dirs
 
 KEEP_DIRS = (".hydra", "csv")
 KEEP_FILES = (METRICS, ".sweep_job.json", "budget.json", "ngram.json", "grad_norms.json", "extrapolation.json",
@@ -35,12 +36,9 @@ MAX_FILE_BYTES = 5_000_000  # a kept file larger than this is not a "small file"
 
 
 def finished_jobs(sweep: Path) -> Iterator[Path]:
-    """Job directories (a ``.hydra/config.yaml`` and a ``metrics.json``) below ``sweep``, not nested in another job."""
-    for cfg in sorted(sweep.rglob(".hydra/config.yaml")):
-        job = cfg.parent.parent
-        rel = job.relative_to(sweep).parts
-        if "attempts" in rel or any((sweep.joinpath(*rel[:i]) / ".hydra").is_dir() for i in range(len(rel))):
-            continue
+    """The run directories below ``sweep`` (``find_run_dirs``: not nested in another run, so never a
+    previous attempt) that hold a ``metrics.json``."""
+    for job in find_run_dirs([sweep]):
         if (job / METRICS).is_file():
             yield job
 
@@ -70,7 +68,7 @@ def export(sweep: Path, dest: Path) -> tuple[int, int]:
             if size > MAX_FILE_BYTES:
                 raise ValueError(f"{src} is {size / 1e6:.1f} MB, not a small file; the export keeps configs, metrics and "
                                  f"CSV logs only (raise src.studies.export.MAX_FILE_BYTES if a CSV log is really this long)")
-            target = dest / src.relative_to(sweep)
+            target = dest / src.relative_to(sweep.resolve())
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, target)
             files += 1
