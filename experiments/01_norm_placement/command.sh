@@ -65,7 +65,9 @@ fi
 # 3-4. The training study: five placements x warmup 0/100 (AdamW), then Muon for pre and post, each variant at its
 #    own best of 3 learning rates (seed 0), confirmed on seeds 1-5; two invocations share one sweep directory.
 STUDY=(experiment=$EXP hydra.sweep.dir=$MAIN "${LAUNCH[@]}")
-MUON=(optim=muon model.norm_placement=pre,post)
+# Muon's pre-LN variants chose the grid's edge 3e-2 in the tune stage (every AdamW variant chose inside the grid), so
+# Muon's grid extends to 1e-1; the tuning table shows the candidates each variant ran.
+MUON=(optim=muon model.norm_placement=pre,post 'protocol.tune={optim.lr:[1.0e-3,3.0e-3,1.0e-2,3.0e-2,1.0e-1]}')
 if run tune; then
   restore main "$MAIN"
   python -m src.study "${STUDY[@]}" --stage tune
