@@ -21,14 +21,19 @@ FINAL_LOSSES = ("val/loss", "test/loss", "train/loss")
 NONFINITE_WORDS = ("nonfinite", "non-finite", "nan loss", "inf loss", "nan/inf")
 
 
+def is_divergence(error: object) -> bool:
+    """Whether a failed run's stored error (``metrics.json``'s ``error``) is a non-finite loss."""
+    text = str(error or "").lower()
+    return any(w in text for w in NONFINITE_WORDS)
+
+
 def run_outcome(run: RunRecord) -> str:
     """ok | no validation | diverged | failed | incomplete (module docstring)."""
     if run.status == "incomplete":
         return "incomplete"
     metrics = run.metrics or {}
     if run.status != "completed":
-        error = str(metrics.get("error") or "").lower()
-        return "diverged" if any(w in error for w in NONFINITE_WORDS) else "failed"
+        return "diverged" if is_divergence(metrics.get("error")) else "failed"
     if any(k in metrics and metrics[k] is None for k in FINAL_LOSSES):
         return "diverged"
     if any(not math.isfinite(p.value) for p in [*run.train_history, *run.val_history]):

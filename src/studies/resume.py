@@ -15,7 +15,9 @@ Two pieces make a Hydra multirun resumable:
    interrupted, or run with a different config) move to ``attempts/<n>/`` first so the new
    attempt starts clean and the report never mixes two attempts' logs — or, with
    ``sweep_resume.incomplete: last``, the job continues from the attempt's
-   ``checkpoints/last.ckpt`` (exact-batch resume, see docs/data.md).
+   ``checkpoints/last.ckpt`` (exact-batch resume, see docs/data.md). A job that *diverged*
+   (failed with a non-finite loss, ``src.studies.outcomes``) with the same config is a result
+   too: it fails again at once with its stored error instead of repeating the divergence.
 
 The stamp (``.sweep_job.json``) holds the resolved config without ``paths``, ``ckpt_path``,
 ``sweep_resume`` and a study's ``protocol``/``report`` nodes (how the runs are read, not what they
@@ -48,9 +50,10 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from src.errors import ConfigError
+from src.errors import ConfigError, NonFiniteLossError
 from src.jsonfile import METRICS, read_json
 from src.files import atomic_write
+from src.studies.outcomes import is_divergence
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +228,13 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
         value = metrics.get(f"{monitor}_best", metrics.get(monitor))
         log.info("sweep_resume: %s already completed (%s=%s); skipping", run_dir, monitor, value)
         return Completed(run_dir=run_dir, value=value, metrics=metrics)
+    if metrics and metrics.get("status") == "failed" and same and is_divergence(metrics.get("error")):
+        # a divergence is a result (the report counts it), not an accident: the same config diverges again
+        log.info("sweep_resume: %s diverged earlier with this config; not repeating it", run_dir)
+        raise NonFiniteLossError(
+            f"{metrics.get('error')} [stored: this job diverged in an earlier run of the sweep with the same config, "
+            f"and sweep_resume does not repeat a divergence; its files stay in {run_dir}. To run it again, delete "
+            f"its metrics.json]")
     previous = "completed with a different config" if metrics and metrics.get("status") == "completed" else \
         (f"{metrics.get('status')}: {metrics.get('error')}" if metrics else "interrupted (no metrics.json)")
     last = run_dir / "checkpoints" / "last.ckpt"

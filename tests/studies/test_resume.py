@@ -6,6 +6,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+import pytest
+
+from src.errors import NonFiniteLossError
 from src.studies.resume import STAMP, skip_completed
 
 
@@ -40,6 +43,19 @@ def test_failed_or_interrupted_jobs_run_again(tmp_path: Path) -> None:
     assert skip_completed(cfg_for(run)) is None and (run / "attempts" / "1" / "csv").is_dir()
     (run / "csv").mkdir()  # killed mid-run: no metrics.json
     assert skip_completed(cfg_for(run)) is None and (run / "attempts" / "2" / "csv").is_dir()
+
+
+def test_a_diverged_job_is_a_result_not_repeated(tmp_path: Path) -> None:
+    run = tmp_path / "job"
+    skip_completed(cfg_for(run))
+    error = "NonFiniteLossError: non-finite training loss at step 412"
+    (run / "metrics.json").write_text(json.dumps({"status": "failed", "error": error}))
+    with pytest.raises(NonFiniteLossError, match="step 412.*does not repeat a divergence"):
+        skip_completed(cfg_for(run))
+    assert json.loads((run / "metrics.json").read_text())["error"] == error and not (run / "attempts").exists()
+    changed = cfg_for(run)
+    changed.optim.lr = 0.001  # another config may not diverge: it runs, the diverged attempt set aside
+    assert skip_completed(changed) is None and (run / "attempts" / "1" / "metrics.json").is_file()
 
 
 def test_incomplete_last_continues_from_the_checkpoint(tmp_path: Path) -> None:
