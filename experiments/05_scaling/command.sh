@@ -1,23 +1,38 @@
 #!/usr/bin/env bash
-# Study 5 — does the ranking survive scale? Two contrasts (pre- vs post-LN, learned vs rotary positions) at 4 sizes,
-# 29.6k-321.8k parameters, 16 tokens per parameter (conf/experiment/study_scaling.yaml). From the repository root:
-#   bash experiments/05_scaling/command.sh
-# 3 arms x 4 sizes x (3 learning rates on seed 0 + the chosen one on seeds 1-3) = 72 jobs, two at a time
-# (joblib launcher, one core each). Planned wall time on the 2-core machine: see /root/team/notes/15.md (~85 min).
-# The sweep lives outside the work tree ($STUDIES/scaling) and resumes: re-running skips the jobs that completed
-# and restarts the interrupted ones, so the study can be stopped and continued on the same machine.
+# Study 5 — does the ranking survive scale? (issue 29) Two contrasts (pre- vs post-LN, learned vs rotary positions) at
+# 4 sizes, 29.6k-321.8k parameters, 9 training tokens per parameter (conf/experiment/study_scaling.yaml). From the
+# repository root:
+#   bash experiments/05_scaling/command.sh             # every step below, in order; re-running resumes
+#   STEP=tune bash experiments/05_scaling/command.sh   # one step: tune | confirm | report | export
+# 3 arms x 4 sizes x (3 learning rates on seed 0 + the chosen one on seeds 1-3) = 72 jobs, two at a time (joblib
+# launcher, one core each); the plan and its measured cost are in experiments/05_scaling/README.md.
+# The sweep lives outside the work tree ($STUDIES/scaling; checkpoints are large). Each step first restores the jobs
+# committed under experiments/05_scaling/runs/cpu (src.studies.export --restore), skips the completed ones and reruns
+# the rest; `STEP=export` copies the finished jobs' small files back there (never checkpoints) for the next commit.
 # Then the report (per arm x size: chosen lr, verdicts on test/loss with Holm over the one-factor pairs, n-gram rows)
 # and the scaling analysis (L(N) = E + A N^-alpha per arm, alpha's bootstrap interval, the log-log plot, crossings).
 set -euo pipefail
 [ -f .venv/bin/activate ] && . .venv/bin/activate
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 MPLBACKEND=Agg
-STUDIES=${STUDIES:-$HOME/studies}
+STUDIES=${STUDIES:-$HOME/studies}; JOBS=${JOBS:-2}; STEP=${STEP:-all}
 SWEEP=$STUDIES/scaling
-OUT=experiments/05_scaling/cpu
-JOBS=${JOBS:-2}
+HERE=experiments/05_scaling; RUNS=$HERE/runs/cpu; OUT=$HERE/cpu
+STUDY=(experiment=study_scaling "hydra.sweep.dir=$SWEEP" hydra/launcher=joblib hydra.launcher.n_jobs=$JOBS)
+run() { [ "$STEP" = all ] || [ "$STEP" = "$1" ]; }
+restore() { [ -d "$RUNS" ] && python -m src.studies.export --restore "$RUNS" "$SWEEP" || true; }
 mkdir -p "$SWEEP" "$OUT"
-python -m src.study experiment=study_scaling "hydra.sweep.dir=$SWEEP" hydra/launcher=joblib hydra.launcher.n_jobs=$JOBS \
-  --out "$OUT"
-python -m src.report scaling "$SWEEP" --size experiment/study_scaling/size --out "$OUT" --boot 1000 \
-  --title "Study 5: loss against parameters, pre- vs post-LN and learned vs rotary positions (cpu)"
-cp "$SWEEP/study_commands.sh" "$OUT/study_commands.sh"   # the exact training commands that ran
+
+# 1-2. Every arm x size at its own best of 3 learning rates (seed 0, by val/loss), then the chosen one on seeds 1-3.
+if run tune; then restore; python -m src.study "${STUDY[@]}" --stage tune; fi
+if run confirm; then restore; python -m src.study "${STUDY[@]}" --stage confirm; fi
+# 3. The comparison report (verdicts per size) and the scaling analysis (fits, bootstrap, crossings).
+if run report; then
+  python -m src.report "$SWEEP" --out "$OUT" \
+    --title "Study 5: pre- vs post-LN and learned vs rotary positions at 4 sizes (cpu)"
+  python -m src.report scaling "$SWEEP" --size experiment/study_scaling/size --out "$OUT" --boot 1000 \
+    --title "Study 5: loss against parameters, pre- vs post-LN and learned vs rotary positions (cpu)"
+  cp "$SWEEP/study_commands.sh" "$OUT/study_commands.sh"   # the exact training commands that ran
+fi
+# 4. The finished jobs' small files into the repository (configs, metrics.json, CSV logs; never checkpoints).
+if run export; then python -m src.studies.export "$SWEEP" "$RUNS"; fi
+echo "Study 5: reports in $OUT/ (report.md, scaling.md); committed runs in $RUNS/"
