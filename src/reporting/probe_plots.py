@@ -9,7 +9,6 @@ logs each figure at the optimizer step it was taken.
 """
 from __future__ import annotations
 
-import csv
 import math
 import re
 from collections.abc import Sequence
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from src.reporting.plots import _colors, _legend, _save, _short, plt
 from src.reporting.table import VariantRow
-from src.studies.runs import RunRecord
+from src.studies.runs import RunRecord, csv_log_rows
 
 #: the probes drawn, in order; ``@L<l>`` marks a per-layer figure (one panel per layer)
 PROBES = ("induction_max", "prev_token_max", "icl_score", "attn_entropy", "sink_mass", "lens_loss")
@@ -29,20 +28,13 @@ def probe_history(run: RunRecord) -> dict[str, dict[int, float]]:
     """``{figure: {step: value}}`` of every ``probe/...`` column of the run's CSV logs (a resumed run's later
     versions win)."""
     out: dict[str, dict[int, float]] = {}
-    files = sorted(run.path.glob("csv/version_*/metrics.csv"), key=lambda p: int(p.parent.name.split("_")[-1] or 0))
-    for f in files:
-        with open(f, encoding="utf-8", newline="") as fh:
-            for row in csv.DictReader(fh):
+    for _, _, step, row in csv_log_rows(run.path):
+        for key, cell in row.items():
+            if key and key.startswith("probe/") and cell not in (None, ""):
                 try:
-                    step = int(float(row.get("step") or "nan"))
+                    out.setdefault(key, {})[step] = float(cell)
                 except ValueError:
                     continue
-                for key, cell in row.items():
-                    if key and key.startswith("probe/") and cell not in (None, ""):
-                        try:
-                            out.setdefault(key, {})[step] = float(cell)
-                        except ValueError:
-                            continue
     return out
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,12 +142,11 @@ def parse_override(text: str) -> tuple[str, str]:
     return key, value
 
 
-def read_csv_history(run_dir: Path) -> tuple[list[Point], list[Point]]:
-    """(validation loss, training loss) points from every ``csv/version_*/metrics.csv`` in version
-    order (a resumed run logs to a new version). Lightning logs validation at ``step =
-    global_step - 1``; the points here count optimizer steps done."""
-    val: dict[int, float] = {}
-    train: dict[int, float] = {}
+def csv_log_rows(run_dir: Path) -> Iterator[tuple[Path, int, int, dict[str, str]]]:
+    """``(file, line, step, row)`` of every complete row with a numeric ``step`` in the run's
+    ``csv/version_*/metrics.csv``, in version order (a resumed run logs to a new version, so a later
+    row for the same step wins); the last row of a file without a final newline (the row a running
+    job is writing now) is left out. An unreadable file is a ``DataError`` naming it."""
     files = sorted(run_dir.glob("csv/version_*/metrics.csv"), key=lambda p: int(p.parent.name.split("_")[-1] or 0))
     for f in files:
         try:
@@ -162,14 +161,24 @@ def read_csv_history(run_dir: Path) -> tuple[list[Point], list[Point]]:
                 step = int(float(row.get("step") or "nan"))
             except ValueError:
                 continue
-            for key, into in (("val/loss", val), ("train/loss", train)):
-                cell = row.get(key)
-                if cell in (None, ""):
-                    continue
-                try:
-                    into[step + 1] = float(cell)
-                except ValueError:
-                    raise _damaged(f, f"line {line}, column {key} holds {cell!r}, not a number") from None
+            yield f, line, step, row
+
+
+def read_csv_history(run_dir: Path) -> tuple[list[Point], list[Point]]:
+    """(validation loss, training loss) points from every ``csv/version_*/metrics.csv`` in version
+    order (``csv_log_rows``). Lightning logs validation at ``step = global_step - 1``; the points
+    here count optimizer steps done."""
+    val: dict[int, float] = {}
+    train: dict[int, float] = {}
+    for f, line, step, row in csv_log_rows(run_dir):
+        for key, into in (("val/loss", val), ("train/loss", train)):
+            cell = row.get(key)
+            if cell in (None, ""):
+                continue
+            try:
+                into[step + 1] = float(cell)
+            except ValueError:
+                raise _damaged(f, f"line {line}, column {key} holds {cell!r}, not a number") from None
     return ([Point(s, v) for s, v in sorted(val.items())], [Point(s, v) for s, v in sorted(train.items())])
 
 
