@@ -17,7 +17,11 @@ Two pieces make a Hydra multirun resumable:
    ``sweep_resume.incomplete: last``, the job continues from the attempt's
    ``checkpoints/last.ckpt`` (exact-batch resume, see docs/data.md). A job that *diverged*
    (failed with a non-finite loss, ``src.studies.outcomes``) with the same config is a result
-   too: it fails again at once with its stored error instead of repeating the divergence.
+   too: it fails again at once with its stored error. Re-running it would re-roll only the
+   failures, which biases a variant's diverged share down: at the edge of stability a run can
+   diverge on one machine and train on another (measured: study 1's ReZero at lr 3e-2, seed 0,
+   diverged at step 54 in one session and trained in the next; the two CPUs' step-0 gradients
+   already differed in the 7th digit).
 
 The stamp (``.sweep_job.json``) holds the resolved config without ``paths``, ``ckpt_path``,
 ``sweep_resume`` and a study's ``protocol``/``report`` nodes (how the runs are read, not what they
@@ -229,12 +233,12 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
         log.info("sweep_resume: %s already completed (%s=%s); skipping", run_dir, monitor, value)
         return Completed(run_dir=run_dir, value=value, metrics=metrics)
     if metrics and metrics.get("status") == "failed" and same and is_divergence(metrics.get("error")):
-        # a divergence is a result (the report counts it), not an accident: the same config diverges again
+        # a divergence is a result (the report counts it): re-running only the failures would bias the diverged share
         log.info("sweep_resume: %s diverged earlier with this config; not repeating it", run_dir)
         raise NonFiniteLossError(
             f"{metrics.get('error')} [stored: this job diverged in an earlier run of the sweep with the same config, "
-            f"and sweep_resume does not repeat a divergence; its files stay in {run_dir}. To run it again, delete "
-            f"its metrics.json]")
+            f"and sweep_resume does not re-roll a divergence (that would bias the diverged share down); its files stay "
+            f"in {run_dir}. To run it again anyway, delete its metrics.json]")
     previous = "completed with a different config" if metrics and metrics.get("status") == "completed" else \
         (f"{metrics.get('status')}: {metrics.get('error')}" if metrics else "interrupted (no metrics.json)")
     last = run_dir / "checkpoints" / "last.ckpt"

@@ -50,7 +50,7 @@ def test_a_diverged_job_is_a_result_not_repeated(tmp_path: Path) -> None:
     skip_completed(cfg_for(run))
     error = "NonFiniteLossError: non-finite training loss at step 412"
     (run / "metrics.json").write_text(json.dumps({"status": "failed", "error": error}))
-    with pytest.raises(NonFiniteLossError, match="step 412.*does not repeat a divergence"):
+    with pytest.raises(NonFiniteLossError, match="step 412.*does not re-roll a divergence"):
         skip_completed(cfg_for(run))
     assert json.loads((run / "metrics.json").read_text())["error"] == error and not (run / "attempts").exists()
     changed = cfg_for(run)
