@@ -66,8 +66,10 @@ fi
 #    own best of 3 learning rates (seed 0), confirmed on seeds 1-5; two invocations share one sweep directory.
 STUDY=(experiment=$EXP hydra.sweep.dir=$MAIN "${LAUNCH[@]}")
 # Muon's pre-LN variants chose the grid's edge 3e-2 in the tune stage (every AdamW variant chose inside the grid), so
-# Muon's grid extends to 1e-1; the tuning table shows the candidates each variant ran.
-MUON=(optim=muon model.norm_placement=pre,post 'protocol.tune={optim.lr:[1.0e-3,3.0e-3,1.0e-2,3.0e-2,1.0e-1]}')
+# Muon's grid extends to 1e-1; the tuning table shows the candidates each variant ran. (The grid is how the runs
+# are read, not what a job computes: it stays out of the jobs' directory names, so the finished jobs are found.)
+MUON=(optim=muon model.norm_placement=pre,post 'protocol.tune={optim.lr:[1.0e-3,3.0e-3,1.0e-2,3.0e-2,1.0e-1]}'
+      'hydra.job.config.override_dirname.exclude_keys=[experiment,protocol.tune]')
 if run tune; then
   restore main "$MAIN"
   python -m src.study "${STUDY[@]}" --stage tune
