@@ -47,6 +47,7 @@ from src.jsonfile import write_json
 from src.studies.protocol import Protocol, canonical
 from src.reporting.build import find_baseline, make_report
 from src.reporting.planning import SEEDS_PLAN, PowerPlan, pilot_plan, power_plan
+from src.studies.outcomes import run_outcome
 from src.studies.runs import IGNORED_KEYS, is_ignored, load_runs, parse_override
 from src.studies.tuning import tune_variants
 
@@ -262,7 +263,23 @@ def power_plan_of(p: Plan) -> PowerPlan:
     return power_plan(tuned, varying, base, p.protocol, p.protocol.target_mde, p.protocol.pilot_sd)
 
 
+def unfinished_jobs(sweep_dir: Path) -> list[str]:
+    """The sweep's jobs that failed for a reason other than divergence, or never wrote ``metrics.json``
+    (a job that died before training, e.g. refused a job slot): ``<name>: <why>``. A diverged job is a
+    result the report counts, never listed here."""
+    out = []
+    for run in load_runs([sweep_dir]) if sweep_dir.is_dir() else []:
+        outcome = run_outcome(run)
+        if outcome in ("failed", "incomplete"):
+            why = str((run.metrics or {}).get("error") or "no metrics.json: it stopped before it could write one")
+            out.append(f"{run.path.name}: {why.splitlines()[0][:300]}")
+    return out
+
+
 def run_commands(commands: Sequence[list[str]], sweep_dir: Path, dry_run: bool) -> None:
+    """Run a stage's multiruns; a job that diverged is a result, but one that failed otherwise (or never
+    finished) stops the study with a ``ConfigError`` listing them, after every command of the stage ran."""
+    failed = False
     for cmd in commands:
         text = shlex.join(["python", *cmd[1:]])
         print(text, flush=True)
@@ -272,8 +289,16 @@ def run_commands(commands: Sequence[list[str]], sweep_dir: Path, dry_run: bool) 
         with (sweep_dir / "study_commands.sh").open("a") as f:
             f.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')}\n{text}\n")
         rc = subprocess.call(cmd)
-        if rc != 0:  # a failed or diverged job fails the multirun after every job ran; the report counts it
-            log.warning("exit status %d (a job failed or diverged: its metrics.json says how; the report counts it)", rc)
+        if rc != 0:  # a failed or diverged job fails the multirun after every job ran
+            failed = True
+            log.warning("exit status %d (a job failed or diverged: its metrics.json says how)", rc)
+    if failed:
+        broken = unfinished_jobs(sweep_dir)
+        if broken:
+            raise ConfigError(f"{len(broken)} job(s) in {sweep_dir} failed for a reason other than divergence or did "
+                              "not finish; fix the cause and run the same stage again (it resumes):\n  "
+                              + "\n  ".join(broken))
+        log.warning("every failed job diverged (a non-finite loss): results the report counts")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 
 from src.errors import ConfigError
-from src.study import confirm_commands, plan, tune_commands
+from src.study import confirm_commands, plan, run_commands, tune_commands
 from tests.reporting.fake_runs import completed, write_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -218,3 +218,21 @@ def test_auto_seeds_confirm_on_the_planned_number_and_the_report_says_so(tmp_pat
     assert "protocol.seeds: auto confirmed on" in md
     with pytest.raises(ConfigError, match="protocol.seeds=auto needs protocol.design=two_stage"):
         plan(["experiment=study_quickstart", "protocol.seeds=auto", "protocol.target_mde=0.02", "protocol.max_seeds=6"])
+
+
+def test_a_stage_with_a_job_that_failed_otherwise_than_diverging_stops_the_study(tmp_path: Path) -> None:
+    """A multirun that exits non-zero because a job diverged is a result; one whose job failed for another reason
+    (or never wrote metrics.json, as a job refused a slot) stops src.study with the jobs named."""
+    sweep = tmp_path / "sweep"
+    write_run(sweep, ["seed=0", "optim.lr=0.1"], metrics={"status": "failed", "error": "NonFiniteLossError: non-finite "
+                                                           "training loss (NaN/inf) at step 54"})
+    write_run(sweep, ["seed=0", "optim.lr=0.01"], metrics=completed(1.5, 1.6))
+    fail = [sys.executable, "-c", "raise SystemExit(1)"]
+    run_commands([fail], sweep, dry_run=False)  # only a divergence: the study goes on
+    assert (sweep / "study_commands.sh").read_text().count("raise SystemExit(1)") == 1
+    write_run(sweep, ["seed=0", "optim.lr=0.001"], metrics=None)  # died before training
+    write_run(sweep, ["seed=1", "optim.lr=0.01"], metrics={"status": "failed", "error": "ConfigError: all 2 job slots"})
+    with pytest.raises(ConfigError, match=r"2 job\(s\).*\n  seed=0,optim.lr=0.001: no metrics.json.*\n"
+                                          r"  seed=1,optim.lr=0.01: ConfigError: all 2 job slots"):
+        run_commands([fail], sweep, dry_run=False)
+    run_commands([[sys.executable, "-c", "pass"]], sweep, dry_run=False)  # every job ran fine: nothing is checked

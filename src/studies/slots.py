@@ -19,7 +19,9 @@ the worker process one of ``n_jobs`` *slots* and pins it:
 
 A slot is a lock file ``<sweep dir>/.slots/<k>.lock`` held (``fcntl.flock``) by the worker
 process for its whole life, so no two live workers share one, a worker keeps its slot (and
-its CUDA devices) for every job it runs, and a worker that dies frees its slot. Outside the
+its CUDA devices) for every job it runs, and a worker that dies frees its slot. A job that finds
+every slot held waits (``SLOT_WAIT_S``) for one before it fails: the workers of the previous
+multirun into the same directory release theirs a moment after it ends. Outside the
 joblib launcher ``pin_job`` does nothing.
 """
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,10 @@ from src.errors import ConfigError
 log = logging.getLogger(__name__)
 
 SLOTS_DIR = ".slots"
+#: how long a job waits for a slot before giving up: the loky workers of the multirun that ran before into the same
+#: sweep directory (src.study's second invocation, a re-run) exit a moment after their parent; measured, the next
+#: multirun's first jobs found both slots still held
+SLOT_WAIT_S = 60.0
 ENV_SLOT = "TRANSFORMER_LAB_JOB_SLOT"  # "k/n": set in the worker, read by tests and child processes
 
 
@@ -72,8 +79,7 @@ def joblib_slots(hydra_cfg: Any) -> tuple[int, Path] | None:
     return max(1, n), Path(str(hydra_cfg.sweep.dir))
 
 
-def _claim(lock_dir: Path, count: int) -> tuple[int, int]:
-    lock_dir.mkdir(parents=True, exist_ok=True)
+def _try_claim(lock_dir: Path, count: int) -> tuple[int, int] | None:
     for k in range(count):
         fd = os.open(lock_dir / f"{k}.lock", os.O_CREAT | os.O_RDWR, 0o644)
         try:
@@ -84,8 +90,38 @@ def _claim(lock_dir: Path, count: int) -> tuple[int, int]:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         return k, fd
-    raise ConfigError(f"all {count} job slots in {lock_dir} are held by live processes: more jobs run at once than "
-                      f"hydra.launcher.n_jobs={count}; is another sweep running into the same hydra.sweep.dir?")
+    return None
+
+
+def _holders(lock_dir: Path, count: int) -> str:
+    pids = []
+    for k in range(count):
+        try:
+            pids.append((lock_dir / f"{k}.lock").read_text().strip() or "?")
+        except OSError:
+            pids.append("?")
+    return ", ".join(pids)
+
+
+def _claim(lock_dir: Path, count: int, wait_s: float | None = None) -> tuple[int, int]:
+    """A free slot, waiting up to ``wait_s`` (default ``SLOT_WAIT_S``) for one: the workers of a sweep that
+    just ended into the same directory (``src.study`` runs several multiruns back to back) release
+    theirs a moment after their parent exits."""
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    wait_s = SLOT_WAIT_S if wait_s is None else wait_s
+    deadline = time.monotonic() + wait_s
+    got = _try_claim(lock_dir, count)
+    if got is None and wait_s > 0:
+        log.info("all %d job slots in %s are held (pids %s); waiting up to %.0f s for one to be released", count,
+                 lock_dir, _holders(lock_dir, count), wait_s)
+    while got is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        got = _try_claim(lock_dir, count)
+    if got is None:
+        raise ConfigError(f"all {count} job slots in {lock_dir} are held by live processes (pids "
+                          f"{_holders(lock_dir, count)}) after {wait_s:.0f} s: more jobs run at once than "
+                          f"hydra.launcher.n_jobs={count}; is another sweep running into the same hydra.sweep.dir?")
+    return got
 
 
 def _visible_gpus() -> list[str]:

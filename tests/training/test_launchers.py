@@ -175,6 +175,35 @@ def test_our_errors_survive_pickling() -> None:
     assert back.code == 138 and back.signum == 10  # the exit status travels too
 
 
+def test_a_job_waits_for_the_slot_a_finished_sweeps_worker_still_holds(tmp_path: Path) -> None:
+    """Back-to-back multiruns into one sweep directory: the first one's workers hold the slots a moment after it
+    ends. The next job waits for one instead of failing; when none is released in time the error names the pids."""
+    import threading
+
+    from src.errors import ConfigError
+    from src.studies.slots import _claim
+
+    lock_dir = tmp_path / ".slots"
+    lock_dir.mkdir()
+    held = []
+    for k in range(2):
+        fd = os.open(lock_dir / f"{k}.lock", os.O_CREAT | os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, b"4242\n")
+        held.append(fd)
+    with pytest.raises(ConfigError, match=r"held by live processes \(pids 4242, 4242\) after 0 s"):
+        _claim(lock_dir, 2, wait_s=0.3)
+    timer = threading.Timer(0.5, os.close, args=(held[1],))  # the old worker exits
+    timer.start()
+    try:
+        index, fd = _claim(lock_dir, 2, wait_s=30)
+        assert index == 1
+        os.close(fd)
+    finally:
+        timer.join()
+        os.close(held[0])
+
+
 PIN = """
 import json, os, sys
 from omegaconf import OmegaConf
