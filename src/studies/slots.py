@@ -20,8 +20,8 @@ the worker process one of ``n_jobs`` *slots* and pins it:
 A slot is a lock file ``<sweep dir>/.slots/<k>.lock`` held (``fcntl.flock``) by the worker
 process for its whole life, so no two live workers share one, a worker keeps its slot (and
 its CUDA devices) for every job it runs, and a worker that dies frees its slot. A job that finds
-every slot held waits (``SLOT_WAIT_S``) for one before it fails: the workers of the previous
-multirun into the same directory release theirs a moment after it ends. Outside the
+every slot held waits (``SLOT_WAIT_S``) for one, then fails naming the pids that hold them (an
+orphaned worker of a sweep stopped by killing its parent rather than its process group: kill it). Outside the
 joblib launcher ``pin_job`` does nothing.
 """
 from __future__ import annotations
@@ -39,9 +39,10 @@ from src.errors import ConfigError
 log = logging.getLogger(__name__)
 
 SLOTS_DIR = ".slots"
-#: how long a job waits for a slot before giving up: the loky workers of the multirun that ran before into the same
-#: sweep directory (src.study's second invocation, a re-run) exit a moment after their parent; measured, the next
-#: multirun's first jobs found both slots still held
+#: how long a job waits for a slot before giving up (a worker of a sweep just stopped may still be finishing its job).
+#: The error then names the pids holding the slots: measured in study 1, an orphaned loky worker of a sweep stopped
+#: by killing its parent (not its process group) kept training and held a slot, and every job of the next sweep
+#: into that directory failed at once
 SLOT_WAIT_S = 60.0
 ENV_SLOT = "TRANSFORMER_LAB_JOB_SLOT"  # "k/n": set in the worker, read by tests and child processes
 
@@ -104,9 +105,8 @@ def _holders(lock_dir: Path, count: int) -> str:
 
 
 def _claim(lock_dir: Path, count: int, wait_s: float | None = None) -> tuple[int, int]:
-    """A free slot, waiting up to ``wait_s`` (default ``SLOT_WAIT_S``) for one: the workers of a sweep that
-    just ended into the same directory (``src.study`` runs several multiruns back to back) release
-    theirs a moment after their parent exits."""
+    """A free slot, waiting up to ``wait_s`` (default ``SLOT_WAIT_S``) for one; then a ``ConfigError``
+    naming the pids that hold them."""
     lock_dir.mkdir(parents=True, exist_ok=True)
     wait_s = SLOT_WAIT_S if wait_s is None else wait_s
     deadline = time.monotonic() + wait_s

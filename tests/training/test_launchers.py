@@ -175,9 +175,9 @@ def test_our_errors_survive_pickling() -> None:
     assert back.code == 138 and back.signum == 10  # the exit status travels too
 
 
-def test_a_job_waits_for_the_slot_a_finished_sweeps_worker_still_holds(tmp_path: Path) -> None:
-    """Back-to-back multiruns into one sweep directory: the first one's workers hold the slots a moment after it
-    ends. The next job waits for one instead of failing; when none is released in time the error names the pids."""
+def test_a_job_waits_for_a_slot_then_names_the_pids_holding_them(tmp_path: Path) -> None:
+    """Every slot held: the job waits for one to be released instead of failing at once; when none is released
+    in time the error names the pids holding them (an orphaned worker of a killed sweep, in study 1)."""
     import threading
 
     from src.errors import ConfigError
@@ -193,7 +193,7 @@ def test_a_job_waits_for_the_slot_a_finished_sweeps_worker_still_holds(tmp_path:
         held.append(fd)
     with pytest.raises(ConfigError, match=r"held by live processes \(pids 4242, 4242\) after 0 s"):
         _claim(lock_dir, 2, wait_s=0.3)
-    timer = threading.Timer(0.5, os.close, args=(held[1],))  # the old worker exits
+    timer = threading.Timer(0.5, os.close, args=(held[1],))  # the holder exits
     timer.start()
     try:
         index, fd = _claim(lock_dir, 2, wait_s=30)
