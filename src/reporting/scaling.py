@@ -14,8 +14,9 @@ changes most). Per arm, on the verdict runs' metric (test split):
   (src.studies.power_law);
 * the ranking of the arms at each size (by mean) and whether it changes across the range;
 * for every pair of arms, the N where the fitted curves cross (searched from a hundredth of the
-  smallest to a hundred times the largest size), whether that is inside the measured range, and the
-  share of bootstrap replicate pairs whose curves cross inside it.
+  smallest to a hundred times the largest size), whether that is inside the measured range or
+  within 10× beyond the largest size, and the share of bootstrap replicate pairs whose curves cross
+  in each.
 
 Writes ``scaling.md``, ``scaling.csv`` (one row per arm), ``scaling_points.csv`` (one row per
 verdict run), ``scaling_crossings.csv`` and ``scaling.png`` (loss vs parameters, log-log, the fits).
@@ -38,6 +39,7 @@ from src.studies.tuning import TunedVariant, tune_variants
 from src.files import atomic_write
 
 SEARCH = 100.0  # crossings are searched over [N_min / SEARCH, N_max * SEARCH]
+BEYOND = 10.0  # "would the curves cross soon after the measured range?": within (N_max, BEYOND * N_max]
 
 
 @dataclass
@@ -57,6 +59,8 @@ class Crossing:
     at: list[float]  # N where the fitted curves cross, within the searched range
     inside: bool  # one of them lies within the measured sizes
     boot_share: float | None  # share of replicate pairs crossing inside the measured range
+    beyond: bool = False  # one of them lies in (N_max, BEYOND * N_max]
+    boot_share_beyond: float | None = None  # share of replicate pairs crossing there
 
 
 @dataclass
@@ -145,7 +149,10 @@ def analyse(runs: Sequence[RunRecord], protocol: Protocol, size_key: str | None 
         at = crossings(fits[a].law, fits[b].law, lo / SEARCH, hi * SEARCH)
         reps = list(zip(fits[a].replicates, fits[b].replicates))
         share = sum(bool(crossings(f, g, lo, hi, 200)) for f, g in reps) / len(reps) if reps else None
-        cross.append(Crossing((a, b), at, any(lo <= n <= hi for n in at), share))
+        after = (sum(any(hi < n <= BEYOND * hi for n in crossings(f, g, hi, BEYOND * hi, 200)) for f, g in reps)
+                 / len(reps) if reps else None)
+        cross.append(Crossing((a, b), at, any(lo <= n <= hi for n in at), share,
+                              any(hi < n <= BEYOND * hi for n in at), after))
     return ScalingAnalysis(metric, size_key, arms, points, fits, ranking, cross, notes)
 
 
@@ -183,12 +190,16 @@ def render(a: ScalingAnalysis, title: str, plot: Path | None) -> str:
         lines.append(f"| {s} | {significant(n)} | {' < '.join(order)} |")
     lines += ["", "The ranking " + ("**changes** across the range." if a.ranking_changes else "is the same at every size.")
               + " (By means; whether each size's difference is a finding is the report's verdict on that pair, with Holm.)", "",
-              "## Where the fitted curves cross", "", "| arms | crossing N | inside the measured range | "
-              "bootstrap pairs crossing inside |", "|---|---|---|---|"]
+              "## Where the fitted curves cross", "",
+              f"Measured range: N = {significant(min(p.params for p in a.points))}–{significant(max(p.params for p in a.points))}; "
+              f"\"beyond\": above the largest size, up to ×{BEYOND:g} it (an extrapolation of the fits).", "",
+              "| arms | crossing N | inside the measured range | bootstrap pairs crossing inside | "
+              f"within ×{BEYOND:g} beyond the largest | bootstrap pairs crossing there |", "|---|---|---|---|---|---|"]
     for c in a.crossings:
         share = "—" if c.boot_share is None else f"{100 * c.boot_share:.0f} %"
+        after = "—" if c.boot_share_beyond is None else f"{100 * c.boot_share_beyond:.0f} %"
         lines.append(f"| {c.arms[0]} vs {c.arms[1]} | {', '.join(significant(n) for n in c.at) or f'none within ×{SEARCH:g} of the range'}"
-                     f" | {'yes' if c.inside else 'no'} | {share} |")
+                     f" | {'yes' if c.inside else 'no'} | {share} | {'yes' if c.beyond else 'no'} | {after} |")
     if plot:
         lines += ["", f"![loss vs parameters]({plot.name})"]
     if a.notes:
@@ -213,7 +224,8 @@ def make_scaling_report(roots: Sequence[str | Path], out: str | Path | None = No
              "scaling_points.csv": write_csv(out_dir / "scaling_points.csv", [vars(p) for p in a.points], root=out_dir),
              "scaling_crossings.csv": write_csv(out_dir / "scaling_crossings.csv", [
                  {"arm_a": c.arms[0], "arm_b": c.arms[1], "crossing_params": ";".join(f"{n:.6g}" for n in c.at),
-                  "inside_range": c.inside, "boot_share_inside": c.boot_share} for c in a.crossings], root=out_dir)}
+                  "inside_range": c.inside, "boot_share_inside": c.boot_share, "beyond_10x": c.beyond,
+                  "boot_share_beyond_10x": c.boot_share_beyond} for c in a.crossings], root=out_dir)}
     md = out_dir / "scaling.md"
     atomic_write(md, render(a, title or "Scaling: loss against parameters per arm", plot), root=out_dir)
     return {"scaling.md": md, **files, **({"scaling.png": plot} if plot else {})}

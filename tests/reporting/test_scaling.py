@@ -149,3 +149,23 @@ def test_ranking_that_holds_is_said_to_hold(tmp_path: Path) -> None:
     (cross,) = rows(files["scaling_crossings.csv"])
     assert cross["crossing_params"] == "" and cross["inside_range"] == "False"
     assert not math.isnan(float(rows(files["scaling.csv"])[1]["alpha"]))
+
+
+def test_a_crossing_within_ten_times_beyond_the_largest_size_is_named(tmp_path: Path) -> None:
+    """Issue 29 asks whether the fitted curves would cross within 10x beyond the largest size: two laws built to
+    cross at 2.5e6 (3.9x the largest size, 6.4e5) are reported as crossing there, not inside the range."""
+    target = 2.5e6
+    post = PowerLaw(E=PRE.E + 0.2, A=PRE.A - 0.2 * target ** ALPHA, alpha=ALPHA)
+    root = tmp_path / "sweep"
+    for arm, law in (("pre_learned", PRE), ("post_learned", post)):
+        for name, n in zip(NAMES, SIZES):
+            for seed in (1, 2, 3):
+                write_run(root, [f"+{ARM}={arm}", f"+{SIZE}={name}", f"seed={seed}"],
+                          metrics=completed(law(n), law(n) + 1e-4 * seed), budget={"params": n})
+    files = scaling_main([str(root), "--size", SIZE, "--boot", "100", "--out", str(tmp_path / "out")])
+    (cross,) = rows(files["scaling_crossings.csv"])
+    (at,) = [float(x) for x in cross["crossing_params"].split(";")]
+    assert at == pytest.approx(target, rel=0.05)
+    assert cross["inside_range"] == "False" and cross["beyond_10x"] == "True"
+    assert float(cross["boot_share_beyond_10x"]) > 0.9 and float(cross["boot_share_inside"]) < 0.1
+    assert "learned | 2.5e+06 | no | 0 % | yes | 100 % |" in files["scaling.md"].read_text()
