@@ -68,6 +68,17 @@ def test_model_configs_discovered() -> None:
     assert {"position", "norm", "ffn", "mask", "qk_norm"} <= {g for g, _ in GROUP_OPTIONS}
 
 
+def test_each_config_has_its_papers_initialisation() -> None:
+    """GPT-2's scheme for GPT-2 and the configs built on its recipe; the 2017 Transformer's code base (fairseq)
+    used Xavier-uniform linears and N(0, d^-1/2) embeddings."""
+    assert compose_model(["model=gpt2_small"]).init.name == "gpt2"
+    cfg = compose_model(["model=transformer_base"])
+    assert cfg.init.name == "xavier"
+    model = build_model(compose_model(tiny_overrides("transformer_base")))
+    emb = next(m for m in model.modules() if isinstance(m, torch.nn.Embedding))
+    assert abs(float(emb.weight.std()) - 32 ** -0.5) < 0.03  # N(0, d_model^-1/2) at d_model 32, not 0.02
+
+
 @pytest.mark.parametrize("model", MODEL_CONFIGS)
 def test_model_config_composes_and_builds(model: str) -> None:
     full = compose_model([f"model={model}"])

@@ -69,9 +69,13 @@ class XavierInit(Init):
     display = "Xavier init"
 
     def apply(self, model: nn.Module, n_residual: int) -> None:
+        # a head tied to an embedding shares its weight: it keeps the embedding's N(0, d^-1/2) (fairseq's shared
+        # embeddings), never Xavier-uniform over (vocab, d) as if it were a separate linear layer
+        tied = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
         for module in model.modules():
             if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
+                if id(module.weight) not in tied:
+                    nn.init.xavier_uniform_(module.weight)
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
             elif isinstance(module, nn.Embedding):
