@@ -6,3 +6,33 @@ python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/
 python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=pre,post,sandwich,deepnorm,rezero scheduler.warmup_steps=0,100 optim=adamw optim.lr=0.001,0.003,0.01,0.03 seed=0 protocol.stage=tune
 # 2026-12-02 15:44:50
 python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=pre,post scheduler.warmup_steps=0,100 optim=muon optim.lr=0.001,0.003,0.01,0.03 seed=0 protocol.stage=tune
+# 2026-12-02 18:24:58
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=pre,post,sandwich,deepnorm,rezero scheduler.warmup_steps=0,100 optim=adamw optim.lr=0.001,0.003,0.01,0.03 seed=0 protocol.stage=tune
+# 2026-12-02 18:32:16
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 'protocol.tune={optim.lr:[1.0e-3,3.0e-3,1.0e-2,3.0e-2,1.0e-1]}' model.norm_placement=pre,post scheduler.warmup_steps=0,100 optim=muon optim.lr=0.001,0.003,0.01,0.03,0.1 seed=0 protocol.stage=tune
+# 2026-12-02 18:42:19
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=pre,post,sandwich,deepnorm,rezero scheduler.warmup_steps=0,100 optim=adamw optim.lr=0.001,0.003,0.01,0.03 seed=0 protocol.stage=tune
+# 2026-12-02 18:43:24
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 'protocol.tune={optim.lr:[1.0e-3,3.0e-3,1.0e-2,3.0e-2,1.0e-1]}' 'hydra.job.config.override_dirname.exclude_keys=[experiment,protocol.tune]' model.norm_placement=pre,post scheduler.warmup_steps=0,100 optim=muon optim.lr=0.001,0.003,0.01,0.03,0.1 seed=0 protocol.stage=tune
+# 2026-12-02 18:44:11
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=pre scheduler.warmup_steps=0 optim=adamw optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 18:44:41
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=pre scheduler.warmup_steps=100 optim=adamw optim.lr=0.01 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 18:45:09
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=post scheduler.warmup_steps=0 optim=adamw optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 18:45:38
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=post scheduler.warmup_steps=100 optim=adamw optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 18:46:10
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=sandwich scheduler.warmup_steps=0 optim=adamw optim.lr=0.01 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 18:46:41
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=sandwich scheduler.warmup_steps=100 optim=adamw optim.lr=0.01 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 18:47:11
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=deepnorm scheduler.warmup_steps=0 optim=adamw optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 18:54:03
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=deepnorm scheduler.warmup_steps=100 optim=adamw optim.lr=0.01 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 18:58:39
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=pre,post,sandwich,deepnorm,rezero scheduler.warmup_steps=0,100 optim=adamw optim.lr=0.001,0.003,0.01,0.03 seed=0 protocol.stage=tune
+# 2026-12-02 18:59:27
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 'protocol.tune={optim.lr:[1.0e-3,3.0e-3,1.0e-2,3.0e-2,1.0e-1]}' 'hydra.job.config.override_dirname.exclude_keys=[experiment,protocol.tune]' model.norm_placement=pre,post scheduler.warmup_steps=0,100 optim=muon optim.lr=0.001,0.003,0.01,0.03,0.1 seed=0 protocol.stage=tune
+# 2026-12-02 19:21:27
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=pre scheduler.warmup_steps=0 optim=adamw optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
