@@ -36,3 +36,25 @@ python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/
 python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 'protocol.tune={optim.lr:[1.0e-3,3.0e-3,1.0e-2,3.0e-2,1.0e-1]}' 'hydra.job.config.override_dirname.exclude_keys=[experiment,protocol.tune]' model.norm_placement=pre,post scheduler.warmup_steps=0,100 optim=muon optim.lr=0.001,0.003,0.01,0.03,0.1 seed=0 protocol.stage=tune
 # 2026-12-02 19:21:27
 python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=pre scheduler.warmup_steps=0 optim=adamw optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 19:34:30
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=pre scheduler.warmup_steps=100 optim=adamw optim.lr=0.01 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 19:46:36
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=post scheduler.warmup_steps=0 optim=adamw optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 19:58:17
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=post scheduler.warmup_steps=100 optim=adamw optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 20:09:54
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=sandwich scheduler.warmup_steps=0 optim=adamw optim.lr=0.01 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 20:22:18
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=sandwich scheduler.warmup_steps=100 optim=adamw optim.lr=0.01 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 20:34:50
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=deepnorm scheduler.warmup_steps=0 optim=adamw optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 20:43:34
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=deepnorm scheduler.warmup_steps=100 optim=adamw optim.lr=0.01 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 20:56:01
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=rezero scheduler.warmup_steps=0 optim=adamw optim.lr=0.01 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 21:07:54
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 model.norm_placement=rezero scheduler.warmup_steps=100 optim=adamw optim.lr=0.01 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 21:20:37
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 'protocol.tune={optim.lr:[1.0e-3,3.0e-3,1.0e-2,3.0e-2,1.0e-1]}' 'hydra.job.config.override_dirname.exclude_keys=[experiment,protocol.tune]' model.norm_placement=pre scheduler.warmup_steps=0 optim=muon optim.lr=0.03 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-02 21:45:55
+python -m src.train -m experiment=study_norm hydra.sweep.dir=/root/studies/norm/cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 'protocol.tune={optim.lr:[1.0e-3,3.0e-3,1.0e-2,3.0e-2,1.0e-1]}' 'hydra.job.config.override_dirname.exclude_keys=[experiment,protocol.tune]' model.norm_placement=pre scheduler.warmup_steps=100 optim=muon optim.lr=0.03 seed=1,2,3,4,5 protocol.stage=confirm
