@@ -79,8 +79,11 @@ if run confirm; then
   python -m src.study "${STUDY[@]}" --stage confirm
   python -m src.study "${STUDY[@]}" "${MUON[@]}" --stage confirm
 fi
+# The report reads the committed runs (runs/$SIZE/main, refreshed from the sweep first when it is here), so anyone
+# recomputes it from the repository alone.
 if run report; then
-  python -m src.report $MAIN --out $OUT --title "Study 1: norm placement x warmup at 12 layers, AdamW and Muon ($SIZE)"
+  [ -d "$MAIN" ] && python -m src.studies.export "$MAIN" "$RUNS/main"
+  python -m src.report $RUNS/main --out $OUT --title "Study 1: norm placement x warmup at 12 layers, AdamW and Muon ($SIZE)"
   cp "$MAIN/study_commands.sh" "$OUT/study_commands.sh" 2>/dev/null || true
 fi
 
