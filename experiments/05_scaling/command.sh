@@ -4,8 +4,10 @@
 # repository root:
 #   bash experiments/05_scaling/command.sh             # every step below, in order; re-running resumes
 #   STEP=tune bash experiments/05_scaling/command.sh   # one step: tune | confirm | report | export
-# 3 arms x 4 sizes x (3 learning rates on seed 0 + the chosen one on seeds 1-3) = 72 jobs, two at a time (joblib
+# 3 arms x 4 sizes x (3 learning rates on seed 0 + the chosen one on seeds 1-5) = 96 jobs, two at a time (joblib
 # launcher, one core each); the plan and its measured cost are in experiments/05_scaling/README.md.
+# SIZE=gpu: experiment=study_scaling_gpu (11.2M-124.4M parameters on FineWeb-Edu, bf16; prepare the data first with
+# python -m src.prepare data=fineweb_edu), one job at a time on the GPU (JOBS=1), same protocol.
 # The sweep lives outside the work tree ($STUDIES/scaling; checkpoints are large). Each step first restores the jobs
 # committed under experiments/05_scaling/runs/cpu (src.studies.export --restore), skips the completed ones and reruns
 # the rest; `STEP=export` copies the finished jobs' small files back there (never checkpoints) for the next commit.
@@ -14,10 +16,11 @@
 set -euo pipefail
 [ -f .venv/bin/activate ] && . .venv/bin/activate
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 MPLBACKEND=Agg
-STUDIES=${STUDIES:-$HOME/studies}; JOBS=${JOBS:-2}; STEP=${STEP:-all}
-SWEEP=$STUDIES/scaling
-HERE=experiments/05_scaling; RUNS=$HERE/runs/cpu; OUT=$HERE/cpu
-STUDY=(experiment=study_scaling "hydra.sweep.dir=$SWEEP" hydra/launcher=joblib hydra.launcher.n_jobs=$JOBS)
+SIZE=${SIZE:-cpu}; STUDIES=${STUDIES:-$HOME/studies}; STEP=${STEP:-all}
+EXP=study_scaling; JOBS=${JOBS:-2}; SWEEP=$STUDIES/scaling
+if [ "$SIZE" = gpu ]; then EXP=study_scaling_gpu; JOBS=${JOBS_GPU:-1}; SWEEP=$STUDIES/scaling_gpu; fi
+HERE=experiments/05_scaling; RUNS=$HERE/runs/$SIZE; OUT=$HERE/$SIZE
+STUDY=(experiment=$EXP "hydra.sweep.dir=$SWEEP" hydra/launcher=joblib hydra.launcher.n_jobs=$JOBS)
 run() { [ "$STEP" = all ] || [ "$STEP" = "$1" ]; }
 restore() { [ -d "$RUNS" ] && python -m src.studies.export --restore "$RUNS" "$SWEEP" || true; }
 mkdir -p "$SWEEP" "$OUT"
@@ -25,14 +28,16 @@ mkdir -p "$SWEEP" "$OUT"
 # 1-2. Every arm x size at its own best of 3 learning rates (seed 0, by val/loss), then the chosen one on seeds 1-3.
 if run tune; then restore; python -m src.study "${STUDY[@]}" --stage tune; fi
 if run confirm; then restore; python -m src.study "${STUDY[@]}" --stage confirm; fi
-# 3. The comparison report (verdicts per size) and the scaling analysis (fits, bootstrap, crossings).
+# 3. The comparison report (verdicts per size) and the scaling analysis (fits, bootstrap, crossings), both read from
+#    the committed runs (refreshed from the sweep first), so anyone recomputes them from the repository alone.
 if run report; then
-  python -m src.report "$SWEEP" --out "$OUT" \
-    --title "Study 5: pre- vs post-LN and learned vs rotary positions at 4 sizes (cpu)"
-  python -m src.report scaling "$SWEEP" --size experiment/study_scaling/size --out "$OUT" --boot 1000 \
-    --title "Study 5: loss against parameters, pre- vs post-LN and learned vs rotary positions (cpu)"
+  python -m src.studies.export "$SWEEP" "$RUNS"
+  python -m src.report "$RUNS" --out "$OUT" \
+    --title "Study 5: pre- vs post-LN and learned vs rotary positions at 4 sizes ($SIZE)"
+  python -m src.report scaling "$RUNS" --size experiment/study_scaling/size --out "$OUT" --boot 1000 \
+    --title "Study 5: loss against parameters, pre- vs post-LN and learned vs rotary positions ($SIZE)"
   cp "$SWEEP/study_commands.sh" "$OUT/study_commands.sh"   # the exact training commands that ran
 fi
 # 4. The finished jobs' small files into the repository (configs, metrics.json, CSV logs; never checkpoints).
 if run export; then python -m src.studies.export "$SWEEP" "$RUNS"; fi
-echo "Study 5: reports in $OUT/ (report.md, scaling.md); committed runs in $RUNS/"
+echo "Study 5 ($SIZE): reports in $OUT/ (report.md, scaling.md); committed runs in $RUNS/"

@@ -16,19 +16,21 @@ from src.studies.matching import count_parameters
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 GROUP = CONF / "experiment" / "study_scaling"
-SIZES = sorted(p.stem for p in (GROUP / "size").glob("*.yaml"))
+SIZES = sorted(p.stem for p in (GROUP / "size").glob("l*.yaml"))       # the CPU size's (experiment=study_scaling)
+GPU_SIZES = sorted(p.stem for p in (GROUP / "size").glob("g*.yaml"))   # the GPU size's (experiment=study_scaling_gpu)
 ARMS = sorted(p.stem for p in (GROUP / "arm").glob("*.yaml"))
 CHAR_VOCAB = 65  # Tiny Shakespeare's characters
+GPT2_VOCAB = 50257
 
 
-def _compose(*overrides: str):
+def _compose(*overrides: str, experiment: str = "study_scaling"):
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("train", overrides=["experiment=study_scaling", *overrides])
+        return compose("train", overrides=[f"experiment={experiment}", *overrides])
 
 
-def _params(cfg) -> int:
+def _params(cfg, vocab: int = CHAR_VOCAB) -> int:
     model = OmegaConf.to_container(cfg.model, resolve=False)
-    model["max_seq_len"], model["vocab_size"] = int(cfg.block_size), CHAR_VOCAB
+    model["max_seq_len"], model["vocab_size"] = int(cfg.block_size), vocab
     return count_parameters(model)
 
 
@@ -68,3 +70,28 @@ def test_protocol_tunes_each_arm_and_size_and_plans_every_job(tmp_path: Path) ->
     (cmd,) = tune_commands(p)
     assert f"+experiment/study_scaling/size={','.join(['l2_d32', 'l2_d48', 'l3_d64', 'l4_d80'])}" in cmd
     assert "seed=0" in cmd and "protocol.stage=tune" in cmd
+
+
+def test_gpu_size_spans_ten_x_up_to_gpt2_small_with_the_cpu_sizes_token_ratio() -> None:
+    """experiment=study_scaling_gpu: 4 BPE sizes on FineWeb-Edu, 9 tokens per parameter as on CPU, the largest GPT-2
+    small exactly (124,439,808 parameters), bf16, and a sweep over exactly these sizes."""
+    assert len(GPU_SIZES) >= 4
+    counts, ratios = [], []
+    for size in GPU_SIZES:
+        cfg = _compose(f"+experiment/study_scaling/size={size}", "+experiment/study_scaling/arm=pre_learned",
+                       experiment="study_scaling_gpu")
+        n = _params(cfg, GPT2_VOCAB)
+        steps = int(cfg.trainer.max_steps)
+        counts.append(n)
+        ratios.append(steps * int(cfg.batch_size) * int(cfg.block_size) / n)
+        assert steps % int(cfg.trainer.val_check_interval) == 0, f"{size}: the last step is not validated"
+        assert int(cfg.scheduler.warmup_steps) == pytest.approx(steps / 10, abs=1)
+        assert cfg.trainer.precision == "bf16-mixed" and cfg.data.name == "bin" and int(cfg.block_size) == 1024
+    assert max(counts) == 124_439_808 and max(counts) / min(counts) >= 10
+    assert max(ratios) / min(ratios) < 1.01 and ratios[0] == pytest.approx(9, rel=0.01)
+    for experiment, sizes in (("study_scaling_gpu", GPU_SIZES), ("study_scaling", SIZES)):  # each sweeps its own sizes
+        swept = OmegaConf.load(CONF / "experiment" / f"{experiment}.yaml").hydra.sweeper.params
+        assert set(str(swept["+experiment/study_scaling/size"]).split(",")) == set(sizes)
+    cfg = _compose(experiment="study_scaling_gpu")
+    protocol = Protocol.from_config(OmegaConf.to_container(cfg, resolve=False))
+    assert protocol is not None and len(protocol.tune["optim.lr"]) >= 3 and len(protocol.seeds) >= 3
