@@ -4,7 +4,7 @@
 # repository root:
 #   bash experiments/05_scaling/command.sh             # every step below, in order; re-running resumes
 #   STEP=tune bash experiments/05_scaling/command.sh   # one step: tune | confirm | report | export
-# 3 arms x 4 sizes x (3 learning rates on seed 0 + the chosen one on seeds 1-5) = 96 jobs, two at a time (joblib
+# 3 arms x 4 sizes x (5 learning rates on seed 0 + the chosen one on seeds 1-5) = 120 jobs, two at a time (joblib
 # launcher, one core each); the plan and its measured cost are in experiments/05_scaling/README.md.
 # SIZE=gpu: experiment=study_scaling_gpu (11.2M-124.4M parameters on FineWeb-Edu, bf16; prepare the data first with
 # python -m src.prepare data=fineweb_edu), one job at a time on the GPU (JOBS=1), same protocol.
