@@ -7,7 +7,7 @@
 # 3 arms x 4 sizes x (5 learning rates on seed 0 + the chosen one on seeds 1-5) = 120 jobs, two at a time (joblib
 # launcher, one core each); the plan and its measured cost are in experiments/05_scaling/README.md.
 # SIZE=gpu: experiment=study_scaling_gpu (11.2M-124.4M parameters on FineWeb-Edu, bf16; prepare the data first with
-# python -m src.prepare data=fineweb_edu), one job at a time on the GPU (JOBS=1), same protocol.
+# python -m src.prepare data=fineweb_edu), one job at a time on the GPU (JOBS_GPU, default 1), same protocol.
 # The sweep lives outside the work tree ($STUDIES/scaling; checkpoints are large). Each step first restores the jobs
 # committed under experiments/05_scaling/runs/cpu (src.studies.export --restore), skips the completed ones and reruns
 # the rest; `STEP=export` copies the finished jobs' small files back there (never checkpoints) for the next commit.
@@ -17,15 +17,16 @@ set -euo pipefail
 [ -f .venv/bin/activate ] && . .venv/bin/activate
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 MPLBACKEND=Agg
 SIZE=${SIZE:-cpu}; STUDIES=${STUDIES:-$HOME/studies}; STEP=${STEP:-all}
-EXP=study_scaling; JOBS=${JOBS:-2}; SWEEP=$STUDIES/scaling
-if [ "$SIZE" = gpu ]; then EXP=study_scaling_gpu; JOBS=${JOBS_GPU:-1}; SWEEP=$STUDIES/scaling_gpu; fi
+EXP=study_scaling; SWEEP=$STUDIES/scaling; JOBS=${JOBS:-2}
+if [ "$SIZE" = gpu ]; then EXP=study_scaling_gpu; SWEEP=$STUDIES/scaling_gpu; JOBS=${JOBS_GPU:-1}; fi  # one job per GPU
 HERE=experiments/05_scaling; RUNS=$HERE/runs/$SIZE; OUT=$HERE/$SIZE
 STUDY=(experiment=$EXP "hydra.sweep.dir=$SWEEP" hydra/launcher=joblib hydra.launcher.n_jobs=$JOBS)
 run() { [ "$STEP" = all ] || [ "$STEP" = "$1" ]; }
 restore() { [ -d "$RUNS" ] && python -m src.studies.export --restore "$RUNS" "$SWEEP" || true; }
 mkdir -p "$SWEEP" "$OUT"
 
-# 1-2. Every arm x size at its own best of 3 learning rates (seed 0, by val/loss), then the chosen one on seeds 1-3.
+# 1-2. Every arm x size at its own best of the protocol's learning rates (seed 0, by val/loss), then the chosen one
+#      on the protocol's seeds (conf/experiment/study_scaling*.yaml).
 if run tune; then restore; python -m src.study "${STUDY[@]}" --stage tune; fi
 if run confirm; then restore; python -m src.study "${STUDY[@]}" --stage confirm; fi
 # 3. The comparison report (verdicts per size) and the scaling analysis (fits, bootstrap, crossings), both read from
