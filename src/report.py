@@ -70,6 +70,9 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
     p.add_argument("--out", default=None, help="where to write report.md, the CSV files and the plots (default: the first dir)")
     p.add_argument("--tune", action="append", default=[], metavar="KEY",
                    help="a hyper-parameter tuned per variant (repeat for several; default: the runs' protocol.tune)")
+    p.add_argument("--fixed", action="store_true",
+                   help="tune nothing: the declared tuned keys define variants like any other override, and every run "
+                        "is a verdict run (an ablation at fixed values after a study)")
     p.add_argument("--baseline", default=None, help="key=value[,key=value] picking the baseline variant (default: the "
                                                     "protocol's, else the first)")
     p.add_argument("--metric", default=None, help="verdict metric (default: the protocol's, else test/loss)")
@@ -93,7 +96,7 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
     p.add_argument("--title", default=None)
     args = p.parse_args(argv)
     try:
-        files = make_report(args.dirs, args.out, tune=args.tune, baseline=args.baseline, metric=args.metric,
+        files = make_report(args.dirs, args.out, tune=args.tune, fixed=args.fixed, baseline=args.baseline, metric=args.metric,
                             select=args.select, design=args.design, equivalence_margin=args.equivalence_margin,
                             comparisons=args.comparisons, alpha=args.alpha, extra=args.extra, pairing=args.pairing,
                             ignore=[*IGNORED_KEYS, *args.ignore],

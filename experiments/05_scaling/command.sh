@@ -3,7 +3,7 @@
 # 4 sizes, 29.6k-321.8k parameters, 9 training tokens per parameter (conf/experiment/study_scaling.yaml). From the
 # repository root:
 #   bash experiments/05_scaling/command.sh             # every step below, in order; re-running resumes
-#   STEP=tune bash experiments/05_scaling/command.sh   # one step: tune | confirm | report | export
+#   STEP=tune bash experiments/05_scaling/command.sh   # one step: tune | confirm | report | ablation | export
 # 3 arms x 4 sizes x (5 learning rates on seed 0 + the chosen one on seeds 1-5) = 120 jobs, two at a time (joblib
 # launcher, one core each); the plan and its measured cost are in experiments/05_scaling/README.md.
 # SIZE=gpu: experiment=study_scaling_gpu (11.2M-124.4M parameters on FineWeb-Edu, bf16; prepare the data first with
@@ -38,6 +38,20 @@ if run report; then
   python -m src.report scaling "$RUNS" --size experiment/study_scaling/size --out "$OUT" --boot 1000 \
     --title "Study 5: loss against parameters, pre- vs post-LN and learned vs rotary positions ($SIZE)"
   cp "$SWEEP/study_commands.sh" "$OUT/study_commands.sh"   # the exact training commands that ran
+fi
+# 3b. Ablation (CPU size only): the one inconclusive verdict (post_learned at l2_d48, lr 1e-2 chosen on seed 0) had
+#     2 of 5 seeds stall at the unigram loss. The same arm at lr 3e-3 on the same seeds, reported at fixed values
+#     (--fixed) against both arms' confirm runs at l2_d48: does the stall, not post-LN itself, make it inconclusive?
+if [ "$SIZE" = cpu ] && run ablation; then
+  ABL=$STUDIES/scaling_ablation; ARUNS=$HERE/runs/cpu_ablation
+  [ -d "$ARUNS" ] && python -m src.studies.export --restore "$ARUNS" "$ABL"
+  python -m src.train -m experiment=$EXP "hydra.sweep.dir=$ABL" hydra/launcher=joblib hydra.launcher.n_jobs=$JOBS \
+    +experiment/study_scaling/arm=post_learned +experiment/study_scaling/size=l2_d48 optim.lr=0.003 seed=1,2,3,4,5 \
+    protocol.stage=confirm
+  python -m src.studies.export "$ABL" "$ARUNS"
+  CONFIRM=$(grep -l "protocol.stage=confirm" "$RUNS"/*arm=p*_learned,+experiment.study_scaling.size=l2_d48,optim.lr=0.01,*/.hydra/overrides.yaml | xargs -n1 dirname | xargs -n1 dirname)
+  python -m src.report "$ARUNS" $CONFIRM --fixed --out "$OUT/ablation" --baseline experiment/study_scaling/arm=pre_learned \
+    --title "Study 5, ablation: post-LN at l2_d48 at lr 3e-3 (no stalled seed) vs the protocol's lr 1e-2"
 fi
 # 4. The finished jobs' small files into the repository (configs, metrics.json, CSV logs; never checkpoints).
 if run export; then python -m src.studies.export "$SWEEP" "$RUNS"; fi

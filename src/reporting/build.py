@@ -53,19 +53,25 @@ def find_baseline(variants: Sequence[Variant], spec: str | None) -> int:
     raise ValueError(f"--baseline {spec!r} matches no variant; variants: {labels}")
 
 
-def resolve_protocol(runs: Sequence[RunRecord], *, tune: Sequence[str] = (), metric: str | None = None,
+def resolve_protocol(runs: Sequence[RunRecord], *, tune: Sequence[str] = (), fixed: bool = False, metric: str | None = None,
                      select: str | None = None, design: str | None = None, equivalence_margin: float | None = None,
                      comparisons: str | None = None, secondary: Sequence[str] | None = None,
                      baseline: str | None = None) -> Protocol:
-    """The runs' declared protocol (they must agree), with the given flags applied on top."""
+    """The runs' declared protocol (they must agree), with the given flags applied on top.
+
+    ``fixed``: tune nothing (the declared tuned keys become factors that define variants)."""
+    if fixed and tune:
+        raise ValueError("--fixed tunes nothing and --tune names a key to tune: give one of them")
     flags = {"metric": metric, "select": select, "design": design, "comparisons": comparisons, "baseline": baseline,
-             "equivalence_margin": equivalence_margin, "secondary": secondary, "tune": tune or None}
+             "equivalence_margin": equivalence_margin, "secondary": secondary, "tune": {} if fixed else (tune or None)}
     declared = merge_protocols([p for r in runs if (p := Protocol.from_config(r.config)) is not None],
                                given=[k for k, v in flags.items() if v is not None])
     p = declared or Protocol()
     changes: dict[str, object] = {}
     if tune:
         changes["tune"] = {k: list(p.tune.get(k, [])) for k in tune}
+    if fixed:
+        changes["tune"] = {}
     if design is None and declared is None:  # labelled stages without a declared protocol
         stages = {str((r.config.get("protocol") or {}).get("stage")) for r in runs if isinstance(r.config.get("protocol"), dict)}
         design = "two_stage" if stages & {"tune", "confirm"} else "grid"
@@ -82,7 +88,7 @@ def resolve_protocol(runs: Sequence[RunRecord], *, tune: Sequence[str] = (), met
     return p
 
 
-def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, tune: Sequence[str] = (),
+def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, tune: Sequence[str] = (), fixed: bool = False,
                 baseline: str | None = None, metric: str | None = None, select: str | None = None,
                 design: str | None = None, equivalence_margin: float | None = None, comparisons: str | None = None,
                 alpha: float = 0.05, extra: Sequence[str] | None = None, ignore: Sequence[str] = IGNORED_KEYS,
@@ -90,7 +96,7 @@ def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, t
                 title: str | None = None) -> ReportFiles:
     """Build the report of the runs under ``roots``; write it to ``out`` (default ``roots[0]``)."""
     runs = load_runs(roots)
-    protocol = resolve_protocol(runs, tune=tune, metric=metric, select=select, design=design,
+    protocol = resolve_protocol(runs, tune=tune, fixed=fixed, metric=metric, select=select, design=design,
                                 equivalence_margin=equivalence_margin, comparisons=comparisons, secondary=extra,
                                 baseline=baseline)
     check_duplicates(runs)  # one sample counted twice; losses in two tokenizers' units (issue 21, item 7)

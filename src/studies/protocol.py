@@ -153,7 +153,9 @@ class Protocol:
         ``matched``: how the runs were actually matched, from their budget.json, when it differs)."""
         secondary = self.secondary if secondary is None else secondary
         tune = "; ".join(f"`{k}` ∈ {{{', '.join(v)}}}" for k, v in self.tune.items()) or "nothing"
-        if self.design == "two_stage":
+        if not self.tune:
+            design = "fixed values — nothing is selected, every run is a verdict run"
+        elif self.design == "two_stage":
             design = (f"two stages — *tune*: every candidate on seed(s) {', '.join(self.tune_seeds) or '?'}, the value "
                       f"with the lowest mean `{self.select}` chosen per variant; *confirm*: the chosen value on seeds "
                       + (f"as many seeds as --plan finds for a difference of {self.target_mde:g} (at most "

@@ -328,3 +328,21 @@ def test_a_metric_is_drawn_against_a_numeric_factor(tmp_path: Path) -> None:
     plot = files.plots["test/loss vs model.n_layer"]
     assert plot is not None and plot.name == "test_loss_vs_model.n_layer.png" and plot.stat().st_size > 5000
     assert "model.norm_placement vs model.n_layer" not in " ".join(files.plots)  # a two-valued factor gets no trend plot
+
+
+def test_fixed_compares_every_tuned_value_as_its_own_variant(tmp_path: Path) -> None:
+    """--fixed (an ablation at fixed values): the declared tuned key defines variants, nothing is selected, and
+    each variant's verdict runs are all its runs; the paired delta is over the shared seeds."""
+    files = make_report([grid_sweep(tmp_path / "sweep")], tmp_path / "out", fixed=True,
+                        baseline="model/ffn=gelu,optim.lr=2e-3")
+    rows = {r.label: r for r in files.report.rows}
+    assert len(rows) == 6 and "model/ffn=swiglu, optim.lr=4e-3" in rows
+    assert all(r.tuned.chosen == {} and len(r.tuned.verdict_runs) == 3 for r in rows.values())
+    assert "Tuned per variant: nothing. Design: fixed values" in files.markdown.read_text()
+    runs = read_csv(files.runs_csv)
+    test = {(r["variant"], r["seed"]): float(r["test/loss"]) for r in runs}
+    a = [test[("model/ffn=gelu, optim.lr=4e-3", s)] - test[("model/ffn=gelu, optim.lr=2e-3", s)] for s in "123"]
+    row = {r["variant"]: r for r in read_csv(files.csv)}["model/ffn=gelu, optim.lr=4e-3"]
+    assert float(row["delta"]) == pytest.approx(np.mean(a))
+    with pytest.raises(ValueError, match="--fixed"):
+        make_report([tmp_path / "sweep"], tmp_path / "out2", fixed=True, tune=["optim.lr"])
