@@ -148,6 +148,8 @@ class KneserNey:
         p = np.full(len(targets), 1.0 / self.V)
         for k in range(1, order + 1):
             table = self.orders[k - 1]
+            if table.count.size == 0:  # no k-gram in training (every sequence shorter than k): order k adds nothing
+                continue
             if k == 1:
                 ctx = np.zeros(len(targets), dtype=np.int64)
             else:

@@ -100,3 +100,18 @@ def test_higher_orders_fit_structure_and_the_window_limits_context() -> None:
     # a window's first target sees one token of context: the trigram model scores it as the bigram does
     assert model.probabilities([np.array([0, 1])], 3) == pytest.approx(model.probabilities([np.array([0, 1])], 2))
     assert model.nll([np.array([4, 0, 1, 2])], 3)[1] == 3
+
+
+def test_orders_longer_than_every_training_sequence_back_off() -> None:
+    """One-token answers (data=mqar data.num_queries=1): with the start symbol the longest n-gram is a bigram,
+    so the 3- and 4-gram tables are empty; the higher orders must score as the bigram does, even on longer
+    test sequences, and still sum to one."""
+    rng = np.random.default_rng(0)
+    V = 5
+    model = KneserNey(4, V).fit([rng.integers(0, V, 1) for _ in range(200)], start=True)
+    seqs = [rng.integers(0, V, n) for n in (1, 1, 3)]
+    bigram = model.probabilities(seqs, 2, start=True)
+    for order in (3, 4):
+        assert np.array_equal(model.probabilities(seqs, order, start=True), bigram)
+    p = model.probabilities([np.array([2, w]) for w in range(V)], 4, start=True).reshape(V, -1)[:, -1]
+    assert p.sum() == pytest.approx(1.0, abs=1e-12)
