@@ -1,11 +1,71 @@
 #!/usr/bin/env bash
-# Study 2 — positions and length extrapolation. Run from the repository root:  bash experiments/02_positions/command.sh
-# Re-running skips the jobs that completed (sweep_resume) and redoes the rest; the report is rewritten.
+# Study 2 — positions and length generalization (issue 28), in two parts. From the repository root:
+#   bash experiments/02_positions/command.sh                    # every step below, in order; re-running resumes
+#   STEP=synthetic-tune bash experiments/02_positions/command.sh   # one step:
+#     synthetic-tune | synthetic-confirm | synthetic-report | text-tune | text-confirm | text-report | export
+# Part 1 (conf/experiment/study_length_generalization.yaml): learned, sinusoidal, rope, alibi, t5_bias, none x copy,
+#   reverse, addition, induction, mqar, trained at one size and tested at 1x, 2x, 4x by exact match; 30 variants x
+#   (3 learning rates on seed 0 + the chosen one on seeds 1-5) = 240 jobs.
+# Part 2 (conf/experiment/study_positions.yaml): the six schemes on character-level Tiny Shakespeare at T=64, test
+#   perplexity at 1x, 2x, 4x, 8x, RoPE also with linear, dynamic and YaRN scaling at evaluation time; 6 x (3 + 5) =
+#   48 jobs. The plan and its measured cost: experiments/02_positions/README.md.
+# SIZE=gpu: the GPU sizes (experiment=study_length_generalization_gpu, study_positions_gpu), one job at a time.
+# The sweeps live outside the work tree ($STUDIES/positions_*; checkpoints are large). Each step first restores the
+# jobs committed under experiments/02_positions/runs/<part>_<size> (src.studies.export --restore), skips the completed
+# ones and runs the rest; `STEP=export` copies the finished jobs' small files back there (never checkpoints).
 set -euo pipefail
 [ -f .venv/bin/activate ] && . .venv/bin/activate
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 MPLBACKEND=Agg
-SIZE=${SIZE:-cpu}   # SIZE=gpu: experiment=study_positions_gpu
-EXP=study_positions; [ "$SIZE" = gpu ] && EXP=study_positions_gpu
-python -m src.train -m experiment=$EXP
-python -m src.report outputs/studies/positions/$SIZE --out experiments/02_positions/$SIZE \
-  --baseline model/position=learned --title "Study 2: positions and length extrapolation ($SIZE)"
+SIZE=${SIZE:-cpu}; STUDIES=${STUDIES:-$HOME/studies}; STEP=${STEP:-all}; JOBS=${JOBS:-2}
+SYN=study_length_generalization; TXT=study_positions
+if [ "$SIZE" = gpu ]; then SYN=${SYN}_gpu; TXT=${TXT}_gpu; JOBS=${JOBS_GPU:-1}; fi   # one job per GPU
+HERE=experiments/02_positions; OUT=$HERE/$SIZE
+SWEEP_SYN=$STUDIES/positions_synthetic_$SIZE; RUNS_SYN=$HERE/runs/synthetic_$SIZE
+SWEEP_TXT=$STUDIES/positions_text_$SIZE; RUNS_TXT=$HERE/runs/text_$SIZE
+LAUNCH=(hydra/launcher=joblib hydra.launcher.n_jobs=$JOBS)
+run() { [ "$STEP" = all ] || [ "$STEP" = "$1" ]; }
+restore() { [ -d "$2" ] && python -m src.studies.export --restore "$2" "$1" || true; }   # <sweep> <runs>
+mkdir -p "$SWEEP_SYN" "$SWEEP_TXT" "$OUT"
+
+# Part 1, synthetic. 1-2: every scheme x task at its own best of the protocol's learning rates (seed 0, by val/loss
+# on the answer), then the chosen one on seeds 1-5.
+for stage in tune confirm; do
+  if run synthetic-$stage; then
+    restore "$SWEEP_SYN" "$RUNS_SYN"
+    python -m src.study experiment=$SYN "hydra.sweep.dir=$SWEEP_SYN" "${LAUNCH[@]}" --stage $stage
+    python -m src.studies.export "$SWEEP_SYN" "$RUNS_SYN"
+  fi
+done
+# 3. One report per task (each task its own Holm family: the 15 pairs of schemes on exact match at 1x, 2x and 4x the
+#    training size; on induction also the probes' induction step), read from the committed runs.
+if run synthetic-report; then
+  python -m src.studies.export "$SWEEP_SYN" "$RUNS_SYN"
+  declare -A LONGER=([copy]="@32 @64" [reverse]="@32 @64" [addition]="@6 @12" [induction]="@64 @128" [mqar]="@16 @32")
+  for task in copy reverse addition induction mqar; do
+    extra=(); for n in ${LONGER[$task]}; do extra+=("test/exact_match$n"); done
+    [ "$task" = induction ] && extra+=(probe/induction_step)
+    python -m src.report "$RUNS_SYN"/+experiment.study_length_generalization.task=$task,* --out "$OUT/synthetic/$task" \
+      --baseline model/position=sinusoidal --comparisons one_factor --extra "${extra[@]}" \
+      --title "Study 2, part 1: positions on $task, exact match at 1x, 2x, 4x the training size ($SIZE)"
+  done
+fi
+
+# Part 2, text. 4-5: the same two stages; 6: the report, every pair of schemes on test/loss and on the test
+#    perplexity at 2x, 4x, 8x, RoPE's evaluation-time scalings as variants of their own (--eval-variants).
+for stage in tune confirm; do
+  if run text-$stage; then
+    restore "$SWEEP_TXT" "$RUNS_TXT"
+    python -m src.study experiment=$TXT "hydra.sweep.dir=$SWEEP_TXT" "${LAUNCH[@]}" --stage $stage
+    python -m src.studies.export "$SWEEP_TXT" "$RUNS_TXT"
+  fi
+done
+if run text-report; then
+  python -m src.studies.export "$SWEEP_TXT" "$RUNS_TXT"
+  python -m src.report "$RUNS_TXT" --out "$OUT/text" --eval-variants \
+    --title "Study 2, part 2: positions on Tiny Shakespeare, perplexity at 1x-8x the training length ($SIZE)"
+fi
+# 7. The finished jobs' small files into the repository (configs, metrics.json, CSV logs; never checkpoints).
+if run export; then
+  python -m src.studies.export "$SWEEP_SYN" "$RUNS_SYN"; python -m src.studies.export "$SWEEP_TXT" "$RUNS_TXT"
+fi
+echo "Study 2 ($SIZE): reports in $OUT/synthetic/<task>/ and $OUT/text/ (report.md); committed runs in $HERE/runs/"
