@@ -1,6 +1,6 @@
 """Reports: ``python -m src.report [scaling | extrapolation] ...``.
 
-    python -m src.report <sweep dir>... [--tune optim.lr [--tune <key> ...]] [--baseline key=value[,...]]
+    python -m src.report <sweep dir>... [--tune optim.lr [--tune <key> ...]] [--baseline key=value[,...]] [--eval-variants]
     python -m src.report scaling <sweep dir>... [--size KEY] [--metric test/loss] [--out DIR] [--boot 1000]
     python -m src.report extrapolation <run dir | .ckpt> [--factors 1 2 4] [--scaling yarn]
 
@@ -20,7 +20,10 @@ comparison the report makes, a verdict (better | worse | equivalent | inconclusi
 only by TOST against ``report.equivalence_margin``) and the minimum detectable effect at 80 %
 power; parameters, FLOPs per token and training FLOPs; smoothed n-gram reference rows. Writes
 to ``--out`` (default: the first directory) ``report.md``, ``report.csv``, ``runs.csv``,
-``comparisons.csv``, ``tuning.csv``, ``references.csv`` and the plots.
+``comparisons.csv``, ``tuning.csv``, ``references.csv`` and the plots. ``--eval-variants``: each RoPE scaling
+applied at evaluation time (``extrapolation/yarn/ppl@4x`` …) is a variant of its own, ``eval.rope_scaling=yarn``,
+made of the same runs' weights, so "RoPE + YaRN at 4x vs sinusoidal at 4x" is a tested, paired comparison
+(src/studies/eval_variants.py).
 
 **scaling**: the loss against parameters per arm of a sizes sweep, L(N) = E + A·N^-α fitted per
 arm with bootstrap intervals, the ranking at each size and where the curves cross
@@ -36,6 +39,7 @@ Examples::
 
     python -m src.report ~/studies/ffn_norm                       # the protocol the runs declare
     python -m src.report outputs/multirun/x --tune optim.lr --baseline model/ffn=gelu
+    python -m src.report outputs/studies/positions/cpu --eval-variants    # RoPE + YaRN etc. as variants
     python -m src.report scaling ~/studies/scaling/full --size experiment/study_scaling/size
     python -m src.report extrapolation outputs/runs/rope --factors 1 2 4 8 --scaling yarn
 """
@@ -90,6 +94,11 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
     p.add_argument("--extra", nargs="*", default=None,
                    help="secondary metrics (metrics.json keys or fnmatch patterns; default: the protocol's, else "
                         + " ".join(DEFAULT_SECONDARY) + ")")
+    p.add_argument("--eval-variants", action="store_true",
+                   help="each RoPE scaling the runs were also scored with at evaluation time (extrapolation/<name>/ppl@<f>x "
+                        "in metrics.json: callbacks.extrapolation.scalings) becomes a variant of its own, "
+                        "eval.rope_scaling=<name>: the same trained weights, compared by seed with every variant on "
+                        "extrapolation/ppl@<f>x and loss@<f>x (not on test/*, which are the trained variant's own)")
     p.add_argument("--ignore", nargs="*", default=[],
                    help="more override keys (a trailing '.' = prefix) that do not define a variant, besides "
                         + ", ".join(IGNORED_KEYS))
@@ -99,7 +108,7 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
         files = make_report(args.dirs, args.out, tune=args.tune, fixed=args.fixed, baseline=args.baseline, metric=args.metric,
                             select=args.select, design=args.design, equivalence_margin=args.equivalence_margin,
                             comparisons=args.comparisons, alpha=args.alpha, extra=args.extra, pairing=args.pairing,
-                            ignore=[*IGNORED_KEYS, *args.ignore],
+                            ignore=[*IGNORED_KEYS, *args.ignore], eval_variants=args.eval_variants,
                             title=args.title)
     except (ValueError, FileNotFoundError, WriteError) as e:  # ConfigError and DataError are ValueErrors
         p.exit(2, f"python -m src.report: {e}\n")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from src.reporting import plots as report_plots
 from src.reporting.probe_plots import probe_curves
+from src.studies.eval_variants import eval_variant_runs
 from src.studies.protocol import Protocol, canonical, merge_protocols
 from src.reporting.render import render_markdown, write_all
 from src.studies.run_checks import check_duplicates, check_units
@@ -21,7 +22,7 @@ from src.files import atomic_write
 @dataclass
 class ReportFiles:
     report: Report
-    runs: list[RunRecord]
+    runs: list[RunRecord]  # the runs read (not the derived runs of evaluation-time variants)
     markdown: Path
     files: dict[str, Path]  # report.csv, runs.csv, comparisons.csv, tuning.csv, references.csv
     plots: dict[str, Path | None]
@@ -92,32 +93,37 @@ def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, t
                 baseline: str | None = None, metric: str | None = None, select: str | None = None,
                 design: str | None = None, equivalence_margin: float | None = None, comparisons: str | None = None,
                 alpha: float = 0.05, extra: Sequence[str] | None = None, ignore: Sequence[str] = IGNORED_KEYS,
-                pairing: str = "auto",
+                pairing: str = "auto", eval_variants: bool = False,
                 title: str | None = None) -> ReportFiles:
-    """Build the report of the runs under ``roots``; write it to ``out`` (default ``roots[0]``)."""
+    """Build the report of the runs under ``roots``; write it to ``out`` (default ``roots[0]``).
+
+    ``eval_variants``: each RoPE scaling the runs were also scored with at evaluation time becomes a variant of its
+    own, made of derived runs that re-read the same weights (src/studies/eval_variants.py)."""
     runs = load_runs(roots)
     protocol = resolve_protocol(runs, tune=tune, fixed=fixed, metric=metric, select=select, design=design,
                                 equivalence_margin=equivalence_margin, comparisons=comparisons, secondary=extra,
                                 baseline=baseline)
     check_duplicates(runs)  # one sample counted twice; losses in two tokenizers' units (issue 21, item 7)
     check_units(runs, [protocol.metric])
-    tuned, varying, shared = tune_variants(runs, protocol, ignore)
+    derived = eval_variant_runs(runs, [*ignore, *protocol.tune]) if eval_variants else []
+    tuned, varying, shared = tune_variants([*runs, *derived], protocol, ignore)
     base = find_baseline([t.variant for t in tuned], protocol.baseline)
     report = build_report(tuned, varying, shared, protocol, baseline=base, alpha=alpha, secondary=protocol.secondary,
                           pairing=pairing)
     out_dir = Path(out or roots[0])
     out_dir.mkdir(parents=True, exist_ok=True)
+    trained = [row for row in report.rows if row.evaluation_of is None]  # an evaluation-time variant trained nothing
     plots: dict[str, Path | None] = {
-        "validation loss vs tokens": report_plots.loss_vs_tokens(report.rows, out_dir, protocol.select, report.references),
-        **{f"{protocol.select} vs {k}": report_plots.tuning(report.rows, out_dir, k, protocol.select) for k in protocol.tune},
+        "validation loss vs tokens": report_plots.loss_vs_tokens(trained, out_dir, protocol.select, report.references),
+        **{f"{protocol.select} vs {k}": report_plots.tuning(trained, out_dir, k, protocol.select) for k in protocol.tune},
         "length extrapolation": report_plots.extrapolation(report.rows, out_dir),
-        "per-layer gradient norms": report_plots.grad_norms(report.rows, out_dir),
+        "per-layer gradient norms": report_plots.grad_norms(trained, out_dir),
         **{f"{key} vs {factor}": report_plots.against_factor(
             report.rows, out_dir, key, factor, [f for f in report.varying if f != factor],
             [r.primary if key == protocol.metric else r.secondary[key] for r in report.rows])
            for factor in report_plots.numeric_factors(report.rows, report.varying)
            for key in [protocol.metric, *report.secondary]},
-        **probe_curves(report.rows, out_dir),  # probe/* over training (docs/probes.md)
+        **probe_curves(trained, out_dir),  # probe/* over training (docs/probes.md)
     }
     text = render_markdown(report, title=title or f"Sweep report: {', '.join(Path(r).name for r in roots)}",
                            roots=[str(r) for r in roots], runs=runs, plots=plots)

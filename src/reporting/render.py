@@ -5,7 +5,8 @@
   per tuned key (the chosen value);
 * ``runs.csv`` — one row per run: ``variant, seed, stage, role``, every tuned value, the outcome,
   compute, and every final metric (val and test, primary and secondary), so every number of the
-  report can be recomputed;
+  report can be recomputed; ``evaluation_of`` marks the rows of an evaluation-time variant
+  (``--eval-variants``: its parent variant's label; the same weights, no training of its own);
 * ``comparisons.csv`` — every comparison of the family (each metric, each pair);
 * ``tuning.csv`` — each variant's candidates with their selection score;
 * ``references.csv`` — the n-gram reference rows.
@@ -123,6 +124,9 @@ def run_records(report: Report) -> list[dict[str, Any]]:
             rec.update({"run_dir": str(r.path), "error": m.get("error")})
             prov = m.get("provenance") if isinstance(m.get("provenance"), dict) else {}
             rec.update({f"provenance/{k}": prov.get(k) for k in PROVENANCE_FIELDS})
+            rec["evaluation_of"] = row.evaluation_of
+            if row.evaluation_of is not None:  # its training is its parent's row: summing the column counts it once
+                rec.update(train_flops=None, wall_time_s=None)
             recs.append(rec)
     return recs
 
@@ -130,7 +134,7 @@ def run_records(report: Report) -> list[dict[str, Any]]:
 def provenance_lines(report: Report) -> list[str]:
     """What code, libraries and devices the verdict runs came from (metrics.json's ``provenance``), and a
     warning when they differ within the study: a comparison across commits or versions is not one factor."""
-    runs = [r for row in report.rows for r in row.runs]
+    runs = [r for row in report.rows if row.evaluation_of is None for r in row.runs]  # trained runs, each once
     seen: dict[str, Counter] = {k: Counter() for k in PROVENANCE_FIELDS}
     missing = 0
     for r in runs:
@@ -270,7 +274,7 @@ def _scored_lines(report: Report) -> list[str]:
     """Which weights the verdict metric scored in the verdict runs: the best by validation, or the final ones, at which step."""
     seen: Counter = Counter()
     for row in report.rows:
-        for r in counted(row.runs):
+        for r in counted(row.runs) if row.evaluation_of is None else ():  # an evaluation-time variant: its parent's
             kind, step = (r.metrics or {}).get("scored_weights"), (r.metrics or {}).get("scored_step")
             seen[(kind or "not recorded", step)] += 1
     if not seen:
@@ -299,6 +303,9 @@ def not_applicable(row: VariantRow, key: str) -> str | None:
     reasons = sorted({str(r.metrics[f"{key}_reason"]) for r in row.runs if (r.metrics or {}).get(f"{key}_reason")})
     if reasons:
         return "; ".join(reasons)
+    if row.evaluation_of is not None and not (key.startswith("extrapolation/") and key.count("/") == 1):
+        return (f"evaluation-time variant of {row.evaluation_of}'s weights: compared on its scaled "
+                "`extrapolation/ppl@…`, `extrapolation/loss@…` only")
     if not key.startswith("extrapolation/") or "@" not in key:
         return None
     tag = key.split("@")[-1]
@@ -313,6 +320,19 @@ def not_applicable(row: VariantRow, key: str) -> str | None:
     return None
 
 
+def _evaluation_lines(evaluated: Sequence[VariantRow]) -> list[str]:
+    """What the evaluation-time variants are (``--eval-variants``): the same weights, scored with a RoPE scaling."""
+    if not evaluated:
+        return []
+    names = ", ".join(f"{row.label} (of {row.evaluation_of})" for row in evaluated)
+    return ["**Evaluation-time variants** (`--eval-variants`): the `eval.rope_scaling=<name>` variants are not trained "
+            "runs but the same trained weights as the variant they name, scored with that RoPE scaling applied at "
+            "evaluation time (each run's `extrapolation/<name>/*` figures as its `extrapolation/*`); they share its "
+            "seeds, selection and data order, so they pair by seed, and they are compared only on the `extrapolation/*` "
+            "figures the scaling changed (not on `test/*`, which are the trained variant's own): " + names + ". "
+            "`runs.csv` marks their rows in `evaluation_of`.", ""]
+
+
 def _metric_table(report: Report, key: str, summaries: list[Summary], comparisons: list[Comparison | None],
                   with_tuned: bool, with_references: bool) -> list[str]:
     tuned_head = ["chosen"] if with_tuned and report.protocol.tune else []
@@ -322,10 +342,12 @@ def _metric_table(report: Report, key: str, summaries: list[Summary], comparison
     for i, (row, s, c) in enumerate(zip(report.rows, summaries, comparisons)):
         na = not_applicable(row, key) if s.n == 0 else None
         n_diverged, n_runs = row.diverged
+        verdict = _verdict_cells(c, i == report.baseline, 4)
+        if row.evaluation_of is not None and c is None and s.n and i != report.baseline:
+            verdict[3] = f"not compared: {row.evaluation_of}'s own figure"  # e.g. the unscaled 1x
         cells = [row.label, *([_chosen(row)] if tuned_head else []), str(s.n),
                  f"**{n_diverged}/{n_runs}**" if n_diverged else f"0/{n_runs}", f"n/a: {na}" if na else s.format(4),
-                 _ci(s.ci_low, s.ci_high, 4),
-                 *_verdict_cells(c, i == report.baseline, 4), row.status]
+                 _ci(s.ci_low, s.ci_high, 4), *verdict, row.status]
         lines.append("| " + " | ".join(cells) + " |")
     split = key.split("/")[0]
     if with_references and key.endswith("/loss") and split in ("val", "test"):
@@ -348,8 +370,10 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
     p, rows = report.protocol, report.rows
     lines: list[str] = [f"# {title}", ""]
     total_wall = sum(r.metric("wall_time_s") or 0.0 for r in runs)
-    lines += [f"{len(runs)} runs in {len(rows)} variants from {', '.join(f'`{r}`' for r in roots)}; total wall time of the "
-              f"runs {total_wall / 60:.1f} min.", ""]
+    evaluated = [row for row in rows if row.evaluation_of is not None]
+    lines += [f"{len(runs)} runs in {plural(len(rows) - len(evaluated), 'variant')}"
+              + (f" and {plural(len(evaluated), 'evaluation-time variant')} of their weights" if evaluated else "")
+              + f" from {', '.join(f'`{r}`' for r in roots)}; total wall time of the runs {total_wall / 60:.1f} min.", ""]
     if report.shared:
         lines += ["Shared overrides: " + ", ".join(f"`{k}={v}`" for k, v in report.shared.items()), ""]
     base = rows[report.baseline].label if rows else "–"
@@ -370,6 +394,7 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
             if report.m else "No comparison has a test (see the reasons in the table), so nothing is corrected and no "
             "verdict is possible.") + " How to read each column: docs/studies.md.", "",
     ]
+    lines += _evaluation_lines(evaluated)
     auto = seeds_plan_line(read_json(Path(roots[0]) / SEEDS_PLAN)) if roots else None
     lines += ([auto, ""] if auto else []) + _pairing_lines(report) + _seeds_lines(report) + _factorial_lines(report)
     lines += [f"## Verdicts on `{p.metric}`", ""]
@@ -388,7 +413,9 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
         lines.append(f"| {row.label} | {thousands(c.params.mean)} | {significant(c.flops_per_token.mean, 4)} | {thousands(c.tokens.mean)} | "
                      f"{significant(c.train_flops.mean, 4)} | {c.match} | {thousands(c.throughput.mean)} | {fixed(c.wall.mean, 0)} |")
     lines += ["", "Means over the verdict runs. FLOPs per token are the model's own count (forward + backward, "
-              "`budget.json`); training tokens are those up to the weights the verdict scored; training FLOPs = FLOPs per token × those tokens.", ""]
+              "`budget.json`); training tokens are those up to the weights the verdict scored; training FLOPs = FLOPs per token × those tokens."
+              + (" An evaluation-time variant's row repeats the training of the variant whose weights it scores (spent "
+                 "once; not in the total wall time above)." if evaluated else ""), ""]
     lines += provenance_lines(report)
 
     if p.tune:
@@ -444,7 +471,7 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
     for name, path in plots.items():
         if path is not None:
             lines += [f"![{name}]({path.name})", ""]
-    errors = [e for row in rows for e in row.errors]
+    errors = list(dict.fromkeys(e for row in rows for e in row.errors))  # an evaluation-time variant repeats its parent's
     lines += ["## Runs", "",
               "Outcomes: ok; no validation (ended before its first validation: not selectable, its test metrics count); "
               "diverged (a non-finite loss only; left out of means, counted here); failed (error below); incomplete "

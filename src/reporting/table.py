@@ -4,7 +4,9 @@ the comparisons of the family, and the n-gram reference rows.
 Everything here is computed from the runs' files: the verdict metric and each secondary one
 over the verdict runs' seeds (``src.studies.tuning``), compared against the baseline variant
 (and, with ``comparisons: one_factor``, between every pair of variants that differ in one
-factor), all corrected together (``src.reporting.comparisons``).
+factor), all corrected together (``src.reporting.comparisons``). An evaluation-time variant
+(``--eval-variants``: the same weights scored with a RoPE scaling, ``src.studies.eval_variants``)
+enters a comparison only on the figures its scaling changed.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from src.reporting.comparisons import Comparison, compare, decide, margin_for
 from src.studies.outcomes import OUTCOMES, run_outcome
 from src.studies.protocol import Protocol
 from src.reporting.stats import Summary, summarize
+from src.studies.eval_variants import changed_by_scaling
 from src.studies.runs import RunRecord, Variant, finite
 from src.studies.tuning import TunedVariant
 
@@ -53,6 +56,12 @@ class VariantRow:
     compute: Compute
     comparison: Comparison | None = None  # primary metric vs the baseline (None for the baseline)
     errors: list[str] = field(default_factory=list)
+    evaluation_of: str | None = None  # an evaluation-time variant (--eval-variants): the label of the trained variant
+
+    def compared_on(self, key: str) -> bool:
+        """Whether the row enters a comparison on ``key``: always, unless it is an evaluation-time variant and
+        ``key`` is not a figure its scaling changed (a repeat of its parent's would only inflate the family)."""
+        return self.evaluation_of is None or changed_by_scaling(counted(self.runs), key)
 
     @property
     def variant(self) -> Variant:
@@ -221,14 +230,17 @@ def build_report(tuned: Sequence[TunedVariant], varying: Sequence[str], shared: 
     metric = protocol.metric
     sec = metric_keys(all_runs, secondary, exclude=[metric])
     rows = []
+    label_of = {id(r): t.variant.label(varying) for t in tuned for r in t.variant.runs}
     for t in tuned:
         runs = t.verdict_runs
+        parent = next((r.evaluation_of for r in t.variant.runs if r.evaluation_of is not None), None)
         rows.append(VariantRow(
             tuned=t, label=t.variant.label(varying), short=short_label(t.variant, varying),
             outcomes=Counter(run_outcome(r) for r in t.variant.runs), primary=summarize(values(runs, metric)),
             secondary={k: summarize(values(runs, k)) for k in sec}, compute=compute_of(runs),
             errors=[f"{r.path.name}: {(r.metrics or {}).get('error')}" for r in t.variant.runs
-                    if run_outcome(r) == "failed" and (r.metrics or {}).get("error")]))
+                    if run_outcome(r) == "failed" and (r.metrics or {}).get("error")],
+            evaluation_of=None if parent is None else label_of.get(id(parent), "?")))
     comps: list[Comparison] = []
     pairs = [(i, baseline) for i in range(len(rows)) if i != baseline]
     if protocol.comparisons == "one_factor":
@@ -242,6 +254,8 @@ def build_report(tuned: Sequence[TunedVariant], varying: Sequence[str], shared: 
                     pairs.append((j, i))
     for i, j in pairs:
         for key in [metric, *sec]:
+            if not (rows[i].compared_on(key) and rows[j].compared_on(key)):
+                continue
             c = compare_rows(key, rows[i], rows[j], margin_for(key, protocol.equivalence_margin, metric), pairing)
             comps.append(c)
             if key == metric and j == baseline:

@@ -58,6 +58,8 @@ class RunRecord:
     extrapolation: dict[str, Any] | None = None
     match: dict[str, Any] | None = None
     budget: dict[str, Any] | None = None  # budget.json: params, FLOPs per token, planned tokens (src/studies/matching.py)
+    #: an evaluation-time variant's run (src/studies/eval_variants.py): the training run whose weights it scores
+    evaluation_of: RunRecord | None = field(default=None, repr=False, compare=False)
 
     @property
     def status(self) -> str:
