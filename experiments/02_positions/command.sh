@@ -23,6 +23,8 @@ HERE=experiments/02_positions; OUT=$HERE/$SIZE
 SWEEP_SYN=$STUDIES/positions_synthetic_$SIZE; RUNS_SYN=$HERE/runs/synthetic_$SIZE
 SWEEP_TXT=$STUDIES/positions_text_$SIZE; RUNS_TXT=$HERE/runs/text_$SIZE
 LAUNCH=(hydra/launcher=joblib hydra.launcher.n_jobs=$JOBS)
+# The tasks swept in part 1: mqar joins once a pilot finds a setting in which a scheme learns it (README, the pilot).
+TASKS=${TASKS:-copy,reverse,addition,induction}
 run() { [ "$STEP" = all ] || [ "$STEP" = "$1" ]; }
 restore() { [ -d "$2" ] && python -m src.studies.export --restore "$2" "$1" || true; }   # <sweep> <runs>
 mkdir -p "$SWEEP_SYN" "$SWEEP_TXT" "$OUT"
@@ -32,7 +34,8 @@ mkdir -p "$SWEEP_SYN" "$SWEEP_TXT" "$OUT"
 for stage in tune confirm; do
   if run synthetic-$stage; then
     restore "$SWEEP_SYN" "$RUNS_SYN"
-    python -m src.study experiment=$SYN "hydra.sweep.dir=$SWEEP_SYN" "${LAUNCH[@]}" --stage $stage
+    python -m src.study experiment=$SYN "hydra.sweep.dir=$SWEEP_SYN" "${LAUNCH[@]}" \
+      "+experiment/study_length_generalization/task=$TASKS" --stage $stage
     python -m src.studies.export "$SWEEP_SYN" "$RUNS_SYN"
   fi
 done
@@ -41,7 +44,7 @@ done
 if run synthetic-report; then
   python -m src.studies.export "$SWEEP_SYN" "$RUNS_SYN"
   declare -A LONGER=([copy]="@32 @64" [reverse]="@32 @64" [addition]="@6 @12" [induction]="@64 @128" [mqar]="@16 @32")
-  for task in copy reverse addition induction mqar; do
+  for task in ${TASKS//,/ }; do
     extra=(); for n in ${LONGER[$task]}; do extra+=("test/exact_match$n"); done
     [ "$task" = induction ] && extra+=(probe/induction_step)
     python -m src.report "$RUNS_SYN"/+experiment.study_length_generalization.task=$task,* --out "$OUT/synthetic/$task" \
