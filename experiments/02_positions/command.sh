@@ -24,7 +24,7 @@ SWEEP_SYN=$STUDIES/positions_synthetic_$SIZE; RUNS_SYN=$HERE/runs/synthetic_$SIZ
 SWEEP_TXT=$STUDIES/positions_text_$SIZE; RUNS_TXT=$HERE/runs/text_$SIZE
 LAUNCH=(hydra/launcher=joblib hydra.launcher.n_jobs=$JOBS)
 # The tasks swept in part 1: mqar joins once a pilot finds a setting in which a scheme learns it (README, the pilot).
-TASKS=${TASKS:-copy,reverse,addition,induction}
+TASKS=${TASKS:-copy,reverse,addition,induction}; [ "$SIZE" = gpu ] && TASKS=${TASKS_GPU:-copy_gpu,reverse_gpu,addition_gpu,induction_gpu}
 run() { [ "$STEP" = all ] || [ "$STEP" = "$1" ]; }
 restore() { [ -d "$2" ] && python -m src.studies.export --restore "$2" "$1" || true; }   # <sweep> <runs>
 mkdir -p "$SWEEP_SYN" "$SWEEP_TXT" "$OUT"
@@ -43,10 +43,12 @@ done
 #    training size; on induction also the probes' induction step), read from the committed runs.
 if run synthetic-report; then
   python -m src.studies.export "$SWEEP_SYN" "$RUNS_SYN"
-  declare -A LONGER=([copy]="@32 @64" [reverse]="@32 @64" [addition]="@6 @12" [induction]="@64 @128" [mqar]="@16 @32")
+  declare -A LONGER=([copy]="@32 @64" [reverse]="@32 @64" [addition]="@6 @12" [induction]="@64 @128" [mqar]="@16 @32"
+                     [copy_gpu]="@128 @256" [reverse_gpu]="@128 @256" [addition_gpu]="@8 @16" [induction_gpu]="@256 @512"
+                     [mqar_gpu]="@32 @64")   # 2x and 4x each task's training size
   for task in ${TASKS//,/ }; do
     extra=(); for n in ${LONGER[$task]}; do extra+=("test/exact_match$n"); done
-    [ "$task" = induction ] && extra+=(probe/induction_step)
+    [ "${task%_gpu}" = induction ] && extra+=(probe/induction_step)
     python -m src.report "$RUNS_SYN"/+experiment.study_length_generalization.task=$task,* --out "$OUT/synthetic/$task" \
       --baseline model/position=sinusoidal --comparisons one_factor --extra "${extra[@]}" \
       --title "Study 2, part 1: positions on $task, exact match at 1x, 2x, 4x the training size ($SIZE)"
