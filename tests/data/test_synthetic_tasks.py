@@ -177,3 +177,17 @@ def test_vocabulary_covers_every_example() -> None:
         for length in src.test_lengths:
             for ex in (src.example("test", i, length=length) for i in range(30)):
                 assert set(ex.prompt + ex.answer) <= vocab, name
+
+
+def test_mqar_interleaved_answers_each_query_then_its_value() -> None:
+    """data.answer_format=interleaved: the same prompt as the default; the answer is q1 v1 q2 v2 ... (each value read
+    from the pairs by its key), so the default's answer is every second symbol of it."""
+    args = dict(num_pairs=6, num_queries=3, num_keys=24, num_values=8)
+    plain, inter = make("mqar", **args), make("mqar", answer_format="interleaved", **args)
+    for a, b in zip(examples(plain), examples(inter)):
+        assert a.prompt == b.prompt
+        pairs, queries, _ = b.prompt.split(SEP)
+        table = {pairs[i]: pairs[i + 1] for i in range(0, len(pairs), 2)}
+        assert b.answer == "".join(q + table[q] for q in queries) and b.answer[1::2] == a.answer
+    with pytest.raises(DataError, match=r"data.answer_format='inline' is invalid: one of values, interleaved"):
+        make("mqar", answer_format="inline", **args)

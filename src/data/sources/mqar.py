@@ -3,7 +3,15 @@
 
 ::
 
-    prompt  a 3 d 7 b 3 f 1 | d a |        answer 7 3     (num_pairs 4, num_queries 2)
+    prompt  a 3 d 7 b 3 f 1 | d a |        answer 7 3        (num_pairs 4, num_queries 2)
+    prompt  a 3 d 7 b 3 f 1 | d a |        answer d 7 a 3    (data.answer_format=interleaved)
+
+``data.answer_format``: ``values`` (the default) answers with the values alone, so the answer token
+for query ``i`` has to fetch query ``i`` from a fixed offset back, find that key among the pairs and
+read the value after it. ``interleaved`` answers each query key and then its value, as Zoology's
+sequences place each value right after its query: the key is a copy of the prompt's query list (a
+fixed offset back), and its value is read where that key occurs among the pairs, with the key as the
+current token (the induction-head lookup). Exact match needs every key and every value right.
 
 Arora et al. 2023, "Zoology: Measuring and Improving Recall in Efficient Language Models"
 (arXiv:2312.04927), §3: the keys of an example are distinct, drawn from ``data.num_keys`` key
@@ -19,7 +27,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from src.data.sources import SOURCES
-from src.data.synthetic.base import SEP, SYMBOLS, Example, SyntheticSource, integer, symbol
+from src.data.synthetic.base import SEP, SYMBOLS, Example, SyntheticSource, fail, integer, symbol
+
+ANSWER_FORMATS = ("values", "interleaved")
 
 
 @SOURCES.register("mqar")
@@ -29,12 +39,13 @@ class MQAR(SyntheticSource):
     paper: ClassVar[str] = "Arora et al. 2023 (Zoology, MQAR)"
 
     def __init__(self, *, num_pairs: int = 8, num_queries: int = 4, num_keys: int = 32, num_values: int = 16,
-                 seed: int = 0, test_lengths: Sequence[int] | None = None, val_examples: int = 256,
+                 answer_format: str = "values", seed: int = 0, test_lengths: Sequence[int] | None = None, val_examples: int = 256,
                  test_examples: int = 256, cache_dir: str | None = None) -> None:
         super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples,
                          cache_dir=cache_dir)
         self.num_pairs, self.num_queries = int(num_pairs), int(num_queries)
         self.num_keys, self.num_values = int(num_keys), int(num_values)
+        self.answer_format = str(answer_format)
 
     def sample(self, rng: np.random.Generator, length: int) -> Example:
         keys = rng.choice(self.num_keys, size=length, replace=False)  # distinct keys
@@ -42,7 +53,10 @@ class MQAR(SyntheticSource):
         asked = rng.choice(length, size=self.num_queries, replace=False)  # which pairs are queried, in query order
         pairs = "".join(symbol(int(k)) + symbol(self.num_keys + int(v)) for k, v in zip(keys, values))
         queries = "".join(symbol(int(keys[i])) for i in asked)
-        return Example(pairs + SEP + queries + SEP, "".join(symbol(self.num_keys + int(values[i])) for i in asked))
+        answers = [symbol(self.num_keys + int(values[i])) for i in asked]
+        if self.answer_format == "interleaved":  # q1 v1 q2 v2 ...
+            answers = [q + v for q, v in zip(queries, answers)]
+        return Example(pairs + SEP + queries + SEP, "".join(answers))
 
     def vocabulary(self) -> str:
         return SYMBOLS[: self.num_keys + self.num_values] + SEP
@@ -55,6 +69,10 @@ class MQAR(SyntheticSource):
         pairs = integer("num_pairs", args.get("num_pairs", 8), 1, keys,
                         why=f"the keys of an example are distinct, so at most data.num_keys={keys} pairs")
         integer("num_queries", args.get("num_queries", 4), 1, pairs, why=f"queried keys, at most data.num_pairs={pairs}")
+        fmt = args.get("answer_format", "values")
+        if fmt not in ANSWER_FORMATS:
+            raise fail("answer_format", fmt, f"one of {', '.join(ANSWER_FORMATS)} (values: the values alone; "
+                                              "interleaved: each query key, then its value)")
 
     @classmethod
     def length_limit(cls, args: Mapping[str, Any]) -> tuple[int, str] | None:
