@@ -14,7 +14,7 @@ stamp and ``metrics.json`` are among the files kept) and runs the rest.
 
 Kept per job: ``.hydra/`` (the resolved config and overrides), ``metrics.json``, the CSV log
 (``csv/``), ``.sweep_job.json`` and the small JSON files a report reads (``budget.json``,
-``ngram.json``, ``grad_norms.json``, ``extrapolation.json``, ``match_params.json``). Never
+``ngram.json``, ``grad_norms.json``, ``extrapolation.json``, ``synthetic.json``, ``match_params.json``). Never
 checkpoints, never a previous attempt (``attempts/``), never a job without ``metrics.json``
 (still running or interrupted: the sweep reruns it). A restore never overwrites a file.
 """
@@ -31,7 +31,7 @@ from src.studies.runs import find_run_dirs
 
 KEEP_DIRS = (".hydra", "csv")
 KEEP_FILES = (METRICS, ".sweep_job.json", "budget.json", "ngram.json", "grad_norms.json", "extrapolation.json",
-              "match_params.json", "study_commands.sh", "multirun.yaml")
+              "synthetic.json", "match_params.json", "study_commands.sh", "multirun.yaml")
 MAX_FILE_BYTES = 5_000_000  # a kept file larger than this is not a "small file": refused, named
 
 

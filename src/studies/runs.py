@@ -2,7 +2,7 @@
 
 A run directory (docs/CONTRACTS.md) holds ``.hydra/config.yaml``, ``.hydra/overrides.yaml``,
 ``metrics.json`` (absent while running or after a kill), ``csv/version_*/metrics.csv`` and
-optionally ``grad_norms.json``, ``extrapolation.json``, ``match_params.json``, ``budget.json`` and evaluation
+optionally ``grad_norms.json``, ``extrapolation.json``, ``synthetic.json``, ``match_params.json``, ``budget.json`` and evaluation
 directories (``src.eval`` with ``hydra.run.dir=<run dir>/eval_<name>``), whose flat
 ``<task>/<metric>`` figures are merged into the run's metrics.
 
@@ -197,6 +197,18 @@ def _eval_figures(run_dir: Path) -> dict[str, Any]:
     return out
 
 
+def synthetic_reasons(synthetic: dict[str, Any] | None) -> dict[str, str]:
+    """``test/<figure>@<length>_reason`` for each test length of a synthetic task that has no figures
+    (``synthetic.json``'s note: a learned position table shorter than the sequence), so the report says why
+    the run's null ``test/exact_match@<length>`` is missing (``render.not_applicable``)."""
+    out: dict[str, str] = {}
+    for length, f in ((synthetic or {}).get("test") or {}).items():
+        if isinstance(f, dict) and f.get("note"):
+            for name in ("loss", "token_acc", "exact_match"):
+                out[f"test/{name}@{length}_reason"] = str(f["note"])
+    return out
+
+
 def grad_norm_figures(grad_norms: dict[str, Any] | None) -> dict[str, float]:
     """Flat figures of ``grad_norms.json`` at its first recorded step (module docstring)."""
     if not grad_norms:
@@ -224,7 +236,8 @@ def read_run(run_dir: Path) -> RunRecord:
     extrapolation = read_object(run_dir / "extrapolation.json")
     grad_norms = read_object(run_dir / "grad_norms.json")
     if metrics is not None:
-        derived = {**_eval_figures(run_dir), **grad_norm_figures(grad_norms)}
+        derived = {**_eval_figures(run_dir), **grad_norm_figures(grad_norms),
+                   **synthetic_reasons(read_object(run_dir / "synthetic.json"))}
         metrics = {**metrics, **{k: v for k, v in derived.items() if k not in metrics}}
     val, train = read_csv_history(run_dir)
     stamp = read_object(run_dir / ".sweep_job.json") or {}
