@@ -110,11 +110,23 @@ class Comparison:
     mde: float | None = None
     verdict: str = "inconclusive"
     reason: str = ""  # why there is no test
-    test: str = ""  # "paired" | "welch" ("" without a test)
+    test: str = ""  # "paired" | CONSTANT | "welch" ("" without a test)
     pairs: int = 0  # seeds both sides share (the paired test's n)
     correlation: float | None = None  # of the paired runs' values
     pairing_note: str = ""  # why the comparison is not paired (auto), or why "paired" fell back
     values: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []), repr=False)
+
+
+#: the paired comparison when every seed shows the same difference: the t-test's limit (docs/studies.md, "The statistics")
+CONSTANT = "paired, no spread"
+
+
+def constant_difference(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """The one value of ``a[i] - b[i]`` when at least 2 pairs all share it (exactly), else None."""
+    if len(a) < 2 or len(a) != len(b):
+        return None
+    d = {float(x) - float(y) for x, y in zip(a, b)}
+    return d.pop() if len(d) == 1 else None
 
 
 def compare(metric: str, variant: str, reference: str, a: Sequence[float | None], b: Sequence[float | None],
@@ -142,6 +154,13 @@ def compare(metric: str, variant: str, reference: str, a: Sequence[float | None]
             c.test, c.pairs, c.correlation, c.values = "paired", test.n, test.correlation, (pa, pb)
             c.p, c.delta_ci_low, c.delta_ci_high = test.p, test.ci_low, test.ci_high
             c.p_tost = paired_tost(pa, pb, margin) if margin else None
+            return c
+        same = constant_difference(pa, pb)
+        if same is not None:  # every seed the same difference (a saturated metric: exact match 1.00 vs 0.00)
+            c.test, c.pairs, c.values = CONSTANT, len(pa), (pa, pb)
+            c.p = 0.0 if same != 0 else 1.0  # scipy's ttest_rel: t = ±inf, p = 0; no difference at all: p = 1
+            c.delta_ci_low = c.delta_ci_high = same
+            c.p_tost = (0.0 if abs(same) < margin else 1.0) if margin else None  # TOST's limit: t = ±inf
             return c
         c.pairing_note = "the paired differences have no spread"
     if min(sa.n, sb.n) < 2:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from src.jsonfile import read_json
-from src.reporting.comparisons import Comparison, direction
+from src.reporting.comparisons import CONSTANT, Comparison, direction
 from src.reporting.planning import SEEDS_PLAN, seeds_plan_line
 from src.studies.outcomes import run_outcome
 from src.reporting.stats import POWER, Summary, seeds_needed
@@ -224,7 +224,9 @@ def _tests_text(report: Report) -> str:
     used = Counter(c.test for c in report.comparisons if c.test)
     if not used:
         return "No test could be made"
-    names = {"paired": "the paired t-test (by seed, same data order)", "welch": "Welch's t-test"}
+    names = {"paired": "the paired t-test (by seed, same data order)", "welch": "Welch's t-test",
+             CONSTANT: "the paired t-test's limit where every seed shows the same difference (p = 0 for a nonzero "
+                       "one; p = 1 and equivalent within any margin for none)"}
     return "By " + " and ".join(f"{names[k]} for {plural(n, 'comparison')}" for k, n in sorted(used.items()))
 
 
@@ -234,9 +236,9 @@ def _pairing_lines(report: Report) -> list[str]:
     for c in report.comparisons:
         if c.metric != report.protocol.metric or not c.test:
             continue
-        if c.test == "paired":
+        if c.test in ("paired", CONSTANT):
             r = "–" if c.correlation is None else f"{c.correlation:+.2f}"
-            rows.append(f"| {c.variant} | {c.reference} | paired | {c.pairs} | {r} | |")
+            rows.append(f"| {c.variant} | {c.reference} | {c.test} | {c.pairs} | {r} | |")
         else:
             rows.append(f"| {c.variant} | {c.reference} | Welch | – | – | {c.pairing_note} |")
     if not rows:

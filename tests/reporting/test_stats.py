@@ -204,3 +204,23 @@ def test_mismatched_seeds_or_batches_fall_back_to_welch_and_say_why(tmp_path) ->
         cfg.write_text(cfg.read_text() + "block_size: 64\n")
     c = make_report([other], tmp_path / "out3", baseline="model/ffn=gelu").report.comparisons[0]
     assert c.test == "welch" and "different batches" in c.pairing_note
+
+
+def test_a_saturated_metric_takes_the_paired_tests_limit() -> None:
+    """Exact match 1.00 on every seed against 0.00 on every seed: the paired differences have no spread, and scipy's
+    ttest_rel gives t = inf, p = 0, so "better" survives Holm; both 0.00 on every seed: p = 1 and equivalent within
+    the margin (TOST's limit); a constant difference beyond the margin is never equivalent; unpaired (no seeds), the
+    same values have no test at all."""
+    seeds = ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5])
+    assert stats.ttest_rel([1.0] * 5, [0.0] * 5).pvalue == 0.0  # the limit this follows
+    comps = [compare("test/exact_match", "solves", "base", [1.0] * 5, [0.0] * 5, margin=0.05, seeds=seeds),
+             compare("test/exact_match", "both fail", "base", [0.0] * 5, [0.0] * 5, margin=0.05, seeds=seeds),
+             compare("test/exact_match", "off by 0.1", "base", [0.1] * 5, [0.0] * 5, margin=0.05, seeds=seeds),
+             compare("test/exact_match", "unpaired", "base", [1.0] * 5, [0.0] * 5, margin=0.05)]
+    decide(comps)
+    solves, fail, off, unpaired = comps
+    assert solves.test == "paired, no spread" and solves.p == 0.0 and solves.verdict == "better"
+    assert (solves.delta_ci_low, solves.delta_ci_high, solves.pairs) == (1.0, 1.0, 5)
+    assert fail.p == 1.0 and fail.p_tost == 0.0 and fail.verdict == "equivalent"
+    assert off.verdict == "better" and off.p_tost == 1.0
+    assert unpaired.test == "" and unpaired.reason == "no seed spread" and unpaired.verdict == "inconclusive"
