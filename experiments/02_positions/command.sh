@@ -24,8 +24,9 @@ HERE=experiments/02_positions; OUT=$HERE/$SIZE
 SWEEP_SYN=$STUDIES/positions_synthetic_$SIZE; RUNS_SYN=$HERE/runs/synthetic_$SIZE
 SWEEP_TXT=$STUDIES/positions_text_$SIZE; RUNS_TXT=$HERE/runs/text_$SIZE
 LAUNCH=(hydra/launcher=joblib hydra.launcher.n_jobs=$JOBS)
-# The tasks swept in part 1: mqar joins once a pilot finds a setting in which a scheme learns it (README, the pilot).
-TASKS=${TASKS:-copy,reverse,addition,induction}; [ "$SIZE" = gpu ] && TASKS=${TASKS_GPU:-copy_gpu,reverse_gpu,addition_gpu,induction_gpu}
+# The tasks swept in part 1 (TASKS=addition runs one; the stages of one task can finish before the next starts).
+TASKS=${TASKS:-copy,reverse,addition,induction,mqar}
+[ "$SIZE" = gpu ] && TASKS=${TASKS_GPU:-copy_gpu,reverse_gpu,addition_gpu,induction_gpu,mqar_gpu}
 run() { [ "$STEP" = all ] || [ "$STEP" = "$1" ]; }
 restore() { [ -d "$2" ] && python -m src.studies.export --restore "$2" "$1" || true; }   # <sweep> <runs>
 mkdir -p "$SWEEP_SYN" "$SWEEP_TXT" "$OUT"
