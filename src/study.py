@@ -102,7 +102,23 @@ def plan(overrides: Sequence[str], work_dir: Path | None = None) -> Plan:
                           "protocol: node (docs/studies.md)")
     params = dict(cfg.hydra.sweeper.params or {})
     _, config_sweeps = _split_sweeps([f"{k}={v}" for k, v in params.items()])
-    sweeps = {**config_sweeps, **cli_sweeps}
+    # the command line wins over hydra.sweeper.params for a key both give, as a sweep or as one plain value
+    # (``+experiment/<study>/task=addition`` runs that task alone), however the key is spelled (``+`` or not); the
+    # config's order of the keys stays (it orders the multirun)
+    cli_keys = {parse_override(k)[0]: k for k in cli_sweeps}
+    sweeps: dict[str, list[str]] = {}
+    for key, values in config_sweeps.items():
+        name = parse_override(key)[0]
+        on_cli = [o for o in fixed if parse_override(o.split("=", 1)[0])[0] == name]
+        if name in cli_keys:
+            sweeps[cli_keys[name]] = cli_sweeps[cli_keys[name]]
+        elif on_cli:
+            typed, value = on_cli[-1].split("=", 1)
+            sweeps[typed] = [value]
+            fixed = [o for o in fixed if o not in on_cli]
+        else:
+            sweeps[key] = values
+    sweeps.update({k: v for k, v in cli_sweeps.items() if k not in sweeps})
     # a factor given one plain value (``optim: adamw`` in hydra.sweeper.params, or ``optim=muon`` on the command
     # line) is a one-value sweep: a variant of the study that another invocation of the same sweep contrasts
     swept_keys = {parse_override(k)[0] for k in sweeps}

@@ -32,6 +32,20 @@ def test_a_factor_with_one_value_is_a_one_value_sweep(tmp_path: Path) -> None:
     assert tune.count("optim=muon") == 1 and "optim=adamw" not in tune
 
 
+def test_a_plain_value_on_the_command_line_replaces_a_swept_key_of_the_config(tmp_path: Path) -> None:
+    """Study 2 runs one task at a time: `+experiment/.../task=addition` narrows the config's sweep of five tasks (it
+    once stayed a fixed override while the config's five-task sweep ran as well, 150 jobs instead of 30)."""
+    task = "+experiment/study_length_generalization/task"
+    p = plan(["experiment=study_length_generalization", f"{task}=addition", f"hydra.sweep.dir={tmp_path}"])
+    assert len(p.variants) == 6 and {v[task] for v in p.variants} == {"addition"}
+    assert not any(o.startswith(task) for o in p.fixed)
+    (tune,) = tune_commands(p)
+    assert [a for a in tune if a.startswith(task)] == [f"{task}=addition"]
+    assert list(p.variants[0]) == [task, "model/position"]   # the config's order of the swept keys stays
+    q = plan(["experiment=study_length_generalization", f"{task}=copy,mqar", f"hydra.sweep.dir={tmp_path}"])
+    assert len(q.variants) == 12 and {v[task] for v in q.variants} == {"copy", "mqar"}
+
+
 def test_plan_of_a_two_stage_study(tmp_path: Path) -> None:
     p = plan(["experiment=study_ffn_norm", f"hydra.sweep.dir={tmp_path}"])
     assert p.sweep_dir == tmp_path and p.protocol.design == "two_stage" and len(p.variants) == 4
