@@ -9,7 +9,7 @@ from pathlib import Path
 
 from src.reporting import plots as report_plots
 from src.reporting.probe_plots import probe_curves
-from src.studies.eval_variants import eval_variant_runs
+from src.studies.eval_variants import eval_variant_runs, without_scaled
 from src.studies.protocol import Protocol, canonical, merge_protocols
 from src.reporting.render import render_markdown, write_all
 from src.studies.run_checks import check_duplicates, check_units
@@ -106,6 +106,8 @@ def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, t
     check_duplicates(runs)  # one sample counted twice; losses in two tokenizers' units (issue 21, item 7)
     check_units(runs, [protocol.metric])
     derived = eval_variant_runs(runs, [*ignore, *protocol.tune]) if eval_variants else []
+    if eval_variants:  # each scaling's figures are its derived variant's extrapolation/* now
+        protocol = replace(protocol, secondary=without_scaled(protocol.secondary))
     tuned, varying, shared = tune_variants([*runs, *derived], protocol, ignore)
     base = find_baseline([t.variant for t in tuned], protocol.baseline)
     report = build_report(tuned, varying, shared, protocol, baseline=base, alpha=alpha, secondary=protocol.secondary,

@@ -20,7 +20,8 @@ Every run of the variant is derived, not only those holding the scaling's figure
 diverged or failed has none, and leaving it out would let the derived variant's selection choose
 another value than its parent's. A derived run shares its parent's seed and data order, so it pairs
 with every variant by seed; it is compared only on the figures its scaling changed
-(``changed_by_scaling``), never on numbers that repeat its parent's.
+(``changed_by_scaling``), never on numbers that repeat its parent's. The per-scaling secondary metrics
+(``extrapolation/<name>/…``) leave the report (``without_scaled``): the derived variants carry them.
 """
 from __future__ import annotations
 
@@ -96,6 +97,13 @@ def eval_variant_runs(runs: Sequence[RunRecord], ignore: Sequence[str]) -> list[
             f"(docs/studies.md, \"Length extrapolation\") and train, or score a finished RoPE run with "
             f"python -m src.report extrapolation <run dir> --scaling yarn; else drop --eval-variants")
     return derived
+
+
+def without_scaled(secondary: Sequence[str]) -> list[str]:
+    """The secondary metrics (keys or fnmatch patterns) less the per-scaling ones, ``extrapolation/<name>/…``:
+    once each scaling is a variant, its figures are that variant's ``extrapolation/…``, and a per-scaling table
+    would hold them again for the parent alone (an "inconclusive (no finite result)" row for every other variant)."""
+    return [k for k in secondary if not (k.startswith(PREFIX) and "/" in k[len(PREFIX):])]
 
 
 def changed_by_scaling(runs: Sequence[RunRecord], key: str) -> bool:

@@ -121,6 +121,18 @@ def test_one_factor_pairs_a_scaling_with_its_unscaled_variant(tmp_path: Path) ->
                                                  for s in SEEDS]) * (1 if at_4x.variant == YARN else -1))
 
 
+def test_the_per_scaling_secondary_metrics_leave_the_report_with_eval_variants(tmp_path: Path) -> None:
+    """Study 2's protocol lists "extrapolation/*/ppl@*" for reports without the flag; with it, each scaling's figures
+    are its variant's extrapolation/ppl@*, and a table per scaling would repeat them for RoPE alone."""
+    root = sweep(tmp_path / "sweep")
+    listed = ["extrapolation/ppl@*", "extrapolation/*/ppl@*"]
+    files = make_report([root], tmp_path / "out", eval_variants=True, extra=listed)
+    assert not any(k.count("/") > 1 for k in files.report.secondary) and "extrapolation/ppl@2x" in files.report.secondary
+    assert "### `extrapolation/yarn/ppl@2x`" not in files.markdown.read_text()
+    plain = make_report([root], tmp_path / "plain", extra=listed)   # without the flag they are the only scaled figures
+    assert "extrapolation/yarn/ppl@2x" in plain.report.secondary
+
+
 def test_a_diverged_seed_without_scaled_figures_keeps_the_parents_choice(tmp_path: Path) -> None:
     root = sweep(tmp_path / "sweep")
     # rope at 1e-3 would win on the mean val/loss, but seed 3 diverged there (no figures at all): +inf, not chosen
