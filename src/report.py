@@ -102,6 +102,9 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
     p.add_argument("--ignore", nargs="*", default=[],
                    help="more override keys (a trailing '.' = prefix) that do not define a variant, besides "
                         + ", ".join(IGNORED_KEYS))
+    p.add_argument("--stages", nargs="+", default=None, metavar="STAGE",
+                   help="only the runs of these protocol stages (e.g. tune: the tune stage's report while the confirm "
+                        "stage runs)")
     p.add_argument("--title", default=None)
     args = p.parse_args(argv)
     try:
@@ -109,7 +112,7 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
                             select=args.select, design=args.design, equivalence_margin=args.equivalence_margin,
                             comparisons=args.comparisons, alpha=args.alpha, extra=args.extra, pairing=args.pairing,
                             ignore=[*IGNORED_KEYS, *args.ignore], eval_variants=args.eval_variants,
-                            title=args.title)
+                            stages=args.stages, title=args.title)
     except (ValueError, FileNotFoundError, WriteError) as e:  # ConfigError and DataError are ValueErrors
         p.exit(2, f"python -m src.report: {e}\n")
     print(files.markdown.read_text())

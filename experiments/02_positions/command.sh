@@ -4,6 +4,7 @@
 #   STEP=synthetic-tune bash experiments/02_positions/command.sh   # one step:
 #     synthetic-tune | synthetic-confirm | synthetic-report | text-tune | text-confirm | text-report | export
 #     | synthetic-first-budget (the reports of part 1's first, too short budget, from runs/synthetic_cpu_first_budget)
+# REPORT_STAGES=tune: part 1's reports of the tune stage alone (a stop inside a task's confirm stage lands that).
 # Part 1 (conf/experiment/study_length_generalization.yaml): learned, sinusoidal, rope, alibi, t5_bias, none x copy,
 #   reverse, addition, induction, mqar, trained at one size and tested at 1x, 2x, 4x by exact match; 30 variants x
 #   (3 learning rates on seed 0 + the chosen one on seeds 1-5) = 240 jobs.
@@ -51,7 +52,7 @@ report_tasks() {   # <runs dir> <out dir> <title prefix> <tasks, comma-separated
     extra=(); for n in ${LONGER[$task]}; do extra+=("test/exact_match$n"); done
     [ "${task%_gpu}" = induction ] && extra+=(probe/induction_step)
     python -m src.report "$1"/+experiment.study_length_generalization.task=$task,* --out "$2/$task" \
-      --baseline model/position=sinusoidal --comparisons one_factor --extra "${extra[@]}" \
+      --baseline model/position=sinusoidal --comparisons one_factor --extra "${extra[@]}" ${REPORT_STAGES:+--stages $REPORT_STAGES} \
       --title "$3 on $task, exact match at 1x, 2x, 4x the training size ($SIZE)"
   done
 }

@@ -16,6 +16,7 @@ from src.studies.run_checks import check_duplicates, check_units
 from src.studies.runs import IGNORED_KEYS, RunRecord, Variant, config_value, load_runs
 from src.reporting.table import DEFAULT_SECONDARY, Report, build_report
 from src.studies.tuning import tune_variants
+from src.errors import ConfigError
 from src.files import atomic_write
 
 
@@ -93,16 +94,24 @@ def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, t
                 baseline: str | None = None, metric: str | None = None, select: str | None = None,
                 design: str | None = None, equivalence_margin: float | None = None, comparisons: str | None = None,
                 alpha: float = 0.05, extra: Sequence[str] | None = None, ignore: Sequence[str] = IGNORED_KEYS,
-                pairing: str = "auto", eval_variants: bool = False,
+                pairing: str = "auto", eval_variants: bool = False, stages: Sequence[str] | None = None,
                 title: str | None = None) -> ReportFiles:
     """Build the report of the runs under ``roots``; write it to ``out`` (default ``roots[0]``).
 
     ``eval_variants``: each RoPE scaling the runs were also scored with at evaluation time becomes a variant of its
-    own, made of derived runs that re-read the same weights (src/studies/eval_variants.py)."""
+    own, made of derived runs that re-read the same weights (src/studies/eval_variants.py). ``stages``: only the runs
+    of these protocol stages (``tune``: the tune stage's report while the confirm stage is still running)."""
     runs = load_runs(roots)
     protocol = resolve_protocol(runs, tune=tune, fixed=fixed, metric=metric, select=select, design=design,
                                 equivalence_margin=equivalence_margin, comparisons=comparisons, secondary=extra,
                                 baseline=baseline)
+    if stages:
+        kept = [r for r in runs if protocol.stage_of(r.config) in stages]
+        if not kept:
+            found = sorted({protocol.stage_of(r.config) for r in runs})
+            raise ConfigError(f"--stages {' '.join(stages)}: none of the {len(runs)} runs is of these stages (found: "
+                              f"{', '.join(found) or 'none'}); give one of those")
+        runs = kept
     check_duplicates(runs)  # one sample counted twice; losses in two tokenizers' units (issue 21, item 7)
     check_units(runs, [protocol.metric])
     derived = eval_variant_runs(runs, [*ignore, *protocol.tune]) if eval_variants else []

@@ -125,6 +125,25 @@ def test_missing_confirm_stage_is_said(tmp_path: Path) -> None:
     assert "the confirm stage has not run" in files.markdown.read_text()
 
 
+def test_stages_reports_the_tune_stage_alone_while_the_confirm_stage_runs(tmp_path: Path) -> None:
+    """Study 2 lands a task's tune-stage report at a stop that falls inside its confirm stage: `--stages tune` leaves
+    the confirm runs finished so far (too few seeds for a verdict) out of the report."""
+    proto = {**PROTOCOL, "design": "two_stage", "tune_seeds": [0], "seeds": [1, 2, 3]}
+    root = tmp_path / "sweep"
+    for lr, v in zip(LRS, (2.0, 1.9, 2.1)):
+        write_run(root, ["optim.lr=" + lr, "seed=0", "protocol.stage=tune"],
+                  config={"protocol": {**proto, "stage": "tune"}}, metrics=completed(v, v))
+    write_run(root, ["optim.lr=2e-3", "seed=1", "protocol.stage=confirm"],   # 1 of the 3 confirm seeds so far
+              config={"protocol": {**proto, "stage": "confirm"}}, metrics=completed(1.8, 1.7))
+    assert make_report([root], tmp_path / "all").report.rows[0].primary.n == 1
+    files = make_report([root], tmp_path / "tune", stages=["tune"])
+    (row,) = files.report.rows
+    assert row.tuned.chosen == {"optim.lr": "0.002"} and row.primary.n == 0 and len(files.runs) == 3
+    assert "the confirm stage has not run" in files.markdown.read_text()
+    with pytest.raises(ConfigError, match=r"--stages grid: none of the 4 runs.*found: confirm, tune"):
+        make_report([root], tmp_path / "none", stages=["grid"])
+
+
 def test_run_outcomes(tmp_path: Path) -> None:
     r = lambda name, **kw: read_run(write_run(tmp_path, [f"seed={name}"], name=name, **kw))  # noqa: E731
     assert run_outcome(r("ok", metrics=completed(2.0, 2.1), val_history=[(10, 2.0)])) == "ok"
