@@ -7,7 +7,7 @@
 # REPORT_STAGES=tune: part 1's reports of the tune stage alone (a stop inside a task's confirm stage lands that).
 # Part 1 (conf/experiment/study_length_generalization.yaml): learned, sinusoidal, rope, alibi, t5_bias, none x copy,
 #   reverse, addition, induction, mqar, trained at one size and tested at 1x, 2x, 4x by exact match; 30 variants x
-#   (3 learning rates on seed 0 + the chosen one on seeds 1-5) = 240 jobs.
+#   (5 learning rates on seed 0 + the chosen one on seeds 1-5) = 300 jobs.
 # Part 2 (conf/experiment/study_positions.yaml): the six schemes on character-level Tiny Shakespeare at T=64, test
 #   perplexity at 1x, 2x, 4x, 8x, RoPE also with linear, dynamic and YaRN scaling at evaluation time; 6 x (3 + 5) =
 #   48 jobs. The plan and its measured cost: experiments/02_positions/README.md.
