@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
@@ -367,6 +368,18 @@ def _secondary_comparison(report: Report, key: str, row_index: int) -> Compariso
     return next((c for c in report.comparisons if c.metric == key and c.variant == label and c.reference == base), None)
 
 
+def _roots_text(roots: Sequence[str], most: int = 3) -> str:
+    """The run roots a report read: each one when there are few, else their count and common parent (a shell glob
+    over a sweep's run directories would otherwise fill the report's first paragraph; runs.csv lists every run)."""
+    if len(roots) <= most:
+        return ", ".join(f"`{r}`" for r in roots)
+    try:
+        parent = os.path.commonpath([str(r) for r in roots])
+    except ValueError:          # absolute and relative roots mixed: no common parent
+        return ", ".join(f"`{r}`" for r in roots)
+    return f"{len(roots)} run directories under `{parent}/` (each run in `runs.csv`)"
+
+
 def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: Sequence[RunRecord],
                     plots: dict[str, Path | None]) -> str:
     p, rows = report.protocol, report.rows
@@ -375,7 +388,7 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
     evaluated = [row for row in rows if row.evaluation_of is not None]
     lines += [f"{len(runs)} runs in {plural(len(rows) - len(evaluated), 'variant')}"
               + (f" and {plural(len(evaluated), 'evaluation-time variant')} of their weights" if evaluated else "")
-              + f" from {', '.join(f'`{r}`' for r in roots)}; total wall time of the runs {total_wall / 60:.1f} min.", ""]
+              + f" from {_roots_text(roots)}; total wall time of the runs {total_wall / 60:.1f} min.", ""]
     if report.shared:
         lines += ["Shared overrides: " + ", ".join(f"`{k}={v}`" for k, v in report.shared.items()), ""]
     base = rows[report.baseline].label if rows else "–"

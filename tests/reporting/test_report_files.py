@@ -45,6 +45,20 @@ def test_override_text_cannot_add_lines_to_the_report(tmp_path: Path) -> None:
     assert "relu\\n# INJECTED HEADING\\x1b[31m" in text  # shown, escaped, on the variant's own line
 
 
+def test_many_run_directories_are_named_by_their_parent_and_count(tmp_path: Path) -> None:
+    """A shell glob over a sweep's run directories (experiments/02_positions/command.sh) names each one as a root:
+    the first paragraph says how many and under which directory, instead of every path; a few roots are each named."""
+    root = sweep(tmp_path / "sweep")
+    runs = sorted(p for p in root.iterdir() if p.is_dir())
+    assert len(runs) == 4
+    md = make_report(runs, tmp_path / "out").markdown.read_text()
+    first = md.splitlines()[2]
+    assert first.startswith("4 runs in 2 variants from 4 run directories under `") and f"`{root}/`" in first
+    assert not any(f"`{r}`" in first for r in runs)
+    md = make_report(runs[:2], tmp_path / "out2").markdown.read_text()
+    assert all(f"`{r}`" in md.splitlines()[2] for r in runs[:2])
+
+
 @pytest.fixture
 def full_sweep(tmp_path: Path) -> Iterator[Path]:
     disk = tmp_path / "disk"
