@@ -86,7 +86,7 @@ if run export; then
   python -m src.studies.export "$SWEEP_SYN" "$RUNS_SYN"; python -m src.studies.export "$SWEEP_TXT" "$RUNS_TXT"
 fi
 case "$STEP" in   # the last line names what this step wrote
-  synthetic-tune|synthetic-confirm|text-tune|text-confirm|export) echo "Study 2 ($SIZE): $STEP done; runs in $SWEEP_SYN, $SWEEP_TXT, small files committed under $HERE/runs/" ;;
+  synthetic-tune|synthetic-confirm|text-tune|text-confirm|export) echo "Study 2 ($SIZE): $STEP done; runs in $SWEEP_SYN, $SWEEP_TXT, small files exported to $HERE/runs/ (commit them)" ;;
   synthetic-first-budget) echo "Study 2 ($SIZE): first-budget reports in $OUT/synthetic_first_budget/<task>/ (report.md)" ;;
   synthetic-report) echo "Study 2 ($SIZE): reports in $OUT/synthetic/<task>/ (report.md) for $TASKS" ;;
   text-report) echo "Study 2 ($SIZE): report in $OUT/text/ (report.md)" ;;
