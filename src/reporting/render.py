@@ -254,7 +254,7 @@ def _seeds_lines(report: Report) -> list[str]:
     primary = [c for c in report.comparisons if c.metric == report.protocol.metric]
     if not primary or any(c.verdict in ("better", "worse", "equivalent") for c in primary):
         return []
-    needs = []
+    needs, no_spread = [], Counter()
     for c in primary:
         if c.test == "paired":
             d = np.subtract(*c.values)
@@ -264,11 +264,13 @@ def _seeds_lines(report: Report) -> list[str]:
             n = seeds_needed(c.delta or 0.0, float(np.std(c.values[0], ddof=1)), float(np.std(c.values[1], ddof=1)),
                              alpha=report.alpha / max(report.m, 1))
         else:
-            needs.append(f"{c.variant}: no spread to plan from ({c.reason})")
+            no_spread[c.reason] += 1   # said once per reason: a tune-only report has it on every pair
             continue
-        needs.append(f"{c.variant}: |Δ| = {abs(c.delta or 0.0):.3g} would need "
+        needs.append(f"{c.variant} vs {c.reference}: |Δ| = {abs(c.delta or 0.0):.3g} would need "
                      + (f"about {n} seeds per variant" if n else "more than 1000 seeds per variant")
                      + f" ({'paired' if c.test == 'paired' else 'Welch'}, now {min(c.n)})")
+    needs += [f"{'all ' if k == len(primary) and k > 1 else ''}{plural(k, 'comparison')}: no spread to plan from ({reason})"
+              for reason, k in no_spread.items()]
     return ["**Too few seeds for a verdict.** No comparison on the verdict metric is better, worse or equivalent. "
             f"At the observed spreads (α/m, {POWER:.0%} power): " + "; ".join(needs) + ".", ""]
 

@@ -258,14 +258,16 @@ def test_a_report_never_misleads_on_small_sweeps(tmp_path: Path) -> None:
     the report says once that a verdict needs more seeds."""
     root = tmp_path / "sweep"
     proto = {**PROTOCOL, "tune": {}, "seeds": [1]}
-    for ffn, v in (("gelu", 2.0), ("swiglu", 1.9)):
+    for ffn, v in (("gelu", 2.0), ("swiglu", 1.9), ("relu", 2.1)):
         write_run(root, [f"model/ffn={ffn}", "seed=1"], config={"protocol": proto}, metrics=completed(v, v),
                   val_history=[(100, v)], budget={"flops_per_token": 6000.0})
-    files = make_report([root], tmp_path / "out")
+    files = make_report([root], tmp_path / "out", comparisons="one_factor")
     md = files.markdown.read_text()
     assert "over all 0" not in md and "No comparison has a test" in md
     assert "Matching: none (the runs' budget.json; protocol.match=params" in md
-    assert "Too few seeds for a verdict" in md and "no spread to plan from (1 seed on one side)" in md
+    # three pairs, one reason: said once, with the count
+    assert "Too few seeds for a verdict" in md and "all 3 comparisons: no spread to plan from (1 seed on one side)" in md
+    assert md.count("no spread to plan from") == 1
     assert (tmp_path / "out" / "loss_vs_tokens.png").stat().st_size > 1000  # a single validation point, drawn
 
 
