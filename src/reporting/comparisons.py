@@ -143,8 +143,9 @@ def compare(metric: str, variant: str, reference: str, a: Sequence[float | None]
     xb = [float(x) for x in b if x is not None and np.isfinite(x)]
     delta = sa.mean - sb.mean if sa.mean is not None and sb.mean is not None else None
     c = Comparison(metric, variant, reference, (sa.n, sb.n), delta, margin=margin, values=(xa, xb))
-    if delta is None:
-        c.reason = "no finite result"
+    if delta is None:   # no runs (a tune-stage-only report has no verdict runs), or none finished with a number
+        c.reason = ("no verdict runs on either side" if not len(a) and not len(b) else
+                    "no verdict runs on one side" if not len(a) or not len(b) else "no finite result")
         return c
     paired = _pairs(a, b, seeds, same_data, pairing, c) if pairing != "unpaired" else None
     if paired is not None:

@@ -224,3 +224,12 @@ def test_a_saturated_metric_takes_the_paired_tests_limit() -> None:
     assert fail.p == 1.0 and fail.p_tost == 0.0 and fail.verdict == "equivalent"
     assert off.verdict == "better" and off.p_tost == 1.0
     assert unpaired.test == "" and unpaired.reason == "no seed spread" and unpaired.verdict == "inconclusive"
+
+
+def test_no_test_says_whether_runs_are_missing_or_their_numbers_are() -> None:
+    """A tune-stage-only report has no verdict runs: that is the reason given, not 'no finite result', which is kept
+    for runs that ended without a number (diverged)."""
+    assert compare("test/loss", "a", "b", [], []).reason == "no verdict runs on either side"
+    assert compare("test/loss", "a", "b", [], [1.0, 2.0]).reason == "no verdict runs on one side"
+    nan = compare("test/loss", "a", "b", [float("nan"), None], [1.0, 2.0])
+    assert nan.reason == "no finite result" and nan.test == "" and nan.p is None
