@@ -3,6 +3,7 @@ runs, flags on top), tune per variant, decide the comparisons, write report.md, 
 the plots. ``python -m src.report`` (src/report.py) and ``python -m src.study`` call ``make_report``."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -105,12 +106,15 @@ def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, t
     protocol = resolve_protocol(runs, tune=tune, fixed=fixed, metric=metric, select=select, design=design,
                                 equivalence_margin=equivalence_margin, comparisons=comparisons, secondary=extra,
                                 baseline=baseline)
+    left_out: dict[str, int] | None = None
     if stages:
         kept = [r for r in runs if protocol.stage_of(r.config) in stages]
         if not kept:
             found = sorted({protocol.stage_of(r.config) for r in runs})
             raise ConfigError(f"--stages {' '.join(stages)}: none of the {len(runs)} runs is of these stages (found: "
                               f"{', '.join(found) or 'none'}); give one of those")
+        kept_ids = {id(r) for r in kept}
+        left_out = dict(Counter(protocol.stage_of(r.config) for r in runs if id(r) not in kept_ids))
         runs = kept
     check_duplicates(runs)  # one sample counted twice; losses in two tokenizers' units (issue 21, item 7)
     check_units(runs, [protocol.metric])
@@ -137,7 +141,7 @@ def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, t
         **probe_curves(trained, out_dir),  # probe/* over training (docs/probes.md)
     }
     text = render_markdown(report, title=title or f"Sweep report: {', '.join(Path(r).name for r in roots)}",
-                           roots=[str(r) for r in roots], runs=runs, plots=plots)
+                           roots=[str(r) for r in roots], runs=runs, plots=plots, left_out=left_out)
     md = out_dir / "report.md"
     atomic_write(md, text + "\n", root=out_dir)
     return ReportFiles(report, runs, md, write_all(report, out_dir), plots)

@@ -28,7 +28,7 @@ from src.jsonfile import read_json
 from src.reporting.comparisons import CONSTANT, Comparison, direction
 from src.reporting.planning import SEEDS_PLAN, seeds_plan_line
 from src.studies.outcomes import run_outcome
-from src.reporting.stats import POWER, Summary, seeds_needed
+from src.reporting.stats import POWER, Summary, seeds_needed, summarize
 from src.studies.runs import RunRecord
 from src.reporting.table import Report, VariantRow, counted
 from src.studies.tuning import tuned_values
@@ -145,6 +145,8 @@ def provenance_lines(report: Report) -> list[str]:
             continue
         for k in PROVENANCE_FIELDS:
             seen[k][str(prov.get(k))] += 1
+    if not runs:  # a tune-stage-only report (--stages tune): no verdict runs to describe
+        return []
     if missing == len(runs):
         return ["## Provenance", "", f"None of the {plural(len(runs), 'verdict run')} recorded its provenance "
                 "(metrics.json written before provenance was recorded).", ""]
@@ -382,8 +384,17 @@ def _roots_text(roots: Sequence[str], most: int = 3) -> str:
     return f"{len(roots)} run directories under `{parent}/` (each run in `runs.csv`)"
 
 
+def _verdict_keys(metric: str, rows: Sequence[VariantRow]) -> list[str]:
+    """The verdict metric and its per-length forms (``test/exact_match@12``: src/objectives/synthetic.py)
+    that the tune runs recorded, in length order."""
+    found = {k for row in rows for cand in row.tuned.candidates for r in cand.runs for k in (r.metrics or {})
+             if k == metric or (k.startswith(metric + "@") and k[len(metric) + 1:].isdigit())}
+    return sorted(found, key=lambda k: (k != metric, int(k.split("@")[1]) if "@" in k else 0))
+
+
 def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: Sequence[RunRecord],
-                    plots: dict[str, Path | None]) -> str:
+                    plots: dict[str, Path | None], left_out: dict[str, int] | None = None) -> str:
+    """``left_out``: the runs ``--stages`` kept out of the report, counted per stage (None: every run is in)."""
     p, rows = report.protocol, report.rows
     lines: list[str] = [f"# {title}", ""]
     total_wall = sum(r.metric("wall_time_s") or 0.0 for r in runs)
@@ -391,6 +402,13 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
     lines += [f"{len(runs)} runs in {plural(len(rows) - len(evaluated), 'variant')}"
               + (f" and {plural(len(evaluated), 'evaluation-time variant')} of their weights" if evaluated else "")
               + f" from {_roots_text(roots)}; total wall time of the runs {total_wall / 60:.1f} min.", ""]
+    if left_out is not None:
+        kept = sorted({report.protocol.stage_of(r.config) for r in runs})
+        lines += [f"**Stages {', '.join(kept)} only** (`--stages`): "
+                  + (", ".join(f"{plural(k, 'run')} of stage {s}" for s, k in sorted(left_out.items())) or "no other run")
+                  + " left out of this report."
+                  + (" Without verdict runs (the confirm stage), it shows the choices of the tune stage and no verdict."
+                     if not any(counted(row.runs) for row in report.rows) else ""), ""]
     if report.shared:
         lines += ["Shared overrides: " + ", ".join(f"`{k}={v}`" for k, v in report.shared.items()), ""]
     base = rows[report.baseline].label if rows else "–"
@@ -422,29 +440,38 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
     if report.reference_note:
         lines += [f"Reference rows: {report.reference_note}.", ""]
 
-    lines += ["## Compute", "",
-              "| variant | params | training FLOPs / token | training tokens | training FLOPs | matched | tok/s | wall s |",
-              "|---|---|---|---|---|---|---|---|"]
-    for row in rows:
-        c = row.compute
-        lines.append(f"| {row.label} | {thousands(c.params.mean)} | {significant(c.flops_per_token.mean, 4)} | {thousands(c.tokens.mean)} | "
-                     f"{significant(c.train_flops.mean, 4)} | {c.match} | {thousands(c.throughput.mean)} | {fixed(c.wall.mean, 0)} |")
-    lines += ["", "Means over the verdict runs. FLOPs per token are the model's own count (forward + backward, "
-              "`budget.json`); training tokens are those up to the weights the verdict scored; training FLOPs = FLOPs per token × those tokens."
-              + (" An evaluation-time variant's row repeats the training of the variant whose weights it scores (spent "
-                 "once; not in the total wall time above)." if evaluated else ""), ""]
+    if any(counted(row.runs) for row in rows):   # --stages tune: no verdict runs to average, no compute table
+        lines += ["## Compute", "",
+                  "| variant | params | training FLOPs / token | training tokens | training FLOPs | matched | tok/s | wall s |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for row in rows:
+            c = row.compute
+            lines.append(f"| {row.label} | {thousands(c.params.mean)} | {significant(c.flops_per_token.mean, 4)} | {thousands(c.tokens.mean)} | "
+                         f"{significant(c.train_flops.mean, 4)} | {c.match} | {thousands(c.throughput.mean)} | {fixed(c.wall.mean, 0)} |")
+        lines += ["", "Means over the verdict runs. FLOPs per token are the model's own count (forward + backward, "
+                  "`budget.json`); training tokens are those up to the weights the verdict scored; training FLOPs = FLOPs per token × those tokens."
+                  + (" An evaluation-time variant's row repeats the training of the variant whose weights it scores (spent "
+                     "once; not in the total wall time above)." if evaluated else ""), ""]
     lines += provenance_lines(report)
 
     if p.tune:
         lines += [f"## Tuning (selection on `{p.select}`)", ""]
         keys = list(p.tune)
-        lines += ["| variant | " + " | ".join(keys) + f" | seeds | mean {p.select} | |", "|---|" + "---|" * (len(keys) + 3)]
+        # a report without verdict runs (--stages tune) shows the candidates' own verdict-metric figures: the only
+        # ones it has (read, never used for the choice, which is on the selection metric alone)
+        shown = [] if any(counted(row.runs) for row in rows) else _verdict_keys(p.metric, rows)
+        lines += ["| variant | " + " | ".join(keys) + f" | seeds | mean {p.select} | |"
+                  + "".join(f" {k} |" for k in shown), "|---|" + "---|" * (len(keys) + 3 + len(shown))]
         for row in rows:
             for cand in row.tuned.candidates:
                 mark = ("**chosen**" + (" ⚠ edge" if row.tuned.edge else "")) if cand.values == row.tuned.chosen else ""
                 score = "diverged" if cand.score is not None and math.isinf(cand.score) else fixed(cand.score, 4)
+                figures = [summarize([r.metric(k) for r in cand.runs]).mean for k in shown]
                 lines.append(f"| {row.label} | " + " | ".join(cand.values[k] for k in keys) +
-                             f" | {len(cand.seeds)} | {score} | {mark} |")
+                             f" | {len(cand.seeds)} | {score} | {mark} |" + "".join(f" {fixed(x, 4)} |" for x in figures))
+        if shown:
+            lines += ["", f"No verdict runs: {', '.join(f'`{k}`' for k in shown)} are the tune runs' own (mean over "
+                          "their seeds), shown for reading; the choice is on the selection metric alone."]
         notes = [f"- {row.label}: {n}" for row in rows for n in row.tuned.notes]
         lines += [""] + (notes + [""] if notes else [])
 

@@ -139,7 +139,15 @@ def test_stages_reports_the_tune_stage_alone_while_the_confirm_stage_runs(tmp_pa
     files = make_report([root], tmp_path / "tune", stages=["tune"])
     (row,) = files.report.rows
     assert row.tuned.chosen == {"optim.lr": "0.002"} and row.primary.n == 0 and len(files.runs) == 3
-    assert "the confirm stage has not run" in files.markdown.read_text()
+    md = files.markdown.read_text()
+    assert "the confirm stage has not run" in md
+    # the header says which stages are in and what was left out; no empty provenance section
+    assert "**Stages tune only** (`--stages`): 1 run of stage confirm left out of this report. Without verdict runs" in md
+    full = make_report([root], tmp_path / "all").markdown.read_text()
+    assert "## Provenance" not in md and "## Compute" not in md and "## Provenance" in full and "## Compute" in full
+    # without verdict runs the tuning table shows each candidate's own test/loss, marked as read, not chosen on
+    assert "| mean val/loss | | test/loss |" in md and "| 0.002 | 1 | 1.9000 | **chosen** | 1.9000 |" in md
+    assert "the choice is on the selection metric alone" in md and "| test/loss |" not in full.split("## Tuning")[1]
     with pytest.raises(ConfigError, match=r"--stages grid: none of the 4 runs.*found: confirm, tune"):
         make_report([root], tmp_path / "none", stages=["grid"])
 
