@@ -405,8 +405,8 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
     if left_out is not None:
         kept = sorted({report.protocol.stage_of(r.config) for r in runs})
         lines += [f"**Stages {', '.join(kept)} only** (`--stages`): "
-                  + (", ".join(f"{plural(k, 'run')} of stage {s}" for s, k in sorted(left_out.items())) or "no other run")
-                  + " left out of this report."
+                  + (", ".join(f"{plural(k, 'run')} of stage {s}" for s, k in sorted(left_out.items()))
+                     + " left out of this report." if left_out else "the runs found hold no other stage.")
                   + (" Without verdict runs (the confirm stage), it shows the choices of the tune stage and no verdict."
                      if not any(counted(row.runs) for row in report.rows) else ""), ""]
     if report.shared:
