@@ -1,0 +1,18 @@
+# 2026-12-04 03:09:47
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=addition model/position=learned,sinusoidal,rope,alibi,t5_bias,none optim.lr=0.0001,0.0003,0.001,0.003,0.01 seed=0 protocol.stage=tune
+# 2026-12-04 03:48:36
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=addition model/position=learned optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 03:55:30
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=addition model/position=sinusoidal optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 04:02:38
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=addition model/position=rope optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 04:10:19
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=addition model/position=alibi optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 04:18:02
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=addition model/position=t5_bias optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 04:25:40
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=addition model/position=none optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 04:33:46
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=copy model/position=learned,sinusoidal,rope,alibi,t5_bias,none optim.lr=0.0001,0.0003,0.001,0.003,0.01 seed=0 protocol.stage=tune
+# 2026-12-04 13:11:27
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=copy model/position=learned optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
