@@ -432,15 +432,21 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
     lines += _evaluation_lines(evaluated)
     auto = seeds_plan_line(read_json(Path(roots[0]) / SEEDS_PLAN)) if roots else None
     lines += ([auto, ""] if auto else []) + _pairing_lines(report) + _seeds_lines(report) + _factorial_lines(report)
+    verdicts = any(counted(row.runs) for row in rows)  # False: --stages tune (no verdict runs at all)
     lines += [f"## Verdicts on `{p.metric}`", ""]
-    lines += _metric_table(report, p.metric, [r.primary for r in rows], [r.comparison for r in rows], True, True)
+    if verdicts:
+        lines += _metric_table(report, p.metric, [r.primary for r in rows], [r.comparison for r in rows], True, True)
+    else:
+        lines += ["None: no run of the report is a verdict run, so no variant has a figure to test. Chosen per variant "
+                  "(Tuning, below): " + "; ".join(f"{row.label} " + (", ".join(f"{k}={v}" for k, v in (row.tuned.chosen or {}).items())
+                                                                     or "–") for row in rows) + "."]
     lines += ["", "`⚠ edge`: the chosen value is the smallest or largest candidate; the optimum may lie outside the grid."
               if any(r.tuned.edge for r in rows) else "", ""]
     lines += _scored_lines(report)
     if report.reference_note:
         lines += [f"Reference rows: {report.reference_note}.", ""]
 
-    if any(counted(row.runs) for row in rows):   # --stages tune: no verdict runs to average, no compute table
+    if verdicts:   # --stages tune: no verdict runs to average, no compute table
         lines += ["## Compute", "",
                   "| variant | params | training FLOPs / token | training tokens | training FLOPs | matched | tok/s | wall s |",
                   "|---|---|---|---|---|---|---|---|"]
@@ -459,7 +465,7 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
         keys = list(p.tune)
         # a report without verdict runs (--stages tune) shows the candidates' own verdict-metric figures: the only
         # ones it has (read, never used for the choice, which is on the selection metric alone)
-        shown = [] if any(counted(row.runs) for row in rows) else _verdict_keys(p.metric, rows)
+        shown = [] if verdicts else _verdict_keys(p.metric, rows)
         lines += ["| variant | " + " | ".join(keys) + f" | seeds | mean {p.select} | |"
                   + "".join(f" {k} |" for k in shown), "|---|" + "---|" * (len(keys) + 3 + len(shown))]
         for row in rows:
@@ -475,7 +481,7 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
         notes = [f"- {row.label}: {n}" for row in rows for n in row.tuned.notes]
         lines += [""] + (notes + [""] if notes else [])
 
-    if report.secondary:
+    if report.secondary and verdicts:
         lines += ["## Secondary metrics", ""]
         for key in report.secondary:
             way = direction(key)
@@ -484,7 +490,7 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
             lines += _metric_table(report, key, [r.secondary[key] for r in rows], comps, False, False) + [""]
 
     extra = [c for c in report.comparisons if c.reference != base]
-    if extra:
+    if extra and verdicts:
         lines += ["## Pairs that differ in one factor", "",
                   "| metric | variant | against | Δ [95% CI] | p | p (Holm) | verdict | MDE |", "|---|---|---|---|---|---|---|---|"]
         for c in extra:

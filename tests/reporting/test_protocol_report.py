@@ -148,6 +148,10 @@ def test_stages_reports_the_tune_stage_alone_while_the_confirm_stage_runs(tmp_pa
     # without verdict runs the tuning table shows each candidate's own test/loss, marked as read, not chosen on
     assert "| mean val/loss | | test/loss |" in md and "| 0.002 | 1 | 1.9000 | **chosen** | 1.9000 |" in md
     assert "the choice is on the selection metric alone" in md and "| test/loss |" not in full.split("## Tuning")[1]
+    # no table of dashes: the verdicts section says there are none and names the choices
+    verdicts = md.split("## Verdicts on `test/loss`")[1].split("##")[0]
+    assert "None: no run of the report is a verdict run" in verdicts and "optim.lr=0.002" in verdicts
+    assert "| mean ± std |" not in md and "| mean ± std |" in full
     both = make_report([root], tmp_path / "both", stages=["tune", "confirm"]).markdown.read_text()
     assert "**Stages confirm, tune only** (`--stages`): the runs found hold no other stage." in both
     assert "Without verdict runs" not in both and "## Compute" in both
