@@ -7,7 +7,8 @@
 # REPORT_STAGES=tune: part 1's reports of the tune stage alone (a stop inside a task's confirm stage lands that).
 # Part 1 (conf/experiment/study_length_generalization.yaml): learned, sinusoidal, rope, alibi, t5_bias, none x copy,
 #   reverse, addition, induction, mqar, trained at one size and tested at 1x, 2x, 4x by exact match; 30 variants x
-#   (5 learning rates on seed 0 + the chosen one on seeds 1-5) = 300 jobs.
+#   (5 learning rates on seed 0 + the chosen one on seeds 1-5) = 300 jobs. The ablation of the training sizes,
+#   task=copy_mixed (copy trained at every size 1-16, not 16 alone: data.train_min_length=1), the same 60 jobs again.
 # Part 2 (conf/experiment/study_positions.yaml): the six schemes on character-level Tiny Shakespeare at T=64, test
 #   perplexity at 1x, 2x, 4x, 8x, RoPE also with linear, dynamic and YaRN scaling at evaluation time; 6 x (3 + 5) =
 #   48 jobs. The plan and its measured cost: experiments/02_positions/README.md.
@@ -26,7 +27,7 @@ SWEEP_SYN=$STUDIES/positions_synthetic_$SIZE; RUNS_SYN=$HERE/runs/synthetic_$SIZ
 SWEEP_TXT=$STUDIES/positions_text_$SIZE; RUNS_TXT=$HERE/runs/text_$SIZE
 LAUNCH=(hydra/launcher=joblib hydra.launcher.n_jobs=$JOBS)
 # The tasks swept in part 1 (TASKS=addition runs one; the stages of one task can finish before the next starts).
-TASKS=${TASKS:-copy,reverse,addition,induction,mqar}
+TASKS=${TASKS:-copy,reverse,addition,induction,mqar,copy_mixed}
 [ "$SIZE" = gpu ] && TASKS=${TASKS_GPU:-copy_gpu,reverse_gpu,addition_gpu,induction_gpu,mqar_gpu}
 run() { [ "$STEP" = all ] || [ "$STEP" = "$1" ]; }
 restore() { [ -d "$2" ] && python -m src.studies.export --restore "$2" "$1" || true; }   # <sweep> <runs>
@@ -44,7 +45,7 @@ for stage in tune confirm; do
 done
 # 3. One report per task (each task its own Holm family: the 15 pairs of schemes on exact match at 1x, 2x and 4x the
 #    training size; on induction also the probes' induction step), read from the committed runs.
-declare -A LONGER=([copy]="@32 @64" [reverse]="@32 @64" [addition]="@6 @12" [induction]="@64 @128" [mqar]="@16 @32"
+declare -A LONGER=([copy]="@32 @64" [copy_mixed]="@32 @64" [reverse]="@32 @64" [addition]="@6 @12" [induction]="@64 @128" [mqar]="@16 @32"
                    [copy_gpu]="@128 @256" [reverse_gpu]="@128 @256" [addition_gpu]="@8 @16" [induction_gpu]="@256 @512"
                    [mqar_gpu]="@32 @64")   # 2x and 4x each task's training size
 report_tasks() {   # <runs dir> <out dir> <title prefix> <tasks, comma-separated>
@@ -59,6 +60,16 @@ report_tasks() {   # <runs dir> <out dir> <title prefix> <tasks, comma-separated
 if run synthetic-report; then
   python -m src.studies.export "$SWEEP_SYN" "$RUNS_SYN"
   report_tasks "$RUNS_SYN" "$OUT/synthetic" "Study 2, part 1: positions" "$TASKS"
+  # 3c. The ablation of the training sizes: copy trained at 16 alone (task=copy) vs at every size 1-16
+  #     (task=copy_mixed), each scheme at its own tuned rate in each; one factor apart = the same scheme, the
+  #     other training sizes.
+  if [[ ",$TASKS," == *,copy_mixed,* ]]; then
+    python -m src.report "$RUNS_SYN"/+experiment.study_length_generalization.task=copy,* \
+      "$RUNS_SYN"/+experiment.study_length_generalization.task=copy_mixed,* --out "$OUT/synthetic/copy_train_sizes" \
+      --baseline model/position=sinusoidal,experiment/study_length_generalization/task=copy --comparisons one_factor \
+      --extra test/exact_match@32 test/exact_match@64 ${REPORT_STAGES:+--stages $REPORT_STAGES} \
+      --title "Study 2, part 1, ablation: copy trained at size 16 alone vs at every size 1-16 ($SIZE)"
+  fi
 fi
 # 3b. The record of the first budget (1,500 steps; 3,000 on induction): its 72 tune runs (seed 0), too short for most
 #    schemes to learn the tasks at 1x (README, "The first budget"), reported from their committed runs alone.

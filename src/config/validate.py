@@ -183,7 +183,7 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
     cls = TASKS.get(task_name)
     cls.check_family(model)  # ConfigError: masked LM on a causal decoder …
 
-    kind, node, _ = split_config(plain.get("data") or {})  # DataError: unknown source
+    kind, node, dm_kwargs = split_config(plain.get("data") or {})  # DataError: unknown source
     source_cls, source_args = check_source(node)  # DataError: a key the source does not take
     fmt = BATCH_FORMATS[kind]
     cls.check_batch_format(fmt, f"data={node['name']}")  # ConfigError: translation pairs on an encoder-only model …
@@ -194,7 +194,8 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
     positive_int("batch_size", plain.get("batch_size"), "a positive number of sequences per device per step")
     check_run = getattr(source_cls, "check_run", None)  # a generated task's values and its examples x block_size
     if check_run is not None:
-        check_run(source_args, block_size=block, tokenizer=(plain.get("tokenizer") or {}).get("name"), task=task_name)
+        check_run(source_args, block_size=block, tokenizer=(plain.get("tokenizer") or {}).get("name"), task=task_name,
+                  train_min_length=dm_kwargs.get("train_min_length"))
     check_test_split = getattr(source_cls, "check_test_split", None)  # a source whose test text may be val's
     if check_test_split is not None:
         check_test_split(source_args, test=plain.get("test", True))

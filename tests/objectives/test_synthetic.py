@@ -161,6 +161,10 @@ def test_two_layer_model_learns_copy(tmp_path: Path) -> None:
     (["data=copy", "data.length=40"], ["block_size=64", "data.length=40", "at least 80"]),
     (["data=copy", "data.test_lengths=[8]"], ["data.test_lengths=8", "at least 16"]),
     (["data=copy", "tokenizer=gpt2"], ["data=copy", "tokenizer=char"]),
+    (["data=copy", "data.length=8", "data.train_min_length=9"], ["data.train_min_length=9", "from 1 to 8"]),
+    (["data=copy", "data.train_min_length=0"], ["data.train_min_length=0", "from 1 to 16"]),
+    (["data=induction", "data.length=32", "data.segment=8", "data.train_min_length=10"],
+     ["data.train_min_length=10", "data.length=10", "2 x data.segment = 16"]),
     (["data=copy", "data.length=8", "model/position=learned", "model.max_seq_len=24", "block_size=40"],
      ["block_size=40", "model.max_seq_len=24"]),
 ])
@@ -172,3 +176,55 @@ def test_bad_input_is_refused_when_the_run_is_validated(overrides: list[str], fr
         validate_run_config(compose_train([*SMALL, *overrides], tmp_path))
     for fragment in fragments:
         assert fragment in str(e.value)
+
+
+def test_train_min_length_draws_every_size_per_batch(tmp_path: Path) -> None:
+    """``data.train_min_length``: each training batch is at one size from that range (uniform, a pure
+    function of the seed and the batch index, so a resumed run sees the same batches); its answers are
+    its prompts'; validation and test stay at their sizes; null keeps every batch at the training size."""
+    from src.data.synthetic.datamodule import TrainBatches
+
+    run = run_for(tmp_path, "data=copy", "data.length=8", "data.alphabet=5", "data.train_min_length=2",
+                  "data.test_lengths=[8,16]")
+    dm = run.datamodule
+    dm.setup("fit")
+    make = TrainBatches(dm.source, dm.ids, 4, seed=0, rank=0, world_size=1, min_length=2)
+    sizes = [make.length(i) for i in range(400)]
+    assert set(sizes) == set(range(2, 9))  # every size, none outside
+    assert max(sizes.count(n) for n in range(2, 9)) < 2.2 * min(sizes.count(n) for n in range(2, 9))  # ~uniform
+    for i in (0, 1, 7):
+        batch, n = make(i), make.length(i)
+        assert batch["src_ids"].shape == (4, n + 1) and batch["tgt_ids"].shape == (4, n)  # prompt = string + separator
+        assert (batch["length"] == n).all()
+        assert torch.equal(batch["src_ids"][:, :n], batch["tgt_ids"])  # copy: the answer is the string
+        assert torch.equal(batch["src_ids"], make(i)["src_ids"])  # a pure function of the index
+    other_rank = TrainBatches(dm.source, dm.ids, 4, seed=0, rank=1, world_size=2, min_length=2)
+    assert [other_rank.length(i) for i in range(50)] == sizes[:50]  # ranks agree on each batch's shape
+    loader_sizes = {first_batch(run)["tgt_ids"].shape[1]}
+    assert loader_sizes <= set(range(2, 9))
+    assert next(iter(dm.val_dataloader()))["tgt_ids"].shape[1] == 8
+    assert [next(iter(t))["tgt_ids"].shape[1] for t in dm.test_dataloader()] == [8, 16]
+    fixed = run_for(tmp_path / "fixed", "data=copy", "data.length=8", "data.alphabet=5")
+    fixed.datamodule.setup("fit")
+    plain = TrainBatches(fixed.datamodule.source, fixed.datamodule.ids, 4, seed=0, rank=0, world_size=1)
+    assert {plain.length(i) for i in range(50)} == {8} and plain(3)["tgt_ids"].shape == (4, 8)
+
+
+def test_train_min_length_trains_end_to_end_and_counts_the_tokens_it_read(tmp_path: Path) -> None:
+    """A run over batches of several sizes completes, and ``tokens_seen`` is the tokens of the batches
+    it read (decoder-only: prompt + answer - 1 per example), not the training size's."""
+    from src.data.synthetic.datamodule import TrainBatches
+
+    run_dir = tmp_path / "run"
+    steps = 6
+    runner.train(compose_train([*SMALL, "data=copy", "data.length=8", "data.alphabet=5", "data.train_min_length=2",
+                                f"trainer.max_steps={steps}", "trainer.val_check_interval=3"], run_dir))
+    m = json.loads((run_dir / "metrics.json").read_text())
+    assert m["status"] == "completed", m["error"]
+    dm = run_for(tmp_path / "same", "data=copy", "data.length=8", "data.alphabet=5").datamodule
+    sizes = [TrainBatches(dm.source, {}, 4, seed=dm.seed, rank=0, world_size=1, min_length=2).length(i)
+             for i in range(steps)]
+    assert len(set(sizes)) > 1
+    assert m["tokens_seen"] == sum(4 * 2 * n for n in sizes)  # B x (P + A - 1), P = n + 1 (the separator), A = n
+    assert m["tokens_seen"] < steps * 4 * (2 * 8)
+    assert math.isfinite(m["test/exact_match@8"])

@@ -65,6 +65,19 @@ def test_synthetic_protocol_plans_thirty_variants_over_both_factors(tmp_path: Pa
         assert set(str(swept["model/position"]).split(",")) == POSITIONS
 
 
+def test_ablation_task_is_copy_trained_at_every_size_up_to_the_training_one() -> None:
+    """task=copy_mixed: task=copy's data, steps and test sizes, the training batches at sizes 1-16 instead of 16."""
+    base = _compose("study_length_generalization", "+experiment/study_length_generalization/task=copy")
+    mixed = _compose("study_length_generalization", "+experiment/study_length_generalization/task=copy_mixed")
+    assert base.data.train_min_length is None and mixed.data.train_min_length == 1
+    differ = {k for k in set(base.data) | set(mixed.data) if base.data.get(k) != mixed.data.get(k)}
+    assert differ == {"train_min_length"}
+    assert mixed.trainer.max_steps == base.trainer.max_steps and mixed.data.length == 16
+    for position in sorted(POSITIONS):
+        validate_run_config(_compose("study_length_generalization",
+                                     "+experiment/study_length_generalization/task=copy_mixed", f"model/position={position}"))
+
+
 @pytest.mark.parametrize("experiment", ["study_positions", "study_positions_gpu"])
 def test_text_part_scores_six_schemes_at_one_to_eight_x_against_sinusoidal(experiment: str) -> None:
     cfg = _compose(experiment)

@@ -23,7 +23,7 @@ DATAMODULE_KEYS: dict[str, tuple[str, ...]] = {
     "pairs": ("epoch_batches", "val_batch_size", "max_src_len", "max_tgt_len", "bucket_batches"),
 }
 DATAMODULE_KEYS["bin"] = DATAMODULE_KEYS["lm"]
-DATAMODULE_KEYS["synthetic"] = ("epoch_batches", "val_batch_size")  # generated tasks (src/data/synthetic)
+DATAMODULE_KEYS["synthetic"] = ("epoch_batches", "val_batch_size", "train_min_length")  # generated tasks (src/data/synthetic)
 #: the batches each source kind yields: text windows {"tokens"} or pairs {"src_ids", "src_mask", "tgt_ids", "tgt_mask"}
 BATCH_FORMATS: dict[str, str] = {"lm": "text", "bin": "text", "pairs": "pairs", "synthetic": "pairs"}
 

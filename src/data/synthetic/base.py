@@ -137,13 +137,30 @@ class SyntheticSource(Source):
         return {"name": self.name, **{k: v for k, v in vars(self).items() if not k.startswith("_")
                                       and isinstance(v, (int, float, str, bool))}}
 
+    def check_train_min_length(self, value: int | None) -> None:
+        """``data.train_min_length`` (the smallest size of a training batch, ``SyntheticDataModule``): null, or
+        an integer from the task's smallest size to the training size, at which the task's keys hold and
+        the training split has prompts. DataError naming the key otherwise."""
+        if value is None:
+            return
+        name, key, train = self.registry_name, self.length_key, self.train_length  # type: ignore[attr-defined]
+        integer("train_min_length", value, self.min_length, train,
+                why=f"the smallest data.{key} of a training batch: from data={name}'s smallest, {self.min_length}, to "
+                    f"the training data.{key}={train}; null trains every batch at {train}")
+        try:
+            type(self).check_task({**self.fingerprint(), key: value})
+            self.example("train", 0, length=value)
+        except DataError as e:
+            raise fail("train_min_length", value, f"data={name} at data.{key}={value} is not a valid task ({e}); raise "
+                                                  "data.train_min_length") from e
+
     # ------------------------------------------------------------ validation (once, with the run config)
     @classmethod
     def check_run(cls, args: Mapping[str, Any], *, block_size: int, tokenizer: str | None,
-                  task: str | None = "synthetic") -> None:
+                  task: str | None = "synthetic", train_min_length: int | None = None) -> None:
         """Every value of the data node, the tokenizer and objective it needs, and the training example
         against ``block_size``: a DataError naming the key, the value and the allowed range. Called by
-        ``src.config.validate``."""
+        ``src.config.validate``; ``train_min_length`` is the datamodule's ``data.train_min_length``."""
         name = cls.registry_name  # type: ignore[attr-defined]
         if task != "synthetic":
             raise DataError(f"data={name} is scored by task=synthetic (answer-only loss, exact match, one test set per "
@@ -175,6 +192,7 @@ class SyntheticSource(Source):
                             f"at most {limit[0]}")
         for split, n in [("val", train), *(("test", n) for n in source.test_lengths)]:
             source.example(split, 0, length=n)  # DataError: an example space too small to give every split a prompt
+        source.check_train_min_length(train_min_length)
         prompt, answer = source.sizes(train)
         if prompt + answer - 1 > block_size:
             raise DataError(f"block_size={block_size} is too short for data={name} at data.{cls.length_key}={train}: "

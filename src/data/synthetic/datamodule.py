@@ -9,7 +9,11 @@ examples at one length do not vary in size, so there is no padding)::
 
 Training batch ``i`` of rank ``r`` holds examples ``(i·R + r)·B … + B - 1`` of the run seed's
 training stream, so a batch is a pure function of (seed, rank, index), as every training batch here
-is (``src.data.batches``): resuming needs only the count of batches consumed. Validation holds
+is (``src.data.batches``): resuming needs only the count of batches consumed. By default every
+training batch is at the training size. ``data.train_min_length`` trains on every size from it to
+the training size instead, as Kazemnejad et al. 2023 (§3) train on all lengths up to L: batch ``i``
+is at a size drawn uniformly from that range by ``(seed, i)``, the same on every rank, so a batch
+still has one shape and no padding. Validation holds
 ``data.val_examples`` examples at the training length; the test has one loader per test length,
 ``data.test_examples`` each, the training length first. Rank ``r`` of ``R`` evaluates examples
 ``r, r+R, …``.
@@ -52,17 +56,29 @@ def collate(examples: Sequence[Example], length: int, ids: dict[str, int]) -> Ba
             "length": torch.full((len(examples),), int(length), dtype=torch.long)}
 
 
+LENGTH_STREAM = 1  # batch sizes draw from rng([run seed, 1, i]); examples from 5-part seeds (SyntheticSource.example)
+
+
 class TrainBatches:
-    """Training batch ``i`` of ``rank``: a pure function of (seed, rank, i)."""
+    """Training batch ``i`` of ``rank``: a pure function of (seed, rank, i). ``min_length`` (None: the
+    training size) is the smallest size a batch is drawn at."""
 
     def __init__(self, source: SyntheticSource, ids: dict[str, int], batch_size: int, seed: int, rank: int,
-                 world_size: int) -> None:
+                 world_size: int, min_length: int | None = None) -> None:
         self.source, self.ids, self.B, self.seed, self.rank, self.W = source, ids, batch_size, seed, rank, world_size
+        self.min_length = source.train_length if min_length is None else int(min_length)
+
+    def length(self, i: int) -> int:
+        """The size of batch ``i``: uniform over [min_length, training size], by (seed, i) alone (every rank the same)."""
+        top = self.source.train_length
+        if self.min_length >= top:
+            return top
+        return int(np.random.default_rng([self.seed, LENGTH_STREAM, i]).integers(self.min_length, top + 1))
 
     def __call__(self, i: int) -> Batch:
-        first = (i * self.W + self.rank) * self.B
-        examples = [self.source.example("train", first + j, stream=self.seed) for j in range(self.B)]
-        return collate(examples, self.source.train_length, self.ids)
+        first, n = (i * self.W + self.rank) * self.B, self.length(i)
+        examples = [self.source.example("train", first + j, length=n, stream=self.seed) for j in range(self.B)]
+        return collate(examples, n, self.ids)
 
 
 class EvalBatches:
@@ -86,8 +102,11 @@ class SyntheticDataModule(L.LightningDataModule):
 
     def __init__(self, source: SyntheticSource, tokenizer: Tokenizer, *, block_size: int, batch_size: int, seed: int = 0,
                  num_workers: int = 0, pin_memory: bool = False, epoch_batches: int | None = None,
-                 val_batch_size: int | None = None, rank: int | None = None, world_size: int | None = None) -> None:
+                 val_batch_size: int | None = None, train_min_length: int | None = None, rank: int | None = None,
+                 world_size: int | None = None) -> None:
         super().__init__()
+        source.check_train_min_length(train_min_length)  # DataError naming data.train_min_length
+        self.train_min_length = None if train_min_length is None else int(train_min_length)
         self.source, self.tokenizer = source, tokenizer
         self.block_size, self.batch_size, self.seed = int(block_size), int(batch_size), int(seed)
         self.val_batch_size = int(val_batch_size or batch_size)
@@ -140,7 +159,7 @@ class SyntheticDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> ResumableLoader:
         rank, world = self.rank_world()
-        make = TrainBatches(self.source, self.ids, self.batch_size, self.seed, rank, world)
+        make = TrainBatches(self.source, self.ids, self.batch_size, self.seed, rank, world, self.train_min_length)
         start = self._last_train_loader.batches_consumed if self._last_train_loader is not None else 0
         epoch = self.epoch_batches
         stream = SizedBatchStream(make, epoch, start) if epoch else BatchStream(make, None, start)
