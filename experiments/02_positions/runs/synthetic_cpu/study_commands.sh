@@ -30,3 +30,15 @@ python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/r
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=reverse model/position=learned,sinusoidal,rope,alibi,t5_bias,none optim.lr=0.0001,0.0003,0.001,0.003,0.01 seed=0 protocol.stage=tune
 # 2026-12-04 16:57:45
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=reverse model/position=learned,sinusoidal,rope,alibi,t5_bias,none optim.lr=0.0001,0.0003,0.001,0.003,0.01 seed=0 protocol.stage=tune
+# 2026-12-04 17:09:03
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=reverse model/position=learned optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 17:24:11
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=reverse model/position=sinusoidal optim.lr=0.01 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 17:38:25
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=reverse model/position=rope optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 17:55:31
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=reverse model/position=alibi optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 18:10:37
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=reverse model/position=t5_bias optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 18:26:16
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=reverse model/position=none optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
