@@ -45,7 +45,8 @@ for stage in tune confirm; do
 done
 # 3. One report per task (each task its own Holm family: the 15 pairs of schemes on exact match at 1x, 2x and 4x the
 #    training size; on induction also the probes' induction step), read from the committed runs.
-declare -A LONGER=([copy]="@32 @64" [copy_mixed]="@32 @64" [reverse]="@32 @64" [addition]="@6 @12" [induction]="@64 @128" [mqar]="@16 @32"
+declare -A LONGER=([copy]="@32 @64" [copy_mixed]="@32 @64" [reverse]="@32 @64" [addition]="@6 @12"
+                   [induction]="@64 @128" [mqar]="@16 @32"
                    [copy_gpu]="@128 @256" [reverse_gpu]="@128 @256" [addition_gpu]="@8 @16" [induction_gpu]="@256 @512"
                    [mqar_gpu]="@32 @64")   # 2x and 4x each task's training size
 report_tasks() {   # <runs dir> <out dir> <title prefix> <tasks, comma-separated>

@@ -105,8 +105,7 @@ class SyntheticDataModule(L.LightningDataModule):
                  val_batch_size: int | None = None, train_min_length: int | None = None, rank: int | None = None,
                  world_size: int | None = None) -> None:
         super().__init__()
-        source.check_train_min_length(train_min_length)  # DataError naming data.train_min_length
-        self.train_min_length = None if train_min_length is None else int(train_min_length)
+        self.train_min_length = train_min_length  # checked with the run config (SyntheticSource.check_run)
         self.source, self.tokenizer = source, tokenizer
         self.block_size, self.batch_size, self.seed = int(block_size), int(batch_size), int(seed)
         self.val_batch_size = int(val_batch_size or batch_size)
