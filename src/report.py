@@ -85,8 +85,10 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
                                                                     "inferred from the runs' protocol.stage labels)")
     p.add_argument("--equivalence-margin", type=float, default=None,
                    help="TOST margin in the verdict metric's units (default: the runs' report.equivalence_margin)")
-    p.add_argument("--comparisons", default=None, choices=("baseline", "one_factor"),
-                   help="baseline: each variant vs the baseline; one_factor: also every pair differing in one factor")
+    p.add_argument("--comparisons", default=None, metavar="{baseline,one_factor,factor:<key>}",
+                   help="baseline: each variant vs the baseline; one_factor: also every pair differing in one factor; "
+                        "factor:<key>: only the pairs differing in <key> alone (an ablation: each variant under the "
+                        "other value of one factor)")
     p.add_argument("--alpha", type=float, default=0.05, help="family-wise significance level (default 0.05)")
     p.add_argument("--pairing", default="auto", choices=PAIRINGS,
                    help="auto (default): the paired t-test by seed where both sides ran the same seeds on the same data "

@@ -29,6 +29,7 @@ from src.reporting.comparisons import CONSTANT, Comparison, direction
 from src.reporting.planning import SEEDS_PLAN, seeds_plan_line
 from src.studies.outcomes import run_outcome
 from src.reporting.stats import POWER, Summary, seeds_needed, summarize
+from src.studies.protocol import compared_factor
 from src.studies.runs import RunRecord
 from src.reporting.table import Report, VariantRow, counted
 from src.studies.tuning import tuned_values
@@ -291,6 +292,14 @@ def _scored_lines(report: Report) -> list[str]:
     return [f"Weights the verdict scored: {'; '.join(parts)}. The compute below counts the training tokens up to them.", ""]
 
 
+def _comparisons_text(comparisons: str) -> str:
+    along = compared_factor(comparisons)
+    if along is not None:
+        return f"every pair of variants that differ in `{along}` alone (`--comparisons {comparisons}`)"
+    return ("each variant against the baseline" if comparisons == "baseline" else
+            "each variant against the baseline, and every pair of variants that differ in one factor")
+
+
 def _factorial_lines(report: Report) -> list[str]:
     """A hint when the variants form a full grid over two or more factors but only the baseline is compared."""
     if report.protocol.comparisons != "baseline" or len(report.varying) < 2:
@@ -420,7 +429,7 @@ def render_markdown(report: Report, *, title: str, roots: Sequence[str], runs: S
         "## Protocol", "",
         ("Declared by the runs' configs (`protocol:`). " if p.declared else "From the command line (the runs declare no "
          "protocol). ") + p.describe(report.secondary, matched="/".join(sorted({r.compute.match for r in rows})) or None), "",
-        f"Baseline: **{base}**. Comparisons: {'each variant against the baseline' if p.comparisons == 'baseline' else 'each variant against the baseline, and every pair of variants that differ in one factor'}, "
+        f"Baseline: **{base}**. Comparisons: {_comparisons_text(p.comparisons)}, "
         f"on `{p.metric}`" + (f" and {len(report.secondary)} secondary metric(s)" if report.secondary else "") +
         f": {plural(len(report.comparisons), 'comparison')}, {report.m} with a test. " + (
             f"{_tests_text(report)}, two-sided, Holm-corrected over all {report.m} at α = {report.alpha}; equivalence "

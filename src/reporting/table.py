@@ -20,7 +20,8 @@ from typing import Any
 
 from src.reporting.comparisons import Comparison, compare, decide, margin_for
 from src.studies.outcomes import OUTCOMES, run_outcome
-from src.studies.protocol import Protocol
+from src.errors import ConfigError
+from src.studies.protocol import Protocol, compared_factor
 from src.reporting.stats import Summary, summarize
 from src.studies.eval_variants import changed_by_scaling
 from src.studies.runs import RunRecord, Variant, finite
@@ -243,10 +244,23 @@ def build_report(tuned: Sequence[TunedVariant], varying: Sequence[str], shared: 
             evaluation_of=None if parent is None else label_of.get(id(parent), "?")))
     comps: list[Comparison] = []
     pairs = [(i, baseline) for i in range(len(rows)) if i != baseline]
-    if protocol.comparisons == "one_factor":
-        # under flops / tokens matching each variant carries its solved trainer.max_steps (python -m src.study):
-        # a consequence of the factors, not a factor of its own
-        keys = [k for k in varying if not (k in MATCHED_KEYS and protocol.match in ("flops", "tokens"))]
+    # under flops / tokens matching each variant carries its solved trainer.max_steps (python -m src.study):
+    # a consequence of the factors, not a factor of its own
+    keys = [k for k in varying if not (k in MATCHED_KEYS and protocol.match in ("flops", "tokens"))]
+    along = compared_factor(protocol.comparisons)
+    if along is not None:
+        # an ablation: each variant against the same variant under another value of `along`, and nothing else
+        if along not in varying:
+            raise ConfigError(f"--comparisons {protocol.comparisons}: {along!r} is not a factor these runs vary; "
+                              f"they vary {', '.join(varying) or 'nothing'}")
+        pairs = []
+        for i in range(len(rows)):
+            for j in range(i + 1, len(rows)):
+                a, b = rows[i].variant.values(), rows[j].variant.values()
+                if a.get(along) != b.get(along) and all(a.get(k) == b.get(k) for k in keys if k != along):
+                    # (variant, reference): the later-listed side is the variant, unless it is the baseline
+                    pairs.append((i, j) if j == baseline else (j, i))
+    elif protocol.comparisons == "one_factor":
         for i in range(len(rows)):
             for j in range(i + 1, len(rows)):
                 a, b = rows[i].variant.values(), rows[j].variant.values()

@@ -15,7 +15,8 @@
       secondary: []                           # more verdict metrics (names or fnmatch patterns)
       baseline: model/ffn=gelu,model/norm=layernorm
       comparisons: baseline                   # baseline: each variant vs the baseline |
-                                              #   one_factor: also every pair differing in one factor
+                                              #   one_factor: also every pair differing in one factor |
+                                              #   factor:<key>: only the pairs differing in <key> alone
       stage: null                             # set per job by python -m src.study (tune|confirm|grid)
     report:
       equivalence_margin: 0.02                # TOST margin in the metric's units (or {metric: margin})
@@ -36,6 +37,14 @@ DESIGNS = ("two_stage", "grid")
 STAGES = ("tune", "confirm", "grid")
 MATCH_MODES = ("params", "flops", "tokens")
 COMPARISONS = ("baseline", "one_factor")
+#: ``comparisons: factor:<key>`` -- only the pairs of variants that differ in ``<key>`` and in nothing else
+#: (an ablation: the same variant under the other value of one factor)
+FACTOR_PREFIX = "factor:"
+
+
+def compared_factor(comparisons: str) -> str | None:
+    """The one factor a ``factor:<key>`` comparisons setting compares along; None for the other settings."""
+    return comparisons[len(FACTOR_PREFIX):] if comparisons.startswith(FACTOR_PREFIX) else None
 
 
 def canonical(value: Any) -> str:
@@ -118,8 +127,11 @@ class Protocol:
     def check(self) -> None:
         for key, value, allowed in (("design", self.design, DESIGNS), ("match", self.match, MATCH_MODES),
                                     ("comparisons", self.comparisons, COMPARISONS)):
+            if key == "comparisons" and compared_factor(value):
+                continue
             if value not in allowed:
-                raise ConfigError(f"protocol.{key}={value!r} is not known; use one of {', '.join(allowed)}")
+                extra = f", {FACTOR_PREFIX}<key>" if key == "comparisons" else ""
+                raise ConfigError(f"protocol.{key}={value!r} is not known; use one of {', '.join(allowed)}{extra}")
         if self.design == "two_stage" and self.declared and not self.tune_seeds:
             raise ConfigError("protocol.design=two_stage needs protocol.tune_seeds (the seeds every candidate runs "
                               "on), e.g. [0]")

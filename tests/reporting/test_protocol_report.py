@@ -242,6 +242,38 @@ def test_one_factor_pairs_under_flops_matching(tmp_path: Path) -> None:
     assert report.m == 5  # Holm's family: the 3 baseline comparisons and the 2 one-factor pairs
 
 
+def test_factor_comparisons_pair_each_variant_with_itself_under_the_other_value(tmp_path: Path) -> None:
+    """``comparisons: factor:<key>`` (an ablation): only the pairs that differ in <key> alone, the baseline's
+    pair in the verdict table, Holm over those alone; a key the runs do not vary, or no key, is an error."""
+    proto = {"factors": ["model/ffn", "model/norm"], "design": "grid", "seeds": [1, 2, 3],
+             "baseline": "model/ffn=gelu,model/norm=layernorm", "comparisons": "factor:model/norm"}
+    for ffn in ("gelu", "swiglu", "relu"):
+        for norm in ("layernorm", "rmsnorm"):
+            for seed in (1, 2, 3):
+                t = 2.0 + 0.01 * seed + 0.1 * (ffn == "swiglu") - (0.2 + 0.01 * seed**2) * (norm == "rmsnorm")
+                write_run(tmp_path / "s", [f"model/ffn={ffn}", f"model/norm={norm}", f"seed={seed}"],
+                          config={"protocol": proto}, metrics=completed(t, t))
+    files = make_report([tmp_path / "s"], tmp_path / "out")
+    report = files.report
+    label = lambda ffn, norm: f"model/ffn={ffn}, model/norm={norm}"  # noqa: E731
+    primary = [c for c in report.comparisons if c.metric == "test/loss"]
+    # the baseline is the reference of its own pair; in the others the later-listed variant (rmsnorm) is the variant
+    assert {(c.variant, c.reference) for c in primary} == {(label(f, "rmsnorm"), label(f, "layernorm"))
+                                                          for f in ("gelu", "swiglu", "relu")}
+    assert report.m == len(primary) == 3  # Holm's family: the three pairs alone, not the 5 baseline comparisons
+    assert all(c.delta == pytest.approx(-(0.2 + 0.01 * 14 / 3)) for c in primary)  # mean of 0.2 + 0.01 seed^2
+    rows = {r.label: r for r in report.rows}
+    assert rows[label("gelu", "rmsnorm")].comparison is not None and rows[label("swiglu", "layernorm")].comparison is None
+    md = files.markdown.read_text()
+    assert "every pair of variants that differ in `model/norm` alone" in md and "## Pairs that differ in one factor" in md
+    with pytest.raises(ConfigError, match="'model/attention' is not a factor these runs vary; they vary model/ffn, "
+                                          "model/norm"):
+        make_report([tmp_path / "s"], tmp_path / "bad", comparisons="factor:model/attention")
+    with pytest.raises(ConfigError, match="protocol.comparisons='factor:' is not known; use one of baseline, "
+                                          "one_factor, factor:<key>"):
+        make_report([tmp_path / "s"], tmp_path / "bad", comparisons="factor:")
+
+
 def test_the_command_line_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``python -m src.report <sweep dir>… --tune optim.lr --baseline <override>`` on a sweep that declares no
     protocol; --ignore adds keys to the ignored ones (the seed still never defines a variant)."""
