@@ -42,3 +42,17 @@ python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/r
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=reverse model/position=t5_bias optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
 # 2026-12-04 18:26:16
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=reverse model/position=none optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 21:14:34
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=copy_mixed model/position=learned,sinusoidal,rope,alibi,t5_bias,none optim.lr=0.0001,0.0003,0.001,0.003,0.01 seed=0 protocol.stage=tune
+# 2026-12-04 21:58:51
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=copy_mixed model/position=learned optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 22:07:09
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=copy_mixed model/position=sinusoidal optim.lr=0.0003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 22:15:45
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=copy_mixed model/position=rope optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 22:24:38
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=copy_mixed model/position=alibi optim.lr=0.0003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 22:33:04
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=copy_mixed model/position=t5_bias optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-04 22:41:33
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=copy_mixed model/position=none optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
