@@ -132,6 +132,7 @@ def make_report(roots: Sequence[str | Path], out: str | Path | None = None, *, t
         "validation loss vs tokens": report_plots.loss_vs_tokens(trained, out_dir, protocol.select, report.references),
         **{f"{protocol.select} vs {k}": report_plots.tuning(trained, out_dir, k, protocol.select) for k in protocol.tune},
         "length extrapolation": report_plots.extrapolation(report.rows, out_dir),
+        f"{protocol.metric} by test size": report_plots.by_length(report.rows, out_dir, protocol.metric),
         "per-layer gradient norms": report_plots.grad_norms(trained, out_dir),
         **{f"{key} vs {factor}": report_plots.against_factor(
             report.rows, out_dir, key, factor, [f for f in report.varying if f != factor],

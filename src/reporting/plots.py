@@ -8,6 +8,10 @@
   circled;
 * ``extrapolation.png`` — perplexity at each multiple of the training length per variant
   (mean, min–max bars); lengths that were not applicable are left out and named in the legend;
+* ``<metric>_by_length.png`` — a synthetic task's verdict metric (``test/exact_match``) at each test size
+  (``test/exact_match@<size>``, src/objectives/synthetic.py) per variant: mean over the verdict seeds, each
+  seed a dot; the smallest size, the training one, is marked; sizes that were not applicable are named
+  in the legend;
 * ``grad_norms.png`` — per-layer gradient norm at the first logged step per variant, one
   panel per stack (decoder, encoder);
 * ``<metric>_vs_<factor>.png`` — each reported metric against a numeric factor with at least
@@ -150,6 +154,53 @@ def extrapolation(rows: Sequence[VariantRow], out: Path, prefix: str = "extrapol
     ax.grid(alpha=0.3, which="both")
     _legend(ax, len(rows))
     return _save(fig, out / "extrapolation.png")
+
+
+def by_length(rows: Sequence[VariantRow], out: Path, metric: str = "test/exact_match") -> Path | None:
+    """``metric`` against the test size (``<metric>@<size>``) per variant: the mean over the verdict runs,
+    each seed a dot. The test sizes start at the training size (src/data/synthetic/base.py), marked 1×."""
+    sizes = sorted({int(k.rsplit("@", 1)[1]) for row in rows for r in row.runs for k in (r.metrics or {})
+                    if k.startswith(metric + "@") and k.rsplit("@", 1)[1].isdigit()})
+    if len(sizes) < 2:
+        return None
+    train = sizes[0]
+    fig, ax = plt.subplots(figsize=(8 if len(rows) <= 5 else 11, 5))
+    drawn = 0
+    for i, (row, color) in enumerate(zip(rows, _colors(len(rows)))):
+        xs, mean, missing = [], [], []
+        runs = [r for r in row.runs if r.status == "completed"]
+        nudge = 2 ** (0.015 * (i - (len(rows) - 1) / 2))  # each variant a little sideways: equal values (0, 1) stay visible
+        for n in sizes:
+            vals = finite(r.metric(f"{metric}@{n}") for r in runs)
+            if not vals:
+                if runs:
+                    missing.append(str(n))
+                continue
+            xs.append(n * nudge)
+            mean.append(sum(vals) / len(vals))
+            ax.scatter([n * nudge] * len(vals), vals, color=color, s=12, alpha=0.5)
+        if not xs and not missing:
+            continue
+        label = f"{_short(row.short)} (n={len(runs)})" + (f" (n/a at {', '.join(missing)})" if missing else "")
+        ax.plot(xs, mean, color=color, marker="o", lw=1.6, label=label)
+        drawn += 1
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.axvline(train, color="0.5", ls=":", lw=1.0)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([f"{n}\n{n / train:g}×" for n in sizes], fontsize=8)
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    if metric.endswith(("exact_match", "acc")):  # a fraction: the whole range, so 0 and 1 read as such
+        ax.set_ylim(-0.04, 1.04)
+    ax.set_xlabel("test size (the training size: 1×)")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric} by test size (line: mean over seeds; dots: seeds)")
+    ax.grid(alpha=0.3, which="both")
+    _legend(ax, drawn)
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in metric.replace("/", "_"))
+    return _save(fig, out / f"{safe}_by_length.png")
 
 
 def grad_norms(rows: Sequence[VariantRow], out: Path, kind: str = "ffn") -> Path | None:
