@@ -56,3 +56,23 @@ python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/r
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=copy_mixed model/position=t5_bias optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
 # 2026-12-04 22:41:33
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=copy_mixed model/position=none optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-05 07:44:46
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=induction model/position=learned,sinusoidal,rope,alibi,t5_bias,none optim.lr=0.0001,0.0003,0.001,0.003,0.01 seed=0 protocol.stage=tune
+# 2026-12-05 08:55:41
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=induction model/position=learned,sinusoidal,rope,alibi,t5_bias,none optim.lr=0.0001,0.0003,0.001,0.003,0.01 seed=0 protocol.stage=tune
+# 2026-12-05 08:56:15
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=induction model/position=learned optim.lr=0.0003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-05 09:09:44
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=induction model/position=sinusoidal optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-05 09:23:23
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=induction model/position=rope optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-05 09:37:34
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=induction model/position=alibi optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-05 09:51:13
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=induction model/position=t5_bias optim.lr=0.003 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-05 10:04:39
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=induction model/position=none optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-05 10:39:08
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=mqar model/position=learned,sinusoidal,rope,alibi,t5_bias,none optim.lr=0.0001,0.0003,0.001,0.003,0.01 seed=0 protocol.stage=tune
+# 2026-12-05 13:03:46
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=mqar model/position=learned,sinusoidal,rope,alibi,t5_bias,none optim.lr=0.0001,0.0003,0.001,0.003,0.01 seed=0 protocol.stage=tune
