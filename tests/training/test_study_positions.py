@@ -78,6 +78,23 @@ def test_ablation_task_is_copy_trained_at_every_size_up_to_the_training_one() ->
                                      "+experiment/study_length_generalization/task=copy_mixed", f"model/position={position}"))
 
 
+def test_size_ablation_is_copy_mixed_deeper_longer_and_tested_between_one_and_two_x(tmp_path: Path) -> None:
+    """task=copy_mixed_deep: copy_mixed with 4 layers, 2x the steps, tested at 16-32 symbols, on its own 3-rate grid."""
+    mixed = _compose("study_length_generalization", "+experiment/study_length_generalization/task=copy_mixed")
+    deep = _compose("study_length_generalization", "+experiment/study_length_generalization/task=copy_mixed_deep")
+    assert deep.model.n_layer == 2 * mixed.model.n_layer == 4 and deep.trainer.max_steps == 2 * mixed.trainer.max_steps
+    assert {k for k in set(mixed.data) | set(deep.data) if mixed.data.get(k) != deep.data.get(k)} == {"test_lengths"}
+    assert list(deep.data.test_lengths) == [16, 18, 20, 24, 32] and deep.data.train_min_length == 1
+    assert Protocol.from_config(OmegaConf.to_container(deep, resolve=False)).tune["optim.lr"] == ["0.0003", "0.001", "0.003"]
+    for position in sorted(POSITIONS):   # 24 symbols (50 tokens) fit the learned table's 64 rows; 32 (66) do not
+        validate_run_config(_compose("study_length_generalization",
+                                     "+experiment/study_length_generalization/task=copy_mixed_deep",
+                                     f"model/position={position}"))
+    p = plan(["experiment=study_length_generalization", f"hydra.sweep.dir={tmp_path}",
+              "+experiment/study_length_generalization/task=copy_mixed_deep"])
+    (cmd,) = tune_commands(p)
+    assert "optim.lr=0.0003,0.001,0.003" in cmd and len(p.variants) == len(POSITIONS)
+
 @pytest.mark.parametrize("experiment", ["study_positions", "study_positions_gpu"])
 def test_text_part_scores_six_schemes_at_one_to_eight_x_against_sinusoidal(experiment: str) -> None:
     cfg = _compose(experiment)
