@@ -90,3 +90,5 @@ python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/r
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=mqar model/position=t5_bias optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
 # 2026-12-05 13:29:26
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=mqar model/position=none optim.lr=0.001 seed=1,2,3,4,5 protocol.stage=confirm
+# 2026-12-05 23:14:48
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/root/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=copy_mixed_deep model/position=learned,sinusoidal,rope,alibi,t5_bias,none optim.lr=0.0003,0.001,0.003 seed=0 protocol.stage=tune
