@@ -56,9 +56,10 @@ report_tasks() {   # <runs dir> <out dir> <title prefix> <tasks, comma-separated
   for task in ${4//,/ }; do
     extra=(); for n in ${LONGER[$task]}; do extra+=("test/exact_match$n"); done
     [ "${task%_gpu}" = induction ] && extra+=(probe/induction_step)
+    span="1x, 2x, 4x"; [ "$task" = copy_mixed_deep ] && span="1x, 1.125x, 1.25x, 1.5x, 2x"
     python -m src.report "$1"/+experiment.study_length_generalization.task=$task,* --out "$2/$task" \
       --baseline model/position=sinusoidal --comparisons one_factor --extra "${extra[@]}" ${REPORT_STAGES:+--stages $REPORT_STAGES} \
-      --title "$3 on $task, exact match at 1x, 2x, 4x the training size ($SIZE)"
+      --title "$3 on $task, exact match at $span the training size ($SIZE)"
   done
 }
 if run synthetic-report; then
