@@ -52,14 +52,14 @@ declare -A LONGER=([copy]="@32 @64" [copy_mixed]="@32 @64" [copy_mixed_deep]="@1
                    [induction]="@64 @128" [mqar]="@16 @32"
                    [copy_gpu]="@128 @256" [reverse_gpu]="@128 @256" [addition_gpu]="@8 @16" [induction_gpu]="@256 @512"
                    [mqar_gpu]="@32 @64")   # 2x and 4x each task's training size (copy_mixed_deep: 1.125x-2x)
+declare -A SPAN=([copy_mixed_deep]="1x, 1.125x, 1.25x, 1.5x, 2x")   # the report's title; default 1x, 2x, 4x
 report_tasks() {   # <runs dir> <out dir> <title prefix> <tasks, comma-separated>
   for task in ${4//,/ }; do
     extra=(); for n in ${LONGER[$task]}; do extra+=("test/exact_match$n"); done
     [ "${task%_gpu}" = induction ] && extra+=(probe/induction_step)
-    span="1x, 2x, 4x"; [ "$task" = copy_mixed_deep ] && span="1x, 1.125x, 1.25x, 1.5x, 2x"
     python -m src.report "$1"/+experiment.study_length_generalization.task=$task,* --out "$2/$task" \
       --baseline model/position=sinusoidal --comparisons one_factor --extra "${extra[@]}" ${REPORT_STAGES:+--stages $REPORT_STAGES} \
-      --title "$3 on $task, exact match at $span the training size ($SIZE)"
+      --title "$3 on $task, exact match at ${SPAN[$task]:-1x, 2x, 4x} the training size ($SIZE)"
   done
 }
 if run synthetic-report; then
