@@ -142,26 +142,6 @@ python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/w
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=sinusoidal optim.lr=0.0003 seed=5 protocol.stage=confirm
 # 2026-12-06 05:57:17
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=rope optim.lr=0.001 seed=5 protocol.stage=confirm
-# 2026-12-06 02:22:09
-python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=alibi optim.lr=0.003 seed=1 protocol.stage=confirm
-# 2026-12-06 02:33:47
-python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=t5_bias optim.lr=0.003 seed=1 protocol.stage=confirm
-# 2026-12-06 02:45:05
-python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=none optim.lr=0.001 seed=1 protocol.stage=confirm
-# 2026-12-06 02:56:15
-python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=alibi optim.lr=0.003 seed=2 protocol.stage=confirm
-# 2026-12-06 03:07:32
-python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=t5_bias optim.lr=0.003 seed=2 protocol.stage=confirm
-# 2026-12-06 03:19:06
-python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=none optim.lr=0.001 seed=2 protocol.stage=confirm
-# 2026-12-06 03:30:47
-python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=alibi optim.lr=0.003 seed=3 protocol.stage=confirm
-# 2026-12-06 03:41:40
-python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=t5_bias optim.lr=0.003 seed=3 protocol.stage=confirm
-# 2026-12-06 03:52:42
-python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=none optim.lr=0.001 seed=3 protocol.stage=confirm
-# 2026-12-06 04:03:42
-python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=alibi optim.lr=0.003 seed=4 protocol.stage=confirm
 # 2026-12-06 05:13:17
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=t5_bias optim.lr=0.003 seed=4 protocol.stage=confirm
 # 2026-12-06 05:24:14
