@@ -10,7 +10,8 @@
 #   (5 learning rates on seed 0 + the chosen one on seeds 1-5) = 300 jobs. The ablation of the training sizes,
 #   task=copy_mixed (copy trained at every size 1-16, not 16 alone: data.train_min_length=1), the same 60 jobs again.
 #   The ablation of the model's size and the lengths tested, task=copy_mixed_deep (copy_mixed with 4 layers, 12,000
-#   steps, tested at 16, 18, 20, 24, 32 symbols): 6 schemes x (3 learning rates + 5 seeds) = 48 jobs.
+#   steps, tested at 16, 18, 20, 24, 32 symbols): 6 schemes x (3 learning rates + 5 seeds) = 48 jobs. The ablation of
+#   the task's format, task=copy_binary (copy_mixed_deep over binary strings, data.alphabet=2): 48 jobs again.
 # Part 2 (conf/experiment/study_positions.yaml): the six schemes on character-level Tiny Shakespeare at T=64, test
 #   perplexity at 1x, 2x, 4x, 8x, RoPE also with linear, dynamic and YaRN scaling at evaluation time; 6 x (3 + 5) =
 #   48 jobs. The plan and its measured cost: experiments/02_positions/README.md.
@@ -29,7 +30,7 @@ SWEEP_SYN=$STUDIES/positions_synthetic_$SIZE; RUNS_SYN=$HERE/runs/synthetic_$SIZ
 SWEEP_TXT=$STUDIES/positions_text_$SIZE; RUNS_TXT=$HERE/runs/text_$SIZE
 LAUNCH=(hydra/launcher=joblib hydra.launcher.n_jobs=$JOBS)
 # The tasks swept in part 1 (TASKS=addition runs one; the stages of one task can finish before the next starts).
-TASKS=${TASKS:-copy,reverse,addition,induction,mqar,copy_mixed,copy_mixed_deep}
+TASKS=${TASKS:-copy,reverse,addition,induction,mqar,copy_mixed,copy_mixed_deep,copy_binary}
 [ "$SIZE" = gpu ] && TASKS=${TASKS_GPU:-copy_gpu,reverse_gpu,addition_gpu,induction_gpu,mqar_gpu}
 run() { [ "$STEP" = all ] || [ "$STEP" = "$1" ]; }
 restore() { [ -d "$2" ] && python -m src.studies.export --restore "$2" "$1" || true; }   # <sweep> <runs>
@@ -47,12 +48,12 @@ for stage in tune confirm; do
 done
 # 3. One report per task (each task its own Holm family: the 15 pairs of schemes on exact match at 1x, 2x and 4x the
 #    training size; on induction also the probes' induction step), read from the committed runs.
-declare -A LONGER=([copy]="@32 @64" [copy_mixed]="@32 @64" [copy_mixed_deep]="@18 @20 @24 @32" [reverse]="@32 @64"
+declare -A LONGER=([copy]="@32 @64" [copy_mixed]="@32 @64" [copy_mixed_deep]="@18 @20 @24 @32" [copy_binary]="@18 @20 @24 @32" [reverse]="@32 @64"
                    [addition]="@6 @12"
                    [induction]="@64 @128" [mqar]="@16 @32"
                    [copy_gpu]="@128 @256" [reverse_gpu]="@128 @256" [addition_gpu]="@8 @16" [induction_gpu]="@256 @512"
                    [mqar_gpu]="@32 @64")   # 2x and 4x each task's training size (copy_mixed_deep: 1.125x-2x)
-declare -A SPAN=([copy_mixed_deep]="1x, 1.125x, 1.25x, 1.5x, 2x")   # the report's title; default 1x, 2x, 4x
+declare -A SPAN=([copy_mixed_deep]="1x, 1.125x, 1.25x, 1.5x, 2x" [copy_binary]="1x, 1.125x, 1.25x, 1.5x, 2x")   # the report's title; default 1x, 2x, 4x
 report_tasks() {   # <runs dir> <out dir> <title prefix> <tasks, comma-separated>
   for task in ${4//,/ }; do
     extra=(); for n in ${LONGER[$task]}; do extra+=("test/exact_match$n"); done
