@@ -95,6 +95,23 @@ def test_size_ablation_is_copy_mixed_deeper_longer_and_tested_between_one_and_tw
     (cmd,) = tune_commands(p)
     assert "optim.lr=0.0003,0.001,0.003" in cmd and len(p.variants) == len(POSITIONS)
 
+
+def test_format_ablation_is_copy_mixed_deep_over_binary_strings() -> None:
+    """task=copy_binary: copy_mixed_deep with data.alphabet=2 and nothing else changed (its 3-rate grid included), and
+    every training size from 1 gives the training split prompts (a binary string of 1 symbol has only 2)."""
+    deep = _compose("study_length_generalization", "+experiment/study_length_generalization/task=copy_mixed_deep")
+    binary = _compose("study_length_generalization", "+experiment/study_length_generalization/task=copy_binary")
+    assert {k for k in set(deep.data) | set(binary.data) if deep.data.get(k) != binary.data.get(k)} == {"alphabet"}
+    assert binary.data.alphabet == 2 and deep.data.alphabet == 10
+    plain = lambda c: OmegaConf.to_container(c, resolve=False)  # noqa: E731
+    assert plain(binary.model) == plain(deep.model) and plain(binary.trainer) == plain(deep.trainer)
+    assert plain(binary.protocol) == plain(deep.protocol)
+    for position in sorted(POSITIONS):
+        validate_run_config(_compose("study_length_generalization",
+                                     "+experiment/study_length_generalization/task=copy_binary",
+                                     f"model/position={position}"))
+
+
 @pytest.mark.parametrize("experiment", ["study_positions", "study_positions_gpu"])
 def test_text_part_scores_six_schemes_at_one_to_eight_x_against_sinusoidal(experiment: str) -> None:
     cfg = _compose(experiment)
