@@ -152,3 +152,5 @@ python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/w
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=t5_bias optim.lr=0.003 seed=5 protocol.stage=confirm
 # 2026-12-06 05:57:19
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=none optim.lr=0.001 seed=5 protocol.stage=confirm
+# 2026-12-06 13:12:06
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=copy_binary model/position=learned,sinusoidal,rope,alibi,t5_bias,none optim.lr=0.0003,0.001,0.003 seed=0 protocol.stage=tune
