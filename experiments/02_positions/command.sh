@@ -89,6 +89,17 @@ if run synthetic-report; then
       --extra test/exact_match@32 ${REPORT_STAGES:+--stages $REPORT_STAGES} \
       --title "Study 2, part 1, ablation: copy at every size 1-16, 2 layers x 6,000 steps vs 4 layers x 12,000 ($SIZE)"
   fi
+  # 3e. The ablation of the task's format: copy_mixed_deep over 10 symbols vs over 2 (task=copy_binary), each scheme at
+  #     its own tuned rate in each. Its Holm family: the six same-scheme pairs x the five lengths tested (1x-2x).
+  if [[ ",$TASKS," == *,copy_binary,* ]]; then
+    python -m src.report "$RUNS_SYN"/+experiment.study_length_generalization.task=copy_mixed_deep,* \
+      "$RUNS_SYN"/+experiment.study_length_generalization.task=copy_binary,* --out "$OUT/synthetic/copy_format" \
+      --baseline model/position=sinusoidal,experiment/study_length_generalization/task=copy_mixed_deep \
+      --comparisons factor:experiment/study_length_generalization/task \
+      --extra test/exact_match@18 test/exact_match@20 test/exact_match@24 test/exact_match@32 \
+      ${REPORT_STAGES:+--stages $REPORT_STAGES} \
+      --title "Study 2, part 1, ablation: copy at every size 1-16 (4 layers) over 10 symbols vs over 2 ($SIZE)"
+  fi
 fi
 # 3b. The record of the first budget (1,500 steps; 3,000 on induction): its 72 tune runs (seed 0), too short for most
 #    schemes to learn the tasks at 1x (README, "The first budget"), reported from their committed runs alone.
