@@ -154,3 +154,35 @@ python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/w
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_mixed_deep model/position=none optim.lr=0.001 seed=5 protocol.stage=confirm
 # 2026-12-06 13:12:06
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=2 +experiment/study_length_generalization/task=copy_binary model/position=learned,sinusoidal,rope,alibi,t5_bias,none optim.lr=0.0003,0.001,0.003 seed=0 protocol.stage=tune
+# 2026-12-06 18:17:10
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=alibi optim.lr=0.001 seed=1 protocol.stage=confirm
+# 2026-12-06 18:17:30
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=none optim.lr=0.001 seed=1 protocol.stage=confirm
+# 2026-12-06 18:27:34
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=sinusoidal optim.lr=0.0003 seed=1 protocol.stage=confirm
+# 2026-12-06 18:28:12
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=t5_bias optim.lr=0.001 seed=1 protocol.stage=confirm
+# 2026-12-06 18:38:17
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=alibi optim.lr=0.001 seed=2 protocol.stage=confirm
+# 2026-12-06 18:38:53
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=none optim.lr=0.001 seed=2 protocol.stage=confirm
+# 2026-12-06 18:48:17
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=sinusoidal optim.lr=0.0003 seed=2 protocol.stage=confirm
+# 2026-12-06 18:48:50
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=t5_bias optim.lr=0.001 seed=2 protocol.stage=confirm
+# 2026-12-06 18:58:15
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=alibi optim.lr=0.001 seed=3 protocol.stage=confirm
+# 2026-12-06 18:59:10
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=none optim.lr=0.001 seed=3 protocol.stage=confirm
+# 2026-12-06 19:08:38
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=sinusoidal optim.lr=0.0003 seed=3 protocol.stage=confirm
+# 2026-12-06 19:09:34
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=t5_bias optim.lr=0.001 seed=3 protocol.stage=confirm
+# 2026-12-06 19:19:21
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=alibi optim.lr=0.001 seed=4 protocol.stage=confirm
+# 2026-12-06 19:20:37
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=none optim.lr=0.001 seed=4 protocol.stage=confirm
+# 2026-12-06 19:29:57
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=sinusoidal optim.lr=0.0003 seed=4 protocol.stage=confirm
+# 2026-12-06 19:30:52
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=t5_bias optim.lr=0.001 seed=4 protocol.stage=confirm
