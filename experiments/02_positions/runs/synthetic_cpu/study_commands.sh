@@ -186,3 +186,15 @@ python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/w
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=sinusoidal optim.lr=0.0003 seed=4 protocol.stage=confirm
 # 2026-12-06 19:30:52
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=t5_bias optim.lr=0.001 seed=4 protocol.stage=confirm
+# 2026-12-06 19:40:33
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=alibi optim.lr=0.001 seed=5 protocol.stage=confirm
+# 2026-12-06 19:41:48
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=none optim.lr=0.001 seed=5 protocol.stage=confirm
+# 2026-12-06 19:51:24
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=sinusoidal optim.lr=0.0003 seed=5 protocol.stage=confirm
+# 2026-12-06 19:52:20
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=t5_bias optim.lr=0.001 seed=5 protocol.stage=confirm
+# 2026-12-06 20:02:59
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=learned optim.lr=0.001 seed=1 protocol.stage=confirm
+# 2026-12-06 20:03:57
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=rope optim.lr=0.003 seed=1 protocol.stage=confirm
