@@ -16,7 +16,9 @@ Kept per job: ``.hydra/`` (the resolved config and overrides), ``metrics.json``,
 (``csv/``), ``.sweep_job.json`` and the small JSON files a report reads (``budget.json``,
 ``ngram.json``, ``grad_norms.json``, ``extrapolation.json``, ``synthetic.json``, ``match_params.json``). Never
 checkpoints, never a previous attempt (``attempts/``), never a job without ``metrics.json``
-(still running or interrupted: the sweep reruns it). A restore never overwrites a file.
+(still running or interrupted: the sweep reruns it). A restore never overwrites a file. The sweep's
+``study_commands.sh`` is merged into the committed one (the entries it lacks appended), so several
+sweep directories can export into one ``runs/`` folder without losing or repeating a command.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from src.studies.runs import find_run_dirs
 KEEP_DIRS = (".hydra", "csv")
 KEEP_FILES = (METRICS, ".sweep_job.json", "budget.json", "ngram.json", "grad_norms.json", "extrapolation.json",
               "synthetic.json", "match_params.json", "study_commands.sh", "multirun.yaml")
+COMMANDS = "study_commands.sh"  # every command a study ran (src.study appends), merged on export, never overwritten
 MAX_FILE_BYTES = 5_000_000  # a kept file larger than this is not a "small file": refused, named
 
 
@@ -52,15 +55,44 @@ def small_files(job: Path) -> Iterator[Path]:
             yield from (p for p in sorted((job / d).rglob("*")) if p.is_file())
 
 
+def command_entries(text: str) -> list[str]:
+    """A ``study_commands.sh`` split into its entries: a ``# <time>`` line and the command lines under it."""
+    entries: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("#") or not entries:
+            entries.append(line + "\n")
+        else:
+            entries[-1] += line + "\n"
+    return entries
+
+
+def merge_commands(src: Path, dest: Path) -> int:
+    """Append to ``dest`` the entries of ``src`` it lacks, in ``src``'s order. -> how many were appended.
+
+    A sweep restored from ``runs/`` holds the committed history plus what ran since, and a study may run in
+    several sweep directories that export into one ``runs/`` folder: overwriting the committed file would lose
+    the other sweeps' commands, appending it whole would write them twice."""
+    before = dest.read_text() if dest.is_file() else ""
+    have = set(command_entries(before))
+    new = [e for e in command_entries(src.read_text()) if e not in have]
+    if new:
+        with dest.open("a") as f:
+            f.write("\n" if before and not before.endswith("\n") else "")
+            f.writelines(new)
+    return len(new)
+
+
 def export(sweep: Path, dest: Path) -> tuple[int, int]:
     """Copy the finished jobs' small files from ``sweep`` to ``dest`` (same relative paths). -> (jobs, files)."""
     if not sweep.is_dir():
         raise FileNotFoundError(f"sweep directory {sweep} does not exist")
     jobs = files = 0
-    for name in ("study_commands.sh", "multirun.yaml"):
-        if (sweep / name).is_file():
-            dest.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(sweep / name, dest / name)
+    if (sweep / "multirun.yaml").is_file():  # the last multirun's config: the sweep's copy is the newer one
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(sweep / "multirun.yaml", dest / "multirun.yaml")
+    if (sweep / COMMANDS).is_file():
+        dest.mkdir(parents=True, exist_ok=True)
+        merge_commands(sweep / COMMANDS, dest / COMMANDS)
     for job in finished_jobs(sweep):
         jobs += 1
         for src in small_files(job):

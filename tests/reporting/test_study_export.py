@@ -54,3 +54,25 @@ def test_restore_never_overwrites_and_refuses_big_files(tmp_path: Path, monkeypa
     with pytest.raises(ValueError, match="not a small file"):
         ex.export(src, tmp_path / "runs2")
     assert ex.main([str(tmp_path / "nowhere"), str(tmp_path / "x")]) == 2
+
+
+def test_export_merges_study_commands_from_several_sweeps_without_repeats(tmp_path: Path) -> None:
+    """A sweep restored from runs/ holds the committed commands plus its own; a second sweep directory holds only
+    its own. Exporting both, in either order and twice, keeps every entry once: the committed ones first."""
+    runs, a, b = tmp_path / "runs", tmp_path / "a", tmp_path / "b"
+    for d in (runs, a, b):
+        d.mkdir()
+    committed = "# 2026-01-01 00:00:00\npython -m src.train -m seed=0\n"
+    (runs / "study_commands.sh").write_text(committed)
+    ex.restore(runs, a)
+    with (a / "study_commands.sh").open("a") as f:
+        f.write("# 2026-01-02 00:00:00\npython -m src.train -m seed=1\n")
+    (b / "study_commands.sh").write_text("# 2026-01-02 00:00:00\npython -m src.train -m seed=2 hydra.sweep.dir=b")  # no final newline
+    for sweep_dir in (b, a, b, a):
+        ex.export(sweep_dir, runs)
+    text = (runs / "study_commands.sh").read_text()
+    assert text.startswith(committed) and text.endswith("\n")
+    assert [text.count(f"seed={n}") for n in range(3)] == [1, 1, 1]
+    assert ex.command_entries(text) == [committed, "# 2026-01-02 00:00:00\npython -m src.train -m seed=2 hydra.sweep.dir=b\n",
+                                        "# 2026-01-02 00:00:00\npython -m src.train -m seed=1\n"]
+    assert ex.merge_commands(a / "study_commands.sh", runs / "study_commands.sh") == 0
