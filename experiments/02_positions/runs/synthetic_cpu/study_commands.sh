@@ -198,3 +198,9 @@ python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/w
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=learned optim.lr=0.001 seed=1 protocol.stage=confirm
 # 2026-12-06 20:03:57
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=rope optim.lr=0.003 seed=1 protocol.stage=confirm
+# 2026-12-06 20:20:21
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=learned optim.lr=0.001 seed=2 protocol.stage=confirm
+# 2026-12-06 20:31:31
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=rope optim.lr=0.003 seed=2 protocol.stage=confirm
+# 2026-12-06 20:43:23
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=learned optim.lr=0.001 seed=3 protocol.stage=confirm
