@@ -98,7 +98,7 @@ def test_size_ablation_is_copy_mixed_deeper_longer_and_tested_between_one_and_tw
 
 def test_format_ablation_is_copy_mixed_deep_over_binary_strings() -> None:
     """task=copy_binary: copy_mixed_deep with data.alphabet=2 and nothing else changed (its 3-rate grid included), and
-    every training size from 1 gives the training split prompts (a binary string of 1 symbol has only 2)."""
+    the composed config validates for every scheme."""
     deep = _compose("study_length_generalization", "+experiment/study_length_generalization/task=copy_mixed_deep")
     binary = _compose("study_length_generalization", "+experiment/study_length_generalization/task=copy_binary")
     assert {k for k in set(deep.data) | set(binary.data) if deep.data.get(k) != binary.data.get(k)} == {"alphabet"}
