@@ -32,9 +32,9 @@ from src.jsonfile import METRICS
 from src.studies.runs import find_run_dirs
 
 KEEP_DIRS = (".hydra", "csv")
-KEEP_FILES = (METRICS, ".sweep_job.json", "budget.json", "ngram.json", "grad_norms.json", "extrapolation.json",
-              "synthetic.json", "match_params.json", "study_commands.sh", "multirun.yaml")
 COMMANDS = "study_commands.sh"  # every command a study ran (src.study appends), merged on export, never overwritten
+KEEP_FILES = (METRICS, ".sweep_job.json", "budget.json", "ngram.json", "grad_norms.json", "extrapolation.json",
+              "synthetic.json", "match_params.json", COMMANDS, "multirun.yaml")
 MAX_FILE_BYTES = 5_000_000  # a kept file larger than this is not a "small file": refused, named
 
 
