@@ -204,3 +204,13 @@ python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/w
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=rope optim.lr=0.003 seed=2 protocol.stage=confirm
 # 2026-12-06 20:43:23
 python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=learned optim.lr=0.001 seed=3 protocol.stage=confirm
+# 2026-12-06 21:30:34
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=learned optim.lr=0.001 seed=4 protocol.stage=confirm
+# 2026-12-06 21:30:53
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=learned optim.lr=0.001 seed=5 protocol.stage=confirm
+# 2026-12-06 21:41:21
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=rope optim.lr=0.003 seed=3 protocol.stage=confirm
+# 2026-12-06 21:41:37
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu_b hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=rope optim.lr=0.003 seed=4 protocol.stage=confirm
+# 2026-12-06 21:52:42
+python -m src.train -m experiment=study_length_generalization hydra.sweep.dir=/work/studies/positions_synthetic_cpu hydra/launcher=joblib hydra.launcher.n_jobs=1 +experiment/study_length_generalization/task=copy_binary model/position=rope optim.lr=0.003 seed=5 protocol.stage=confirm
