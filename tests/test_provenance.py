@@ -75,3 +75,21 @@ def test_a_run_records_it_and_the_report_warns_when_runs_differ(tmp_path: Path, 
     assert "## Provenance" in md and "Warning: the verdict runs differ in git_commit" in md
     header = (tmp_path / "out" / "runs.csv").read_text().splitlines()[0].split(",")
     assert {f"provenance/{k}" for k in prov.FIELDS} <= set(header)
+
+
+def test_a_run_records_the_code_as_it_started_not_as_it_ended(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit made while a long run trains must not become its recorded commit: the record is read
+    before the run builds anything, and that reading is what metrics.json holds."""
+    from src.training import runner
+    from tests.training.conftest import TINY, train_in_process
+
+    monkeypatch.setenv("TRANSFORMER_LAB_CACHE", str(tmp_path / "cache"))
+    built: list[bool] = []
+    real_build = runner.build_run
+    monkeypatch.setattr(runner, "build_run", lambda cfg: (built.append(True), real_build(cfg))[1])
+    reads: list[bool] = []
+    monkeypatch.setattr(runner, "provenance", lambda: (reads.append(bool(built)), {"read_after_build": bool(built)})[1])
+    run = tmp_path / "run"
+    train_in_process([*TINY, "trainer.max_steps=2", "test=false"], run)
+    assert built and reads == [False]  # read once, before the model and data were built
+    assert json.loads((run / "metrics.json").read_text())["provenance"] == {"read_after_build": False}

@@ -67,6 +67,7 @@ def model_summary(cfg: DictConfig) -> list[pl.Callback]:
 def train(cfg: DictConfig) -> float | None:
     """Fit (and test) one configuration; write metrics.json; return the best ``optimized_metric``."""
     t0 = time.perf_counter()
+    origin = provenance()  # read now, not at the end: a commit or an edit during a long run is not this run's code
     run_dir = output_dir(cfg)
     monitor = str(cfg.get("optimized_metric") or "val/loss")
     summary = RunSummary(monitor=monitor)
@@ -88,12 +89,12 @@ def train(cfg: DictConfig) -> float | None:
                 trainer.test(run.task, datamodule=run.datamodule, ckpt_path=summary.scored[2], verbose=False)
         except BaseException as e:
             stopped = preemption_error(e, trainer)  # SIGTERM / SLURM's signal: Preempted, naming the checkpoint written
-            _record(run_dir, "failed", stopped or e, run, trainer, summary, t0)
+            _record(run_dir, "failed", stopped or e, run, trainer, summary, t0, origin)
             close_loggers(trainer, failed=True)
             if stopped is not None:
                 raise stopped from None
             raise
-    _record(run_dir, "completed", None, run, trainer, summary, t0)
+    _record(run_dir, "completed", None, run, trainer, summary, t0, origin)
     close_loggers(trainer)
     best = summary.best
     if best is not None:
@@ -127,7 +128,7 @@ def scored_weights(trainer: pl.Trainer, summary: RunSummary) -> tuple[str, int, 
 
 @rank_zero_only
 def _record(run_dir: Path, status: str, error: BaseException | None, run: Run | None, trainer: pl.Trainer | None,
-            summary: RunSummary, t0: float) -> None:
+            summary: RunSummary, t0: float, origin: dict[str, Any]) -> None:
     if error is None:
         message = None
     elif isinstance(error, Preempted):
@@ -159,7 +160,7 @@ def _record(run_dir: Path, status: str, error: BaseException | None, run: Run | 
         ck = trainer.checkpoint_callback
         record["best_ckpt"] = ck.best_model_path or None
         record["last_ckpt"] = ck.last_model_path or None
-    record["provenance"] = provenance()  # the code, library versions and device behind these numbers
+    record["provenance"] = origin  # the code (as the run started), library versions and device behind these numbers
     try:
         write_json(run_dir / METRICS, record)  # atomic; NaN -> null (schema: docs/CONTRACTS.md)
     except OSError as e:  # never hide the original error behind a failed write
