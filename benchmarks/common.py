@@ -5,6 +5,7 @@ Timing rule: a benchmark compares a subject against a *peer measured in the same
 process*, the two interleaved (A B A B …) and summarised by the median of several
 repeats, so that load from other processes on a shared machine hits both alike.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,10 +34,18 @@ SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
 # -- command line -------------------------------------------------------------------
 def base_parser(description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="toy sizes, a few seconds (the smoke tests use it)")
-    p.add_argument("--repeats", type=int, default=None, help="timed repeats per subject (median reported)")
-    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
+    p = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    p.add_argument(
+        "--quick", action="store_true", help="toy sizes, a few seconds (the smoke tests use it)"
+    )
+    p.add_argument(
+        "--repeats", type=int, default=None, help="timed repeats per subject (median reported)"
+    )
+    p.add_argument(
+        "--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)"
+    )
     p.add_argument("--seed", type=int, default=0)
     return p
 
@@ -84,8 +93,10 @@ def machine_header(title: str, extra: dict[str, Any] | None = None) -> str:
     try:
         load = os.getloadavg()[0]
         if load > cores:
-            lines.append(f"- load: 1-minute load average {load:.1f} on {cores} cores (shared machine): absolute "
-                         f"timings are noisy; the ratios compare peers measured interleaved in this process")
+            lines.append(
+                f"- load: 1-minute load average {load:.1f} on {cores} cores (shared machine): absolute "
+                f"timings are noisy; the ratios compare peers measured interleaved in this process"
+            )
     except OSError:  # pragma: no cover
         pass
     for k, v in (extra or {}).items():
@@ -105,7 +116,7 @@ def interleaved(
     names = list(subjects)
     times: dict[str, list[float]] = {n: [] for n in names}
     for r in range(repeats):
-        order = names[r % len(names):] + names[: r % len(names)]
+        order = names[r % len(names) :] + names[: r % len(names)]
         for n in order:
             t0 = time.perf_counter()
             subjects[n]()
@@ -143,7 +154,10 @@ def fmt(x: Any) -> str:
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A markdown table (pastes straight into docs/performance.md)."""
     cells = [[fmt(c) for c in row] for row in rows]
-    widths = [max(len(str(h)), *(len(r[i]) for r in cells)) if cells else len(str(h)) for i, h in enumerate(columns)]
+    widths = [
+        max(len(str(h)), *(len(r[i]) for r in cells)) if cells else len(str(h))
+        for i, h in enumerate(columns)
+    ]
     line = lambda vals: "| " + " | ".join(str(v).ljust(w) for v, w in zip(vals, widths)) + " |"  # noqa: E731
     out = [line(columns), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out += [line(r) for r in cells]
@@ -157,7 +171,9 @@ def verdict(ratio: float, target: float, higher_is_better: bool = True) -> str:
 
 
 # -- the same GPT-2 in transformers --------------------------------------------------------
-def gpt2_config_dict(n_layer: int, d_model: int, n_head: int, seq_len: int, vocab: int = 50257, **kw: Any) -> dict[str, Any]:
+def gpt2_config_dict(
+    n_layer: int, d_model: int, n_head: int, seq_len: int, vocab: int = 50257, **kw: Any
+) -> dict[str, Any]:
     """Our config for a GPT-2-shaped decoder (GPT-2 small at 12/768/12/1024)."""
     d = {
         "family": "decoder_only",
@@ -188,12 +204,24 @@ def hf_gpt2_like(model: nn.Module, attn_implementation: str = "sdpa") -> nn.Modu
 
     c = model.config
     if c.padded_vocab_size != c.vocab_size:
-        raise ValueError("compare against transformers with vocab_pad_multiple=1 (GPT-2 has 50257 rows)")
+        raise ValueError(
+            "compare against transformers with vocab_pad_multiple=1 (GPT-2 has 50257 rows)"
+        )
     hf_cfg = GPT2Config(
-        vocab_size=c.vocab_size, n_positions=c.max_seq_len, n_embd=c.d_model, n_layer=c.n_layer, n_head=c.n_head,
-        n_inner=c.d_ff, activation_function="gelu_new", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-        layer_norm_epsilon=c.norm.get("eps", 1e-5), tie_word_embeddings=True,
-        bos_token_id=min(50256, c.vocab_size - 1), eos_token_id=min(50256, c.vocab_size - 1),
+        vocab_size=c.vocab_size,
+        n_positions=c.max_seq_len,
+        n_embd=c.d_model,
+        n_layer=c.n_layer,
+        n_head=c.n_head,
+        n_inner=c.d_ff,
+        activation_function="gelu_new",
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        layer_norm_epsilon=c.norm.get("eps", 1e-5),
+        tie_word_embeddings=True,
+        bos_token_id=min(50256, c.vocab_size - 1),
+        eos_token_id=min(50256, c.vocab_size - 1),
     )
     hf = GPT2LMHeadModel._from_config(hf_cfg, attn_implementation=attn_implementation)
     ours = model.state_dict()
@@ -206,23 +234,36 @@ def hf_gpt2_like(model: nn.Module, attn_implementation: str = "sdpa") -> nn.Modu
     for i in range(c.n_layer):
         o, h = f"decoder.blocks.{i}.", f"transformer.h.{i}."
         for ours_name, hf_name, transpose in (
-            ("attn_norm", "ln_1", False), ("ffn_norm", "ln_2", False),
-            ("attn.qkv", "attn.c_attn", True), ("attn.out", "attn.c_proj", True),
-            ("ffn.up", "mlp.c_fc", True), ("ffn.down", "mlp.c_proj", True),
+            ("attn_norm", "ln_1", False),
+            ("ffn_norm", "ln_2", False),
+            ("attn.qkv", "attn.c_attn", True),
+            ("attn.out", "attn.c_proj", True),
+            ("ffn.up", "mlp.c_fc", True),
+            ("ffn.down", "mlp.c_proj", True),
         ):
             w = ours[o + ours_name + ".weight"]
             sd[h + hf_name + ".weight"] = w.t().contiguous() if transpose else w
             sd[h + hf_name + ".bias"] = ours[o + ours_name + ".bias"]
     missing, unexpected = hf.load_state_dict(sd, strict=False)
-    missing = [k for k in missing if k != "lm_head.weight" and not k.endswith(".attn.bias") and not k.endswith("masked_bias")]
+    missing = [
+        k
+        for k in missing
+        if k != "lm_head.weight" and not k.endswith(".attn.bias") and not k.endswith("masked_bias")
+    ]
     if missing or unexpected:
-        raise RuntimeError(f"weight copy into GPT2LMHeadModel: missing {missing}, unexpected {unexpected}")
+        raise RuntimeError(
+            f"weight copy into GPT2LMHeadModel: missing {missing}, unexpected {unexpected}"
+        )
     hf.tie_weights()
-    assert hf.lm_head.weight.data_ptr() == hf.transformer.wte.weight.data_ptr(), "lm_head is not tied"
+    assert hf.lm_head.weight.data_ptr() == hf.transformer.wte.weight.data_ptr(), (
+        "lm_head is not tied"
+    )
     return hf
 
 
-def check_same_logits(model: nn.Module, hf: nn.Module, vocab: int, seq_len: int, tol: float = 1e-3) -> float:
+def check_same_logits(
+    model: nn.Module, hf: nn.Module, vocab: int, seq_len: int, tol: float = 1e-3
+) -> float:
     """Max |Δlogit| between our model and the transformers copy on random ids (raises above tol)."""
     ids = torch.randint(0, vocab, (2, min(seq_len, 32)))
     with torch.no_grad():
@@ -230,7 +271,9 @@ def check_same_logits(model: nn.Module, hf: nn.Module, vocab: int, seq_len: int,
         b = hf(input_ids=ids).logits
     diff = float((a - b).abs().max())
     if diff > tol:
-        raise RuntimeError(f"our model and the transformers copy disagree: max |Δlogit| = {diff:.3g}")
+        raise RuntimeError(
+            f"our model and the transformers copy disagree: max |Δlogit| = {diff:.3g}"
+        )
     return diff
 
 

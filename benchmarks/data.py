@@ -12,19 +12,28 @@ training data loader, each against what a training step consumes.
     python benchmarks/data.py            # 4 layers, d 256, B 4, T 256 (~1 min)
     python benchmarks/data.py --quick    # smoke run
 """
+
 from __future__ import annotations
 
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import (  # noqa: E402
-    add_shape_args,
-    SHARED_DATA, base_parser, gpt2_config_dict, interleaved, machine_header, median, setup, spread, table, verdict,
-)
-
 import torch  # noqa: E402
+
+from benchmarks.common import (  # noqa: E402
+    SHARED_DATA,
+    add_shape_args,
+    base_parser,
+    gpt2_config_dict,
+    interleaved,
+    machine_header,
+    median,
+    setup,
+    spread,
+    table,
+    verdict,
+)
 
 TARGET = 20.0  # loader tokens/s over training tokens/s
 
@@ -75,7 +84,9 @@ def main(argv: list[str] | None = None) -> dict:
     n_bytes = sum(len(d.encode()) for d in docs)
     threads = [int(t) for t in args.threads_list.split(",")]
     tok_times = interleaved(
-        {t: (lambda t=t: tok.encode_batch(docs, num_threads=t)) for t in threads}, repeats=args.repeats, warmup=0
+        {t: (lambda t=t: tok.encode_batch(docs, num_threads=t)) for t in threads},
+        repeats=args.repeats,
+        warmup=0,
     )
 
     # the loader, over a token cache of the same corpus
@@ -83,8 +94,16 @@ def main(argv: list[str] | None = None) -> dict:
         corpus_file = Path(tmp) / "corpus.txt"
         corpus_file.write_text("\n\n".join(docs), encoding="utf-8")
         dm = build_datamodule(
-            {"name": "text", "paths": [str(corpus_file)], "cache_dir": str(Path(tmp) / "cache"), "val_fraction": 0.1},
-            tok, block_size=args.seq_len, batch_size=args.batch, seed=0,
+            {
+                "name": "text",
+                "paths": [str(corpus_file)],
+                "cache_dir": str(Path(tmp) / "cache"),
+                "val_fraction": 0.1,
+            },
+            tok,
+            block_size=args.seq_len,
+            batch_size=args.batch,
+            seed=0,
         )
         t0 = time.perf_counter()
         dm.prepare_data()
@@ -97,7 +116,9 @@ def main(argv: list[str] | None = None) -> dict:
                 b = next(loader)
             assert b["tokens"].shape == (args.batch, args.seq_len + 1)
 
-        model = build_model(gpt2_config_dict(args.layers, args.d_model, args.heads, args.seq_len)).train()
+        model = build_model(
+            gpt2_config_dict(args.layers, args.d_model, args.heads, args.seq_len)
+        ).train()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         batch = next(loader)["tokens"]  # [B, T+1]
 
@@ -112,22 +133,40 @@ def main(argv: list[str] | None = None) -> dict:
     loader_tps = args.loader_batches * tokens_per_batch / median(times["loader"])
     train_tps = tokens_per_batch / median(times["train"])
 
-    print(machine_header(
-        "Data pipeline: tokenisation and loader vs training consumption",
-        {
-            "corpus": desc,
-            "tokeniser": f"GPT-2 BPE via tiktoken, encode_ordinary_batch; {n_tokens:,} tokens",
-            "loader": f"LMDataModule(text source), B {args.batch}, T {args.seq_len}, num_workers 0, "
-                      f"{args.loader_batches} batches per repeat; token cache built in {cache_s:.1f} s",
-            "training step": f"our GPT-2-shaped model, {args.layers} layers, d_model {args.d_model}, vocab 50257, "
-                             f"forward + backward + AdamW, fp32",
-            "timing": f"median of {args.repeats} interleaved repeats",
-        },
-    ))
+    print(
+        machine_header(
+            "Data pipeline: tokenisation and loader vs training consumption",
+            {
+                "corpus": desc,
+                "tokeniser": f"GPT-2 BPE via tiktoken, encode_ordinary_batch; {n_tokens:,} tokens",
+                "loader": f"LMDataModule(text source), B {args.batch}, T {args.seq_len}, num_workers 0, "
+                f"{args.loader_batches} batches per repeat; token cache built in {cache_s:.1f} s",
+                "training step": f"our GPT-2-shaped model, {args.layers} layers, d_model {args.d_model}, vocab 50257, "
+                f"forward + backward + AdamW, fp32",
+                "timing": f"median of {args.repeats} interleaved repeats",
+            },
+        )
+    )
     print()
-    rows = [[f"tiktoken, {t} thread(s)", n_tokens / median(v), n_bytes / median(v) / 2**20, spread(v),
-             n_tokens / median(v) / train_tps] for t, v in tok_times.items()]
-    rows.append(["train loader (batches)", loader_tps, float("nan"), spread(times["loader"]), loader_tps / train_tps])
+    rows = [
+        [
+            f"tiktoken, {t} thread(s)",
+            n_tokens / median(v),
+            n_bytes / median(v) / 2**20,
+            spread(v),
+            n_tokens / median(v) / train_tps,
+        ]
+        for t, v in tok_times.items()
+    ]
+    rows.append(
+        [
+            "train loader (batches)",
+            loader_tps,
+            float("nan"),
+            spread(times["loader"]),
+            loader_tps / train_tps,
+        ]
+    )
     rows.append(["training step (consumes)", train_tps, float("nan"), spread(times["train"]), 1.0])
     print(table(["stage", "tokens/s", "MiB/s", "spread", "× training"], rows))
     print()

@@ -9,17 +9,24 @@ table reports the median of the repeats.
     python benchmarks/generate.py --gpt2-small     # 12 layers, d 768 (random weights)
     python benchmarks/generate.py --quick          # smoke run
 """
+
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import torch  # noqa: E402
 
 from benchmarks.common import (  # noqa: E402
     add_shape_args,
-    base_parser, gpt2_config_dict, hf_gpt2_like, interleaved, machine_header, median, setup, spread, table, verdict,
+    base_parser,
+    gpt2_config_dict,
+    hf_gpt2_like,
+    interleaved,
+    machine_header,
+    median,
+    setup,
+    spread,
+    table,
+    verdict,
 )
-
-import torch  # noqa: E402
 
 TARGET_VS_TRANSFORMERS = 1.0
 TARGET_VS_NO_CACHE = 3.0
@@ -49,11 +56,15 @@ def main(argv: list[str] | None = None) -> dict:
     from src.models.generation import generate
 
     seq_len = args.prompt_len + args.new_tokens
-    model = build_model(gpt2_config_dict(args.layers, args.d_model, args.heads, seq_len, args.vocab)).eval()
+    model = build_model(
+        gpt2_config_dict(args.layers, args.d_model, args.heads, seq_len, args.vocab)
+    ).eval()
     hf = hf_gpt2_like(model).eval()
     hf.generation_config.eos_token_id = None  # decode exactly --new-tokens tokens, as ours
     hf.generation_config.pad_token_id = 0
-    prompt = torch.randint(0, args.vocab, (args.batch, args.prompt_len), generator=torch.Generator().manual_seed(1))
+    prompt = torch.randint(
+        0, args.vocab, (args.batch, args.prompt_len), generator=torch.Generator().manual_seed(1)
+    )
     mask = torch.ones_like(prompt)
     n = args.new_tokens
 
@@ -62,12 +73,17 @@ def main(argv: list[str] | None = None) -> dict:
     def run(name, fn):
         def call():
             outputs[name] = fn()
+
         return call
 
     subjects = {
         "ours, KV cache": run("cache", lambda: generate(model, prompt, n)),
-        "transformers generate": run("hf", lambda: hf.generate(
-            input_ids=prompt, attention_mask=mask, max_new_tokens=n, do_sample=False)),
+        "transformers generate": run(
+            "hf",
+            lambda: hf.generate(
+                input_ids=prompt, attention_mask=mask, max_new_tokens=n, do_sample=False
+            ),
+        ),
         "ours, no cache": run("nocache", lambda: generate(model, prompt, n, use_cache=False)),
     }
     with torch.inference_mode():
@@ -76,15 +92,17 @@ def main(argv: list[str] | None = None) -> dict:
     same_nc = torch.equal(outputs["cache"], outputs["nocache"])
     tps = {k: args.batch * n / median(v) for k, v in times.items()}
 
-    print(machine_header(
-        "Generation: our KV cache vs transformers generate vs our no-cache decoding",
-        {
-            "shape": f"{args.layers} layers, d_model {args.d_model}, {args.heads} heads, vocab {args.vocab}, "
-                     f"batch {args.batch}, prompt {args.prompt_len}, {n} new tokens, greedy, fp32",
-            "timing": f"median of {args.repeats} interleaved repeats (one full generate call each)",
-            "same tokens": f"ours vs transformers {'yes' if same_hf else 'NO'}; cache vs no cache {'yes' if same_nc else 'NO'}",
-        },
-    ))
+    print(
+        machine_header(
+            "Generation: our KV cache vs transformers generate vs our no-cache decoding",
+            {
+                "shape": f"{args.layers} layers, d_model {args.d_model}, {args.heads} heads, vocab {args.vocab}, "
+                f"batch {args.batch}, prompt {args.prompt_len}, {n} new tokens, greedy, fp32",
+                "timing": f"median of {args.repeats} interleaved repeats (one full generate call each)",
+                "same tokens": f"ours vs transformers {'yes' if same_hf else 'NO'}; cache vs no cache {'yes' if same_nc else 'NO'}",
+            },
+        )
+    )
     print()
     rows = [[k, tps[k], 1e3 * median(times[k]) / n, spread(times[k])] for k in subjects]
     print(table(["decoder", "new tokens/s", "ms/token", "spread"], rows))
@@ -93,8 +111,12 @@ def main(argv: list[str] | None = None) -> dict:
     print()
     print(f"KV cache vs transformers generate: {verdict(r_hf, TARGET_VS_TRANSFORMERS)}")
     print(f"KV cache vs no cache:              {verdict(r_nc, TARGET_VS_NO_CACHE)}")
-    return {"tokens_per_s": tps, "ratio_vs_transformers": r_hf, "ratio_vs_no_cache": r_nc,
-            "same_tokens": same_hf and same_nc}
+    return {
+        "tokens_per_s": tps,
+        "ratio_vs_transformers": r_hf,
+        "ratio_vs_no_cache": r_nc,
+        "same_tokens": same_hf and same_nc,
+    }
 
 
 if __name__ == "__main__":

@@ -17,11 +17,11 @@ our causal path hands SDPA no explicit mask), and the kernels' speed at GPT-2's 
 the ``aot_eager`` backend unless ``--compile-backend`` says otherwise), so the script is
 exercised where no GPU exists. Installs nothing.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import sys
 import time
@@ -42,10 +42,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak of one device")
     p.add_argument("--no-compile", action="store_true")
-    p.add_argument("--compile-backend", default=None, help="torch.compile backend (default inductor; aot_eager in --cpu-smoke)")
+    p.add_argument(
+        "--compile-backend",
+        default=None,
+        help="torch.compile backend (default inductor; aot_eager in --cpu-smoke)",
+    )
     p.add_argument("--json", default=None, help="write the results here")
-    p.add_argument("--profile-steps", type=int, default=3,
-                   help="torch.profiler over this many steps of the compiled variant (eager with --no-compile); 0 = off")
+    p.add_argument(
+        "--profile-steps",
+        type=int,
+        default=3,
+        help="torch.profiler over this many steps of the compiled variant (eager with --no-compile); 0 = off",
+    )
     args = p.parse_args(argv)
     args.vocab = 50257
     if args.cpu_smoke:
@@ -59,8 +67,18 @@ def model_config(args: argparse.Namespace, vocab_pad_multiple: int = 1) -> dict:
     from benchmarks.common import gpt2_config_dict
 
     if args.cpu_smoke:
-        return gpt2_config_dict(2, 64, 4, args.seq_len, args.vocab, vocab_pad_multiple=vocab_pad_multiple)
-    return gpt2_config_dict(12, 768, 12, args.seq_len, args.vocab, vocab_pad_multiple=vocab_pad_multiple, name="gpt2_small")
+        return gpt2_config_dict(
+            2, 64, 4, args.seq_len, args.vocab, vocab_pad_multiple=vocab_pad_multiple
+        )
+    return gpt2_config_dict(
+        12,
+        768,
+        12,
+        args.seq_len,
+        args.vocab,
+        vocab_pad_multiple=vocab_pad_multiple,
+        name="gpt2_small",
+    )
 
 
 def sync(device: torch.device) -> None:
@@ -71,9 +89,14 @@ def sync(device: torch.device) -> None:
 def environment(device: torch.device) -> dict:
     env = {"python": platform.python_version(), "torch": torch.__version__, "device": str(device)}
     if device.type == "cuda":
-        env.update(gpu=torch.cuda.get_device_name(0), capability=".".join(map(str, torch.cuda.get_device_capability(0))),
-                   cuda=torch.version.cuda, memory_gib=round(torch.cuda.get_device_properties(0).total_memory / 2**30, 1),
-                   bf16=torch.cuda.is_bf16_supported(), flash_sdp_enabled=torch.backends.cuda.flash_sdp_enabled())
+        env.update(
+            gpu=torch.cuda.get_device_name(0),
+            capability=".".join(map(str, torch.cuda.get_device_capability(0))),
+            cuda=torch.version.cuda,
+            memory_gib=round(torch.cuda.get_device_properties(0).total_memory / 2**30, 1),
+            bf16=torch.cuda.is_bf16_supported(),
+            flash_sdp_enabled=torch.backends.cuda.flash_sdp_enabled(),
+        )
     return env
 
 
@@ -88,9 +111,17 @@ def flash_check(args: argparse.Namespace, device: torch.device) -> dict:
     B, H, T, D = (2, 4, 64, 16) if args.cpu_smoke else (args.batch, 12, args.seq_len, 64)
     dtype = torch.bfloat16
     g = torch.Generator(device="cpu").manual_seed(0)
-    q, k, v = (torch.randn(B, H, T, D, generator=g).to(device, dtype).requires_grad_() for _ in range(3))
-    backends = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}
-    if device.type == "cpu":  # CPU has its own flash kernel; the CUDA-only efficient one does not exist there
+    q, k, v = (
+        torch.randn(B, H, T, D, generator=g).to(device, dtype).requires_grad_() for _ in range(3)
+    )
+    backends = {
+        "flash": SDPBackend.FLASH_ATTENTION,
+        "efficient": SDPBackend.EFFICIENT_ATTENTION,
+        "math": SDPBackend.MATH,
+    }
+    if (
+        device.type == "cpu"
+    ):  # CPU has its own flash kernel; the CUDA-only efficient one does not exist there
         backends.pop("efficient")
     ref = None
     for name, backend in backends.items():
@@ -110,7 +141,7 @@ def flash_check(args: argparse.Namespace, device: torch.device) -> dict:
             out[name] = {"ok": True, "ms_fwd_bwd": round(ms, 3), "out": y.detach().float()}
         except RuntimeError as e:  # "No available kernel"
             out[name] = {"ok": False, "error": str(e).splitlines()[0][:200]}
-    for name, r in out.items():
+    for r in out.values():
         if r.get("ok") and ref is not None:
             r["max_abs_diff_vs_math"] = float((r.pop("out") - ref).abs().max())
         else:
@@ -119,7 +150,10 @@ def flash_check(args: argparse.Namespace, device: torch.device) -> dict:
     model = build_model(model_config(args)).to(device)
     ids = torch.randint(0, args.vocab, (2, args.seq_len), device=device)
     try:
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION), torch.autocast(device.type, dtype=torch.bfloat16):
+        with (
+            sdpa_kernel(SDPBackend.FLASH_ATTENTION),
+            torch.autocast(device.type, dtype=torch.bfloat16),
+        ):
             loss = model(ids, labels=ids).loss
         loss.backward()
         out["model_flash_only"] = {"ok": True, "loss": round(float(loss.detach()), 4)}
@@ -143,19 +177,35 @@ def profile_top(step, steps: int, device: torch.device, rows: int = 12) -> list[
     events = [e for e in prof.key_averages() if getattr(e, key, 0) > 0]
     total = sum(getattr(e, key) for e in events) or 1.0
     events.sort(key=lambda e: -getattr(e, key))
-    return [{"op": e.key[:80], "ms_per_step": round(getattr(e, key) / 1e3 / steps, 3),
-             "share": round(getattr(e, key) / total, 4), "calls_per_step": round(e.count / steps, 1)}
-            for e in events[:rows]]
+    return [
+        {
+            "op": e.key[:80],
+            "ms_per_step": round(getattr(e, key) / 1e3 / steps, 3),
+            "share": round(getattr(e, key) / total, 4),
+            "calls_per_step": round(e.count / steps, 1),
+        }
+        for e in events[:rows]
+    ]
 
 
-def train_variant(args: argparse.Namespace, device: torch.device, compiled: bool, vocab_pad_multiple: int,
-                  profile_steps: int = 0) -> dict:
+def train_variant(
+    args: argparse.Namespace,
+    device: torch.device,
+    compiled: bool,
+    vocab_pad_multiple: int,
+    profile_steps: int = 0,
+) -> dict:
     from src.models import build_model
 
     torch.manual_seed(0)
     model = build_model(model_config(args, vocab_pad_multiple)).to(device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1,
-                            fused=device.type == "cuda")
+    opt = torch.optim.AdamW(
+        model.parameters(),
+        lr=6e-4,
+        betas=(0.9, 0.95),
+        weight_decay=0.1,
+        fused=device.type == "cuda",
+    )
     B, T = args.batch, args.seq_len
     g = torch.Generator(device="cpu").manual_seed(1)
     tokens = torch.randint(0, args.vocab, (B, T + 1), generator=g).to(device)
@@ -190,12 +240,16 @@ def train_variant(args: argparse.Namespace, device: torch.device, compiled: bool
     sync(device)
     dt = (time.perf_counter() - t0) / args.steps
     tps = B * T / dt
-    fpt = model.training_flops(B, T) / (B * T)  # the model's own count (forward + backward), as ThroughputMonitor's
+    fpt = model.training_flops(B, T) / (
+        B * T
+    )  # the model's own count (forward + backward), as ThroughputMonitor's
     res = {
         "ms_per_step": round(dt * 1e3, 2),
         "tokens_per_s": round(tps),
         "mfu": round(fpt * tps / (args.peak_tflops * 1e12), 4),
-        "peak_mem_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2) if device.type == "cuda" else None,
+        "peak_mem_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2)
+        if device.type == "cuda"
+        else None,
         "first_step_s": round(first_s, 1),
         "loss_first": round(float(first), 4),
         "loss_last": round(float(last), 4),
@@ -203,7 +257,7 @@ def train_variant(args: argparse.Namespace, device: torch.device, compiled: bool
     }
     if profile_steps:
         res["profile"] = profile_top(step, profile_steps, device)
-    del model, opt
+    model = opt = None  # free the GPU memory (step's closure holds them) before empty_cache
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return res
@@ -212,7 +266,9 @@ def train_variant(args: argparse.Namespace, device: torch.device, compiled: bool
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     if not args.cpu_smoke and not torch.cuda.is_available():
-        sys.exit("gpu_check: no CUDA device visible (use --cpu-smoke to exercise the script on CPU)")
+        sys.exit(
+            "gpu_check: no CUDA device visible (use --cpu-smoke to exercise the script on CPU)"
+        )
     device = torch.device("cpu" if args.cpu_smoke else "cuda")
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -222,8 +278,10 @@ def main(argv: list[str] | None = None) -> dict:
     print()
     for k, v in env.items():
         print(f"- {k}: {v}")
-    print(f"- shape: batch {args.batch} × T {args.seq_len}, bf16 autocast, fused AdamW, clip 1.0; "
-          f"{args.steps} timed steps after {args.warmup} warm-up; MFU vs {args.peak_tflops:g} TFLOP/s")
+    print(
+        f"- shape: batch {args.batch} × T {args.seq_len}, bf16 autocast, fused AdamW, clip 1.0; "
+        f"{args.steps} timed steps after {args.warmup} warm-up; MFU vs {args.peak_tflops:g} TFLOP/s"
+    )
     print()
 
     flash = flash_check(args, device)
@@ -234,11 +292,14 @@ def main(argv: list[str] | None = None) -> dict:
     for name, r in flash.items():
         if name == "model_flash_only":
             continue
-        print(f"| {name} | {'yes' if r['ok'] else 'no: ' + r['error']} | {r.get('ms_fwd_bwd', '-')} | "
-              f"{r.get('max_abs_diff_vs_math', '-') if r['ok'] else '-'} |")
+        print(
+            f"| {name} | {'yes' if r['ok'] else 'no: ' + r['error']} | {r.get('ms_fwd_bwd', '-')} | "
+            f"{r.get('max_abs_diff_vs_math', '-') if r['ok'] else '-'} |"
+        )
     mf = flash["model_flash_only"]
     print()
-    print(f"our model with only the flash kernel allowed: {'OK (loss %s)' % mf['loss'] if mf['ok'] else 'FAILED: ' + mf['error']}")
+    outcome = f"OK (loss {mf['loss']})" if mf["ok"] else f"FAILED: {mf['error']}"
+    print(f"our model with only the flash kernel allowed: {outcome}")
     print()
 
     variants = [("eager", False, 1)]
@@ -249,22 +310,33 @@ def main(argv: list[str] | None = None) -> dict:
     profiled = variants[1][0] if not args.no_compile else variants[0][0]
     for name, compiled, pad in variants:
         try:
-            results[name] = train_variant(args, device, compiled, pad, args.profile_steps if name == profiled else 0)
+            results[name] = train_variant(
+                args, device, compiled, pad, args.profile_steps if name == profiled else 0
+            )
         except Exception as e:  # noqa: BLE001 - report and go on with the other variants
-            results[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"}
+            results[name] = {
+                "error": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+            }
         print(f"[{name}] {json.dumps(results[name])}", flush=True)
     print()
-    print("### Training step, GPT-2 small" + (" (toy model in the smoke run)" if args.cpu_smoke else ""))
+    print(
+        "### Training step, GPT-2 small"
+        + (" (toy model in the smoke run)" if args.cpu_smoke else "")
+    )
     print()
-    print("| variant | tokens/s | MFU | peak memory GiB | ms/step | first step s (incl. compile) | loss first → last |")
+    print(
+        "| variant | tokens/s | MFU | peak memory GiB | ms/step | first step s (incl. compile) | loss first → last |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name, r in results.items():
         if "error" in r:
             print(f"| {name} | failed: {r['error']} | | | | | |")
             continue
         mem = "-" if r["peak_mem_gib"] is None else f"{r['peak_mem_gib']:.2f}"
-        print(f"| {name} | {r['tokens_per_s']:,} | {100 * r['mfu']:.1f}% | {mem} | {r['ms_per_step']} | "
-              f"{r['first_step_s']} | {r['loss_first']} → {r['loss_last']} |")
+        print(
+            f"| {name} | {r['tokens_per_s']:,} | {100 * r['mfu']:.1f}% | {mem} | {r['ms_per_step']} | "
+            f"{r['first_step_s']} | {r['loss_first']} → {r['loss_last']} |"
+        )
     eager = results.get("eager", {})
     comp = next((r for n, r in results.items() if n.startswith("torch.compile")), {})
     if "tokens_per_s" in eager and "tokens_per_s" in comp:
@@ -273,13 +345,17 @@ def main(argv: list[str] | None = None) -> dict:
     top = results.get(profiled, {}).get("profile")
     if top:
         print()
-        print(f"### Where a step's time goes: {profiled}, torch.profiler over {args.profile_steps} steps "
-              f"({'device' if device.type == 'cuda' else 'CPU'} self time)")
+        print(
+            f"### Where a step's time goes: {profiled}, torch.profiler over {args.profile_steps} steps "
+            f"({'device' if device.type == 'cuda' else 'CPU'} self time)"
+        )
         print()
         print("| op | ms/step | share | calls/step |")
         print("|---|---|---|---|")
         for r in top:
-            print(f"| {r['op']} | {r['ms_per_step']} | {100 * r['share']:.1f}% | {r['calls_per_step']} |")
+            print(
+                f"| {r['op']} | {r['ms_per_step']} | {100 * r['share']:.1f}% | {r['calls_per_step']} |"
+            )
     report = {"env": env, "flash": flash, "train": results, "args": vars(args)}
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -292,5 +368,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 if __name__ == "__main__":
     rep = main()
-    failed = not rep["flash"]["model_flash_only"]["ok"] or any("error" in r for r in rep["train"].values())
+    failed = not rep["flash"]["model_flash_only"]["ok"] or any(
+        "error" in r for r in rep["train"].values()
+    )
     sys.exit(1 if failed else 0)

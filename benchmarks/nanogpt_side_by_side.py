@@ -35,6 +35,7 @@ evaluation if it never reaches it). Target: ours reaches 1.89 in <= 0.8x the tim
     python benchmarks/nanogpt_side_by_side.py --quick             # 20 iterations each (smoke run)
     python benchmarks/nanogpt_side_by_side.py --ours experiment=shakespeare_char_speedrun   # the speedrun
 """
+
 from __future__ import annotations
 
 import os
@@ -61,8 +62,18 @@ EXPERIMENT = "shakespeare_char"  # nanoGPT's recipe, in this framework
 #: ours / nanoGPT, time to the target loss, by experiment (another experiment: pass --target-ratio)
 TARGET_RATIOS = {"shakespeare_char": 0.8, "shakespeare_char_speedrun": 0.5}
 # nanoGPT README's CPU recipe ("I only have a macbook"); --max_iters/--lr_decay_iters come from --max-iters
-NANOGPT_FLAGS = ["--device=cpu", "--compile=False", "--eval_iters=20", "--log_interval=1", "--block_size=64",
-                 "--batch_size=12", "--n_layer=4", "--n_head=4", "--n_embd=128", "--dropout=0.0"]
+NANOGPT_FLAGS = [
+    "--device=cpu",
+    "--compile=False",
+    "--eval_iters=20",
+    "--log_interval=1",
+    "--block_size=64",
+    "--batch_size=12",
+    "--n_layer=4",
+    "--n_head=4",
+    "--n_embd=128",
+    "--dropout=0.0",
+]
 NANOGPT_VAL = re.compile(r"^step (\d+): train loss ([\d.]+), val loss ([\d.]+)")
 OURS_VAL = re.compile(r"^\[val\] step (\d+) val/loss ([\d.naninf]+)")
 
@@ -87,7 +98,9 @@ class Result:
     returncode: int | None = None
     wall_s: float = float("nan")
     cpu_s: float = float("nan")
-    evals: list[tuple[float, int, float]] = field(default_factory=list)  # (wall s since launch, step, val loss)
+    evals: list[tuple[float, int, float]] = field(
+        default_factory=list
+    )  # (wall s since launch, step, val loss)
     tail: list[str] = field(default_factory=list)
 
     def time_to(self, loss: float) -> float | None:
@@ -104,18 +117,38 @@ class Result:
 
 def parse_args(argv: list[str] | None = None):
     p = base_parser(__doc__.split("\n")[0])
-    p.add_argument("--anchor", type=Path, default=ANCHOR, help="nanoGPT's files (train.py, model.py, configurator.py …)")
-    p.add_argument("--text", type=Path, default=TEXT, help="Tiny Shakespeare input.txt (both runs read it)")
+    p.add_argument(
+        "--anchor",
+        type=Path,
+        default=ANCHOR,
+        help="nanoGPT's files (train.py, model.py, configurator.py …)",
+    )
+    p.add_argument(
+        "--text", type=Path, default=TEXT, help="Tiny Shakespeare input.txt (both runs read it)"
+    )
     p.add_argument("--max-iters", type=int, default=2000)
-    p.add_argument("--ours", default="", help="extra Hydra overrides for our run (the levers), space-separated")
+    p.add_argument(
+        "--ours", default="", help="extra Hydra overrides for our run (the levers), space-separated"
+    )
     p.add_argument("--target-loss", type=float, default=TARGET_LOSS)
-    p.add_argument("--target-ratio", type=float, default=None,
-                   help=f"ours/nanoGPT time to reach (default by experiment: {TARGET_RATIOS})")
-    p.add_argument("--sequential", action="store_true", help="run nanoGPT, then ours (default: both at once)")
+    p.add_argument(
+        "--target-ratio",
+        type=float,
+        default=None,
+        help=f"ours/nanoGPT time to reach (default by experiment: {TARGET_RATIOS})",
+    )
+    p.add_argument(
+        "--sequential", action="store_true", help="run nanoGPT, then ours (default: both at once)"
+    )
     p.add_argument("--pin", action="store_true", help="pin nanoGPT to core 0 and ours to core 1")
-    p.add_argument("--warm-compile-cache", action="store_true",
-                   help="reuse torch.compile's cache across runs (default: a fresh one per run, so compile time counts)")
-    p.add_argument("--timeout", type=float, default=3600, help="seconds per pair before both are stopped")
+    p.add_argument(
+        "--warm-compile-cache",
+        action="store_true",
+        help="reuse torch.compile's cache across runs (default: a fresh one per run, so compile time counts)",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=3600, help="seconds per pair before both are stopped"
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.max_iters = 20
@@ -123,8 +156,10 @@ def parse_args(argv: list[str] | None = None):
     args.experiment, args.ours_overrides = split_experiment(args.ours)
     if args.target_ratio is None:
         if args.experiment not in TARGET_RATIOS:
-            p.error(f"--ours experiment={args.experiment} has no default target ratio (known: "
-                    f"{', '.join(TARGET_RATIOS)}); pass --target-ratio")
+            p.error(
+                f"--ours experiment={args.experiment} has no default target ratio (known: "
+                f"{', '.join(TARGET_RATIOS)}); pass --target-ratio"
+            )
         args.target_ratio = TARGET_RATIOS[args.experiment]
     return args
 
@@ -135,8 +170,12 @@ def split_experiment(ours: str) -> tuple[str, list[str]]:
     tokens = shlex.split(ours)
     named = [t.split("=", 1)[1] for t in tokens if t.startswith("experiment=")]
     if len(named) > 1:
-        raise SystemExit(f"--ours names experiment= {len(named)} times ({', '.join(named)}); give one")
-    return (named[0] if named else EXPERIMENT), [t for t in tokens if not t.startswith("experiment=")]
+        raise SystemExit(
+            f"--ours names experiment= {len(named)} times ({', '.join(named)}); give one"
+        )
+    return (named[0] if named else EXPERIMENT), [
+        t for t in tokens if not t.startswith("experiment=")
+    ]
 
 
 def skip_reason(args) -> str | None:
@@ -154,7 +193,9 @@ def prepare_nanogpt(args, work: Path) -> Path:
     (work / "configurator.py").symlink_to(args.anchor / "configurator.py")
     (data / "prepare.py").symlink_to(args.anchor / "data" / "shakespeare_char" / "prepare.py")
     (data / "input.txt").symlink_to(args.text.resolve())
-    r = subprocess.run([sys.executable, str(data / "prepare.py")], cwd=work, capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, str(data / "prepare.py")], cwd=work, capture_output=True, text=True
+    )
     if r.returncode or not (data / "train.bin").is_file():
         raise RuntimeError(f"nanoGPT's prepare.py failed:\n{r.stdout[-1500:]}{r.stderr[-1500:]}")
     return work
@@ -162,37 +203,75 @@ def prepare_nanogpt(args, work: Path) -> Path:
 
 def commands(args, work: Path, r: int) -> dict[str, list[str]]:
     n = args.max_iters
-    ng = [sys.executable, "-u", str(args.anchor / "train.py"), str(args.anchor / "config" / "train_shakespeare_char.py"),
-          *NANOGPT_FLAGS, f"--max_iters={n}", f"--lr_decay_iters={n}", f"--out_dir={work / f'out-nanogpt-{r}'}"]
-    own = args.experiment == EXPERIMENT  # nanoGPT's recipe: its horizon follows nanoGPT's iterations
-    ours = [sys.executable, "-m", "src.train", f"experiment={args.experiment}", f"data.path={args.text.resolve()}",
-            "test=false", f"hydra.run.dir={work / f'ours-{r}'}",
-            "+callbacks.side_by_side_clock._target_=benchmarks.nanogpt_side_by_side.ValidationClock"]
-    if own and n != 2000:  # the recipe's horizon follows the iterations, as nanoGPT's --lr_decay_iters does
+    ng = [
+        sys.executable,
+        "-u",
+        str(args.anchor / "train.py"),
+        str(args.anchor / "config" / "train_shakespeare_char.py"),
+        *NANOGPT_FLAGS,
+        f"--max_iters={n}",
+        f"--lr_decay_iters={n}",
+        f"--out_dir={work / f'out-nanogpt-{r}'}",
+    ]
+    own = (
+        args.experiment == EXPERIMENT
+    )  # nanoGPT's recipe: its horizon follows nanoGPT's iterations
+    ours = [
+        sys.executable,
+        "-m",
+        "src.train",
+        f"experiment={args.experiment}",
+        f"data.path={args.text.resolve()}",
+        "test=false",
+        f"hydra.run.dir={work / f'ours-{r}'}",
+        "+callbacks.side_by_side_clock._target_=benchmarks.nanogpt_side_by_side.ValidationClock",
+    ]
+    if (
+        own and n != 2000
+    ):  # the recipe's horizon follows the iterations, as nanoGPT's --lr_decay_iters does
         ours += [f"trainer.max_steps={n}", f"scheduler.decay_steps={n}"]
     if args.quick:  # evaluations every 10 steps on 2 batches, so the smoke run sees some
         ng += ["--eval_interval=10", "--eval_iters=2"]
         ours += ["trainer.val_check_interval=10", "trainer.limit_val_batches=2"]
         # another recipe: 20 steps too, with a warmup that fits them (the speedrun's wsd)
-        ours += ["~callbacks.sample_text"] if own else [f"trainer.max_steps={n}", "scheduler.warmup_steps=5"]
+        ours += (
+            ["~callbacks.sample_text"]
+            if own
+            else [f"trainer.max_steps={n}", "scheduler.warmup_steps=5"]
+        )
     ours += args.ours_overrides
     return {"nanoGPT": ng, "ours": ours}
 
 
 def _env(work: Path, name: str, warm: bool) -> dict[str, str]:
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1",
-               TORCHINDUCTOR_COMPILE_THREADS="1")  # compile in the run's own process, one thread too
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        PYTHONUNBUFFERED="1",
+        TORCHINDUCTOR_COMPILE_THREADS="1",
+    )  # compile in the run's own process, one thread too
     if not warm:
         env["TORCHINDUCTOR_CACHE_DIR"] = str(work / f"inductor-{name}-{time.monotonic_ns()}")
     return env
 
 
-def _run(res: Result, cwd: Path, env: dict[str, str], core: int | None, pattern: re.Pattern) -> None:
+def _run(
+    res: Result, cwd: Path, env: dict[str, str], core: int | None, pattern: re.Pattern
+) -> None:
     """Launch, stamp each validation line, reap with os.wait4 (CPU time of the process and its children)."""
     pre = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
     t0 = time.perf_counter()
-    proc = subprocess.Popen(res.command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, bufsize=1, preexec_fn=pre)
+    proc = subprocess.Popen(
+        res.command,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        preexec_fn=pre,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         now = time.perf_counter() - t0
@@ -226,8 +305,13 @@ def run_pair(args, work: Path, r: int) -> dict[str, Result]:
     pattern = {"nanoGPT": NANOGPT_VAL, "ours": OURS_VAL}
     cores = {"nanoGPT": 0, "ours": 1} if args.pin else {"nanoGPT": None, "ours": None}
     order = list(cmds) if r % 2 == 0 else list(cmds)[::-1]  # who is launched first alternates
-    threads = [threading.Thread(target=_run, args=(results[k], cwd[k], _env(work, k, args.warm_compile_cache),
-                                                   cores[k], pattern[k])) for k in order]
+    threads = [
+        threading.Thread(
+            target=_run,
+            args=(results[k], cwd[k], _env(work, k, args.warm_compile_cache), cores[k], pattern[k]),
+        )
+        for k in order
+    ]
     for t in threads:
         t.start()
         if args.sequential:
@@ -236,7 +320,10 @@ def run_pair(args, work: Path, r: int) -> dict[str, Result]:
         t.join(args.timeout)
     for res in results.values():
         if res.returncode != 0:
-            raise RuntimeError(f"{res.name} exited {res.returncode}: {shlex.join(res.command)}\n" + "\n".join(res.tail))
+            raise RuntimeError(
+                f"{res.name} exited {res.returncode}: {shlex.join(res.command)}\n"
+                + "\n".join(res.tail)
+            )
     return results
 
 
@@ -256,31 +343,43 @@ def main(argv: list[str] | None = None) -> dict:
         work = prepare_nanogpt(args, Path(tmp))
         for r in range(args.repeats):
             pairs.append(run_pair(args, work, r))
-            print(f"[pair {r + 1}/{args.repeats}] " + "; ".join(
-                f"{k}: val {v.last_loss:.4f}, {v.wall_s:.0f} s wall, {v.cpu_s:.0f} s CPU" for k, v in pairs[-1].items()),
-                file=sys.stderr, flush=True)
+            print(
+                f"[pair {r + 1}/{args.repeats}] "
+                + "; ".join(
+                    f"{k}: val {v.last_loss:.4f}, {v.wall_s:.0f} s wall, {v.cpu_s:.0f} s CPU"
+                    for k, v in pairs[-1].items()
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
         cmds = commands(args, work, 0)
     sampler.stop.set()
     during = sampler.samples or [os.getloadavg()[0]]
-    commit = (args.anchor / "COMMIT").read_text().strip() if (args.anchor / "COMMIT").is_file() else "?"
+    commit = (
+        (args.anchor / "COMMIT").read_text().strip() if (args.anchor / "COMMIT").is_file() else "?"
+    )
 
     def show(cmd: list[str]) -> str:
-        return shlex.join([Path(c).name if c == sys.executable else c for c in cmd]).replace(str(work), "<tmp>")
+        return shlex.join([Path(c).name if c == sys.executable else c for c in cmd]).replace(
+            str(work), "<tmp>"
+        )
 
-    print(machine_header(
-        f"Time to nanoGPT's loss: experiment={args.experiment} vs nanoGPT's train.py, CPU recipe",
-        {
-            "nanoGPT": f"karpathy/nanoGPT {commit[:12]} from {args.anchor}: {show(cmds['nanoGPT'])}",
-            "ours": show(cmds["ours"]),
-            "threads": "one each (OMP_NUM_THREADS=1; ours cpu_threads=1, torch.compile's compiler in-process); "
-                       + ("run one after the other" if args.sequential else "both started at once")
-                       + (", pinned to cores 0 / 1" if args.pin else ""),
-            "run load": f"1-minute load average {load_before:.1f} before, {statistics.mean(during):.1f} mean / "
-                        f"{max(during):.1f} max during (the two runs add ~2) on {cores} cores",
-            "times": "wall seconds from launch (imports and set-up included) to the first validation at or below "
-                     f"{args.target_loss}; CPU = user + system of the process and its children",
-        },
-    ))
+    print(
+        machine_header(
+            f"Time to nanoGPT's loss: experiment={args.experiment} vs nanoGPT's train.py, CPU recipe",
+            {
+                "nanoGPT": f"karpathy/nanoGPT {commit[:12]} from {args.anchor}: {show(cmds['nanoGPT'])}",
+                "ours": show(cmds["ours"]),
+                "threads": "one each (OMP_NUM_THREADS=1; ours cpu_threads=1, torch.compile's compiler in-process); "
+                + ("run one after the other" if args.sequential else "both started at once")
+                + (", pinned to cores 0 / 1" if args.pin else ""),
+                "run load": f"1-minute load average {load_before:.1f} before, {statistics.mean(during):.1f} mean / "
+                f"{max(during):.1f} max during (the two runs add ~2) on {cores} cores",
+                "times": "wall seconds from launch (imports and set-up included) to the first validation at or below "
+                f"{args.target_loss}; CPU = user + system of the process and its children",
+            },
+        )
+    )
     print()
     rows, ratios, cpu_ratios, reached = [], [], [], []
     for r, pair in enumerate(pairs):
@@ -292,10 +391,33 @@ def main(argv: list[str] | None = None) -> dict:
         cpu_ratios.append(ours.cpu_s / ng.cpu_s)
         for res in (ng, ours):
             t = res.time_to(args.target_loss)
-            rows.append([r + 1, res.name, f"{res.last_loss:.4f}", f"{res.best_loss:.4f}", "-" if t is None else f"{t:.1f}",
-                         f"{res.wall_s:.1f}", f"{res.cpu_s:.1f}", len(res.evals)])
-    print(table(["pair", "run", "val loss (last)", "best", f"s to val ≤ {args.target_loss}", "wall s", "CPU s",
-                 "evaluations"], rows))
+            rows.append(
+                [
+                    r + 1,
+                    res.name,
+                    f"{res.last_loss:.4f}",
+                    f"{res.best_loss:.4f}",
+                    "-" if t is None else f"{t:.1f}",
+                    f"{res.wall_s:.1f}",
+                    f"{res.cpu_s:.1f}",
+                    len(res.evals),
+                ]
+            )
+    print(
+        table(
+            [
+                "pair",
+                "run",
+                "val loss (last)",
+                "best",
+                f"s to val ≤ {args.target_loss}",
+                "wall s",
+                "CPU s",
+                "evaluations",
+            ],
+            rows,
+        )
+    )
     ratio, cpu_ratio = statistics.median(ratios), statistics.median(cpu_ratios)
     last = [p["ours"].last_loss for p in pairs]
     print()
@@ -303,10 +425,14 @@ def main(argv: list[str] | None = None) -> dict:
     judged = verdict(ratio, args.target_ratio, higher_is_better=False)
     if not all(reached):
         judged = f"{ratio:.2f}× (target ≤ {args.target_ratio:g}× at val ≤ {args.target_loss}: MISSED, the loss was not reached)"
-    print(f"time to nanoGPT's loss (val ≤ {args.target_loss}), ours/nanoGPT, median of {len(pairs)}: {judged}; "
-          f"ours reached it in {sum(reached)}/{len(pairs)} run(s) (last val {', '.join(f'{v:.4f}' for v in last)})")
-    print(f"CPU time ours/nanoGPT: {cpu_ratio:.2f}×; wall time ours/nanoGPT (whole runs): "
-          f"{statistics.median(p['ours'].wall_s / p['nanoGPT'].wall_s for p in pairs):.2f}×")
+    print(
+        f"time to nanoGPT's loss (val ≤ {args.target_loss}), ours/nanoGPT, median of {len(pairs)}: {judged}; "
+        f"ours reached it in {sum(reached)}/{len(pairs)} run(s) (last val {', '.join(f'{v:.4f}' for v in last)})"
+    )
+    print(
+        f"CPU time ours/nanoGPT: {cpu_ratio:.2f}×; wall time ours/nanoGPT (whole runs): "
+        f"{statistics.median(p['ours'].wall_s / p['nanoGPT'].wall_s for p in pairs):.2f}×"
+    )
     return {"ratio": ratio, "cpu_ratio": cpu_ratio, "reached": reached, "pairs": pairs, "met": met}
 
 

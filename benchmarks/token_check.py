@@ -10,6 +10,7 @@ vocabulary. Measured on a file of ``--gib`` GiB of uint16 GPT-2 ids (written onc
     python benchmarks/token_check.py            # 1 GiB (~30 s, 1 GiB of disk in /tmp)
     python benchmarks/token_check.py --quick    # 16 MiB smoke run
 """
+
 from __future__ import annotations
 
 import os
@@ -26,7 +27,9 @@ TARGET = 1.0  # the check over a plain read of the file (<= 1: no slower than re
 def parse_args(argv: list[str] | None = None):
     p = base_parser(__doc__.split("\n")[0])
     p.add_argument("--gib", type=float, default=1.0, help="file size in GiB")
-    p.add_argument("--dir", default=tempfile.gettempdir(), help="where the test file is written (and kept)")
+    p.add_argument(
+        "--dir", default=tempfile.gettempdir(), help="where the test file is written (and kept)"
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.gib = 1 / 64
@@ -41,7 +44,9 @@ def make_file(path: Path, n_tokens: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     mm = np.memmap(path, dtype=np.uint16, mode="w+", shape=(n_tokens,))
     for start in range(0, n_tokens, 1 << 26):
-        mm[start : start + (1 << 26)] = rng.integers(0, 50257, size=min(1 << 26, n_tokens - start), dtype=np.uint16)
+        mm[start : start + (1 << 26)] = rng.integers(
+            0, 50257, size=min(1 << 26, n_tokens - start), dtype=np.uint16
+        )
     mm.flush()
     del mm
 
@@ -71,7 +76,9 @@ def main(argv: list[str] | None = None) -> dict:
 
     def check() -> None:
         token_check._file_max.cache_clear()  # measure the scan, not the per-process memo
-        token_check.check_token_ids(np.memmap(path, dtype=np.uint16, mode="r"), 50257, where=path, bound="GPT-2")
+        token_check.check_token_ids(
+            np.memmap(path, dtype=np.uint16, mode="r"), 50257, where=path, bound="GPT-2"
+        )
 
     warm = interleaved({"check": check, "read": read}, repeats=args.repeats)
     cold: dict[str, list[float]] = {"check": [], "read": []}
@@ -80,14 +87,23 @@ def main(argv: list[str] | None = None) -> dict:
             drop_cache(path)
             cold[name] += interleaved({name: fn}, repeats=1, warmup=0)[name]
     gib = n_tokens * 2 / (1 << 30)
-    rows = [[f"{name} ({state})", median(t[name]), gib / median(t[name]), spread(t[name])]
-            for state, t in (("warm", warm), ("cold", cold)) for name in ("check", "read")]
+    rows = [
+        [f"{name} ({state})", median(t[name]), gib / median(t[name]), spread(t[name])]
+        for state, t in (("warm", warm), ("cold", cold))
+        for name in ("check", "read")
+    ]
     ratio = median(cold["check"]) / median(cold["read"])
-    print(machine_header("token-id check of a prepared .bin", {"file": f"{gib:.3g} GiB of uint16 ids ({path})"}))
+    print(
+        machine_header(
+            "token-id check of a prepared .bin", {"file": f"{gib:.3g} GiB of uint16 ids ({path})"}
+        )
+    )
     print()
     print(table(["subject", "seconds", "GiB/s", "spread"], rows))
     print()
-    print(f"check/read (cold): {ratio:.2f}× (target ≤ {TARGET:g}×: {'met' if ratio <= TARGET else 'MISSED'})")
+    print(
+        f"check/read (cold): {ratio:.2f}× (target ≤ {TARGET:g}×: {'met' if ratio <= TARGET else 'MISSED'})"
+    )
     return {"ratio": ratio, "check_s": median(cold["check"]), "warm_check_s": median(warm["check"])}
 
 

@@ -22,6 +22,7 @@ Every entry point runs its work inside ``clean_errors()``::
 * ``Preempted`` (SIGTERM / SLURM's signal, ``src.callbacks.preemption``) prints its message to
   stderr and exits with 128 + the signal number.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -14,6 +14,7 @@ and prints it to the console. Three kinds of console output used to miss the fil
 stays as it was); ``echo`` prints a text and hands it to the same file handlers. Progress bars
 stay console-only. Layer 2 (docs/ARCHITECTURE.md): imports nothing of ours.
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,7 +22,9 @@ import logging
 #: the loggers Lightning writes its info lines to
 LIGHTNING_LOGGERS = ("lightning.pytorch", "lightning.fabric", "lightning")
 _ECHO = logging.getLogger("src.echo")
-_ECHO.propagate = False  # the console already got the text from print(); only the file handlers get the record
+_ECHO.propagate = (
+    False  # the console already got the text from print(); only the file handlers get the record
+)
 
 
 def log_file_handlers() -> list[logging.FileHandler]:
@@ -36,7 +39,9 @@ def mirror_lightning_to_log_file() -> None:
         lg = logging.getLogger(name)
         if lg.propagate:
             continue  # its records reach the root's handlers already
-        for stale in [h for h in lg.handlers if isinstance(h, logging.FileHandler) and h not in files]:
+        for stale in [
+            h for h in lg.handlers if isinstance(h, logging.FileHandler) and h not in files
+        ]:
             lg.removeHandler(stale)  # a previous job's file (a multirun in one process)
         for h in files:
             if h not in lg.handlers:

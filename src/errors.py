@@ -9,6 +9,7 @@ any of them (and every other error class defined in ``src``) as its message alon
 joblib/submitit launchers send a job's error back to the sweep process. Imports nothing of ours
 (layer 0 of docs/ARCHITECTURE.md).
 """
+
 from __future__ import annotations
 
 import difflib
@@ -61,7 +62,9 @@ class Preempted(SystemExit):
     def __str__(self) -> str:
         return self.message
 
-    def __reduce__(self) -> tuple[Any, ...]:  # SystemExit's args hold the exit status, not the message
+    def __reduce__(
+        self,
+    ) -> tuple[Any, ...]:  # SystemExit's args hold the exit status, not the message
         return (type(self), (self.message, self.signum))
 
 

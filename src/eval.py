@@ -7,6 +7,7 @@ Tasks are the ``conf/tasks`` group (select several: ``tasks=[a,b]``; set their k
 ``tasks.<name>.<key>=...``). Writes ``metrics.json`` to the run directory and prints a
 table. See docs/evaluation.md.
 """
+
 from __future__ import annotations
 
 import sys
@@ -18,14 +19,14 @@ import hydra
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from src.cli import clean_errors
 from src.config.typos import check_command_line
 from src.config.yaml_limits import check_command_line_yaml
-from src.evaluation.loading import load_model
-from src.evaluation.suite import metrics_dict, print_results, run_benchmarks
-from src.evaluation.scorer import Scorer
-from src.jsonfile import METRICS, write_json
-from src.cli import clean_errors
 from src.evaluation.benchmarks import Benchmark, build_benchmark
+from src.evaluation.loading import load_model
+from src.evaluation.scorer import Scorer
+from src.evaluation.suite import metrics_dict, print_results, run_benchmarks
+from src.jsonfile import METRICS, write_json
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
@@ -34,8 +35,14 @@ def build_benchmarks(tasks_cfg: Any) -> dict[str, Benchmark]:
     """``cfg.tasks`` (entry name -> config node) -> built tasks, in the selected order."""
     if not tasks_cfg:
         available = sorted(p.stem for p in (CONF_DIR / "tasks").glob("*.yaml"))
-        raise ValueError(f"no tasks selected; choose some, e.g. tasks=[lambada,hellaswag] (available: {', '.join(available)})")
-    plain = OmegaConf.to_container(tasks_cfg, resolve=True) if isinstance(tasks_cfg, DictConfig) else dict(tasks_cfg)
+        raise ValueError(
+            f"no tasks selected; choose some, e.g. tasks=[lambada,hellaswag] (available: {', '.join(available)})"
+        )
+    plain = (
+        OmegaConf.to_container(tasks_cfg, resolve=True)
+        if isinstance(tasks_cfg, DictConfig)
+        else dict(tasks_cfg)
+    )
     return {name: build_benchmark(name, node) for name, node in plain.items()}  # type: ignore[union-attr]
 
 
@@ -45,10 +52,20 @@ def evaluate(cfg: DictConfig, run_dir: Path | None = None) -> dict[str, Any]:
     tasks = build_benchmarks(cfg.get("tasks"))  # config errors surface before the model is loaded
     torch.manual_seed(cfg.seed)
     loaded = load_model(cfg.pretrained, cfg.ckpt_path, cfg.tokenizer, cfg.device, cfg.dtype)
-    scorer = Scorer(loaded.model, loaded.tokenizer, batch_size=cfg.batch_size, max_batch_tokens=cfg.max_batch_tokens,
-                    show_progress=cfg.progress, pair_format=loaded.pair_format, mask_token_id=loaded.mask_token_id)
+    scorer = Scorer(
+        loaded.model,
+        loaded.tokenizer,
+        batch_size=cfg.batch_size,
+        max_batch_tokens=cfg.max_batch_tokens,
+        show_progress=cfg.progress,
+        pair_format=loaded.pair_format,
+        mask_token_id=loaded.mask_token_id,
+    )
     results = run_benchmarks(scorer, tasks, cfg.limit)
-    print_results(results, title=f"{loaded.source} ({loaded.model.config.name}, {loaded.model.num_parameters():,} parameters)")
+    print_results(
+        results,
+        title=f"{loaded.source} ({loaded.model.config.name}, {loaded.model.num_parameters():,} parameters)",
+    )
     wall = time.perf_counter() - start
     metrics = metrics_dict(
         results,
@@ -83,6 +100,10 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_command_line_yaml(sys.argv[1:])  # first: a YAML alias bomb in a named config file is one line, not a hang
-    check_command_line("eval", sys.argv[1:])  # a misspelt key or option: the closest names (src/config/typos.py)
+    check_command_line_yaml(
+        sys.argv[1:]
+    )  # first: a YAML alias bomb in a named config file is one line, not a hang
+    check_command_line(
+        "eval", sys.argv[1:]
+    )  # a misspelt key or option: the closest names (src/config/typos.py)
     main()

@@ -24,6 +24,7 @@ file, the reason and the free space, and the previous file stays whole.
         np.save(tmp, array)                   # any writer that takes a path
     atomic_write(dest, "text\\n", root=out)   # str or bytes
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,7 +37,15 @@ from src.errors import WriteError
 
 PathLike = str | os.PathLike[str]
 #: errnos of a write the OS refused: no space, quota, file too large, read-only, I/O error, no permission
-REFUSED = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO, errno.EACCES, errno.EPERM}
+REFUSED = {
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EFBIG,
+    errno.EROFS,
+    errno.EIO,
+    errno.EACCES,
+    errno.EPERM,
+}
 
 
 def temp_name(dest: Path, suffix: str = "") -> Path:
@@ -65,7 +74,7 @@ def _fsync_file(path: Path) -> None:
 
 def _writer_alive(tmp: Path, dest: Path) -> bool:
     """Whether the process named in ``tmp`` (``.<name>.<pid>.tmp…``) still runs (its write may be under way)."""
-    pid = tmp.name[len(dest.name) + 2:].split(".", 1)[0]
+    pid = tmp.name[len(dest.name) + 2 :].split(".", 1)[0]
     if not pid.isdigit() or int(pid) == os.getpid():
         return False
     try:
@@ -91,16 +100,22 @@ def confine(dest: PathLike, root: PathLike) -> Path:
     nothing is created outside ``root`` either."""
     dest, top = Path(os.path.abspath(dest)), Path(os.path.realpath(root))
     lexical_root = Path(os.path.abspath(root))
-    if not _inside(Path(os.path.normpath(dest)), lexical_root) and not _inside(Path(os.path.normpath(dest)), top):
-        raise WriteError(f"refusing to write {dest}: it is not inside the output directory {lexical_root}")
+    if not _inside(Path(os.path.normpath(dest)), lexical_root) and not _inside(
+        Path(os.path.normpath(dest)), top
+    ):
+        raise WriteError(
+            f"refusing to write {dest}: it is not inside the output directory {lexical_root}"
+        )
     existing = dest.parent
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     real = Path(os.path.realpath(existing))
     if not _inside(real, top):
         link = next((p for p in (existing, *existing.parents) if p.is_symlink()), existing)
-        raise WriteError(f"refusing to write {dest}: {link} is a symlink to {os.path.realpath(link)}, outside the output "
-                         f"directory {top}; remove the link (or make it a plain directory) and run again")
+        raise WriteError(
+            f"refusing to write {dest}: {link} is a symlink to {os.path.realpath(link)}, outside the output "
+            f"directory {top}; remove the link (or make it a plain directory) and run again"
+        )
     return dest
 
 
@@ -123,16 +138,21 @@ def _free_bytes(directory: Path) -> int | None:
 def write_failed(dest: PathLike, error: OSError | str) -> WriteError:
     """The ``WriteError`` for a write of ``dest`` the OS refused: the file, the reason, the free space, the fix."""
     dest = Path(dest)
-    reason = error if isinstance(error, str) else (error.strerror or f"{type(error).__name__}: {error}")
+    reason = (
+        error if isinstance(error, str) else (error.strerror or f"{type(error).__name__}: {error}")
+    )
     free = _free_bytes(dest.parent if dest.parent.exists() else Path("."))
     room = "" if free is None else f", {free:,} bytes free there"
-    return WriteError(f"could not write {dest} ({reason}{room}); the previous {dest.name}, if any, is kept whole. "
-                      "Free space on that disk (or lift the quota), or write to another directory")
+    return WriteError(
+        f"could not write {dest} ({reason}{room}); the previous {dest.name}, if any, is kept whole. "
+        "Free space on that disk (or lift the quota), or write to another directory"
+    )
 
 
 @contextlib.contextmanager
-def atomic_path(dest: PathLike, *, suffix: str = "", durable: bool = True,
-                root: PathLike | None = None) -> Iterator[Path]:
+def atomic_path(
+    dest: PathLike, *, suffix: str = "", durable: bool = True, root: PathLike | None = None
+) -> Iterator[Path]:
     """Yield a temporary path beside ``dest``; when the block ends without an error, the file
     written there replaces ``dest`` atomically (after an fsync of the file and, for ``durable``,
     of the directory). On an error the temporary file is removed and ``dest`` is left as it was.
@@ -181,7 +201,9 @@ def atomic_path(dest: PathLike, *, suffix: str = "", durable: bool = True,
                 stale.unlink()
 
 
-def atomic_write(dest: PathLike, data: str | bytes, *, durable: bool = False, root: PathLike | None = None) -> Path:
+def atomic_write(
+    dest: PathLike, data: str | bytes, *, durable: bool = False, root: PathLike | None = None
+) -> Path:
     """Write ``data`` (text as UTF-8, or bytes) to ``dest`` atomically (confined to ``root`` when
     given); returns ``dest`` as a Path."""
     with atomic_path(dest, durable=durable, root=root) as tmp:

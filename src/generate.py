@@ -8,6 +8,7 @@ Decoder-only models continue the prompt; encoder-decoders read it as the source 
 write the target. Tokens are streamed to the console as they are produced (the first
 sample; the others are printed when done).
 """
+
 from __future__ import annotations
 
 import sys
@@ -19,14 +20,14 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor
 
+from src.cli import clean_errors
 from src.config.typos import check_command_line
 from src.config.yaml_limits import check_command_line_yaml
 from src.data.sources.base import file_kind
 from src.data.tokenizers import Tokenizer
-from src.evaluation.loading import load_model
 from src.errors import ConfigError
+from src.evaluation.loading import load_model
 from src.models.generation import check_generation_args, generate
-from src.cli import clean_errors
 
 
 class StreamPrinter:
@@ -36,7 +37,12 @@ class StreamPrinter:
     is written only once it no longer ends in an incomplete character.
     """
 
-    def __init__(self, tokenizer: Tokenizer, write: Callable[[str], object] = sys.stdout.write, eos: int | None = None) -> None:
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        write: Callable[[str], object] = sys.stdout.write,
+        eos: int | None = None,
+    ) -> None:
         self.tokenizer, self.write, self.eos = tokenizer, write, eos
         self.ids: list[int] = []
         self.printed = 0
@@ -65,19 +71,29 @@ def check_args(cfg: DictConfig) -> None:
     check_generation_args(cfg.max_new_tokens, cfg.temperature, cfg.top_k, cfg.top_p)
     n = cfg.num_samples
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(f"num_samples={n!r} is invalid: the number of continuations to sample, 1 or more")
-    if n > MAX_SAMPLES:  # one batch: num_samples=1e9 was a MemoryError after building a [1e9, T] tensor
-        raise ConfigError(f"num_samples={n} is over the limit of {MAX_SAMPLES}: every sample runs in one batch of "
-                          f"[num_samples, prompt + max_new_tokens] tokens; sample in several runs with different "
-                          f"seed=... (num_samples={MAX_SAMPLES} or fewer each)")
+        raise ConfigError(
+            f"num_samples={n!r} is invalid: the number of continuations to sample, 1 or more"
+        )
+    if (
+        n > MAX_SAMPLES
+    ):  # one batch: num_samples=1e9 was a MemoryError after building a [1e9, T] tensor
+        raise ConfigError(
+            f"num_samples={n} is over the limit of {MAX_SAMPLES}: every sample runs in one batch of "
+            f"[num_samples, prompt + max_new_tokens] tokens; sample in several runs with different "
+            f"seed=... (num_samples={MAX_SAMPLES} or fewer each)"
+        )
     if cfg.prompt_file:
         path = Path(str(cfg.prompt_file)).expanduser()
         if path.is_dir():
-            raise ConfigError(f"prompt_file={path} is a directory, not a file; give a text file (or prompt=...)")
+            raise ConfigError(
+                f"prompt_file={path} is a directory, not a file; give a text file (or prompt=...)"
+            )
         if not path.is_file():
             kind = file_kind(path)  # a FIFO or a device would block the read or never end
-            raise ConfigError(f"prompt_file={path}: {kind}{'' if kind == 'no such file' else ', not a regular file'}; "
-                              "give a text file (or prompt=...)")
+            raise ConfigError(
+                f"prompt_file={path}: {kind}{'' if kind == 'no such file' else ', not a regular file'}; "
+                "give a text file (or prompt=...)"
+            )
 
 
 def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -> list[str]:
@@ -94,11 +110,19 @@ def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -
         ids = ids + [tok.eos_token_id]  # sources end with eos
     if not ids:
         if tok.eos_token_id is None:
-            where = f"prompt_file={cfg.prompt_file} holds no text" if cfg.prompt_file else f"prompt={prompt!r} is empty"
-            raise ConfigError(f"{where}, and the model's tokenizer ({tok.name}) has no end-of-text token to start from; "
-                              "give a prompt of at least one character, e.g. prompt='The'")
+            where = (
+                f"prompt_file={cfg.prompt_file} holds no text"
+                if cfg.prompt_file
+                else f"prompt={prompt!r} is empty"
+            )
+            raise ConfigError(
+                f"{where}, and the model's tokenizer ({tok.name}) has no end-of-text token to start from; "
+                "give a prompt of at least one character, e.g. prompt='The'"
+            )
         ids = [tok.eos_token_id]
-    limit = model.config.max_seq_len  # decoder-only models past a learned table slide their window (generate)
+    limit = (
+        model.config.max_seq_len
+    )  # decoder-only models past a learned table slide their window (generate)
     input_ids = torch.tensor([ids] * cfg.num_samples, device=model.device)  # [N, T]
     generator = torch.Generator(device=model.device).manual_seed(int(cfg.seed))
     eos = tok.eos_token_id if cfg.stop_at_eos else None
@@ -106,9 +130,16 @@ def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -
     if not is_seq2seq and loaded.pair_format is None:
         write(prompt)  # a continuation: show it after its prompt
     out = generate(
-        model, input_ids, min(cfg.max_new_tokens, limit - 1) if is_seq2seq else cfg.max_new_tokens,
-        do_sample=not cfg.greedy, temperature=float(cfg.temperature), top_k=cfg.top_k, top_p=cfg.top_p,
-        eos_token_id=eos, generator=generator, on_token=streamer,  # a prefix-LM reads the prompt as its prefix
+        model,
+        input_ids,
+        min(cfg.max_new_tokens, limit - 1) if is_seq2seq else cfg.max_new_tokens,
+        do_sample=not cfg.greedy,
+        temperature=float(cfg.temperature),
+        top_k=cfg.top_k,
+        top_p=cfg.top_p,
+        eos_token_id=eos,
+        generator=generator,
+        on_token=streamer,  # a prefix-LM reads the prompt as its prefix
     )
     new = model.new_tokens(out, input_ids)
     texts = []
@@ -121,7 +152,12 @@ def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -
             write("\n")
             continue
         continuation = not is_seq2seq and loaded.pair_format is None
-        write(("" if i == 0 else f"\n---------- sample {i + 1}\n") + (prompt if continuation and i > 0 else "") + text + "\n")
+        write(
+            ("" if i == 0 else f"\n---------- sample {i + 1}\n")
+            + (prompt if continuation and i > 0 else "")
+            + text
+            + "\n"
+        )
     return texts
 
 
@@ -132,6 +168,10 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_command_line_yaml(sys.argv[1:])  # first: a YAML alias bomb in a named config file is one line, not a hang
-    check_command_line("generate", sys.argv[1:])  # a misspelt key or option: the closest names (src/config/typos.py)
+    check_command_line_yaml(
+        sys.argv[1:]
+    )  # first: a YAML alias bomb in a named config file is one line, not a hang
+    check_command_line(
+        "generate", sys.argv[1:]
+    )  # a misspelt key or option: the closest names (src/config/typos.py)
     main()

@@ -13,6 +13,7 @@ The first positional argument picks a subcommand; each has its own Hydra config
 (``conf/inspect.yaml``, ``conf/inspect_attention.yaml``) and the rest of the command line
 are that config's overrides. The logic lives in ``src/inspection``; this file only wires it.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -28,15 +29,21 @@ import torch
 from omegaconf import DictConfig
 from rich.console import Console
 
-from src.errors import HFConversionError
-from src.models.sizes import check_sizes_within_limits
+from src.cli import cleanly
 from src.config.typos import check_command_line
 from src.config.yaml_limits import check_command_line_yaml
+from src.errors import HFConversionError
 from src.inspection.diagram import component_tree, model_mermaid
-from src.inspection.params import attention_memory, flops_per_token, parameter_table, render_parameter_table, render_summary
+from src.inspection.params import (
+    attention_memory,
+    flops_per_token,
+    parameter_table,
+    render_parameter_table,
+    render_summary,
+)
 from src.models import ModelConfig, build_model
+from src.models.sizes import check_sizes_within_limits
 from src.plain import to_plain
-from src.cli import cleanly
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
@@ -60,11 +67,15 @@ def load_model_config(cfg: DictConfig) -> tuple[ModelConfig, str]:
 
         where = Path(str(cfg.pretrained))
         if (where / "config.json").is_file():
-            hf_config: Any = json.loads((where / "config.json").read_text())  # no transformers import needed
+            hf_config: Any = json.loads(
+                (where / "config.json").read_text()
+            )  # no transformers import needed
         else:  # a hub name (from the local cache when offline)
             from transformers import AutoConfig
 
-            hf_config = AutoConfig.from_pretrained(str(cfg.pretrained), trust_remote_code=False)  # never run Hub code
+            hf_config = AutoConfig.from_pretrained(
+                str(cfg.pretrained), trust_remote_code=False
+            )  # never run Hub code
         model_cfg = config_from_hf(hf_config)
         # no weights are read here: absurd sizes in a damaged config.json are refused against a stated limit
         check_sizes_within_limits(model_cfg, str(where / "config.json"), HFConversionError)
@@ -77,12 +88,16 @@ def load_model_config(cfg: DictConfig) -> tuple[ModelConfig, str]:
 def run(cfg: DictConfig, console: Console | None = None) -> None:
     """Print the report for ``cfg`` (conf/inspect.yaml) to ``console`` (stdout by default)."""
     # Piped output gets 120 columns (rich's default is 80) unless COLUMNS says otherwise.
-    console = console or Console(width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120)
+    console = console or Console(
+        width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120
+    )
     if cfg.format not in FORMATS:
         raise ValueError(f"format='{cfg.format}' is not known; use one of: {', '.join(FORMATS)}")
     model_cfg, source = load_model_config(cfg)
     if cfg.format == "mermaid":
-        console.print(model_mermaid(model_cfg), markup=False, highlight=False, soft_wrap=True, end="")
+        console.print(
+            model_mermaid(model_cfg), markup=False, highlight=False, soft_wrap=True, end=""
+        )
         return
     with torch.device("meta"):  # shapes only: no memory, no initialisation
         model = build_model(model_cfg)
@@ -119,10 +134,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"(or none, for the model report), followed by key=value overrides"
         )
     sys.argv = [sys.argv[0], *args]
-    check_command_line_yaml(args)  # first: a YAML alias bomb in a named config file is one line, not a hang
-    check_command_line(config_name, args)  # a misspelt key or option: the closest names (src/config/typos.py)
+    check_command_line_yaml(
+        args
+    )  # first: a YAML alias bomb in a named config file is one line, not a hang
+    check_command_line(
+        config_name, args
+    )  # a misspelt key or option: the closest names (src/config/typos.py)
     # our errors as one message, others with their traceback (src/cli.py)
-    hydra.main(config_path=str(CONF_DIR), config_name=config_name, version_base=None)(cleanly(resolve(target)))()
+    hydra.main(config_path=str(CONF_DIR), config_name=config_name, version_base=None)(
+        cleanly(resolve(target))
+    )()
 
 
 if __name__ == "__main__":

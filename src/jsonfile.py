@@ -5,6 +5,7 @@
 turns non-finite floats into ``null`` (``json.dumps`` would write ``NaN``, which strict JSON
 readers reject) and every reader treats a missing or torn file the same way.
 """
+
 from __future__ import annotations
 
 import json

@@ -19,6 +19,7 @@ One subclass override is pinned by the same test but lives with its class:
 ``TokensPerSecondBar._get_train_description`` (src/callbacks/throughput.py), which keeps
 Lightning's rich bar from printing ``Epoch 0/-2`` for runs counted in steps.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -50,8 +51,14 @@ def precision_inputs() -> list[str]:
         _PRECISION_INPUT_STR_ALIAS,
     )
 
-    return [str(p) for p in (*typing.get_args(_PRECISION_INPUT_STR), *typing.get_args(_PRECISION_INPUT_STR_ALIAS),
-                             *typing.get_args(_PRECISION_INPUT_INT))]
+    return [
+        str(p)
+        for p in (
+            *typing.get_args(_PRECISION_INPUT_STR),
+            *typing.get_args(_PRECISION_INPUT_STR_ALIAS),
+            *typing.get_args(_PRECISION_INPUT_INT),
+        )
+    ]
 
 
 def replace_ddp_child_command(command: Callable[[int], tuple[Sequence[str], str]]) -> int:

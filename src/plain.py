@@ -5,6 +5,7 @@ matched sizes), so a config reads the same everywhere: interpolations resolved, 
 ``hydra`` node left out (and not resolved: it holds ``${hydra:...}`` runtime values), a
 mandatory ``???`` left as the string for the validator to name.
 """
+
 from __future__ import annotations
 
 import copy
@@ -17,7 +18,9 @@ def to_plain(cfg: Any) -> Any:
     """A resolved, plain-data deep copy of ``cfg`` (lists and scalars come back as they are)."""
     try:
         from omegaconf import DictConfig, ListConfig, OmegaConf
-    except ImportError:  # a bare environment (benchmarks/gpu_check.py needs only torch): no OmegaConf nodes exist
+    except (
+        ImportError
+    ):  # a bare environment (benchmarks/gpu_check.py needs only torch): no OmegaConf nodes exist
         DictConfig = ListConfig = ()  # type: ignore[assignment,misc]
 
     if isinstance(cfg, DictConfig):

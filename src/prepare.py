@@ -13,15 +13,16 @@ shards already written (``src.data.shards``).
 
     python -m src.prepare data=fineweb_edu                       # FineWeb-Edu 10B sample (~28 GB download)
 """
+
 from __future__ import annotations
 
-import sys
 import contextlib
 import fcntl
 import hashlib
 import json
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -30,6 +31,8 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from src.cli import clean_errors
+from src.config.output_dir import check_output_dir
 from src.config.typos import check_command_line
 from src.config.yaml_limits import check_command_line_yaml
 from src.data.cache import read_meta, token_dir_for, write_token_dir
@@ -39,22 +42,28 @@ from src.data.sources.base import LMSource
 from src.data.sources.openwebtext import BinDir
 from src.data.tokenizers import build_tokenizer
 from src.errors import DataError
-from src.cli import clean_errors
-from src.config.output_dir import check_output_dir
 
 log = logging.getLogger(__name__)
 
 
-def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | None = None, num_proc: int = 8,
-            overwrite: bool = False, shard_docs: int = DEFAULT_SHARD_DOCS) -> Path:
+def prepare(
+    data: dict[str, Any],
+    tokenizer_cfg: dict[str, Any],
+    out_dir: str | None = None,
+    num_proc: int = 8,
+    overwrite: bool = False,
+    shard_docs: int = DEFAULT_SHARD_DOCS,
+) -> Path:
     """Tokenize the corpus described by ``data`` with ``tokenizer_cfg``; returns the output directory."""
     tokenizer = build_tokenizer(tokenizer_cfg)
     kind, node, _ = split_config(data)
     source = build_source(node)
     if isinstance(source, BinDir):
         if not source.raw:
-            raise DataError(f"data.raw={source.raw!r} is invalid: give the text source to prepare from, e.g. "
-                            "data.raw={name:text,paths:[corpus.txt]}")
+            raise DataError(
+                f"data.raw={source.raw!r} is invalid: give the text source to prepare from, e.g. "
+                "data.raw={name:text,paths:[corpus.txt]}"
+            )
         _, raw, _ = split_config({"cache_dir": str(source.cache_dir), **source.raw})
         text = build_source(raw)
         out = Path(out_dir).expanduser() if out_dir else source.dir
@@ -62,8 +71,10 @@ def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | 
         text = source
         out = Path(out_dir).expanduser() if out_dir else token_dir_for(source, tokenizer)
     if not isinstance(text, LMSource):
-        raise DataError(f"data.name={text.name!r} is invalid: src.prepare tokenizes text sources (tinyshakespeare, "
-                        "text, hf, embedded)")
+        raise DataError(
+            f"data.name={text.name!r} is invalid: src.prepare tokenizes text sources (tinyshakespeare, "
+            "text, hf, embedded)"
+        )
     if not overwrite and (meta := read_meta(out)) is not None:
         check_same_input(out, meta, text, tokenizer)
         log.info("%s is already prepared (%s); pass overwrite=true to redo it", out, meta["tokens"])
@@ -73,8 +84,14 @@ def prepare(data: dict[str, Any], tokenizer_cfg: dict[str, Any], out_dir: str | 
     check_output_dir(out, key)
     with one_writer(out, key):
         meta = write_token_dir(
-            text.splits(), tokenizer, out, source=text.name, separate=text.separate_documents,
-            fingerprint=text.fingerprint(), num_proc=int(num_proc), encode=partial(encode_sharded, shard_docs=int(shard_docs)),
+            text.splits(),
+            tokenizer,
+            out,
+            source=text.name,
+            separate=text.separate_documents,
+            fingerprint=text.fingerprint(),
+            num_proc=int(num_proc),
+            encode=partial(encode_sharded, shard_docs=int(shard_docs)),
         )
     for split, n in meta["tokens"].items():
         log.info("%s/%s.bin: %d tokens (%s)", out, split, n, meta["dtype"])
@@ -92,9 +109,11 @@ def one_writer(out: Path, key: str) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise DataError(f"{key}={out} is being prepared by another python -m src.prepare right now; wait for it "
-                            f"to finish (run this command again then: it finds the directory prepared), or give "
-                            f"another {key}") from None
+            raise DataError(
+                f"{key}={out} is being prepared by another python -m src.prepare right now; wait for it "
+                f"to finish (run this command again then: it finds the directory prepared), or give "
+                f"another {key}"
+            ) from None
         yield
     finally:
         os.close(fd)  # releases the lock
@@ -104,18 +123,26 @@ def check_same_input(out: Path, meta: dict[str, Any], text: LMSource, tokenizer:
     """A directory already prepared is kept only when it was made from this input with this tokenizer; else a
     ``DataError`` naming both (it used to say "already prepared" and keep the other corpus). ``overwrite=true``
     replaces it."""
-    want_tok = {k: v for k, v in tokenizer.state_dict().items() if v is not None}  # an unfitted char vocabulary: its name
+    want_tok = {
+        k: v for k, v in tokenizer.state_dict().items() if v is not None
+    }  # an unfitted char vocabulary: its name
     have_tok = meta.get("tokenizer") or {}
     diffs = []
     if any(have_tok.get(k) != v for k, v in want_tok.items()):
-        diffs.append(f"tokenizer {json.dumps(have_tok, default=str)[:120]} there, {json.dumps(want_tok, default=str)[:120]} asked")
+        diffs.append(
+            f"tokenizer {json.dumps(have_tok, default=str)[:120]} there, {json.dumps(want_tok, default=str)[:120]} asked"
+        )
     want_fp = json.loads(json.dumps(text.fingerprint(), default=str))
     if meta.get("source") != text.name or meta.get("fingerprint") != want_fp:
-        diffs.append(f"corpus data={meta.get('source')} {_corpus(meta.get('fingerprint'))} there, "
-                     f"data={text.name} {_corpus(want_fp)} asked")
+        diffs.append(
+            f"corpus data={meta.get('source')} {_corpus(meta.get('fingerprint'))} there, "
+            f"data={text.name} {_corpus(want_fp)} asked"
+        )
     if diffs:
-        raise DataError(f"{out} is already prepared from other input ({'; '.join(diffs)}); pass overwrite=true to "
-                        "replace it, or give another out_dir (data.dir for data=bin/openwebtext)")
+        raise DataError(
+            f"{out} is already prepared from other input ({'; '.join(diffs)}); pass overwrite=true to "
+            "replace it, or give another out_dir (data.dir for data=bin/openwebtext)"
+        )
 
 
 def _corpus(fingerprint: Any) -> str:
@@ -132,8 +159,15 @@ def _corpus(fingerprint: Any) -> str:
 
     walk(fingerprint)
     if paths:
-        return "(" + ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "") + ")"
-    digest = hashlib.blake2b(json.dumps(fingerprint, sort_keys=True, default=str).encode(), digest_size=6).hexdigest()
+        return (
+            "("
+            + ", ".join(paths[:3])
+            + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+            + ")"
+        )
+    digest = hashlib.blake2b(
+        json.dumps(fingerprint, sort_keys=True, default=str).encode(), digest_size=6
+    ).hexdigest()
     return f"(fingerprint {digest})"
 
 
@@ -141,15 +175,25 @@ def _corpus(fingerprint: Any) -> str:
 def main(cfg: DictConfig) -> None:
     with clean_errors():  # our errors as one message, others with their traceback (src/cli.py)
         out = prepare(
-            OmegaConf.to_container(cfg.data, resolve=True), OmegaConf.to_container(cfg.tokenizer, resolve=True),  # type: ignore[arg-type]
-            cfg.out_dir, cfg.num_proc, cfg.overwrite, cfg.shard_docs,
+            OmegaConf.to_container(cfg.data, resolve=True),
+            OmegaConf.to_container(cfg.tokenizer, resolve=True),  # type: ignore[arg-type]
+            cfg.out_dir,
+            cfg.num_proc,
+            cfg.overwrite,
+            cfg.shard_docs,
         )
     meta = read_meta(out) or {}
     tokens = ", ".join(f"{split} {n:,}" for split, n in meta.get("tokens", {}).items())
-    print(f"prepared: {out}  ({tokens} tokens, {meta.get('dtype')}); train with data=bin data.dir={out}")
+    print(
+        f"prepared: {out}  ({tokens} tokens, {meta.get('dtype')}); train with data=bin data.dir={out}"
+    )
 
 
 if __name__ == "__main__":
-    check_command_line_yaml(sys.argv[1:])  # first: a YAML alias bomb in a named config file is one line, not a hang
-    check_command_line("prepare", sys.argv[1:])  # a misspelt key or option: the closest names (src/config/typos.py)
+    check_command_line_yaml(
+        sys.argv[1:]
+    )  # first: a YAML alias bomb in a named config file is one line, not a hang
+    check_command_line(
+        "prepare", sys.argv[1:]
+    )  # a misspelt key or option: the closest names (src/config/typos.py)
     main()

@@ -4,6 +4,7 @@ library versions and the device. ``train`` writes it into metrics.json under ``p
 
 Nothing here may fail a run: a field that cannot be read (no git, a package not installed) is None.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -16,9 +17,23 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 #: the packages whose versions decide the numbers (their distribution names)
-PACKAGES = {"torch": "torch", "lightning": "lightning", "transformers": "transformers", "hydra": "hydra-core"}
+PACKAGES = {
+    "torch": "torch",
+    "lightning": "lightning",
+    "transformers": "transformers",
+    "hydra": "hydra-core",
+}
 #: the keys of ``provenance()``, in the order runs.csv gives them
-FIELDS = ("git_commit", "git_dirty", "git_diff_sha256", "python", *PACKAGES, "cpu", "gpu", "gpu_count")
+FIELDS = (
+    "git_commit",
+    "git_dirty",
+    "git_diff_sha256",
+    "python",
+    *PACKAGES,
+    "cpu",
+    "gpu",
+    "gpu_count",
+)
 
 
 def _git(*args: str) -> str | None:
@@ -58,8 +73,11 @@ def code_state() -> dict[str, Any]:
     status = _git("status", "--porcelain", "--untracked-files=no") or ""
     dirty = bool(status.strip())
     diff = _git("diff", "HEAD") if dirty else None
-    return {"git_commit": commit.strip(), "git_dirty": dirty,
-            "git_diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff is not None else None}
+    return {
+        "git_commit": commit.strip(),
+        "git_dirty": dirty,
+        "git_diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff is not None else None,
+    }
 
 
 def provenance() -> dict[str, Any]:

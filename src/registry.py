@@ -14,6 +14,7 @@ arguments without building anything; ``Registry.check`` calls it when the config
 beside the component it belongs to, and runs once; ``Registry.build`` and the constructors trust
 the validated values.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -60,7 +61,9 @@ class Registry(Generic[T]):
     def register(self, name: str) -> Callable[[type[T]], type[T]]:
         def deco(cls: type[T]) -> type[T]:
             if name in self._classes and self._classes[name] is not cls:
-                raise ConfigError(f"{self.kind} '{name}' is already registered by {self._classes[name].__qualname__}")
+                raise ConfigError(
+                    f"{self.kind} '{name}' is already registered by {self._classes[name].__qualname__}"
+                )
             self._classes[name] = cls
             cls.registry_name = name  # type: ignore[attr-defined]
             return cls
@@ -97,7 +100,9 @@ class Registry(Generic[T]):
         constructor does not take (the structure of the node, not its values)."""
         node = dict(node)
         if "name" not in node:
-            raise ConfigError(f"{self.kind} config needs a 'name' key (one of: {', '.join(self.names())})")
+            raise ConfigError(
+                f"{self.kind} config needs a 'name' key (one of: {', '.join(self.names())})"
+            )
         name = node.pop("name")
         cls = self.get(name)
         params = inspect.signature(cls.__init__).parameters

@@ -43,6 +43,7 @@ Examples::
     python -m src.report scaling ~/studies/scaling/full --size experiment/study_scaling/size
     python -m src.report extrapolation outputs/runs/rope --factors 1 2 4 8 --scaling yarn
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,83 +63,186 @@ from src.studies.runs import IGNORED_KEYS
 
 
 def _parser(name: str, description: str) -> argparse.ArgumentParser:
-    return argparse.ArgumentParser(prog=f"python -m src.report{' ' + name if name else ''}", description=description,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    return argparse.ArgumentParser(
+        prog=f"python -m src.report{' ' + name if name else ''}",
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def compare(argv: Sequence[str] | None = None) -> ReportFiles:
     """The comparison report of one or more sweep directories."""
-    p = _parser("", "Turn a sweep into a comparison a reviewer can check (also: python -m src.report scaling | "
-                    "extrapolation -h).")
+    p = _parser(
+        "",
+        "Turn a sweep into a comparison a reviewer can check (also: python -m src.report scaling | "
+        "extrapolation -h).",
+    )
     p.add_argument("dirs", nargs="+", help="sweep directories (hydra.sweep.dir) or run directories")
-    p.add_argument("--out", default=None, help="where to write report.md, the CSV files and the plots (default: the first dir)")
-    p.add_argument("--tune", action="append", default=[], metavar="KEY",
-                   help="a hyper-parameter tuned per variant (repeat for several; default: the runs' protocol.tune)")
-    p.add_argument("--fixed", action="store_true",
-                   help="tune nothing: the declared tuned keys define variants like any other override, and every run "
-                        "is a verdict run (an ablation at fixed values after a study)")
-    p.add_argument("--baseline", default=None, help="key=value[,key=value] picking the baseline variant (default: the "
-                                                    "protocol's, else the first)")
-    p.add_argument("--metric", default=None, help="verdict metric (default: the protocol's, else test/loss)")
-    p.add_argument("--select", default=None, help="selection metric, validation split (default val/loss)")
-    p.add_argument("--design", default=None, choices=DESIGNS, help="two_stage | grid (default: the protocol's, else "
-                                                                    "inferred from the runs' protocol.stage labels)")
-    p.add_argument("--equivalence-margin", type=float, default=None,
-                   help="TOST margin in the verdict metric's units (default: the runs' report.equivalence_margin)")
-    p.add_argument("--comparisons", default=None, metavar="{baseline,one_factor,factor:<key>}",
-                   help="baseline: each variant vs the baseline; one_factor: also every pair differing in one factor; "
-                        "factor:<key>: only the pairs differing in <key> alone (an ablation: each variant under the "
-                        "other value of one factor)")
-    p.add_argument("--alpha", type=float, default=0.05, help="family-wise significance level (default 0.05)")
-    p.add_argument("--pairing", default="auto", choices=PAIRINGS,
-                   help="auto (default): the paired t-test by seed where both sides ran the same seeds on the same data "
-                        "order, else Welch's; paired: pair on the shared seeds; unpaired: Welch's everywhere")
-    p.add_argument("--extra", nargs="*", default=None,
-                   help="secondary metrics (metrics.json keys or fnmatch patterns; default: the protocol's, else "
-                        + " ".join(DEFAULT_SECONDARY) + ")")
-    p.add_argument("--eval-variants", action="store_true",
-                   help="each RoPE scaling the runs were also scored with at evaluation time (extrapolation/<name>/ppl@<f>x "
-                        "in metrics.json: callbacks.extrapolation.scalings) becomes a variant of its own, "
-                        "eval.rope_scaling=<name>: the same trained weights, compared by seed with every variant on "
-                        "extrapolation/ppl@<f>x and loss@<f>x (not on test/*, which are the trained variant's own)")
-    p.add_argument("--ignore", nargs="*", default=[],
-                   help="more override keys (a trailing '.' = prefix) that do not define a variant, besides "
-                        + ", ".join(IGNORED_KEYS))
-    p.add_argument("--stages", nargs="+", default=None, metavar="STAGE",
-                   help="only the runs of these protocol stages (e.g. tune: the tune stage's report while the confirm "
-                        "stage runs)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="where to write report.md, the CSV files and the plots (default: the first dir)",
+    )
+    p.add_argument(
+        "--tune",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a hyper-parameter tuned per variant (repeat for several; default: the runs' protocol.tune)",
+    )
+    p.add_argument(
+        "--fixed",
+        action="store_true",
+        help="tune nothing: the declared tuned keys define variants like any other override, and every run "
+        "is a verdict run (an ablation at fixed values after a study)",
+    )
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="key=value[,key=value] picking the baseline variant (default: the "
+        "protocol's, else the first)",
+    )
+    p.add_argument(
+        "--metric", default=None, help="verdict metric (default: the protocol's, else test/loss)"
+    )
+    p.add_argument(
+        "--select", default=None, help="selection metric, validation split (default val/loss)"
+    )
+    p.add_argument(
+        "--design",
+        default=None,
+        choices=DESIGNS,
+        help="two_stage | grid (default: the protocol's, else "
+        "inferred from the runs' protocol.stage labels)",
+    )
+    p.add_argument(
+        "--equivalence-margin",
+        type=float,
+        default=None,
+        help="TOST margin in the verdict metric's units (default: the runs' report.equivalence_margin)",
+    )
+    p.add_argument(
+        "--comparisons",
+        default=None,
+        metavar="{baseline,one_factor,factor:<key>}",
+        help="baseline: each variant vs the baseline; one_factor: also every pair differing in one factor; "
+        "factor:<key>: only the pairs differing in <key> alone (an ablation: each variant under the "
+        "other value of one factor)",
+    )
+    p.add_argument(
+        "--alpha", type=float, default=0.05, help="family-wise significance level (default 0.05)"
+    )
+    p.add_argument(
+        "--pairing",
+        default="auto",
+        choices=PAIRINGS,
+        help="auto (default): the paired t-test by seed where both sides ran the same seeds on the same data "
+        "order, else Welch's; paired: pair on the shared seeds; unpaired: Welch's everywhere",
+    )
+    p.add_argument(
+        "--extra",
+        nargs="*",
+        default=None,
+        help="secondary metrics (metrics.json keys or fnmatch patterns; default: the protocol's, else "
+        + " ".join(DEFAULT_SECONDARY)
+        + ")",
+    )
+    p.add_argument(
+        "--eval-variants",
+        action="store_true",
+        help="each RoPE scaling the runs were also scored with at evaluation time (extrapolation/<name>/ppl@<f>x "
+        "in metrics.json: callbacks.extrapolation.scalings) becomes a variant of its own, "
+        "eval.rope_scaling=<name>: the same trained weights, compared by seed with every variant on "
+        "extrapolation/ppl@<f>x and loss@<f>x (not on test/*, which are the trained variant's own)",
+    )
+    p.add_argument(
+        "--ignore",
+        nargs="*",
+        default=[],
+        help="more override keys (a trailing '.' = prefix) that do not define a variant, besides "
+        + ", ".join(IGNORED_KEYS),
+    )
+    p.add_argument(
+        "--stages",
+        nargs="+",
+        default=None,
+        metavar="STAGE",
+        help="only the runs of these protocol stages (e.g. tune: the tune stage's report while the confirm "
+        "stage runs)",
+    )
     p.add_argument("--title", default=None)
     args = p.parse_args(argv)
     try:
-        files = make_report(args.dirs, args.out, tune=args.tune, fixed=args.fixed, baseline=args.baseline, metric=args.metric,
-                            select=args.select, design=args.design, equivalence_margin=args.equivalence_margin,
-                            comparisons=args.comparisons, alpha=args.alpha, extra=args.extra, pairing=args.pairing,
-                            ignore=[*IGNORED_KEYS, *args.ignore], eval_variants=args.eval_variants,
-                            stages=args.stages, title=args.title)
-    except (ValueError, FileNotFoundError, WriteError) as e:  # ConfigError and DataError are ValueErrors
+        files = make_report(
+            args.dirs,
+            args.out,
+            tune=args.tune,
+            fixed=args.fixed,
+            baseline=args.baseline,
+            metric=args.metric,
+            select=args.select,
+            design=args.design,
+            equivalence_margin=args.equivalence_margin,
+            comparisons=args.comparisons,
+            alpha=args.alpha,
+            extra=args.extra,
+            pairing=args.pairing,
+            ignore=[*IGNORED_KEYS, *args.ignore],
+            eval_variants=args.eval_variants,
+            stages=args.stages,
+            title=args.title,
+        )
+    except (
+        ValueError,
+        FileNotFoundError,
+        WriteError,
+    ) as e:  # ConfigError and DataError are ValueErrors
         p.exit(2, f"python -m src.report: {e}\n")
     print(files.markdown.read_text())
-    print(f"wrote {files.markdown}, " + ", ".join(str(f) for f in files.files.values())
-          + "".join(f", {p}" for p in files.plots.values() if p is not None))
+    print(
+        f"wrote {files.markdown}, "
+        + ", ".join(str(f) for f in files.files.values())
+        + "".join(f", {p}" for p in files.plots.values() if p is not None)
+    )
     return files
 
 
 def scaling(argv: Sequence[str] | None = None) -> dict[str, Path]:
     """The scaling report: L(N) per arm, bootstrap intervals, rankings and crossings."""
-    p = _parser("scaling", "Loss against parameters per arm: L(N) = E + A*N^-alpha fitted per arm, with bootstrap "
-                           "intervals over seeds, the ranking at each size and where the fitted curves cross.")
+    p = _parser(
+        "scaling",
+        "Loss against parameters per arm: L(N) = E + A*N^-alpha fitted per arm, with bootstrap "
+        "intervals over seeds, the ranking at each size and where the fitted curves cross.",
+    )
     p.add_argument("dirs", nargs="+", help="sweep directories (hydra.sweep.dir) or run directories")
-    p.add_argument("--size", default=None, help="override key of the size factor (default: the varying key along "
-                                                "which the parameter count changes most)")
-    p.add_argument("--metric", default=None, help="the fitted metric (default: the protocol's, else test/loss)")
+    p.add_argument(
+        "--size",
+        default=None,
+        help="override key of the size factor (default: the varying key along "
+        "which the parameter count changes most)",
+    )
+    p.add_argument(
+        "--metric", default=None, help="the fitted metric (default: the protocol's, else test/loss)"
+    )
     p.add_argument("--out", default=None, help="where the files go (default: the first directory)")
-    p.add_argument("--boot", type=int, default=1000, help="bootstrap replicates (default 1000; 0: no intervals)")
+    p.add_argument(
+        "--boot",
+        type=int,
+        default=1000,
+        help="bootstrap replicates (default 1000; 0: no intervals)",
+    )
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
     p.add_argument("--title", default=None)
     args = p.parse_args(argv)
     try:
-        files = make_scaling_report(args.dirs, args.out, args.size, args.metric, args.boot, args.seed, args.title)
-    except (ValueError, FileNotFoundError, WriteError) as e:  # ConfigError and DataError are ValueErrors
+        files = make_scaling_report(
+            args.dirs, args.out, args.size, args.metric, args.boot, args.seed, args.title
+        )
+    except (
+        ValueError,
+        FileNotFoundError,
+        WriteError,
+    ) as e:  # ConfigError and DataError are ValueErrors
         p.exit(2, f"python -m src.report scaling: {e}\n")
     print(files["scaling.md"].read_text())
     print("wrote " + ", ".join(str(f) for f in files.values()))
@@ -149,26 +253,55 @@ def extrapolation(argv: Sequence[str] | None = None) -> list[Any]:
     """Perplexity of a trained checkpoint at multiples of its training length."""
     import yaml
 
-    p = _parser("extrapolation", "Perplexity of a trained checkpoint at multiples of its training length.")
+    p = _parser(
+        "extrapolation", "Perplexity of a trained checkpoint at multiples of its training length."
+    )
     p.add_argument("path", help="a run directory (uses checkpoints/last.ckpt) or a .ckpt file")
-    p.add_argument("--ckpt", choices=("last", "best"), default="last", help="which checkpoint of a run directory")
+    p.add_argument(
+        "--ckpt",
+        choices=("last", "best"),
+        default="last",
+        help="which checkpoint of a run directory",
+    )
     p.add_argument("--factors", type=float, nargs="+", default=list(DEFAULT_FACTORS))
-    p.add_argument("--stride", type=int, default=None, help="window stride (default: disjoint windows)")
-    p.add_argument("--max-tokens", type=int, default=None, help="cap on the evaluated span (tokens)")
+    p.add_argument(
+        "--stride", type=int, default=None, help="window stride (default: disjoint windows)"
+    )
+    p.add_argument(
+        "--max-tokens", type=int, default=None, help="cap on the evaluated span (tokens)"
+    )
     p.add_argument("--train-length", type=int, default=None, help="default: the run's block_size")
     p.add_argument("--split", default="val", help="split of the run's data source (default val)")
-    p.add_argument("--text", default=None, help="evaluate this text file instead of the run's split")
-    p.add_argument("--scaling", default=None, help="evaluate a RoPE model with a scaling: linear | dynamic | yarn | "
-                   "llama3, or a model.position.scaling node such as '{name: yarn, factor: 8}' (default factor: "
-                   "each context over the training length)")
-    p.add_argument("--no-write", action="store_true", help="print only; do not update the run's metrics.json")
+    p.add_argument(
+        "--text", default=None, help="evaluate this text file instead of the run's split"
+    )
+    p.add_argument(
+        "--scaling",
+        default=None,
+        help="evaluate a RoPE model with a scaling: linear | dynamic | yarn | "
+        "llama3, or a model.position.scaling node such as '{name: yarn, factor: 8}' (default factor: "
+        "each context over the training length)",
+    )
+    p.add_argument(
+        "--no-write", action="store_true", help="print only; do not update the run's metrics.json"
+    )
     args = p.parse_args(argv)
     try:
         results, summary = extrapolate_run(
-            args.path, ckpt=args.ckpt, factors=args.factors, stride=args.stride, max_tokens=args.max_tokens,
-            train_length=args.train_length, split=args.split, text=args.text,
-            scaling=None if args.scaling is None else yaml.safe_load(args.scaling), write=not args.no_write)
-    except Exception as e:  # our errors (they name the fix) and a missing path: one line; anything else: traceback
+            args.path,
+            ckpt=args.ckpt,
+            factors=args.factors,
+            stride=args.stride,
+            max_tokens=args.max_tokens,
+            train_length=args.train_length,
+            split=args.split,
+            text=args.text,
+            scaling=None if args.scaling is None else yaml.safe_load(args.scaling),
+            write=not args.no_write,
+        )
+    except (
+        Exception
+    ) as e:  # our errors (they name the fix) and a missing path: one line; anything else: traceback
         if not (is_ours(e) or isinstance(e, FileNotFoundError)):
             raise
         p.exit(2, f"python -m src.report extrapolation: {type(e).__name__}: {e}\n")
@@ -176,7 +309,10 @@ def extrapolation(argv: Sequence[str] | None = None) -> list[Any]:
     return results
 
 
-SUBCOMMANDS: dict[str, Callable[[Sequence[str]], Any]] = {"scaling": scaling, "extrapolation": extrapolation}
+SUBCOMMANDS: dict[str, Callable[[Sequence[str]], Any]] = {
+    "scaling": scaling,
+    "extrapolation": extrapolation,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> Any:

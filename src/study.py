@@ -25,6 +25,7 @@ Examples::
         hydra/launcher=joblib hydra.launcher.n_jobs=2 --out experiments/04_ffn_norm
     python -m src.study experiment=study_ffn_norm --stage confirm --dry-run
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,10 +45,10 @@ from src.config.typos import check_command_line
 from src.config.yaml_limits import check_command_line_yaml
 from src.errors import ConfigError
 from src.jsonfile import write_json
-from src.studies.protocol import Protocol, canonical
 from src.reporting.build import find_baseline, make_report
 from src.reporting.planning import SEEDS_PLAN, PowerPlan, pilot_plan, power_plan
 from src.studies.outcomes import run_outcome
+from src.studies.protocol import Protocol, canonical
 from src.studies.runs import IGNORED_KEYS, is_ignored, load_runs, parse_override
 from src.studies.tuning import tune_variants
 
@@ -61,8 +62,12 @@ class Plan:
     protocol: Protocol
     sweep_dir: Path
     fixed: list[str]  # the overrides every job gets (no sweeps)
-    variants: list[dict[str, str]]  # factor override text -> value, one dict per variant (override keys as typed)
-    steps: list[int | None]  # solved trainer.max_steps per variant (flops / tokens matching), else None
+    variants: list[
+        dict[str, str]
+    ]  # factor override text -> value, one dict per variant (override keys as typed)
+    steps: list[
+        int | None
+    ]  # solved trainer.max_steps per variant (flops / tokens matching), else None
 
 
 def _compose(overrides: Sequence[str]) -> Any:
@@ -98,8 +103,10 @@ def plan(overrides: Sequence[str], work_dir: Path | None = None) -> Plan:
 
     protocol = Protocol.from_config(OmegaConf.to_container(cfg, resolve=False))  # type: ignore[arg-type]
     if protocol is None:
-        raise ConfigError("the config declares no protocol: give experiment=study_<name> (conf/experiment), or add a "
-                          "protocol: node (docs/studies.md)")
+        raise ConfigError(
+            "the config declares no protocol: give experiment=study_<name> (conf/experiment), or add a "
+            "protocol: node (docs/studies.md)"
+        )
     params = dict(cfg.hydra.sweeper.params or {})
     _, config_sweeps = _split_sweeps([f"{k}={v}" for k, v in params.items()])
     # the command line wins over hydra.sweeper.params for a key both give, as a sweep or as one plain value
@@ -132,12 +139,24 @@ def plan(overrides: Sequence[str], work_dir: Path | None = None) -> Plan:
         elif in_params:
             sweeps[str(in_params[0])] = [str(params[in_params[0]])]
     tuned = set(protocol.tune)
-    factors = {k: v for k, v in sweeps.items() if parse_override(k)[0] not in tuned and not is_ignored(parse_override(k)[0])}
+    factors = {
+        k: v
+        for k, v in sweeps.items()
+        if parse_override(k)[0] not in tuned and not is_ignored(parse_override(k)[0])
+    }
     if set(protocol.factors) - {parse_override(k)[0] for k in factors}:
         missing = sorted(set(protocol.factors) - {parse_override(k)[0] for k in factors})
-        raise ConfigError(f"protocol.factors names {missing}, which hydra.sweeper.params does not sweep")
+        raise ConfigError(
+            f"protocol.factors names {missing}, which hydra.sweeper.params does not sweep"
+        )
     variants = [dict(zip(factors, combo)) for combo in itertools.product(*factors.values())] or [{}]
-    p = Plan(protocol, Path(str(cfg.hydra.sweep.dir)).expanduser(), fixed, variants, [None] * len(variants))
+    p = Plan(
+        protocol,
+        Path(str(cfg.hydra.sweep.dir)).expanduser(),
+        fixed,
+        variants,
+        [None] * len(variants),
+    )
     if protocol.match in ("flops", "tokens"):
         p.steps = solved_steps(p, work_dir)
     return p
@@ -151,12 +170,17 @@ def baseline_index(p: Plan) -> int:
     """The variant the protocol's baseline names (first when none)."""
     if not p.protocol.baseline:
         return 0
-    wanted = {k.lstrip("+"): canonical(v) for k, v in (x.split("=", 1) for x in p.protocol.baseline.split(","))}
+    wanted = {
+        k.lstrip("+"): canonical(v)
+        for k, v in (x.split("=", 1) for x in p.protocol.baseline.split(","))
+    }
     for i, v in enumerate(p.variants):
         values = {parse_override(k)[0]: canonical(x) for k, x in v.items()}
         if all(values.get(k) == x for k, x in wanted.items() if k in values):
             return i
-    raise ConfigError(f"protocol.baseline={p.protocol.baseline!r} matches none of the variants {p.variants}")
+    raise ConfigError(
+        f"protocol.baseline={p.protocol.baseline!r} matches none of the variants {p.variants}"
+    )
 
 
 def solved_steps(p: Plan, work_dir: Path | None = None) -> list[int | None]:
@@ -167,7 +191,14 @@ def solved_steps(p: Plan, work_dir: Path | None = None) -> list[int | None]:
     budgets = []
     for v in p.variants:
         with tempfile.TemporaryDirectory(dir=work_dir) as tmp:
-            cfg = _compose([*p.fixed, *variant_overrides(v), f"paths.output_dir={tmp}", f"paths.root_dir={Path.cwd()}"])
+            cfg = _compose(
+                [
+                    *p.fixed,
+                    *variant_overrides(v),
+                    f"paths.output_dir={tmp}",
+                    f"paths.root_dir={Path.cwd()}",
+                ]
+            )
             from omegaconf import open_dict
 
             with open_dict(cfg):
@@ -176,8 +207,14 @@ def solved_steps(p: Plan, work_dir: Path | None = None) -> list[int | None]:
     ref = budgets[baseline_index(p)]
     steps = [solve_steps(ref, b, p.protocol.match) for b in budgets]
     for v, b, s in zip(p.variants, budgets, steps):
-        log.info("%s: %.4g training FLOPs per step, %d tokens per step -> trainer.max_steps=%d (%s matching)",
-                 variant_overrides(v) or "(defaults)", b.flops_per_step, b.tokens_per_step, s, p.protocol.match)
+        log.info(
+            "%s: %.4g training FLOPs per step, %d tokens per step -> trainer.max_steps=%d (%s matching)",
+            variant_overrides(v) or "(defaults)",
+            b.flops_per_step,
+            b.tokens_per_step,
+            s,
+            p.protocol.match,
+        )
     return steps
 
 
@@ -193,13 +230,22 @@ def _train(overrides: Sequence[str]) -> list[str]:
 
 def tune_commands(p: Plan) -> list[list[str]]:
     stage = "tune" if p.protocol.design == "two_stage" else "grid"
-    seeds = _seeds(p.protocol.tune_seeds if stage == "tune" else p.protocol.seeds, "tune_seeds" if stage == "tune" else "seeds")
+    seeds = _seeds(
+        p.protocol.tune_seeds if stage == "tune" else p.protocol.seeds,
+        "tune_seeds" if stage == "tune" else "seeds",
+    )
     tune = [f"{k}={','.join(v)}" for k, v in p.protocol.tune.items()]
     tail = [*tune, f"seed={seeds}", f"protocol.stage={stage}"]
     if all(s is None for s in p.steps):  # one multirun over every variant
-        factors = [f"{k}={','.join(dict.fromkeys(v[k] for v in p.variants))}" for k in (p.variants[0] if p.variants else {})]
+        factors = [
+            f"{k}={','.join(dict.fromkeys(v[k] for v in p.variants))}"
+            for k in (p.variants[0] if p.variants else {})
+        ]
         return [_train([*p.fixed, *factors, *tail])]
-    return [_train([*p.fixed, *variant_overrides(v), f"trainer.max_steps={s}", *tail]) for v, s in zip(p.variants, p.steps)]
+    return [
+        _train([*p.fixed, *variant_overrides(v), f"trainer.max_steps={s}", *tail])
+        for v, s in zip(p.variants, p.steps)
+    ]
 
 
 def confirm_commands(p: Plan) -> list[list[str]]:
@@ -211,30 +257,60 @@ def confirm_commands(p: Plan) -> list[list[str]]:
     out = []
     for v, steps in zip(p.variants, p.steps):
         want = {parse_override(k)[0]: canonical(x) for k, x in v.items()}
-        if steps is not None:  # flops / tokens matching: the tune runs at this variant's solved steps
+        if (
+            steps is not None
+        ):  # flops / tokens matching: the tune runs at this variant's solved steps
             want["trainer.max_steps"] = canonical(steps)
-        match = [t for t in tuned if all(canonical(t.variant.values().get(k, "")) == x for k, x in want.items())
-                 and any(c.runs for c in t.candidates)]
+        match = [
+            t
+            for t in tuned
+            if all(canonical(t.variant.values().get(k, "")) == x for k, x in want.items())
+            and any(c.runs for c in t.candidates)
+        ]
         if not match:
-            raise ConfigError(f"no tune-stage runs for {variant_overrides(v) or '(defaults)'} in {p.sweep_dir}: "
-                              "run --stage tune")
+            raise ConfigError(
+                f"no tune-stage runs for {variant_overrides(v) or '(defaults)'} in {p.sweep_dir}: "
+                "run --stage tune"
+            )
         t = match[0]
         incomplete = [r.path.name for c in t.candidates for r in c.runs if r.status == "incomplete"]
-        ran = {(tuple(c.values[k] for k in p.protocol.tune), canonical(r.seed)) for c in t.candidates for r in c.runs}
-        planned = set(itertools.product(itertools.product(*p.protocol.tune.values()), p.protocol.tune_seeds))
+        ran = {
+            (tuple(c.values[k] for k in p.protocol.tune), canonical(r.seed))
+            for c in t.candidates
+            for r in c.runs
+        }
+        planned = set(
+            itertools.product(itertools.product(*p.protocol.tune.values()), p.protocol.tune_seeds)
+        )
         if incomplete or planned - ran:
             missing = sorted(planned - ran)
-            raise ConfigError(f"the tune stage of {variant_overrides(v) or '(defaults)'} is not finished: "
-                              f"{len(incomplete)} run(s) without metrics.json, {len(missing)} not run "
-                              f"{'(' + str(missing[0]) + ' …)' if missing else ''}; run --stage tune again first")
+            raise ConfigError(
+                f"the tune stage of {variant_overrides(v) or '(defaults)'} is not finished: "
+                f"{len(incomplete)} run(s) without metrics.json, {len(missing)} not run "
+                f"{'(' + str(missing[0]) + ' …)' if missing else ''}; run --stage tune again first"
+            )
         if t.chosen is None:
-            log.warning("%s: no candidate could be chosen (%s); skipping its confirm stage", variant_overrides(v), t.notes)
+            log.warning(
+                "%s: no candidate could be chosen (%s); skipping its confirm stage",
+                variant_overrides(v),
+                t.notes,
+            )
             continue
         chosen = [f"{k}={x}" for k, x in t.chosen.items()]
         max_steps = [f"trainer.max_steps={steps}"] if steps is not None else []
         seeds = confirm_seeds(p) if p.protocol.auto_seeds else p.protocol.seeds
-        out.append(_train([*p.fixed, *variant_overrides(v), *max_steps, *chosen, f"seed={_seeds(seeds, 'seeds')}",
-                           "protocol.stage=confirm"]))
+        out.append(
+            _train(
+                [
+                    *p.fixed,
+                    *variant_overrides(v),
+                    *max_steps,
+                    *chosen,
+                    f"seed={_seeds(seeds, 'seeds')}",
+                    "protocol.stage=confirm",
+                ]
+            )
+        )
     return out
 
 
@@ -254,27 +330,47 @@ def confirm_seeds(p: Plan) -> list[str]:
         if str(s) not in tune:
             seeds.append(str(s))
         s += 1
-    record = {"seeds": seeds, "needed": needs, "max_seeds": cap, "capped": capped, "target_mde": p.protocol.target_mde,
-              "variants": [r.variant for r in plan_.rows]}
+    record = {
+        "seeds": seeds,
+        "needed": needs,
+        "max_seeds": cap,
+        "capped": capped,
+        "target_mde": p.protocol.target_mde,
+        "variants": [r.variant for r in plan_.rows],
+    }
     write_json(p.sweep_dir / SEEDS_PLAN, record)
-    log.info("protocol.seeds=auto: %d seeds per variant (%s)%s", len(seeds), ", ".join(map(str, needs)),
-             f", capped by protocol.max_seeds={cap}" if capped else "")
+    log.info(
+        "protocol.seeds=auto: %d seeds per variant (%s)%s",
+        len(seeds),
+        ", ".join(map(str, needs)),
+        f", capped by protocol.max_seeds={cap}" if capped else "",
+    )
     return seeds
 
 
 def power_plan_of(p: Plan) -> PowerPlan:
     """``--plan``: the tune stage's runs in the sweep directory (or ``protocol.pilot_sd`` alone) -> seeds per variant."""
     if p.protocol.target_mde is None:
-        raise ConfigError("--plan needs protocol.target_mde: the smallest difference of the verdict metric to detect, "
-                          "e.g. protocol.target_mde=0.02")
+        raise ConfigError(
+            "--plan needs protocol.target_mde: the smallest difference of the verdict metric to detect, "
+            "e.g. protocol.target_mde=0.02"
+        )
     runs = load_runs([p.sweep_dir]) if p.sweep_dir.is_dir() else []
     tuned, varying, _ = tune_variants(runs, p.protocol, IGNORED_KEYS)
     if not tuned and p.protocol.pilot_sd is None:
-        raise ConfigError(f"no tune-stage runs in {p.sweep_dir} to measure the spread from: run --stage tune first, or "
-                          "set protocol.pilot_sd")
-    if not tuned:  # before any run: the pilot spread, unpaired only (a pilot sd says nothing of the pairing)
-        return pilot_plan([" ".join(variant_overrides(v)) or "(defaults)" for v in p.variants], baseline_index(p),
-                          p.protocol.target_mde, p.protocol.pilot_sd)
+        raise ConfigError(
+            f"no tune-stage runs in {p.sweep_dir} to measure the spread from: run --stage tune first, or "
+            "set protocol.pilot_sd"
+        )
+    if (
+        not tuned
+    ):  # before any run: the pilot spread, unpaired only (a pilot sd says nothing of the pairing)
+        return pilot_plan(
+            [" ".join(variant_overrides(v)) or "(defaults)" for v in p.variants],
+            baseline_index(p),
+            p.protocol.target_mde,
+            p.protocol.pilot_sd,
+        )
     base = find_baseline([t.variant for t in tuned], p.protocol.baseline)
     return power_plan(tuned, varying, base, p.protocol, p.protocol.target_mde, p.protocol.pilot_sd)
 
@@ -287,7 +383,10 @@ def unfinished_jobs(sweep_dir: Path) -> list[str]:
     for run in load_runs([sweep_dir]) if sweep_dir.is_dir() else []:
         outcome = run_outcome(run)
         if outcome in ("failed", "incomplete"):
-            why = str((run.metrics or {}).get("error") or "no metrics.json: it stopped before it could write one")
+            why = str(
+                (run.metrics or {}).get("error")
+                or "no metrics.json: it stopped before it could write one"
+            )
             out.append(f"{run.path.name}: {why.splitlines()[0][:300]}")
     return out
 
@@ -311,25 +410,48 @@ def run_commands(commands: Sequence[list[str]], sweep_dir: Path, dry_run: bool) 
     if failed:
         broken = unfinished_jobs(sweep_dir)
         if broken:
-            raise ConfigError(f"{len(broken)} job(s) in {sweep_dir} failed for a reason other than divergence or did "
-                              "not finish; fix the cause and run the same stage again (it resumes):\n  "
-                              + "\n  ".join(broken))
+            raise ConfigError(
+                f"{len(broken)} job(s) in {sweep_dir} failed for a reason other than divergence or did "
+                "not finish; fix the cause and run the same stage again (it resumes):\n  "
+                + "\n  ".join(broken)
+            )
         log.warning("every failed job diverged (a non-finite loss): results the report counts")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m src.study", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("overrides", nargs="*", help="Hydra overrides of conf/train.yaml, e.g. experiment=study_norm")
+    ap = argparse.ArgumentParser(
+        prog="python -m src.study",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "overrides",
+        nargs="*",
+        help="Hydra overrides of conf/train.yaml, e.g. experiment=study_norm",
+    )
     ap.add_argument("--stage", default="all", choices=STAGES)
-    ap.add_argument("--out", default=None, help="where the report goes (default: the sweep directory)")
-    ap.add_argument("--dry-run", action="store_true", help="print the commands of the stage(s) without running them")
-    ap.add_argument("--plan", action="store_true", help="print the seeds per variant each comparison needs to detect "
-                    "protocol.target_mde (paired and unpaired) and the compute that implies, from the tune stage's "
-                    "runs or protocol.pilot_sd; runs nothing")
+    ap.add_argument(
+        "--out", default=None, help="where the report goes (default: the sweep directory)"
+    )
+    ap.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the commands of the stage(s) without running them",
+    )
+    ap.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the seeds per variant each comparison needs to detect "
+        "protocol.target_mde (paired and unpaired) and the compute that implies, from the tune stage's "
+        "runs or protocol.pilot_sd; runs nothing",
+    )
     args = ap.parse_args(argv)
-    check_command_line_yaml(args.overrides)  # a YAML alias bomb in a named config file: one line, not a hang
-    check_command_line("train", args.overrides)  # a misspelt key or option: the closest names (src/config/typos.py)
+    check_command_line_yaml(
+        args.overrides
+    )  # a YAML alias bomb in a named config file: one line, not a hang
+    check_command_line(
+        "train", args.overrides
+    )  # a misspelt key or option: the closest names (src/config/typos.py)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         p = plan(args.overrides)
@@ -341,7 +463,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             if stage == "tune":
                 run_commands(tune_commands(p), p.sweep_dir, args.dry_run)
             elif stage == "confirm" and args.dry_run and "tune" in stages:
-                print("# confirm: one multirun per variant at its chosen value, once the tune stage has run")
+                print(
+                    "# confirm: one multirun per variant at its chosen value, once the tune stage has run"
+                )
             elif stage == "confirm":
                 run_commands(confirm_commands(p), p.sweep_dir, args.dry_run)
             elif stage == "report" and not args.dry_run:

@@ -3,6 +3,7 @@
 Everything runs on CPU without network access; reference models are built with random
 weights inside the tests, never downloaded.
 """
+
 from __future__ import annotations
 
 import os
@@ -12,8 +13,8 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-from pathlib import Path  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
@@ -82,11 +83,26 @@ def _hydra_runtime_restored() -> Any:
 # Fixtures (not module imports) so tests in any folder use them whatever the folders are called.
 
 TINY_RUN = [  # a 2-layer 32-dim char-level GPT on the embedded corpus; 4 steps, validation every 2 on 2 batches
-    "model=tiny", "model.d_model=32", "model.n_layer=2", "model.n_head=2", "model.d_ff=64", "model.max_seq_len=32",
-    "tokenizer=char", "data=embedded", "trainer=cpu", "batch_size=4", "block_size=32",
-    "trainer.max_steps=4", "trainer.val_check_interval=2", "trainer.limit_val_batches=2", "trainer.limit_test_batches=2",
-    "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false",
-    "scheduler.warmup_steps=1", "callbacks.progress_bar=null",
+    "model=tiny",
+    "model.d_model=32",
+    "model.n_layer=2",
+    "model.n_head=2",
+    "model.d_ff=64",
+    "model.max_seq_len=32",
+    "tokenizer=char",
+    "data=embedded",
+    "trainer=cpu",
+    "batch_size=4",
+    "block_size=32",
+    "trainer.max_steps=4",
+    "trainer.val_check_interval=2",
+    "trainer.limit_val_batches=2",
+    "trainer.limit_test_batches=2",
+    "trainer.log_every_n_steps=1",
+    "trainer.enable_progress_bar=false",
+    "trainer.enable_model_summary=false",
+    "scheduler.warmup_steps=1",
+    "callbacks.progress_bar=null",
 ]
 
 
@@ -105,12 +121,30 @@ def run_entry_point(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., A
 
     cache = tmp_path_factory.mktemp("entry_point_cache")
 
-    def run(module: str, args: list[str], cwd: Path, timeout: float = 600,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        full = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
-                "TRANSFORMER_LAB_CACHE": os.environ.get("TRANSFORMER_LAB_CACHE", str(cache)),
-                "PYTHONPATH": str(REPO_ROOT), "WANDB_SILENT": "true", **(env or {})}
-        return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=full, capture_output=True,
-                              text=True, timeout=timeout)
+    def run(
+        module: str,
+        args: list[str],
+        cwd: Path,
+        timeout: float = 600,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        full = {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "OMP_NUM_THREADS": "1",
+            "TRANSFORMER_LAB_CACHE": os.environ.get("TRANSFORMER_LAB_CACHE", str(cache)),
+            "PYTHONPATH": str(REPO_ROOT),
+            "WANDB_SILENT": "true",
+            **(env or {}),
+        }
+        return subprocess.run(
+            [sys.executable, "-m", module, *args],
+            cwd=cwd,
+            env=full,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     return run

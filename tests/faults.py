@@ -20,6 +20,7 @@ Two ways to ask:
 A pause sleeps for an hour: the test is expected to kill the process while it sleeps, or to
 signal it and delete the marker file, which ends the pause (tests/callbacks/test_preemption.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -66,10 +67,19 @@ class FaultInjector(pl.Callback):
     update) returns NaN logits, so the loss, the gradients and then the weights become non-finite.
     """
 
-    def __init__(self, pause_train_step: int | None = None, pause_val_step: int | None = None,
-                 nan_loss_step: int | None = None, raise_train_step: int | None = None) -> None:
-        self.args = {"pause_train_step": pause_train_step, "pause_val_step": pause_val_step,
-                     "nan_loss_step": nan_loss_step, "raise_train_step": raise_train_step}
+    def __init__(
+        self,
+        pause_train_step: int | None = None,
+        pause_val_step: int | None = None,
+        nan_loss_step: int | None = None,
+        raise_train_step: int | None = None,
+    ) -> None:
+        self.args = {
+            "pause_train_step": pause_train_step,
+            "pause_val_step": pause_val_step,
+            "nan_loss_step": nan_loss_step,
+            "raise_train_step": raise_train_step,
+        }
         self._hook: Any = None
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
@@ -94,7 +104,9 @@ class FaultInjector(pl.Callback):
             v = active().get(key)
         return None if v is None else int(v)
 
-    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int) -> None:
+    def on_train_batch_start(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
+    ) -> None:
         if self._get("nan_loss_step") == trainer.global_step and self._hook is None:
             model = getattr(pl_module, "model", pl_module)
 
@@ -106,15 +118,23 @@ class FaultInjector(pl.Callback):
 
             self._hook = model.register_forward_hook(poison)
 
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:
+    def on_train_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+    ) -> None:
         if self._hook is not None:
             self._hook.remove()
             self._hook = None
         if self._get("pause_train_step") == trainer.global_step:
             pause("train", trainer.global_step)
         if self._get("raise_train_step") == trainer.global_step:
-            raise RuntimeError(f"injected fault after step {trainer.global_step} (TLAB_FAULTS=raise_train_step)")
+            raise RuntimeError(
+                f"injected fault after step {trainer.global_step} (TLAB_FAULTS=raise_train_step)"
+            )
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not trainer.sanity_checking and self._get("pause_val_step") == trainer.global_step:
@@ -136,7 +156,11 @@ def mount_tmpfs(path: Path, size: str = "200k") -> None:
     mount = shutil.which("mount")
     if mount is None:
         pytest.skip("no mount command: a real full disk cannot be made here")
-    r = subprocess.run([mount, "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, text=True)
+    r = subprocess.run(
+        [mount, "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
         pytest.skip(f"mounting a tmpfs is not permitted here ({r.stderr.strip()[:200]})")
 

@@ -5,6 +5,7 @@
 * every package and top-level module of ``src/`` is in that order, once;
 * ``tests/`` mirrors ``src/``: each test folder is named after a package of ``src/``.
 """
+
 from __future__ import annotations
 
 import ast
@@ -47,7 +48,9 @@ def module_name(path: Path) -> str:
 def imports(path: Path) -> list[tuple[int, str]]:
     """(line, imported module) for every import statement in the file, at any depth."""
     found: list[tuple[int, str]] = []
-    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    package = (
+        module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    )
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names]
@@ -68,7 +71,9 @@ def src_files() -> list[Path]:
 def test_every_package_is_in_the_declared_order() -> None:
     layers = declared_layers()
     units = {unit_of(module_name(p)) for p in src_files()} - {None}
-    assert units <= set(layers), f"docs/ARCHITECTURE.md's import order misses {sorted(units - set(layers))}"
+    assert units <= set(layers), (
+        f"docs/ARCHITECTURE.md's import order misses {sorted(units - set(layers))}"
+    )
 
 
 def test_imports_go_downward_only() -> None:
@@ -79,23 +84,32 @@ def test_imports_go_downward_only() -> None:
         if here is None:  # src/__init__.py
             continue
         if here not in layers:
-            wrong.append(f"{path.relative_to(REPO)} is in {here}, a package ARCHITECTURE.md does not list")
+            wrong.append(
+                f"{path.relative_to(REPO)} is in {here}, a package ARCHITECTURE.md does not list"
+            )
             continue
         for line, target in imports(path):
             there = unit_of(target)
             if there is None or there == here:
                 continue
             if there not in layers:
-                wrong.append(f"{path.relative_to(REPO)}:{line} imports {target}, a package ARCHITECTURE.md does not list")
+                wrong.append(
+                    f"{path.relative_to(REPO)}:{line} imports {target}, a package ARCHITECTURE.md does not list"
+                )
             elif layers[there] >= layers[here]:
-                wrong.append(f"{path.relative_to(REPO)}:{line}: {here} (layer {layers[here]}) imports {target} "
-                             f"({there}, layer {layers[there]})")
+                wrong.append(
+                    f"{path.relative_to(REPO)}:{line}: {here} (layer {layers[here]}) imports {target} "
+                    f"({there}, layer {layers[there]})"
+                )
     assert not wrong, "imports against the order in docs/ARCHITECTURE.md:\n" + "\n".join(wrong)
 
 
 def test_tests_mirror_src() -> None:
     src_packages = {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
-    test_dirs = {p.name for p in (REPO / "tests").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    test_dirs = {
+        p.name for p in (REPO / "tests").iterdir() if p.is_dir() and p.name != "__pycache__"
+    }
     top_level = {"benchmarks"}  # tests of the repository's other top-level package
-    assert test_dirs - src_packages - top_level == set(), f"test folders without a src package: {test_dirs - src_packages}"
-
+    assert test_dirs - src_packages - top_level == set(), (
+        f"test folders without a src package: {test_dirs - src_packages}"
+    )

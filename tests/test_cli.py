@@ -5,6 +5,7 @@ anything runs.
 
 The commands run at once in subprocesses (the imports are the slow part), each in its own cwd.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -26,8 +27,12 @@ N_HEAD_5 = ("ConfigError: model.d_model=32", "model.n_head=5", "divisors of d_mo
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory, procs: SimpleNamespace, tiny: tuple[str, ...],
-         token_cache: str) -> dict[str, SimpleNamespace]:
+def runs(
+    tmp_path_factory: pytest.TempPathFactory,
+    procs: SimpleNamespace,
+    tiny: tuple[str, ...],
+    token_cache: str,
+) -> dict[str, SimpleNamespace]:
     """Every command started together; ``runs[name]`` -> (rc, out, tmp) once finished."""
     root = tmp_path_factory.mktemp("cli")
     (root / "a_file").write_text("not a directory")
@@ -35,24 +40,66 @@ def runs(tmp_path_factory: pytest.TempPathFactory, procs: SimpleNamespace, tiny:
     (root / "run_dir" / "checkpoints" / "last.ckpt").write_bytes(b"")
     bad_head = [a for a in tiny if not a.startswith("model.n_head=")] + ["model.n_head=5"]
     commands: dict[str, tuple[str, list[str], dict[str, str]]] = {
-        "ours": ("src.train", [*bad_head, f"hydra.run.dir={root / 'ours'}"], {"HYDRA_FULL_ERROR": "0"}),
-        "bug": ("src.train", [*tiny, FAULTS, f"hydra.run.dir={root / 'bug'}"],
-                {"HYDRA_FULL_ERROR": "0", "TLAB_FAULTS": "raise_train_step=2",
-                 "PYTHONPATH": str(Path(__file__).resolve().parents[1])}),  # tests.faults, from another cwd
-        "sweep": ("src.train", ["-m", *[a for a in bad_head[:-1] if not a.startswith("trainer.max_steps=")],
-                                "model.n_head=5,4", "trainer.max_steps=2", f"hydra.sweep.dir={root / 'sweep'}"],
-                  {"HYDRA_FULL_ERROR": "0"}),
-        "run_dir_proc": ("src.train", [*tiny, "hydra.run.dir=/proc/tlab-x"], {"HYDRA_FULL_ERROR": "0"}),
-        "run_dir_file": ("src.train", [*tiny, f"hydra.run.dir={root / 'a_file'}"], {"HYDRA_FULL_ERROR": "0"}),
-        "generate_temperature": ("src.generate", ["ckpt_path=/nonexistent.ckpt", "temperature=-1"], {"HYDRA_FULL_ERROR": "0"}),
-        "generate_ckpt_dir": ("src.generate", [f"ckpt_path={root / 'run_dir'}"], {"HYDRA_FULL_ERROR": "0"}),
+        "ours": (
+            "src.train",
+            [*bad_head, f"hydra.run.dir={root / 'ours'}"],
+            {"HYDRA_FULL_ERROR": "0"},
+        ),
+        "bug": (
+            "src.train",
+            [*tiny, FAULTS, f"hydra.run.dir={root / 'bug'}"],
+            {
+                "HYDRA_FULL_ERROR": "0",
+                "TLAB_FAULTS": "raise_train_step=2",
+                "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+            },
+        ),  # tests.faults, from another cwd
+        "sweep": (
+            "src.train",
+            [
+                "-m",
+                *[a for a in bad_head[:-1] if not a.startswith("trainer.max_steps=")],
+                "model.n_head=5,4",
+                "trainer.max_steps=2",
+                f"hydra.sweep.dir={root / 'sweep'}",
+            ],
+            {"HYDRA_FULL_ERROR": "0"},
+        ),
+        "run_dir_proc": (
+            "src.train",
+            [*tiny, "hydra.run.dir=/proc/tlab-x"],
+            {"HYDRA_FULL_ERROR": "0"},
+        ),
+        "run_dir_file": (
+            "src.train",
+            [*tiny, f"hydra.run.dir={root / 'a_file'}"],
+            {"HYDRA_FULL_ERROR": "0"},
+        ),
+        "generate_temperature": (
+            "src.generate",
+            ["ckpt_path=/nonexistent.ckpt", "temperature=-1"],
+            {"HYDRA_FULL_ERROR": "0"},
+        ),
+        "generate_ckpt_dir": (
+            "src.generate",
+            [f"ckpt_path={root / 'run_dir'}"],
+            {"HYDRA_FULL_ERROR": "0"},
+        ),
     }
     started = {}
     for name, (module, args, env) in commands.items():
         log = root / f"{name}.log"
         f = open(log, "wb")
-        started[name] = (subprocess.Popen([sys.executable, "-m", module, *args], cwd=root, stdout=f,
-                                          stderr=subprocess.STDOUT, env=procs.env(**env)), log)
+        started[name] = (
+            subprocess.Popen(
+                [sys.executable, "-m", module, *args],
+                cwd=root,
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                env=procs.env(**env),
+            ),
+            log,
+        )
     out = {}
     for name, (proc, log) in started.items():
         try:
@@ -77,7 +124,10 @@ def test_our_error_is_one_message_without_a_traceback(runs: dict[str, Any]) -> N
     r = runs["ours"]
     assert r.rc == 1 and "Traceback" not in r.out, r.out[-3000:]
     assert _has_line(r.out, *N_HEAD_5), r.out[-3000:]
-    assert _lines(r.out)[-1] == "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace."
+    assert (
+        _lines(r.out)[-1]
+        == "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace."
+    )
 
 
 def test_an_unexpected_exception_keeps_its_traceback(runs: dict[str, Any]) -> None:
@@ -89,19 +139,45 @@ def test_an_unexpected_exception_keeps_its_traceback(runs: dict[str, Any]) -> No
 def test_a_failed_sweep_job_is_one_message_and_the_others_run(runs: dict[str, Any]) -> None:
     r = runs["sweep"]
     assert r.rc == 1 and "Traceback" not in r.out and _has_line(r.out, *N_HEAD_5)
-    assert '"status": "completed"' in (r.root / "sweep" / "model.n_head=4" / "metrics.json").read_text()
+    assert (
+        '"status": "completed"'
+        in (r.root / "sweep" / "model.n_head=4" / "metrics.json").read_text()
+    )
 
 
-@pytest.mark.parametrize(("name", "line"), [  # (how the line starts: the key and value, then what it holds: the fix)
-    ("run_dir_proc", ("hydra.run.dir=/proc/tlab-x cannot be created", "No such file or directory",
-                      "give a directory you can write to")),
-    ("run_dir_file", ("hydra.run.dir={root}/a_file is an existing file", "give a directory",
-                      "hydra.run.dir={root}/a_file_run")),
-    ("generate_temperature", ("ConfigError: temperature=-1", "0 or more")),
-    ("generate_ckpt_dir", ("CheckpointError: {root}/run_dir is a directory", "{root}/run_dir/checkpoints/last.ckpt",
-                           "trainer.strategy.state_dict_type=full")),
-])
-def test_clear_errors_before_any_work(runs: dict[str, Any], name: str, line: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("name", "line"),
+    [  # (how the line starts: the key and value, then what it holds: the fix)
+        (
+            "run_dir_proc",
+            (
+                "hydra.run.dir=/proc/tlab-x cannot be created",
+                "No such file or directory",
+                "give a directory you can write to",
+            ),
+        ),
+        (
+            "run_dir_file",
+            (
+                "hydra.run.dir={root}/a_file is an existing file",
+                "give a directory",
+                "hydra.run.dir={root}/a_file_run",
+            ),
+        ),
+        ("generate_temperature", ("ConfigError: temperature=-1", "0 or more")),
+        (
+            "generate_ckpt_dir",
+            (
+                "CheckpointError: {root}/run_dir is a directory",
+                "{root}/run_dir/checkpoints/last.ckpt",
+                "trainer.strategy.state_dict_type=full",
+            ),
+        ),
+    ],
+)
+def test_clear_errors_before_any_work(
+    runs: dict[str, Any], name: str, line: tuple[str, ...]
+) -> None:
     r = runs[name]
     assert r.rc == 1 and "Traceback" not in r.out, r.out[-3000:]
     assert _has_line(r.out, *(part.format(root=r.root) for part in line)), r.out[-3000:]
@@ -114,15 +190,21 @@ def _raise(error: BaseException) -> Callable[[], None]:
     def go() -> None:
         with clean_errors():
             raise error
+
     return go
 
 
-def test_clean_errors_converts_only_ours(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_clean_errors_converts_only_ours(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     ours = ConfigError("batch_size=0 is invalid: a positive number")
     with pytest.raises(CommandError) as info:
         _raise(ours)()
-    assert str(info.value) == "ConfigError: batch_size=0 is invalid: a positive number" and info.value.__cause__ is ours
+    assert (
+        str(info.value) == "ConfigError: batch_size=0 is invalid: a positive number"
+        and info.value.__cause__ is ours
+    )
     with pytest.raises(KeyError):  # not ours: untouched, with its traceback
         _raise(KeyError("x"))()
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
@@ -131,7 +213,9 @@ def test_clean_errors_converts_only_ours(monkeypatch: pytest.MonkeyPatch, capsys
     stop = Preempted("preempted by SIGTERM at step 3: wrote /r/checkpoints/last.ckpt", signum=15)
     with pytest.raises(SystemExit) as exit_info:
         _raise(stop)()
-    assert exit_info.value.code == 143 and capsys.readouterr().err == f"{stop}\n"  # its message, on one line
+    assert (
+        exit_info.value.code == 143 and capsys.readouterr().err == f"{stop}\n"
+    )  # its message, on one line
 
 
 def test_output_dir_checks(tmp_path: Path) -> None:
@@ -141,9 +225,14 @@ def test_output_dir_checks(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         check_output_dir(tmp_path / "f" / "sweep", "hydra.sweep.dir")
     msg = str(info.value)  # the key and its value, the file in the way, the fix
-    assert msg.startswith(f"hydra.sweep.dir={tmp_path / 'f' / 'sweep'} ") and f"{tmp_path / 'f'} is a file" in msg
+    assert (
+        msg.startswith(f"hydra.sweep.dir={tmp_path / 'f' / 'sweep'} ")
+        and f"{tmp_path / 'f'} is a file" in msg
+    )
     assert "give a directory outside it" in msg
-    made = check_output_dir(tmp_path / "a" / "b", "hydra.run.dir")  # created, writable, nothing left in it
+    made = check_output_dir(
+        tmp_path / "a" / "b", "hydra.run.dir"
+    )  # created, writable, nothing left in it
     assert made.is_dir() and not list(made.iterdir())
 
 
@@ -164,7 +253,11 @@ def test_evaluation_paths_say_directory_or_missing(tmp_path: Path) -> None:
     with pytest.raises(DataError) as info:
         open_text(tmp_path)
     text = str(info.value)  # the path, what it is, the fix
-    assert f"'{tmp_path}'" in text and "is a directory" in text and "give a text or JSON-lines file" in text
+    assert (
+        f"'{tmp_path}'" in text
+        and "is a directory" in text
+        and "give a text or JSON-lines file" in text
+    )
     with pytest.raises(DataError) as info:
         open_text(tmp_path / "nope.txt")
     assert "no such file" in str(info.value) and f"'{tmp_path / 'nope.txt'}'" in str(info.value)
@@ -179,11 +272,15 @@ def test_prepare_checks_its_output_directory_before_tokenizing(tmp_path: Path) -
     corpus.write_text("hello world, the cat sat on the mat.\n" * 4)
     (tmp_path / "f").write_text("")
     data = {"name": "text", "paths": [str(corpus)], "cache_dir": str(tmp_path / "cache")}
-    for out, problem, fix in ((tmp_path / "f", "is an existing file", f"e.g. out_dir={tmp_path / 'f'}_run"),
-                              (tmp_path / "f" / "sub", f"{tmp_path / 'f'} is a file", "give a directory outside it")):
+    for out, problem, fix in (
+        (tmp_path / "f", "is an existing file", f"e.g. out_dir={tmp_path / 'f'}_run"),
+        (tmp_path / "f" / "sub", f"{tmp_path / 'f'} is a file", "give a directory outside it"),
+    ):
         with pytest.raises(ConfigError) as info:
             prepare(data, {"name": "char"}, out_dir=str(out), num_proc=1)
         msg = str(info.value)
         assert msg.startswith(f"out_dir={out} ") and problem in msg and fix in msg
-    assert prepare(data, {"name": "char"}, out_dir=str(tmp_path / "ok"), num_proc=1) == tmp_path / "ok"
+    assert (
+        prepare(data, {"name": "char"}, out_dir=str(tmp_path / "ok"), num_proc=1) == tmp_path / "ok"
+    )
     assert (tmp_path / "ok" / "train.bin").is_file()

@@ -1,5 +1,6 @@
 """src/files.py, the one writer: atomic, never through a symlink out of its output directory, a full
 disk a clear WriteError (a real tmpfs; skipped where mounting is not permitted)."""
+
 from __future__ import annotations
 
 import os
@@ -29,7 +30,9 @@ def test_a_symlink_at_the_destination_is_replaced_not_written_through(tmp_path: 
     (out / "report.md").symlink_to(victim)
     atomic_write(out / "report.md", "new report\n", root=out)
     assert victim.read_text() == "VICTIM"
-    assert not (out / "report.md").is_symlink() and (out / "report.md").read_text() == "new report\n"
+    assert (
+        not (out / "report.md").is_symlink() and (out / "report.md").read_text() == "new report\n"
+    )
 
 
 def test_a_link_planted_under_the_temporary_name_is_not_followed(tmp_path: Path) -> None:
@@ -37,7 +40,9 @@ def test_a_link_planted_under_the_temporary_name_is_not_followed(tmp_path: Path)
     victim.write_text("VICTIM")
     out = tmp_path / "out"
     out.mkdir()
-    (out / f".runs.csv.{os.getpid()}.tmp").symlink_to(victim)  # the name a writer of runs.csv in this process uses
+    (out / f".runs.csv.{os.getpid()}.tmp").symlink_to(
+        victim
+    )  # the name a writer of runs.csv in this process uses
     atomic_write(out / "runs.csv", "a,b\n", root=out)
     assert victim.read_text() == "VICTIM"
     assert (out / "runs.csv").read_text() == "a,b\n"

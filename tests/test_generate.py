@@ -2,6 +2,7 @@
 run as one batch: 1e9 was a MemoryError) and a ``prompt_file`` that is a FIFO are refused before the model
 loads; an empty prompt for a tokenizer without an end-of-text token is a ``ConfigError``, not a ValueError
 traceback."""
+
 from __future__ import annotations
 
 import os
@@ -45,13 +46,18 @@ def test_a_fifo_prompt_file_is_not_read(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def char_ckpt(tmp_path_factory: pytest.TempPathFactory, token_cache: str) -> str:
     run = tmp_path_factory.mktemp("run")
-    train_in_process([*TINY, "trainer.max_steps=2", "test=false"], run)  # char tokenizer: no end-of-text token
+    train_in_process(
+        [*TINY, "trainer.max_steps=2", "test=false"], run
+    )  # char tokenizer: no end-of-text token
     return str(run / "checkpoints" / "last.ckpt")
 
 
 def test_an_empty_prompt_without_an_eos_token_is_a_config_error(char_ckpt: str) -> None:
     with pytest.raises(ConfigError) as info:
-        sample(cfg(ckpt_path=char_ckpt, prompt="", max_new_tokens=2, stream=False), write=lambda s: None)
+        sample(
+            cfg(ckpt_path=char_ckpt, prompt="", max_new_tokens=2, stream=False),
+            write=lambda s: None,
+        )
     assert "prompt=''" in str(info.value) and "char" in str(info.value)
 
 
@@ -59,7 +65,15 @@ def test_a_prompt_character_outside_the_vocabulary_is_named(char_ckpt: str, tmp_
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("To be \u20ac")  # no euro sign in the training text
     with pytest.raises(DataError) as info:
-        sample(cfg(ckpt_path=char_ckpt, prompt_file=str(prompt), max_new_tokens=2, stream=False), write=lambda s: None)
+        sample(
+            cfg(ckpt_path=char_ckpt, prompt_file=str(prompt), max_new_tokens=2, stream=False),
+            write=lambda s: None,
+        )
     assert "U+20AC" in str(info.value) and "position 6" in str(info.value)
-    assert [len(t) for t in sample(cfg(ckpt_path=char_ckpt, prompt="To be", max_new_tokens=2, stream=False,
-                                       greedy=True), write=lambda s: None)] == [2]
+    assert [
+        len(t)
+        for t in sample(
+            cfg(ckpt_path=char_ckpt, prompt="To be", max_new_tokens=2, stream=False, greedy=True),
+            write=lambda s: None,
+        )
+    ] == [2]

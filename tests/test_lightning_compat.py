@@ -1,5 +1,6 @@
 """Each private Lightning API src/lightning_compat.py uses is still there, in the form it is used:
 an upgrade that moves one fails here, naming it, instead of silently changing what a run does."""
+
 from __future__ import annotations
 
 import typing
@@ -12,7 +13,12 @@ from src import lightning_compat
 
 @pytest.fixture()
 def trainer() -> pl.Trainer:
-    return pl.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    return pl.Trainer(
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
 
 
 def test_logs_this_step_reads_the_logger_connectors_flag(trainer: pl.Trainer) -> None:
@@ -33,7 +39,9 @@ def test_precision_inputs_are_the_values_lightning_accepts() -> None:
 
     values = lightning_compat.precision_inputs()
     assert {"32", "32-true", "bf16-mixed", "16-mixed", "64", "bf16"} <= set(values)
-    accepted = {str(v) for alias in typing.get_args(_PRECISION_INPUT) for v in typing.get_args(alias)}
+    accepted = {
+        str(v) for alias in typing.get_args(_PRECISION_INPUT) for v in typing.get_args(alias)
+    }
     assert set(values) == accepted
 
 
@@ -43,7 +51,9 @@ def test_replace_ddp_child_command_patches_both_launchers(monkeypatch: pytest.Mo
 
     for module in (pl_launcher, fabric_launcher):
         assert callable(getattr(module, "_hydra_subprocess_cmd", None)), module.__name__
-        monkeypatch.setattr(module, "_hydra_subprocess_cmd", module._hydra_subprocess_cmd)  # restored after
+        monkeypatch.setattr(
+            module, "_hydra_subprocess_cmd", module._hydra_subprocess_cmd
+        )  # restored after
 
     def command(local_rank: int) -> tuple[list[str], str]:
         return ["child", str(local_rank)], "/"
@@ -66,7 +76,9 @@ def test_the_progress_bars_train_description_is_still_a_method_to_override() -> 
     assert bar._get_train_description(0) == "Epoch 0"
 
 
-def test_logged_as_last_fit_step_moves_the_loggers_step_back_by_one_and_restores_it(trainer: pl.Trainer) -> None:
+def test_logged_as_last_fit_step_moves_the_loggers_step_back_by_one_and_restores_it(
+    trainer: pl.Trainer,
+) -> None:
     loop = trainer.fit_loop.epoch_loop
     loop._batches_that_stepped = 6
     with lightning_compat.logged_as_last_fit_step(trainer):

@@ -1,5 +1,6 @@
 """metrics.json's provenance: the commit, a dirty tree and its diff's hash, versions, the device; the
 report's warning when the runs of one study differ."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,9 @@ from src import provenance as prov
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 @pytest.fixture()
@@ -35,13 +38,17 @@ def test_a_clean_then_a_dirty_tree(repo: Path) -> None:
     assert record["python"] and record["torch"] and record["lightning"] and record["hydra"]
     assert record["gpu_count"] == 0 or record["gpu"]
     (repo / "a.py").write_text("x = 2\n")
-    (repo / "untracked.txt").write_text("run output\n")  # untracked files (outputs) do not make a tree dirty
+    (repo / "untracked.txt").write_text(
+        "run output\n"
+    )  # untracked files (outputs) do not make a tree dirty
     prov.code_state.cache_clear()
     dirty = prov.provenance()
     assert dirty["git_dirty"] is True and len(dirty["git_diff_sha256"]) == 64
     (repo / "a.py").write_text("x = 3\n")
     prov.code_state.cache_clear()
-    assert prov.provenance()["git_diff_sha256"] != dirty["git_diff_sha256"]  # the hash names the diff
+    assert (
+        prov.provenance()["git_diff_sha256"] != dirty["git_diff_sha256"]
+    )  # the hash names the diff
 
 
 def test_no_git_gives_nulls_not_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,7 +61,9 @@ def test_no_git_gives_nulls_not_an_error(tmp_path: Path, monkeypatch: pytest.Mon
     assert record["git_commit"] is None and record["git_dirty"] is None and record["python"]
 
 
-def test_a_run_records_it_and_the_report_warns_when_runs_differ(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_records_it_and_the_report_warns_when_runs_differ(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from src.reporting.build import make_report
     from tests.reporting.fake_runs import completed, write_run
     from tests.training.conftest import TINY, train_in_process
@@ -68,8 +77,11 @@ def test_a_run_records_it_and_the_report_warns_when_runs_differ(tmp_path: Path, 
     root = tmp_path / "sweep"
     for ffn, commit in (("gelu", "aaa"), ("swiglu", "bbb")):
         for seed, v in ((1, 2.0), (2, 2.1)):
-            write_run(root, [f"model/ffn={ffn}", f"seed={seed}"],
-                      metrics={**completed(v, v), "provenance": {**recorded, "git_commit": commit}})
+            write_run(
+                root,
+                [f"model/ffn={ffn}", f"seed={seed}"],
+                metrics={**completed(v, v), "provenance": {**recorded, "git_commit": commit}},
+            )
     files = make_report([root], tmp_path / "out", baseline="model/ffn=gelu")
     md = files.markdown.read_text()
     assert "## Provenance" in md and "Warning: the verdict runs differ in git_commit" in md
@@ -77,7 +89,9 @@ def test_a_run_records_it_and_the_report_warns_when_runs_differ(tmp_path: Path, 
     assert {f"provenance/{k}" for k in prov.FIELDS} <= set(header)
 
 
-def test_a_run_records_the_code_as_it_started_not_as_it_ended(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_records_the_code_as_it_started_not_as_it_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A commit made while a long run trains must not become its recorded commit: the record is read
     before the run builds anything, and that reading is what metrics.json holds."""
     from src.training import runner
@@ -88,8 +102,14 @@ def test_a_run_records_the_code_as_it_started_not_as_it_ended(tmp_path: Path, mo
     real_build = runner.build_run
     monkeypatch.setattr(runner, "build_run", lambda cfg: (built.append(True), real_build(cfg))[1])
     reads: list[bool] = []
-    monkeypatch.setattr(runner, "provenance", lambda: (reads.append(bool(built)), {"read_after_build": bool(built)})[1])
+    monkeypatch.setattr(
+        runner,
+        "provenance",
+        lambda: (reads.append(bool(built)), {"read_after_build": bool(built)})[1],
+    )
     run = tmp_path / "run"
     train_in_process([*TINY, "trainer.max_steps=2", "test=false"], run)
     assert built and reads == [False]  # read once, before the model and data were built
-    assert json.loads((run / "metrics.json").read_text())["provenance"] == {"read_after_build": False}
+    assert json.loads((run / "metrics.json").read_text())["provenance"] == {
+        "read_after_build": False
+    }

@@ -6,6 +6,7 @@ not hundreds), with ``outputs/<run>`` replaced by the run the quick start made a
 by the data beside the checkout (a line that needs absent data is skipped). The comparison's report
 must give a verdict. Slow: about a dozen short runs.
 """
+
 from __future__ import annotations
 
 import csv
@@ -22,8 +23,13 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 VERDICTS = {"better", "worse", "equivalent", "inconclusive"}
 #: what makes a README training line short here; the study's learning-rate grid and seeds stay as written
-SHORT = ["trainer.max_steps=12", "trainer.val_check_interval=6", "trainer.limit_val_batches=2",
-         "trainer.limit_test_batches=2", "scheduler.warmup_steps=2"]
+SHORT = [
+    "trainer.max_steps=12",
+    "trainer.val_check_interval=6",
+    "trainer.limit_val_batches=2",
+    "trainer.limit_test_batches=2",
+    "scheduler.warmup_steps=2",
+]
 
 
 def readme_commands(heading: str) -> list[str]:
@@ -44,7 +50,9 @@ def run_line(line: str, cwd: Path, run_entry_point: Any, substitutions: dict[str
     for old, new in substitutions.items():
         line = line.replace(old, new)
     words = shlex.split(line)
-    words = words[words.index("python") + 1:]  # drop an environment assignment (OMP_NUM_THREADS=1 is set anyway)
+    words = words[
+        words.index("python") + 1 :
+    ]  # drop an environment assignment (OMP_NUM_THREADS=1 is set anyway)
     assert words[0] == "-m"
     module, args = words[1], words[2:]
     if module in ("src.train", "src.study") and not any(a in ("--dry-run", "--plan") for a in args):
@@ -74,12 +82,17 @@ def test_compare_two_variants_gives_a_verdict(tmp_path: Path, run_entry_point: A
     run_line(sweep, tmp_path, run_entry_point, {})
     sweep_dir = tmp_path / re.search(r"hydra\.sweep\.dir=(\S+)", sweep).group(1)  # type: ignore[union-attr]
     assert sorted(p.name for p in sweep_dir.iterdir() if p.is_dir()) == [
-        f"model.position={p},seed={s}" for p in ("learned", "rope") for s in (1, 2, 3)]
+        f"model.position={p},seed={s}" for p in ("learned", "rope") for s in (1, 2, 3)
+    ]
     r = run_line(report, tmp_path, run_entry_point, {})
     rows = list(csv.DictReader((sweep_dir / "comparisons.csv").open()))
     verdicts = {row["verdict"] for row in rows if row["metric"] == "test/loss"}
     assert verdicts and verdicts <= VERDICTS, rows
-    assert r.stdout.strip().splitlines()[-1].startswith(f"wrote {sweep_dir.relative_to(tmp_path)}/report.md")  # where it went
+    assert (
+        r.stdout.strip()
+        .splitlines()[-1]
+        .startswith(f"wrote {sweep_dir.relative_to(tmp_path)}/report.md")
+    )  # where it went
     for line in lines:
         if line not in (sweep, report):  # the study: the protocol end to end, shortened
             run_line(line, tmp_path, run_entry_point, {})

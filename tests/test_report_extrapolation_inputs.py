@@ -1,5 +1,6 @@
 """Issue 21 item 14: ``python -m src.report extrapolation`` on a missing path or a torn checkpoint is one line
 naming it (exit status 2), never a traceback."""
+
 from __future__ import annotations
 
 import shutil
@@ -20,8 +21,9 @@ def _one_line(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     return err
 
 
-def test_a_missing_path_and_a_torn_checkpoint_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_path_and_a_torn_checkpoint_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TRANSFORMER_LAB_CACHE", str(tmp_path / "cache"))
     assert str(tmp_path / "nowhere") in _one_line(capsys, str(tmp_path / "nowhere"))
     run = tmp_path / "run"

@@ -8,6 +8,7 @@ on the training text keeps sentences at ~15-20 tokens per side. Offline, determi
 
 Writes a transformers tokenizer (tokenizer.json + config) that ``tokenizer=hf tokenizer.path=DIR`` loads.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,13 @@ def main() -> None:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=args.vocab_size, min_frequency=2, special_tokens=["<pad>", "</s>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=args.vocab_size,
+        min_frequency=2,
+        special_tokens=["<pad>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(lines, trainer=trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>")
     fast.save_pretrained(args.out)

@@ -15,6 +15,7 @@ Each run scores the live weights with the same ``Scorer`` and benchmark code as
 step) and logs ``<task>/<metric>`` (``hellaswag/acc_norm``) to every logger and metrics.json.
 Rank 0 evaluates; the other ranks wait for it at the next step's gradient all-reduce.
 """
+
 from __future__ import annotations
 
 import logging
@@ -25,8 +26,8 @@ import lightning.pytorch as pl
 import torch
 
 from src.evaluation.benchmarks import build_benchmark
-from src.evaluation.suite import run_benchmarks
 from src.evaluation.scorer import Scorer
+from src.evaluation.suite import run_benchmarks
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +35,19 @@ log = logging.getLogger(__name__)
 class BenchmarkEval(pl.Callback):
     """``tasks`` (name -> a ``conf/tasks`` entry) every ``every_n_steps`` optimizer steps and after fitting."""
 
-    def __init__(self, tasks: Mapping[str, Mapping[str, Any]], every_n_steps: int = 250, limit: int | None = None,
-                 batch_size: int = 32, max_batch_tokens: int = 16384) -> None:
+    def __init__(
+        self,
+        tasks: Mapping[str, Mapping[str, Any]],
+        every_n_steps: int = 250,
+        limit: int | None = None,
+        batch_size: int = 32,
+        max_batch_tokens: int = 16384,
+    ) -> None:
         if int(every_n_steps) < 1:
             raise ValueError(f"callbacks.benchmarks.every_n_steps={every_n_steps} must be >= 1")
-        self.benchmarks = {name: build_benchmark(name, dict(node)) for name, node in tasks.items()}  # fail at startup
+        self.benchmarks = {
+            name: build_benchmark(name, dict(node)) for name, node in tasks.items()
+        }  # fail at startup
         self.every_n_steps, self.limit = int(every_n_steps), limit
         self.batch_size, self.max_batch_tokens = int(batch_size), int(max_batch_tokens)
         self._last_step = -1
@@ -53,25 +62,47 @@ class BenchmarkEval(pl.Callback):
             model = pl_module.model  # type: ignore[attr-defined]
             was_training = model.training
             model.eval()
-            scorer = Scorer(model, pl_module.tokenizer, batch_size=self.batch_size,  # type: ignore[attr-defined]
-                            max_batch_tokens=self.max_batch_tokens, show_progress=False)
+            scorer = Scorer(
+                model,
+                pl_module.tokenizer,
+                batch_size=self.batch_size,  # type: ignore[attr-defined]
+                max_batch_tokens=self.max_batch_tokens,
+                show_progress=False,
+            )
             with torch.no_grad():
                 results = run_benchmarks(scorer, self.benchmarks, self.limit)
             model.train(was_training)
-            metrics = {f"{name}/{k}": float(v) for name, r in results.items() for k, v in r.metrics.items()
-                       if not k.endswith("_stderr")}
+            metrics = {
+                f"{name}/{k}": float(v)
+                for name, r in results.items()
+                for k, v in r.metrics.items()
+                if not k.endswith("_stderr")
+            }
             log.info("step %d: %s", step, ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
         if metrics and trainer.loggers:
             for lg in trainer.loggers:
                 lg.log_metrics(metrics, step=step)
-        trainer.callback_metrics.update({k: torch.tensor(v) for k, v in metrics.items()})  # -> metrics.json
+        trainer.callback_metrics.update(
+            {k: torch.tensor(v) for k, v in metrics.items()}
+        )  # -> metrics.json
 
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:
+    def on_train_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+    ) -> None:
         # once per optimizer step: global_step has just advanced past a multiple of every_n_steps
-        if trainer.global_step % self.every_n_steps == 0 and trainer.global_step > 0 and \
-                (batch_idx + 1) % trainer.accumulate_grad_batches == 0:
+        if (
+            trainer.global_step % self.every_n_steps == 0
+            and trainer.global_step > 0
+            and (batch_idx + 1) % trainer.accumulate_grad_batches == 0
+        ):
             self._evaluate(trainer, pl_module)
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self._evaluate(trainer, pl_module)  # the final weights (skipped when the last step was just evaluated)
+        self._evaluate(
+            trainer, pl_module
+        )  # the final weights (skipped when the last step was just evaluated)

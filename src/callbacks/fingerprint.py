@@ -4,6 +4,7 @@ Writes ``<output_dir>/fingerprints/rank<r>.json``: ``{"rank", "world_size", "bat
 each training batch], "weights": sha1 of the final parameters}``. Ranks of a correct DDP run
 see different batches and end with identical weights.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,7 +32,9 @@ class Fingerprint(pl.Callback):
         self.output_dir = Path(output_dir)
         self.batches: list[str] = []
 
-    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int) -> None:
+    def on_train_batch_start(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
+    ) -> None:
         self.batches.append(tensor_digest([batch[k] for k in sorted(batch)]))
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:

@@ -18,6 +18,7 @@ of its attention weights (``attn``). They go to ``<output_dir>/grad_norms.json``
 (``{"<step>": {"<stack>": {"block": [layer 0, …], "ffn": […], "attn": […]}}}``) and to the
 loggers as ``grad_norm/<stack>.<layer>``; ``python -m src.report`` plots them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -49,8 +50,12 @@ def layer_grad_norms(model: TransformerModel) -> dict[str, dict[str, list[float]
         rows: dict[str, list[float]] = {"block": [], "ffn": [], "attn": []}
         for block in blocks:
             rows["block"].append(grad_norm(list(block.parameters())))
-            rows["ffn"].append(grad_norm([p for n, p in block.ffn.named_parameters() if p.dim() > 1]))
-            rows["attn"].append(grad_norm([p for n, p in block.attn.named_parameters() if p.dim() > 1]))
+            rows["ffn"].append(
+                grad_norm([p for n, p in block.ffn.named_parameters() if p.dim() > 1])
+            )
+            rows["attn"].append(
+                grad_norm([p for n, p in block.attn.named_parameters() if p.dim() > 1])
+            )
         out[name] = rows
     return out
 
@@ -66,13 +71,21 @@ class LayerGradNorms(pl.Callback):
     @rank_zero_only
     def on_after_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         step = int(trainer.global_step)
-        if step not in self.steps or str(step) in self.records:  # first micro-batch of the step only
+        if (
+            step not in self.steps or str(step) in self.records
+        ):  # first micro-batch of the step only
             return
         model = getattr(pl_module, "model", pl_module)
         norms = layer_grad_norms(model)
         self.records[str(step)] = norms
-        flat = {f"grad_norm/{stack}.{i}": v for stack, rows in norms.items() for i, v in enumerate(rows["block"])}
+        flat = {
+            f"grad_norm/{stack}.{i}": v
+            for stack, rows in norms.items()
+            for i, v in enumerate(rows["block"])
+        }
         for lg in trainer.loggers:
             lg.log_metrics(flat, step=step)
         if self.output_dir:
-            write_json(Path(self.output_dir) / FILENAME, self.records, indent=1)  # a NaN norm is written as null
+            write_json(
+                Path(self.output_dir) / FILENAME, self.records, indent=1
+            )  # a NaN norm is written as null

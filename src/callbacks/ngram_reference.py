@@ -20,6 +20,7 @@ plus the training-token count and the smoothing; ``python -m src.report`` shows 
 its table and as lines on the loss plot. Fitting reads at most ``max_train_tokens`` training
 tokens (the first ones; the file says when the cap applied).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,7 +39,9 @@ from src.jsonfile import read_json, write_json
 log = logging.getLogger(__name__)
 
 FILENAME = "ngram.json"
-SMOOTHING = "interpolated Kneser-Ney, one discount per order D = n1/(n1 + 2 n2) from the training counts"
+SMOOTHING = (
+    "interpolated Kneser-Ney, one discount per order D = n1/(n1 + 2 n2) from the training counts"
+)
 
 
 def batch_sequences(batch: Mapping[str, Any]) -> tuple[list[np.ndarray], bool]:
@@ -46,7 +49,10 @@ def batch_sequences(batch: Mapping[str, Any]) -> tuple[list[np.ndarray], bool]:
     text batch (first token context only), or each pair's target tokens up to its eos."""
     if "tokens" in batch:
         return [row for row in batch["tokens"].cpu().numpy().astype(np.int64)], False
-    ids, mask = batch["tgt_ids"].cpu().numpy().astype(np.int64), batch["tgt_mask"].cpu().numpy().astype(bool)
+    ids, mask = (
+        batch["tgt_ids"].cpu().numpy().astype(np.int64),
+        batch["tgt_mask"].cpu().numpy().astype(bool),
+    )
     return [row[m] for row, m in zip(ids, mask)], True
 
 
@@ -61,11 +67,18 @@ def _digest(arrays: Sequence[np.ndarray]) -> str:
 class NgramReference(pl.Callback):
     """n-gram reference losses on this run's validation and test tokens (module docstring)."""
 
-    def __init__(self, orders: Sequence[int] = (1, 2, 3, 4), output_dir: str | None = None,
-                 cache_dir: str | None = None, max_train_tokens: int = 20_000_000) -> None:
+    def __init__(
+        self,
+        orders: Sequence[int] = (1, 2, 3, 4),
+        output_dir: str | None = None,
+        cache_dir: str | None = None,
+        max_train_tokens: int = 20_000_000,
+    ) -> None:
         self.orders = sorted({int(o) for o in orders})
         if not self.orders or self.orders[0] < 1:
-            raise ValueError(f"NgramReference: orders={list(orders)} must be positive integers, e.g. [1, 2, 3, 4]")
+            raise ValueError(
+                f"NgramReference: orders={list(orders)} must be positive integers, e.g. [1, 2, 3, 4]"
+            )
         self.output_dir, self.max_train_tokens = output_dir, int(max_train_tokens)
         self.cache_dir = Path(cache_dir).expanduser() / "ngram" if cache_dir else None
         self.collected: dict[str, list[np.ndarray]] = {"val": [], "test": []}
@@ -82,12 +95,24 @@ class NgramReference(pl.Callback):
         seqs, self.start = batch_sequences(batch)
         self.collected[split] += seqs
 
-    def on_validation_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any,
-                                  batch_idx: int, dataloader_idx: int = 0) -> None:
+    def on_validation_batch_start(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
         self._collect("val", trainer, batch)
 
-    def on_test_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any,
-                            batch_idx: int, dataloader_idx: int = 0) -> None:
+    def on_test_batch_start(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
         self._collect("test", trainer, batch)
 
     def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -128,17 +153,36 @@ class NgramReference(pl.Callback):
         if figures is None:
             if self._model is None:
                 self._model = KneserNey(max(self.orders), vocab).fit(seqs, start=start)
-            figures = {str(k): dict(zip(("loss", "tokens"), self._model.nll(scored, k, n_context=1, start=self.start)))
-                       for k in self.orders}
+            figures = {
+                str(k): dict(
+                    zip(
+                        ("loss", "tokens"),
+                        self._model.nll(scored, k, n_context=1, start=self.start),
+                    )
+                )
+                for k in self.orders
+            }
             if self.cache_dir:
                 write_json(self.cache_dir / f"{key}.json", figures)
-        self.result.update({"smoothing": SMOOTHING, "orders": self.orders, "vocab_size": vocab,
-                            "train_tokens": int(sum(len(s) for s in seqs)), "train_capped": capped,
-                            "scored": "target sentences after a start symbol" if self.start else
-                                      "every window token after the first, with the window's preceding tokens",
-                            split: figures})
+        self.result.update(
+            {
+                "smoothing": SMOOTHING,
+                "orders": self.orders,
+                "vocab_size": vocab,
+                "train_tokens": int(sum(len(s) for s in seqs)),
+                "train_capped": capped,
+                "scored": "target sentences after a start symbol"
+                if self.start
+                else "every window token after the first, with the window's preceding tokens",
+                split: figures,
+            }
+        )
         self.done.add(split)
         self.collected[split] = []
-        log.info("n-gram reference (%s): %s", split, ", ".join(f"{k}-gram {v['loss']:.3f}" for k, v in figures.items()))
+        log.info(
+            "n-gram reference (%s): %s",
+            split,
+            ", ".join(f"{k}-gram {v['loss']:.3f}" for k, v in figures.items()),
+        )
         if self.output_dir:
             write_json(Path(self.output_dir) / FILENAME, self.result)

@@ -18,6 +18,7 @@ waits for the backward pass, which the optimizer step would wait for anyway). Mo
 ``max_consecutive_skips`` skipped steps in a row means the run has diverged: it stops as above.
 Skipped steps are counted in ``train/nonfinite_skips``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -35,38 +36,58 @@ ACTIONS = ("stop", "skip")
 class NonFiniteGuard(pl.Callback):
     """Detects a NaN/inf training loss and stops the run or skips the update (module docstring)."""
 
-    def __init__(self, action: str = "stop", check_every_n_steps: int = 50, max_consecutive_skips: int = 10) -> None:
+    def __init__(
+        self, action: str = "stop", check_every_n_steps: int = 50, max_consecutive_skips: int = 10
+    ) -> None:
         if action not in ACTIONS:
-            raise ValueError(f"reliability.nonfinite={action!r} is invalid: use one of {', '.join(ACTIONS)}")
+            raise ValueError(
+                f"reliability.nonfinite={action!r} is invalid: use one of {', '.join(ACTIONS)}"
+            )
         self.action = action
         self.check_every_n_steps = max(1, int(check_every_n_steps))
         self.max_consecutive_skips = max(1, int(max_consecutive_skips))
-        self._bad: Tensor | None = None  # on device: a non-finite loss since the last check (stop) / in this step (skip)
-        self._first_bad: Tensor | None = None  # on device: global_step of the first bad loss, -1 if none
+        self._bad: Tensor | None = (
+            None  # on device: a non-finite loss since the last check (stop) / in this step (skip)
+        )
+        self._first_bad: Tensor | None = (
+            None  # on device: global_step of the first bad loss, -1 if none
+        )
         self.skipped = 0  # skipped updates over the run (saved in checkpoints)
         self._consecutive = 0
 
     # ------------------------------------------------------------ accumulate, on device
-    def on_before_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule, loss: Tensor) -> None:
+    def on_before_backward(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, loss: Tensor
+    ) -> None:
         bad = ~torch.isfinite(loss.detach()).all()
-        step = torch.full((), trainer.global_step, dtype=torch.long, device=bad.device)  # a fill, no copy or sync
+        step = torch.full(
+            (), trainer.global_step, dtype=torch.long, device=bad.device
+        )  # a fill, no copy or sync
         if self._bad is None or self._first_bad is None:
             self._bad, self._first_bad = bad, torch.where(bad, step, torch.full_like(step, -1))
         else:
             self._first_bad = torch.where(bad & ~self._bad, step, self._first_bad)
             self._bad = self._bad | bad
 
-    def on_before_optimizer_step(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
-                                 optimizer: torch.optim.Optimizer) -> None:
+    def on_before_optimizer_step(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, optimizer: torch.optim.Optimizer
+    ) -> None:
         if self.action != "skip":
             return
-        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        grads = [
+            p.grad
+            for group in optimizer.param_groups
+            for p in group["params"]
+            if p.grad is not None
+        ]
         bad = self._bad if self._bad is not None else torch.zeros((), dtype=torch.bool)
         if grads:
             norms = torch._foreach_norm(grads)
             bad = bad.to(norms[0].device) | ~torch.isfinite(torch.stack(norms)).all()
         self._bad = self._first_bad = None
-        if not trainer.strategy.reduce_boolean_decision(bool(bad), all=False):  # the one sync per step
+        if not trainer.strategy.reduce_boolean_decision(
+            bool(bad), all=False
+        ):  # the one sync per step
             self._consecutive = 0
             return
         optimizer.zero_grad(set_to_none=True)  # the optimizer skips parameters without gradients
@@ -77,12 +98,21 @@ class NonFiniteGuard(pl.Callback):
                 f"non-finite training loss (NaN/inf) at {self._consecutive} consecutive steps (the last at step "
                 f"{trainer.global_step}; reliability.max_consecutive_skips={self.max_consecutive_skips}); the run has "
                 f"diverged and stopped. Last good checkpoint: {_last_good(trainer)}. Fixes: lower optim.lr or raise "
-                "scheduler.warmup_steps, keep trainer.gradient_clip_val; then resume with ckpt_path=<that checkpoint>")
+                "scheduler.warmup_steps, keep trainer.gradient_clip_val; then resume with ckpt_path=<that checkpoint>"
+            )
 
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:
+    def on_train_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+    ) -> None:
         if self.action == "skip":
-            pl_module.log("train/nonfinite_skips", float(self.skipped), on_step=True, on_epoch=False)
+            pl_module.log(
+                "train/nonfinite_skips", float(self.skipped), on_step=True, on_epoch=False
+            )
         elif trainer.global_step % self.check_every_n_steps == 0:
             self.check(trainer)
 
@@ -94,18 +124,25 @@ class NonFiniteGuard(pl.Callback):
         local = self._bad if self._bad is not None else torch.zeros((), dtype=torch.bool)
         if not trainer.strategy.reduce_boolean_decision(bool(local), all=False):
             return
-        first = int(self._first_bad) if self._first_bad is not None and bool(self._bad) else trainer.global_step
+        first = (
+            int(self._first_bad)
+            if self._first_bad is not None and bool(self._bad)
+            else trainer.global_step
+        )
         raise NonFiniteLossError(
             f"non-finite training loss (NaN/inf) at step {first}; the run stopped (reliability.nonfinite=stop) and no "
             f"checkpoint was written after it. Last good checkpoint: {_last_good(trainer)}. Fixes: lower optim.lr or "
             "raise scheduler.warmup_steps, keep trainer.gradient_clip_val, prefer bf16-mixed to 16-mixed, or set "
-            "reliability.nonfinite=skip to drop such updates; then resume with ckpt_path=<that checkpoint>")
+            "reliability.nonfinite=skip to drop such updates; then resume with ckpt_path=<that checkpoint>"
+        )
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not trainer.sanity_checking and trainer.state.fn == "fit":
             self.check(trainer)
 
-    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict[str, Any]) -> None:
+    def on_save_checkpoint(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict[str, Any]
+    ) -> None:
         self.check(trainer)  # raising here aborts the save: the previous file stays
 
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:

@@ -34,6 +34,7 @@ records it as ``status: failed`` with the message). A sweep re-run with the same
 sweep_resume.incomplete=last`` continues that job from its ``last.ckpt`` in the same directory
 (``src.studies.resume``; ``sweep_resume.*`` is never part of a job directory's name).
 """
+
 from __future__ import annotations
 
 import logging
@@ -87,7 +88,9 @@ class Preemption(pl.Callback):
         if callable(previous) and self._pending is None:
             self._pending = (signum, previous)
         self.signum = signum
-        os.kill(os.getpid(), signal.SIGTERM)  # Lightning's SIGTERM path: flag, DDP broadcast, stop at the boundary
+        os.kill(
+            os.getpid(), signal.SIGTERM
+        )  # Lightning's SIGTERM path: flag, DDP broadcast, stop at the boundary
 
     def _restore_signals(self) -> None:
         for sig, handler in self._deferred.items():
@@ -102,17 +105,34 @@ class Preemption(pl.Callback):
         self._restore_signals()
 
     # ------------------------------------------------------------ a whole validation
-    def on_validation_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
-                                batch_idx: int, dataloader_idx: int = 0) -> None:
-        if trainer.state.fn == TrainerFn.FITTING and not trainer.sanity_checking and trainer.received_sigterm:
+    def on_validation_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
+        if (
+            trainer.state.fn == TrainerFn.FITTING
+            and not trainer.sanity_checking
+            and trainer.received_sigterm
+        ):
             self._held = True
-            set_received_sigterm(trainer, False)  # hold Lightning's stop until this validation is whole
+            set_received_sigterm(
+                trainer, False
+            )  # hold Lightning's stop until this validation is whole
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._held:
             self._held = False
             set_received_sigterm(trainer, True)  # stop at the boundary right after this validation
-        if trainer.state.fn == TrainerFn.FITTING and not trainer.sanity_checking and trainer.received_sigterm:
+        if (
+            trainer.state.fn == TrainerFn.FITTING
+            and not trainer.sanity_checking
+            and trainer.received_sigterm
+        ):
             # write now: the state of a last.ckpt written after a validation (the boundary that follows has
             # already counted this step for the loggers, and a resume from there would count it again)
             self._write(trainer)
@@ -125,7 +145,9 @@ class Preemption(pl.Callback):
                 return Path(cb.dirpath) / f"{cb.CHECKPOINT_NAME_LAST}{cb.FILE_EXTENSION}"
         return Path(trainer.default_root_dir) / "checkpoints" / "last.ckpt"
 
-    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
+    def on_exception(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException
+    ) -> None:
         if not isinstance(exception, SIGTERMException):
             return
         self._restore_signals()
@@ -138,13 +160,22 @@ class Preemption(pl.Callback):
         self.step = int(trainer.global_step)
         if trainer.state.fn == TrainerFn.FITTING and not trainer.sanity_checking and self.step > 0:
             path = self.last_path(trainer)
-            trainer.save_checkpoint(path, weights_only=False)  # SafeCheckpointIO: atomic, verified, finite
+            trainer.save_checkpoint(
+                path, weights_only=False
+            )  # SafeCheckpointIO: atomic, verified, finite
             self.saved = path
             for cb in trainer.checkpoint_callbacks:
                 if isinstance(cb, ModelCheckpoint) and cb.save_last:
                     cb.last_model_path = str(path)  # metrics.json's last_ckpt
-            log.info("preempted by %s at step %d: wrote %s", signal.Signals(self.signum).name, self.step, path)
-        if self._pending is not None:  # SLURM's requeue (Lightning's SLURMEnvironment, submitit), now at the boundary
+            log.info(
+                "preempted by %s at step %d: wrote %s",
+                signal.Signals(self.signum).name,
+                self.step,
+                path,
+            )
+        if (
+            self._pending is not None
+        ):  # SLURM's requeue (Lightning's SLURMEnvironment, submitit), now at the boundary
             signum, handler = self._pending
             self._pending = None
             handler(signum, None)
@@ -154,14 +185,24 @@ class Preemption(pl.Callback):
         signum = int(self.signum or signal.SIGTERM)
         name = signal.Signals(signum).name
         if self.saved is not None:
-            return Preempted(f"preempted by {name} at step {self.step}: wrote {self.saved}, a resumable checkpoint of "
-                             f"this step. Resume with ckpt_path={self.saved}; {sweep_advice()}", signum=signum)
+            return Preempted(
+                f"preempted by {name} at step {self.step}: wrote {self.saved}, a resumable checkpoint of "
+                f"this step. Resume with ckpt_path={self.saved}; {sweep_advice()}",
+                signum=signum,
+            )
         last = ""
         if trainer is not None:
             existing = self.last_path(trainer)
-            last = f"; the last checkpoint is {existing}" if existing.is_file() else "; there is no checkpoint yet"
-        return Preempted(f"preempted by {name} at step {self.step} during {stage}; no checkpoint written{last}. Run "
-                         f"it again to continue (ckpt_path=<that checkpoint>); {sweep_advice()}", signum=signum)
+            last = (
+                f"; the last checkpoint is {existing}"
+                if existing.is_file()
+                else "; there is no checkpoint yet"
+            )
+        return Preempted(
+            f"preempted by {name} at step {self.step} during {stage}; no checkpoint written{last}. Run "
+            f"it again to continue (ckpt_path=<that checkpoint>); {sweep_advice()}",
+            signum=signum,
+        )
 
 
 def sweep_advice() -> str:
@@ -176,8 +217,10 @@ def sweep_advice() -> str:
             sweep_dir = str(Path(hydra_cfg.sweep.dir).resolve())
     except ValueError:  # not under Hydra
         pass
-    return ("a sweep continues its unfinished jobs in the same job directories when the same command is run again "
-            f"with hydra.sweep.dir={sweep_dir} sweep_resume.skip_completed=true sweep_resume.incomplete=last")
+    return (
+        "a sweep continues its unfinished jobs in the same job directories when the same command is run again "
+        f"with hydra.sweep.dir={sweep_dir} sweep_resume.skip_completed=true sweep_resume.incomplete=last"
+    )
 
 
 def preemption_error(error: BaseException, trainer: pl.Trainer | None) -> Preempted | None:

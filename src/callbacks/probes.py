@@ -15,6 +15,7 @@ to every logger at the step they were taken (optimizer steps done) and their las
 ``probe/induction_max`` exceeded ``induction_threshold``, or null and ``probe/induction_step_reason``
 when it never did. A probe that does not apply to the model is skipped with one logged reason.
 """
+
 from __future__ import annotations
 
 import logging
@@ -43,25 +44,49 @@ def _int(value: Any, key: str, low: int, fix: str) -> int:
 class Probes(pl.Callback):
     """Runs ``src.probes.run_probes`` every ``every_n_steps`` optimizer steps (0 = off)."""
 
-    def __init__(self, every_n_steps: int = 0, induction_threshold: float = 0.4, batch_size: int = 16,
-                 length: int | None = None, seed: int = 0, icl_early: int | None = None, icl_late: int | None = None) -> None:
-        self.every_n_steps = _int(every_n_steps, "every_n_steps", 0, "e.g. every_n_steps=50, or 0 to turn the probes off")
-        if isinstance(induction_threshold, bool) or not isinstance(induction_threshold, (int, float)) \
-                or not 0 < induction_threshold < 1:
-            raise ConfigError(f"{KEY}.induction_threshold={induction_threshold!r} must be a number in (0, 1) (an "
-                              f"attention probability); e.g. induction_threshold=0.4")
+    def __init__(
+        self,
+        every_n_steps: int = 0,
+        induction_threshold: float = 0.4,
+        batch_size: int = 16,
+        length: int | None = None,
+        seed: int = 0,
+        icl_early: int | None = None,
+        icl_late: int | None = None,
+    ) -> None:
+        self.every_n_steps = _int(
+            every_n_steps, "every_n_steps", 0, "e.g. every_n_steps=50, or 0 to turn the probes off"
+        )
+        if (
+            isinstance(induction_threshold, bool)
+            or not isinstance(induction_threshold, (int, float))
+            or not 0 < induction_threshold < 1
+        ):
+            raise ConfigError(
+                f"{KEY}.induction_threshold={induction_threshold!r} must be a number in (0, 1) (an "
+                f"attention probability); e.g. induction_threshold=0.4"
+            )
         self.induction_threshold = float(induction_threshold)
         self.batch_size = _int(batch_size, "batch_size", 1, "e.g. batch_size=16 sequences")
         if length is not None:
-            _int(length, "length", 4, "two copies of length/2 tokens, e.g. length=64 (null: the longest up to 64)")
+            _int(
+                length,
+                "length",
+                4,
+                "two copies of length/2 tokens, e.g. length=64 (null: the longest up to 64)",
+            )
         self.length = length
         self.seed = _int(seed, "seed", 0, "e.g. seed=${seed}")
         if (icl_early is None) != (icl_late is None):
-            raise ConfigError(f"{KEY}.icl_early={icl_early!r} and {KEY}.icl_late={icl_late!r}: set both positions or "
-                              f"neither (null: the middle of each copy)")
+            raise ConfigError(
+                f"{KEY}.icl_early={icl_early!r} and {KEY}.icl_late={icl_late!r}: set both positions or "
+                f"neither (null: the middle of each copy)"
+            )
         if icl_early is not None:
             _int(icl_early, "icl_early", 1, "a position of the probe sequence, e.g. icl_early=8")
-            _int(icl_late, "icl_late", 2, "a later position of the probe sequence, e.g. icl_late=40")
+            _int(
+                icl_late, "icl_late", 2, "a later position of the probe sequence, e.g. icl_late=40"
+            )
         self.icl = (icl_early, icl_late) if icl_early is not None else None
         self.batch: ProbeBatch | None = None
         self.last: ProbeResult | None = None
@@ -85,19 +110,30 @@ class Probes(pl.Callback):
             if self.icl is not None:
                 check_positions(*self.icl, length)
         except ValueError as e:
-            raise ConfigError(str(e) if isinstance(e, ConfigError) else f"{KEY}.icl_early/icl_late: {e}; give positions "
-                              f"of the probe sequence") from None
+            raise ConfigError(
+                str(e)
+                if isinstance(e, ConfigError)
+                else f"{KEY}.icl_early/icl_late: {e}; give positions of the probe sequence"
+            ) from None
         self.batch = probe_batch(model, self.batch_size, length, self.seed)
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self.enabled and trainer.global_step == 0:
             self.probe(trainer, pl_module)  # at initialisation: where each curve starts
 
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:
+    def on_train_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+    ) -> None:
         step = int(trainer.global_step)
         if self.enabled and step and step % self.every_n_steps == 0 and step != self.last_step:
-            self.probe(trainer, pl_module)  # once per optimizer step, also under gradient accumulation
+            self.probe(
+                trainer, pl_module
+            )  # once per optimizer step, also under gradient accumulation
 
     # -- the probe ---------------------------------------------------------------------------
     @staticmethod
@@ -111,7 +147,9 @@ class Probes(pl.Callback):
             return None
         # every rank runs the same probe (a sharded model needs all ranks in its forward); rank 0 logs
         model = self._model(pl_module)
-        if self.batch.tokens.device != model.device:  # the model moved after fit start: the same batch, redrawn there
+        if (
+            self.batch.tokens.device != model.device
+        ):  # the model moved after fit start: the same batch, redrawn there
             self.batch = probe_batch(model, self.batch_size, self.batch.length, self.seed)
         modes = {m: m.training for m in model.modules()}
         model.eval()  # dropout off; the explicit attention path returns the probabilities
@@ -121,11 +159,15 @@ class Probes(pl.Callback):
         finally:
             for m, training in modes.items():
                 m.training = training
-        new = {p: why for p, why in result.skipped.items() if p not in self._reasons}  # once per run
+        new = {
+            p: why for p, why in result.skipped.items() if p not in self._reasons
+        }  # once per run
         for why in dict.fromkeys(new.values()):  # one line per reason, naming the probes it skips
             probes = [p for p, w in new.items() if w == why]
             if trainer.is_global_zero:
-                log.info("probe%s %s skipped: %s", "s" if len(probes) > 1 else "", ", ".join(probes), why)
+                log.info(
+                    "probe%s %s skipped: %s", "s" if len(probes) > 1 else "", ", ".join(probes), why
+                )
         self._reasons.update(new)
         metrics = result.metrics()
         peak = result.induction_max
@@ -152,12 +194,17 @@ class Probes(pl.Callback):
         record[INDUCTION_STEP] = self.induction_step
         if self.induction_step is None:
             peak = f"{self.best[0]:.3f} at step {self.best[1]}" if self.best else "none"
-            record[f"{INDUCTION_STEP}_reason"] = (f"not reached: probe/induction_max stayed at or below "
-                                                  f"induction_threshold={self.induction_threshold:g} (highest {peak})")
+            record[f"{INDUCTION_STEP}_reason"] = (
+                f"not reached: probe/induction_max stayed at or below "
+                f"induction_threshold={self.induction_threshold:g} (highest {peak})"
+            )
         return record
 
     def state_dict(self) -> dict[str, Any]:
-        return {"induction_step": self.induction_step, "best": list(self.best) if self.best else None}
+        return {
+            "induction_step": self.induction_step,
+            "best": list(self.best) if self.best else None,
+        }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.induction_step = state_dict.get("induction_step")

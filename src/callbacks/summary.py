@@ -7,6 +7,7 @@ since training (re)started, divided by the wall time since then, validation excl
 progress bar shows it as it grows, ``metrics.json``'s ``throughput_tokens_per_s`` is its final
 value and the run's last lines print it. (``TokenThroughput`` also logs a windowed, per-device
 rate, ``train/device/items_per_sec``, for curves over training; docs/training.md.)"""
+
 from __future__ import annotations
 
 import io
@@ -27,21 +28,33 @@ class RunSummary(pl.Callback):
     def __init__(self, monitor: str = "val/loss") -> None:
         self.monitor = monitor
         self.history: list[tuple[int, float]] = []  # (global_step, monitored value) per validation
-        self.train_time_s = 0.0  # wall time of training since it (re)started, validation excluded (once it ended)
+        self.train_time_s = (
+            0.0  # wall time of training since it (re)started, validation excluded (once it ended)
+        )
         self._t0: float | None = None  # when training started, while it runs
         self._val_t0: float | None = None
         self._val_s = 0.0  # validation time inside the fit, taken out of the training clock
         self.tokens_trained = 0  # tokens of the training batches since training (re)started
-        self.final: dict[str, float] = {}  # last value of every logged scalar (updated at stage ends)
+        self.final: dict[
+            str, float
+        ] = {}  # last value of every logged scalar (updated at stage ends)
         self.tokens_at_start = 0  # the task's token counter when training (re)started
-        self.scored: tuple[str, int, str | None] | None = None  # the weights the test scored (src.training.runner)
+        self.scored: tuple[str, int, str | None] | None = (
+            None  # the weights the test scored (src.training.runner)
+        )
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.tokens_at_start = int(getattr(pl_module, "tokens_seen", 0))
         self.tokens_trained, self._val_s, self._t0 = 0, 0.0, time.perf_counter()
 
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:
+    def on_train_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+    ) -> None:
         self.tokens_trained = int(getattr(pl_module, "tokens_seen", 0)) - self.tokens_at_start
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -50,7 +63,9 @@ class RunSummary(pl.Callback):
             self._t0 = None
         self._collect(trainer)
 
-    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
+    def on_exception(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException
+    ) -> None:
         self.on_fit_end(trainer, pl_module)
 
     def training_seconds(self) -> float:
@@ -131,29 +146,47 @@ class ModelSummary(RichModelSummary):
         from rich.console import Console
         from rich.table import Table
 
-        s = summarize(pl_module, max_depth=self.depth)  # Lightning's public summary; its public columns
+        s = summarize(
+            pl_module, max_depth=self.depth
+        )  # Lightning's public summary; its public columns
         modes = ["train" if m else "eval" for m in s.training_modes]
-        columns = [(" ", [str(i) for i in range(len(s.layer_names))]), ("Name", s.layer_names), ("Type", s.layer_types),
-                   ("Params", [get_human_readable_count(n) for n in s.param_nums]), ("Mode", modes)]
+        columns = [
+            (" ", [str(i) for i in range(len(s.layer_names))]),
+            ("Name", s.layer_names),
+            ("Type", s.layer_types),
+            ("Params", [get_human_readable_count(n) for n in s.param_nums]),
+            ("Mode", modes),
+        ]
         table = Table(header_style="bold magenta")
         for i, (name, _) in enumerate(columns):
-            table.add_column(name if i else " ", style="dim" if not i else None,
-                             justify="right" if name.startswith("Params") else "left")
+            table.add_column(
+                name if i else " ",
+                style="dim" if not i else None,
+                justify="right" if name.startswith("Params") else "left",
+            )
         for row in zip(*(values for _, values in columns)):
             table.add_row(*row)
         grid = Table.grid(expand=True)
-        grid.add_row(f"[bold]Trainable params[/]: {get_human_readable_count(int(s.trainable_parameters))}")
-        grid.add_row(f"[bold]Total params[/]: {get_human_readable_count(int(s.total_parameters))} "
-                     f"({get_formatted_model_size(s.model_size)} MB)")
+        grid.add_row(
+            f"[bold]Trainable params[/]: {get_human_readable_count(int(s.trainable_parameters))}"
+        )
+        grid.add_row(
+            f"[bold]Total params[/]: {get_human_readable_count(int(s.total_parameters))} "
+            f"({get_formatted_model_size(s.model_size)} MB)"
+        )
         flops = getattr(getattr(pl_module, "model", None), "training_flops", None)
         if callable(flops) and self.seq_len:  # the model's own count, as throughput/MFU use it
             per_token = flops(batch_size=1, seq_len=self.seq_len) / self.seq_len
-            grid.add_row(f"[bold]Training FLOPs per token[/] (forward + backward, T={self.seq_len}): "
-                         f"{get_human_readable_count(int(per_token))}")
+            grid.add_row(
+                f"[bold]Training FLOPs per token[/] (forward + backward, T={self.seq_len}): "
+                f"{get_human_readable_count(int(per_token))}"
+            )
         console = get_console()
         console.print(table)
         console.print(grid)
-        plain = Console(file=io.StringIO(), width=120, color_system=None)  # the same text for train.log
+        plain = Console(
+            file=io.StringIO(), width=120, color_system=None
+        )  # the same text for train.log
         plain.print(table)
         plain.print(grid)
         text = "\n".join(line.rstrip() for line in plain.file.getvalue().splitlines())  # type: ignore[attr-defined]

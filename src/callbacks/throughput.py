@@ -16,6 +16,7 @@ batch (shapes only, no device work), and a timestamp (synchronised on CUDA) is t
 training steps that log, so no other step pays a host-device sync. Validation inside ``fit`` is
 taken out of the training clock.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,9 +33,16 @@ from src.callbacks.summary import RunSummary
 from src.lightning_compat import should_update_logs
 
 #: the compute dtype of each Lightning precision setting (what the device's peak FLOPs depend on)
-PRECISION_DTYPES = {"bf16-mixed": torch.bfloat16, "bf16-true": torch.bfloat16, "bf16": torch.bfloat16,
-                    "16-mixed": torch.float16, "16-true": torch.float16, "16": torch.float16,
-                    "64-true": torch.float64, "64": torch.float64}
+PRECISION_DTYPES = {
+    "bf16-mixed": torch.bfloat16,
+    "bf16-true": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "16-mixed": torch.float16,
+    "16-true": torch.float16,
+    "16": torch.float16,
+    "64-true": torch.float64,
+    "64": torch.float64,
+}
 
 
 class _Meter:
@@ -64,7 +72,9 @@ class TokenThroughput(pl.Callback):
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if not hasattr(pl_module, "tokens_per_batch"):
-            raise TypeError(f"{type(self).__name__} needs a task that records tokens_per_batch (an src.objectives.LMTask)")
+            raise TypeError(
+                f"{type(self).__name__} needs a task that records tokens_per_batch (an src.objectives.LMTask)"
+            )
         if self.peak_tflops:
             self.available_flops = int(float(self.peak_tflops) * 1e12)
         else:
@@ -73,8 +83,13 @@ class TokenThroughput(pl.Callback):
         # one timed update per logging step: a window of `window_size` steps is this many updates
         window = max(2, math.ceil(self.window_steps / max(1, trainer.log_every_n_steps)))
         for name in ("train", "validate", "test"):
-            self._meters[name] = _Meter(Throughput(available_flops=self.available_flops,
-                                                   world_size=trainer.world_size, window_size=window))
+            self._meters[name] = _Meter(
+                Throughput(
+                    available_flops=self.available_flops,
+                    world_size=trainer.world_size,
+                    window_size=window,
+                )
+            )
 
     # ------------------------------------------------------------ the loops
     @rank_zero_only
@@ -82,11 +97,21 @@ class TokenThroughput(pl.Callback):
         self._meters["train"].restart()
 
     @rank_zero_only
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:
+    def on_train_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+    ) -> None:
         meter = self._count("train", pl_module, batch)
-        optimizer_step = (batch_idx + 1) % max(1, trainer.accumulate_grad_batches) == 0 or trainer.is_last_batch
-        if optimizer_step and should_update_logs(trainer):  # the effective batch is over, its optimizer step included
+        optimizer_step = (batch_idx + 1) % max(
+            1, trainer.accumulate_grad_batches
+        ) == 0 or trainer.is_last_batch
+        if optimizer_step and should_update_logs(
+            trainer
+        ):  # the effective batch is over, its optimizer step included
             # the step Lightning logs this optimizer step's metrics under (its batches-that-stepped count, 0-based)
             self._measure(trainer, pl_module, "train", meter, step=max(trainer.global_step - 1, 0))
 
@@ -97,8 +122,15 @@ class TokenThroughput(pl.Callback):
             self._val_started = time.perf_counter()
 
     @rank_zero_only
-    def on_validation_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
-                                batch_idx: int, dataloader_idx: int = 0) -> None:
+    def on_validation_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
         if not trainer.sanity_checking:
             meter = self._count("validate", pl_module, batch)
             self._measure(trainer, pl_module, "validate", meter, step=meter.iteration)
@@ -106,7 +138,9 @@ class TokenThroughput(pl.Callback):
     @rank_zero_only
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._val_started is not None and trainer.state.fn == "fit":
-            self._meters["train"].t0 += time.perf_counter() - self._val_started  # validation is not training time
+            self._meters["train"].t0 += (
+                time.perf_counter() - self._val_started
+            )  # validation is not training time
         self._val_started = None
 
     @rank_zero_only
@@ -114,29 +148,50 @@ class TokenThroughput(pl.Callback):
         self._meters["test"].restart()
 
     @rank_zero_only
-    def on_test_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
-                          batch_idx: int, dataloader_idx: int = 0) -> None:
+    def on_test_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
         meter = self._count("test", pl_module, batch)
         self._measure(trainer, pl_module, "test", meter, step=meter.iteration)
 
     # ------------------------------------------------------------ counting and timing
     def _count(self, stage: str, pl_module: pl.LightningModule, batch: Any) -> _Meter:
         meter = self._meters[stage]
-        meter.tokens += int(pl_module.tokens_per_batch)  # the objective's Prepared.tokens for this batch
+        meter.tokens += int(
+            pl_module.tokens_per_batch
+        )  # the objective's Prepared.tokens for this batch
         meter.samples += _batch_size(batch)
         meter.batches += 1
         meter.pending += 1
         meter.iteration += 1
         return meter
 
-    def _measure(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str, meter: _Meter, step: int) -> None:
+    def _measure(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        stage: str,
+        meter: _Meter,
+        step: int,
+    ) -> None:
         """One timed update (FLOPs for every batch since the previous one) and, once the window
         holds enough updates, the rates handed to every logger."""
         if trainer.strategy.root_device.type == "cuda":
             torch.cuda.synchronize()  # the clock must include the queued kernels
         per_batch = getattr(pl_module, "flops_per_batch", None)
-        meter.throughput.update(time=time.perf_counter() - meter.t0, batches=meter.batches, samples=meter.samples,
-                                lengths=meter.tokens, flops=None if per_batch is None else per_batch * meter.pending)
+        meter.throughput.update(
+            time=time.perf_counter() - meter.t0,
+            batches=meter.batches,
+            samples=meter.samples,
+            lengths=meter.tokens,
+            flops=None if per_batch is None else per_batch * meter.pending,
+        )
         meter.pending = 0
         metrics = meter.throughput.compute()
         if not metrics:
@@ -174,8 +229,14 @@ class TokensPerSecondBar(RichProgressBar):
         super().on_train_start(trainer, pl_module)
         self._t0, self._tokens, self._next_update = time.perf_counter(), 0, 0.0
 
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:
+    def on_train_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+    ) -> None:
         self._tokens += int(getattr(pl_module, "tokens_per_batch", 0))
         now = time.perf_counter()
         last = trainer.is_last_batch or 0 < trainer.max_steps <= trainer.global_step

@@ -14,6 +14,7 @@ the current one) and that file exists there now as a regular file, not a link; o
 dropped, with a warning naming it. The state's ``dirpath`` becomes the current one, so a moved run
 resumes with its top-k record, and nothing outside the directory is ever named.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,7 +25,11 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-PATH_KEYS = ("best_model_path", "kth_best_model_path", "last_model_path")  # ModelCheckpoint.state_dict()
+PATH_KEYS = (
+    "best_model_path",
+    "kth_best_model_path",
+    "last_model_path",
+)  # ModelCheckpoint.state_dict()
 
 
 def is_model_checkpoint_state(state: Any) -> bool:
@@ -36,7 +41,9 @@ def _norm(p: str) -> str:
     return os.path.normpath(os.path.abspath(os.path.expanduser(p)))
 
 
-def confine_callback_paths(state: MutableMapping[str, Any], dirpath: str | os.PathLike[str]) -> list[str]:
+def confine_callback_paths(
+    state: MutableMapping[str, Any], dirpath: str | os.PathLike[str]
+) -> list[str]:
     """Rewrite ``state``'s paths into ``dirpath`` or drop them (module docstring); returns the dropped ones."""
     here = Path(os.path.realpath(dirpath))
     homes = {str(here), _norm(str(dirpath))}
@@ -64,8 +71,12 @@ def confine_callback_paths(state: MutableMapping[str, Any], dirpath: str | os.Pa
     state["dirpath"] = str(here)
     unique = sorted(set(dropped))
     if unique:
-        log.warning("checkpoint callback state: dropped %d path(s) that are not files of %s (a moved or edited run): %s",
-                    len(unique), here, ", ".join(unique)[:500])
+        log.warning(
+            "checkpoint callback state: dropped %d path(s) that are not files of %s (a moved or edited run): %s",
+            len(unique),
+            here,
+            ", ".join(unique)[:500],
+        )
     return unique
 
 

@@ -15,6 +15,7 @@ schedule and trainer settings may change on resume (a longer ``max_steps``, a lo
 Starting a *new* run from a checkpoint's weights is ``init_from=<ckpt>`` (fine-tuning: step 0, a
 fresh optimizer), where the config may differ and only the shapes must fit.
 """
+
 from __future__ import annotations
 
 import logging
@@ -52,28 +53,36 @@ def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def config_differences(saved: Mapping[str, Any] | None, current: Mapping[str, Any] | None,
-                       prefix: str = "model") -> list[str]:
+def config_differences(
+    saved: Mapping[str, Any] | None, current: Mapping[str, Any] | None, prefix: str = "model"
+) -> list[str]:
     """``model.d_model: checkpoint 32, config 64`` for every leaf that differs (``name`` ignored)."""
     if not saved or not current:
         return []
     a, b = _flat(saved, prefix), _flat(current, prefix)
-    return [f"{k}: checkpoint {a.get(k)!r}, config {b.get(k)!r}"
-            for k in sorted(set(a) | set(b)) if k != f"{prefix}.name" and a.get(k) != b.get(k)]
+    return [
+        f"{k}: checkpoint {a.get(k)!r}, config {b.get(k)!r}"
+        for k in sorted(set(a) | set(b))
+        if k != f"{prefix}.name" and a.get(k) != b.get(k)
+    ]
 
 
 def _shape(t: Any) -> list[int] | None:
     return list(t.shape) if isinstance(t, Tensor) else None
 
 
-def state_dict_problems(expected: Mapping[str, Any], found: Mapping[str, Any], *,
-                        strict: bool = True) -> tuple[list[str], int]:
+def state_dict_problems(
+    expected: Mapping[str, Any], found: Mapping[str, Any], *, strict: bool = True
+) -> tuple[list[str], int]:
     """(lines describing shape mismatches, missing and unexpected keys; number of keys concerned).
     Both are empty/0 when ``found`` loads into a module whose state dict is ``expected``."""
     missing = [k for k in expected if k not in found]
     unexpected = [k for k in found if k not in expected]
-    shapes = [f"{k}: checkpoint {_shape(found[k])}, model {_shape(expected[k])}"
-              for k in expected if k in found and _shape(found[k]) != _shape(expected[k])]
+    shapes = [
+        f"{k}: checkpoint {_shape(found[k])}, model {_shape(expected[k])}"
+        for k in expected
+        if k in found and _shape(found[k]) != _shape(expected[k])
+    ]
     lines: list[str] = []
 
     def add(title: str, items: list[str]) -> None:
@@ -88,8 +97,13 @@ def state_dict_problems(expected: Mapping[str, Any], found: Mapping[str, Any], *
     return lines, len(shapes) + (len(missing) + len(unexpected) if strict else 0)
 
 
-def check_state_dict_fits(module: Any, checkpoint: Mapping[str, Any], *, path: str,
-                          current_cfg: Mapping[str, Any] | None = None) -> None:
+def check_state_dict_fits(
+    module: Any,
+    checkpoint: Mapping[str, Any],
+    *,
+    path: str,
+    current_cfg: Mapping[str, Any] | None = None,
+) -> None:
     """Raise ``CheckpointError`` (listing every mismatch) unless ``checkpoint['state_dict']`` loads into ``module``.
 
     module: an ``nn.Module`` (a LightningModule); its ``strict_loading`` (default True) decides
@@ -110,18 +124,24 @@ def check_state_dict_fits(module: Any, checkpoint: Mapping[str, Any], *, path: s
     if diffs:
         problems.append("  config differences: " + "; ".join(diffs[:MAX_LISTED]))
     details = "\n".join(problems)
-    raise CheckpointError(f"{path} does not fit the model built from this config ({count} mismatched key(s)):\n"
-                          f"{details}\nFix: use the config the checkpoint was trained with (its run's "
-                          ".hydra/config.yaml), or start fresh (ckpt_path=null)")
+    raise CheckpointError(
+        f"{path} does not fit the model built from this config ({count} mismatched key(s)):\n"
+        f"{details}\nFix: use the config the checkpoint was trained with (its run's "
+        ".hydra/config.yaml), or start fresh (ckpt_path=null)"
+    )
 
 
 def unreadable(path: Any, detail: str) -> str:
     """The message for a file that is not a whole torch checkpoint (``src.checkpoints.io`` raises it too)."""
-    return (f"{path} is not a readable checkpoint ({detail}); the file may be truncated or not a torch checkpoint. "
-            "Resume from another one (checkpoints/last.ckpt or best-*.ckpt), or set ckpt_path=null to start fresh")
+    return (
+        f"{path} is not a readable checkpoint ({detail}); the file may be truncated or not a torch checkpoint. "
+        "Resume from another one (checkpoints/last.ckpt or best-*.ckpt), or set ckpt_path=null to start fresh"
+    )
 
 
-def run_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+def run_differences(
+    saved: Mapping[str, Any], current: Mapping[str, Any]
+) -> list[tuple[str, Any, Any]]:
     """(key, checkpoint value, current value) for every ``RUN_KEYS`` leaf that differs or is on one side only."""
     a: dict[str, Any] = {}
     b: dict[str, Any] = {}
@@ -130,8 +150,11 @@ def run_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> lis
             a.update(_flat(saved[key], key))
         if key in current:
             b.update(_flat(current[key], key))
-    return [(k, a.get(k, _MISSING), b.get(k, _MISSING)) for k in sorted(set(a) | set(b))
-            if k not in LOCATION_KEYS and (k not in a or k not in b or a[k] != b[k])]
+    return [
+        (k, a.get(k, _MISSING), b.get(k, _MISSING))
+        for k in sorted(set(a) | set(b))
+        if k not in LOCATION_KEYS and (k not in a or k not in b or a[k] != b[k])
+    ]
 
 
 def _allowed(key: str, allowed: Sequence[str]) -> bool:
@@ -143,12 +166,16 @@ def allow_list(cfg: Mapping[str, Any]) -> list[str]:
     ``validate_run_config`` calls it too, so a bad value fails before anything is built)."""
     allowed = (cfg.get("resume") or {}).get("allow_config_change") or []
     if isinstance(allowed, (str, Mapping)) or not all(isinstance(a, str) and a for a in allowed):
-        raise CheckpointError(f"resume.allow_config_change={allowed!r} is invalid: a list of config keys or nodes, "
-                              "e.g. resume.allow_config_change=[model.dropout,data]")
+        raise CheckpointError(
+            f"resume.allow_config_change={allowed!r} is invalid: a list of config keys or nodes, "
+            "e.g. resume.allow_config_change=[model.dropout,data]"
+        )
     return list(allowed)
 
 
-def check_same_run(checkpoint: Mapping[str, Any], current_cfg: Mapping[str, Any] | None, *, path: str) -> None:
+def check_same_run(
+    checkpoint: Mapping[str, Any], current_cfg: Mapping[str, Any] | None, *, path: str
+) -> None:
     """``CheckpointError`` (listing the keys that differ, and the three ways on) unless the checkpoint was trained with the same
     ``RUN_KEYS`` as ``current_cfg`` (up to ``current_cfg.resume.allow_config_change``)."""
     saved = (checkpoint.get("hyper_parameters") or {}).get("cfg")
@@ -166,7 +193,11 @@ def check_same_run(checkpoint: Mapping[str, Any], current_cfg: Mapping[str, Any]
             f"{path} was trained with a different config ({len(blocked)} key(s) differ):\n{details}\n"
             f"Resuming continues the same run. Accept these changes anyway: resume.allow_config_change=[{keys}]; "
             f"or start a new run from these weights (step 0, a fresh optimizer): init_from={path} ckpt_path=null; "
-            "or resume with the checkpoint's config (its run's .hydra/config.yaml)")
+            "or resume with the checkpoint's config (its run's .hydra/config.yaml)"
+        )
     if diffs:
-        log.warning("resuming from %s with config changes accepted by resume.allow_config_change: %s", path,
-                    "; ".join(f"{k}: {old!r} -> {new!r}" for k, old, new in diffs[:MAX_LISTED]))
+        log.warning(
+            "resuming from %s with config changes accepted by resume.allow_config_change: %s",
+            path,
+            "; ".join(f"{k}: {old!r} -> {new!r}" for k, old, new in diffs[:MAX_LISTED]),
+        )

@@ -13,6 +13,7 @@ Cost: one pass of hashlib's SHA-256 over the tensors per save and per load: 3.2 
 weights measured on this project's 2-core AMD EPYC with a load average of 12 (other work running), so
 an upper bound; an idle core with SHA extensions hashes several times faster.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,7 +28,9 @@ from src.errors import CheckpointError
 
 log = logging.getLogger(__name__)
 
-INTEGRITY = "integrity"  # the checkpoint key holding {"sha256": hex digest, "covers": what it covers}
+INTEGRITY = (
+    "integrity"  # the checkpoint key holding {"sha256": hex digest, "covers": what it covers}
+)
 COVERS = "every top-level key but 'integrity': tensors by dtype, shape and bytes; other values by type and repr"
 
 
@@ -72,10 +75,16 @@ def seal(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
 
 def nonfinite_tensors(state_dict: Mapping[str, Any]) -> list[str]:
     """Names of floating-point tensors holding NaN/inf (one host sync for all of them)."""
-    names = [k for k, v in state_dict.items() if isinstance(v, Tensor) and v.is_floating_point() and v.numel()]
+    names = [
+        k
+        for k, v in state_dict.items()
+        if isinstance(v, Tensor) and v.is_floating_point() and v.numel()
+    ]
     if not names:
         return []
-    finite = torch.stack([torch.isfinite(state_dict[k]).all().to("cpu", non_blocking=True) for k in names])
+    finite = torch.stack(
+        [torch.isfinite(state_dict[k]).all().to("cpu", non_blocking=True) for k in names]
+    )
     return [k for k, ok in zip(names, finite.tolist()) if not ok]
 
 
@@ -90,8 +99,10 @@ def check_loaded(checkpoint: Any, path: Any) -> None:
         return
     sealed = checkpoint.get(INTEGRITY)
     if sealed is None:
-        log.warning("%s carries no content hash (written before checkpoints had one): its integrity is not checked",
-                    path)
+        log.warning(
+            "%s carries no content hash (written before checkpoints had one): its integrity is not checked",
+            path,
+        )
     else:
         stored = sealed.get("sha256") if isinstance(sealed, Mapping) else None
         actual = content_digest(checkpoint)
@@ -99,11 +110,14 @@ def check_loaded(checkpoint: Any, path: Any) -> None:
             raise CheckpointError(
                 f"{path} is damaged: its content hash does not match the one written with it (sha256 "
                 f"{str(stored)[:16]}… stored, {actual[:16]}… now); a bit changed on the disk or the file was edited. "
-                "Use another checkpoint of the run (checkpoints/best-*.ckpt, an earlier last.ckpt) or train again")
+                "Use another checkpoint of the run (checkpoints/best-*.ckpt, an earlier last.ckpt) or train again"
+            )
     state = checkpoint.get("state_dict")
     if isinstance(state, Mapping):
         bad = nonfinite_tensors(state)
         if bad:
-            raise CheckpointError(f"{path}: {len(bad)} tensor(s) of its state_dict hold NaN/inf ({_shown(bad)}); a "
-                                  "checkpoint with non-finite weights is refused on load as on save. Use an earlier "
-                                  "checkpoint of the run (checkpoints/best-*.ckpt) or train again")
+            raise CheckpointError(
+                f"{path}: {len(bad)} tensor(s) of its state_dict hold NaN/inf ({_shown(bad)}); a "
+                "checkpoint with non-finite weights is refused on load as on save. Use an earlier "
+                "checkpoint of the run (checkpoints/best-*.ckpt) or train again"
+            )

@@ -29,6 +29,7 @@
 
 Remote paths (``s3://`` …) fall back to Lightning's own fsspec transaction write.
 """
+
 from __future__ import annotations
 
 import logging
@@ -43,12 +44,15 @@ from typing import Any
 
 import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
-from torch import Tensor
 
-from src.errors import CheckpointError, WriteError
-from src.checkpoints.callback_state import confine_callback_paths, inside_dirs, is_model_checkpoint_state
+from src.checkpoints.callback_state import (
+    confine_callback_paths,
+    inside_dirs,
+    is_model_checkpoint_state,
+)
 from src.checkpoints.fit import check_same_run, check_state_dict_fits, unreadable
 from src.checkpoints.integrity import check_loaded, nonfinite_tensors, seal
+from src.errors import CheckpointError, WriteError
 from src.files import atomic_path
 
 log = logging.getLogger(__name__)
@@ -65,13 +69,21 @@ def checkpoint_file(path: PathLike) -> Path:
     p = Path(os.path.expanduser(str(path)))
     if p.is_dir():
         found = sorted(str(f) for f in (*p.glob("*.ckpt"), *p.glob("checkpoints/*.ckpt")))
-        listed = ", ".join(found[:3]) + (f" … {len(found)} in all" if len(found) > 3 else "") if found else "it holds none"
-        raise CheckpointError(f"{p} is a directory, not a checkpoint file; give one of its .ckpt files ({listed}). "
-                              "Sharded FSDP checkpoints are directories: train with "
-                              "trainer.strategy.state_dict_type=full to get one file")
+        listed = (
+            ", ".join(found[:3]) + (f" … {len(found)} in all" if len(found) > 3 else "")
+            if found
+            else "it holds none"
+        )
+        raise CheckpointError(
+            f"{p} is a directory, not a checkpoint file; give one of its .ckpt files ({listed}). "
+            "Sharded FSDP checkpoints are directories: train with "
+            "trainer.strategy.state_dict_type=full to get one file"
+        )
     if not p.is_file():
-        raise CheckpointError(f"no checkpoint at {p}; run directories keep them in <run dir>/checkpoints/ "
-                              "(last.ckpt, best-*.ckpt)")
+        raise CheckpointError(
+            f"no checkpoint at {p}; run directories keep them in <run dir>/checkpoints/ "
+            "(last.ckpt, best-*.ckpt)"
+        )
     return p
 
 
@@ -95,7 +107,8 @@ def _torch_load(p: Path, map_location: Any) -> Any:
                 f"{p} holds pickled Python objects that a weights-only load refuses (it references "
                 f"{found.group(1)}); refusing to load it, since unpickling can run arbitrary code. Checkpoints "
                 "written by src.train hold only tensors and plain data: if you trust this file, re-save its "
-                "contents as plain dicts/tensors (or safetensors) and load that") from None
+                "contents as plain dicts/tensors (or safetensors) and load that"
+            ) from None
         raise CheckpointError(unreadable(p, _first_line(e))) from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as e:
         raise CheckpointError(unreadable(p, f"{type(e).__name__}: {_first_line(e)}")) from None
@@ -109,7 +122,9 @@ def _first_line(e: BaseException) -> str:
     return lines[0] if lines else type(e).__name__
 
 
-def atomic_torch_save(obj: Any, dest: PathLike, *, verify: bool = True, root: PathLike | None = None) -> Path:
+def atomic_torch_save(
+    obj: Any, dest: PathLike, *, verify: bool = True, root: PathLike | None = None
+) -> Path:
     """``torch.save`` through ``src.files.atomic_path`` (temporary file beside ``dest``, fsync,
     rename; confined to ``root`` when given); with ``verify`` the temporary file is re-opened
     weights-only before it replaces ``dest``."""
@@ -122,7 +137,9 @@ def atomic_torch_save(obj: Any, dest: PathLike, *, verify: bool = True, root: Pa
                 except RuntimeError as e:  # torch's zip writer on a full disk: not an OSError
                     if not _WRITER_FAILED.search(str(e)):
                         raise
-                    raise CheckpointError(_write_refused(dest, f"the disk refused the write: {_first_line(e)}")) from None
+                    raise CheckpointError(
+                        _write_refused(dest, f"the disk refused the write: {_first_line(e)}")
+                    ) from None
             if verify:
                 try:
                     torch.load(tmp, map_location="cpu", weights_only=True, mmap=True)
@@ -131,15 +148,22 @@ def atomic_torch_save(obj: Any, dest: PathLike, *, verify: bool = True, root: Pa
                         f"refusing to write {dest}: the checkpoint would not load with "
                         f"torch.load(weights_only=True) ({_first_line(e)}); something put a Python object into it "
                         "(a callback's state_dict or hyper-parameters) - store plain dicts/lists/numbers/tensors "
-                        "instead. The previous file at that path is kept") from None
-    except OSError as e:  # a full disk, a quota, a read-only or vanished directory (src.files: a WriteError)
+                        "instead. The previous file at that path is kept"
+                    ) from None
+    except (
+        OSError
+    ) as e:  # a full disk, a quota, a read-only or vanished directory (src.files: a WriteError)
         cause = e.__cause__ if isinstance(e, WriteError) and isinstance(e.__cause__, OSError) else e
-        raise CheckpointError(_write_refused(dest, cause.strerror or f"{type(cause).__name__}: {cause}")) from e
+        raise CheckpointError(
+            _write_refused(dest, cause.strerror or f"{type(cause).__name__}: {cause}")
+        ) from e
     return dest
 
 
 #: what torch's zip writer (caffe2 inline_container.cc) says when the file system refuses a write
-_WRITER_FAILED = re.compile(r"unexpected pos|PytorchStreamWriter failed|inline_container|file write failed")
+_WRITER_FAILED = re.compile(
+    r"unexpected pos|PytorchStreamWriter failed|inline_container|file write failed"
+)
 
 
 def _write_refused(dest: Path, reason: str) -> str:
@@ -148,9 +172,11 @@ def _write_refused(dest: Path, reason: str) -> str:
         room = f"; {free:,} bytes free there"
     except (OSError, AttributeError):
         room = ""
-    return (f"could not write {dest} ({reason}){room}; the previous file at that path is kept. Free space on that "
-            "disk (or lift the quota), or give the run a directory elsewhere (hydra.run.dir=...), then resume from "
-            "the last checkpoint there is")
+    return (
+        f"could not write {dest} ({reason}){room}; the previous file at that path is kept. Free space on that "
+        "disk (or lift the quota), or give the run a directory elsewhere (hydra.run.dir=...), then resume from "
+        "the last checkpoint there is"
+    )
 
 
 class SafeCheckpointIO(TorchCheckpointIO):
@@ -165,16 +191,20 @@ class SafeCheckpointIO(TorchCheckpointIO):
         """Remember the trainer (weakly) so loads can be compared with its LightningModule."""
         self._trainer = weakref.ref(trainer)
 
-    def save_checkpoint(self, checkpoint: dict[str, Any], path: PathLike, storage_options: Any | None = None) -> None:
+    def save_checkpoint(
+        self, checkpoint: dict[str, Any], path: PathLike, storage_options: Any | None = None
+    ) -> None:
         if storage_options is not None or _is_remote(path):
             return super().save_checkpoint(checkpoint, path, storage_options)
         if self.check_finite:
             bad = nonfinite_tensors(checkpoint.get("state_dict") or {})
             if bad:
                 shown = ", ".join(bad[:5]) + (f" … and {len(bad) - 5} more" if len(bad) > 5 else "")
-                raise CheckpointError(f"refusing to write {path}: {len(bad)} tensor(s) of its state_dict hold NaN/inf "
-                                      f"({shown}); the previous file at that path is kept. See docs/reliability.md "
-                                      "(non-finite loss)")
+                raise CheckpointError(
+                    f"refusing to write {path}: {len(bad)} tensor(s) of its state_dict hold NaN/inf "
+                    f"({shown}); the previous file at that path is kept. See docs/reliability.md "
+                    "(non-finite loss)"
+                )
         atomic_torch_save(seal(checkpoint), path, verify=self.verify, root=self._run_dir(path))
 
     def _run_dir(self, path: PathLike) -> str | None:
@@ -190,31 +220,54 @@ class SafeCheckpointIO(TorchCheckpointIO):
 
     def _checkpoint_dirs(self) -> list[str]:
         trainer = self._trainer()
-        return [str(cb.dirpath) for cb in getattr(trainer, "checkpoint_callbacks", None) or []
-                if getattr(cb, "dirpath", None)] if trainer is not None else []
+        return (
+            [
+                str(cb.dirpath)
+                for cb in getattr(trainer, "checkpoint_callbacks", None) or []
+                if getattr(cb, "dirpath", None)
+            ]
+            if trainer is not None
+            else []
+        )
 
     def remove_checkpoint(self, path: PathLike) -> None:
         """Delete ``path`` only when it lies directly in a checkpoint directory of the trainer (a path taken
         from a checkpoint's state never reaches outside it); anything else is kept, with a warning."""
         if _is_remote(path) or inside_dirs(path, self._checkpoint_dirs()):
             return super().remove_checkpoint(path)
-        log.warning("not deleting %s: it is not a file of this run's checkpoint directories (%s)", path,
-                    ", ".join(self._checkpoint_dirs()) or "none")
+        log.warning(
+            "not deleting %s: it is not a file of this run's checkpoint directories (%s)",
+            path,
+            ", ".join(self._checkpoint_dirs()) or "none",
+        )
 
-    def load_checkpoint(self, path: PathLike, map_location: Any = lambda storage, loc: storage,
-                        weights_only: bool | None = None) -> dict[str, Any]:
+    def load_checkpoint(
+        self,
+        path: PathLike,
+        map_location: Any = lambda storage, loc: storage,
+        weights_only: bool | None = None,
+    ) -> dict[str, Any]:
         if weights_only is False:
-            log.warning("weights_only=False was requested for %s; loading with weights_only=True anyway "
-                        "(docs/reliability.md: checkpoints never unpickle arbitrary objects)", path)
+            log.warning(
+                "weights_only=False was requested for %s; loading with weights_only=True anyway "
+                "(docs/reliability.md: checkpoints never unpickle arbitrary objects)",
+                path,
+            )
         if _is_remote(path):
             return super().load_checkpoint(path, map_location=map_location, weights_only=True)
-        checkpoint = safe_torch_load(path, map_location=map_location)  # hash and finite weights checked
+        checkpoint = safe_torch_load(
+            path, map_location=map_location
+        )  # hash and finite weights checked
         self._confine_callback_state(checkpoint, path)
         trainer = self._trainer()
         module = getattr(trainer, "lightning_module", None) if trainer is not None else None
         if module is not None and isinstance(checkpoint, Mapping) and "state_dict" in checkpoint:
-            check_state_dict_fits(module, checkpoint, path=str(path))  # shapes first: no override can fix those
-            check_same_run(checkpoint, getattr(module, "cfg", None), path=str(path))  # a resume continues the run
+            check_state_dict_fits(
+                module, checkpoint, path=str(path)
+            )  # shapes first: no override can fix those
+            check_same_run(
+                checkpoint, getattr(module, "cfg", None), path=str(path)
+            )  # a resume continues the run
         return checkpoint
 
     def _confine_callback_state(self, checkpoint: Any, path: PathLike) -> None:
@@ -224,8 +277,17 @@ class SafeCheckpointIO(TorchCheckpointIO):
         if not isinstance(states, dict):
             return
         trainer = self._trainer()
-        current = {cb.state_key: cb.dirpath for cb in getattr(trainer, "checkpoint_callbacks", None) or []
-                   if getattr(cb, "dirpath", None)} if trainer is not None else {}
+        current = (
+            {
+                cb.state_key: cb.dirpath
+                for cb in getattr(trainer, "checkpoint_callbacks", None) or []
+                if getattr(cb, "dirpath", None)
+            }
+            if trainer is not None
+            else {}
+        )
         for key, state in states.items():
             if is_model_checkpoint_state(state):
-                confine_callback_paths(state, current.get(key) or Path(path).expanduser().resolve().parent)
+                confine_callback_paths(
+                    state, current.get(key) or Path(path).expanduser().resolve().parent
+                )

@@ -18,6 +18,7 @@ the run directory's lock here, before Hydra writes ``.hydra/`` into it: a second
 ``hydra.run.dir`` stops with the lock's error and leaves the first run's saved config alone
 (``src.studies.lock``).
 """
+
 from __future__ import annotations
 
 import os
@@ -37,13 +38,17 @@ def check_output_dir(path: str | os.PathLike[str], key: str) -> Path:
     """Create ``path`` (with its parents) and prove it writable; ``ConfigError`` naming ``key`` otherwise."""
     p = Path(path).expanduser()
     if p.exists() and not p.is_dir():
-        raise ConfigError(f"{key}={p} is an existing file, not a directory; give a directory (it is created if "
-                          f"needed), e.g. {key}={p}_run")
+        raise ConfigError(
+            f"{key}={p} is an existing file, not a directory; give a directory (it is created if "
+            f"needed), e.g. {key}={p}_run"
+        )
     for parent in p.parents:
         if parent.exists():
             if not parent.is_dir():
-                raise ConfigError(f"{key}={p} cannot be created: {parent} is a file, not a directory; give a "
-                                  "directory outside it")
+                raise ConfigError(
+                    f"{key}={p} cannot be created: {parent} is a file, not a directory; give a "
+                    "directory outside it"
+                )
             break
     probe = p / f".write-check-{os.getpid()}"
     try:
@@ -57,8 +62,10 @@ def check_output_dir(path: str | os.PathLike[str], key: str) -> Path:
             probe.unlink(missing_ok=True)
     except OSError as e:
         reason = f"{e.strerror or type(e).__name__}: {e.filename or p}"
-        raise ConfigError(f"{key}={p} cannot be created or written ({reason}); give a directory you can write to, "
-                          f"e.g. {key}=outputs/my_run") from None
+        raise ConfigError(
+            f"{key}={p} cannot be created or written ({reason}); give a directory you can write to, "
+            f"e.g. {key}=outputs/my_run"
+        ) from None
     return p
 
 
@@ -74,7 +81,9 @@ class OutputDirCheck(Callback):
         if self.hold_run_dir:
             value = OmegaConf.select(config, "hydra.run.dir")
             try:
-                take_run_dir(str(value))  # kept by src.train's hold_run_dir, released when the job ends
+                take_run_dir(
+                    str(value)
+                )  # kept by src.train's hold_run_dir, released when the job ends
             except ConfigError as e:
                 raise SystemExit(f"hydra.run.dir={value}: {e}") from None
 
@@ -95,7 +104,11 @@ class OutputDirCheck(Callback):
 def previous_run_files(run_dir: str | os.PathLike[str]) -> list[Path]:
     """What a finished or interrupted run left in ``run_dir``: checkpoints, CSV logs, metrics.json."""
     d = Path(run_dir)
-    found = [*sorted(d.glob("checkpoints/*.ckpt")), *sorted(d.glob("csv/version_*")), *[d / "metrics.json"]]
+    found = [
+        *sorted(d.glob("checkpoints/*.ckpt")),
+        *sorted(d.glob("csv/version_*")),
+        *[d / "metrics.json"],
+    ]
     return [f for f in found if f.exists()]
 
 
@@ -103,15 +116,23 @@ def check_run_dir_unused(run_dir: str | os.PathLike[str], ckpt_path: Any) -> Non
     """A new run (no ``ckpt_path``) refuses a directory that holds another run's files: Lightning would
     write ``last-v1.ckpt`` beside the old ``last.ckpt`` and a second CSV history beside the first, and
     the report would read them as one run. A resume (``ckpt_path=…``) continues the run in place."""
-    if ckpt_path or any(Path(run_dir).glob("hpc_ckpt_*.ckpt")):  # SLURM's requeued job: Lightning resumes it itself
+    if ckpt_path or any(
+        Path(run_dir).glob("hpc_ckpt_*.ckpt")
+    ):  # SLURM's requeued job: Lightning resumes it itself
         return
     found = previous_run_files(run_dir)
     if found:
-        shown = ", ".join(str(f.relative_to(run_dir)) for f in found[:4]) + (" …" if len(found) > 4 else "")
-        kept = restore_hydra_files(run_dir)  # Hydra has just written this run's .hydra/ over the old run's
+        shown = ", ".join(str(f.relative_to(run_dir)) for f in found[:4]) + (
+            " …" if len(found) > 4 else ""
+        )
+        kept = restore_hydra_files(
+            run_dir
+        )  # Hydra has just written this run's .hydra/ over the old run's
         last = Path(run_dir) / "checkpoints" / "last.ckpt"
         resume = f"resume it with ckpt_path={last}; " if last.is_file() else ""
-        raise ConfigError(f"hydra.run.dir={run_dir} already holds a run ({shown}); a new run there would mix its "
-                          f"checkpoints and CSV history with the old ones. {resume}or give this run a new directory "
-                          f"(hydra.run.dir=...), or move the old files away"
-                          + (f" (its .hydra/{', '.join(kept)} are kept as they were)" if kept else ""))
+        raise ConfigError(
+            f"hydra.run.dir={run_dir} already holds a run ({shown}); a new run there would mix its "
+            f"checkpoints and CSV history with the old ones. {resume}or give this run a new directory "
+            f"(hydra.run.dir=...), or move the old files away"
+            + (f" (its .hydra/{', '.join(kept)} are kept as they were)" if kept else "")
+        )

@@ -19,6 +19,7 @@ which runs in the sweeping process whatever the launcher (basic, joblib, submiti
 * ``on_multirun_end``: the directory again, how many job folders hold a metrics.json, and the
   command that compares them.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -52,8 +53,10 @@ class SweepDirs(Callback):
 
     def __init__(self, name_by: Literal["swept", "all"] = "swept") -> None:
         if name_by not in NAME_BY:
-            raise ConfigError(f"hydra.callbacks.sweep_dirs.name_by={name_by!r} is not one of {list(NAME_BY)}; "
-                              "swept names job folders by the swept overrides only, all by every override")
+            raise ConfigError(
+                f"hydra.callbacks.sweep_dirs.name_by={name_by!r} is not one of {list(NAME_BY)}; "
+                "swept names job folders by the swept overrides only, all by every override"
+            )
         self.name_by = name_by
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -68,8 +71,11 @@ class SweepDirs(Callback):
         if d is None:
             return
         jobs = sorted(p.parent for p in d.glob(f"*/{METRICS}"))
-        print(f"\nsweep finished: {len(jobs)} job folder(s) with {METRICS} in {d}\n"
-              f"compare them: python -m src.report {d}", flush=True)
+        print(
+            f"\nsweep finished: {len(jobs)} job folder(s) with {METRICS} in {d}\n"
+            f"compare them: python -m src.report {d}",
+            flush=True,
+        )
 
     @staticmethod
     def _name_by_swept_keys(config: DictConfig) -> None:
@@ -78,8 +84,12 @@ class SweepDirs(Callback):
         fixed = fixed_keys([str(o) for o in task])  # type: ignore[union-attr]
         if not fixed:
             return
-        already = [str(k) for k in OmegaConf.to_container(config.hydra.job.config.override_dirname.exclude_keys,
-                                                          resolve=False)]  # type: ignore[union-attr]
+        already = [
+            str(k)
+            for k in OmegaConf.to_container(
+                config.hydra.job.config.override_dirname.exclude_keys, resolve=False
+            )
+        ]  # type: ignore[union-attr]
         keys = [*already, *(k for k in fixed if k not in already)]
         quoted = ",".join("'" + k.replace("\\", "\\\\").replace("'", "\\'") + "'" for k in keys)
         with read_write(config.hydra.overrides):

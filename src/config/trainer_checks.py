@@ -6,6 +6,7 @@ concept: ``Hardware`` (what the machine offers, injectable so tests can pretend 
 devices and precision against the hardware; step, epoch, interval, limit and clipping values).
 Every failure is a ``ConfigError`` naming the key, the value and the fix.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -29,7 +30,7 @@ class Hardware:
     cpu_cores: int | None = None  # usable by this process (None: unknown, not checked)
 
     @classmethod
-    def detect(cls) -> "Hardware":
+    def detect(cls) -> Hardware:
         import torch
 
         ok = torch.cuda.is_available()
@@ -88,65 +89,115 @@ def check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
         for key, value in t.items():
             if key != "_target_" and key not in params:
                 accepted = ", ".join(p for p in params if p != "self")
-                raise ConfigError(f"trainer.{key}={value!r} is not a key of lightning.pytorch.Trainer"
-                                  f"{did_you_mean(key, params, 'trainer.')} (accepted: {accepted}); fix the spelling "
-                                  "or remove the override")
+                raise ConfigError(
+                    f"trainer.{key}={value!r} is not a key of lightning.pytorch.Trainer"
+                    f"{did_you_mean(key, params, 'trainer.')} (accepted: {accepted}); fix the spelling "
+                    "or remove the override"
+                )
     accel = str(t.get("accelerator", "auto"))
     strategy = _strategy_name(t.get("strategy", "auto"))
     precision = t.get("precision", 32)
     on_gpu = accel in ("gpu", "cuda") or (accel == "auto" and hw.cuda_available)
     if accel in ("gpu", "cuda") and not hw.cuda_available:
-        raise ConfigError(f"trainer.accelerator={accel} but no CUDA GPU is visible (torch.cuda.is_available() is "
-                          "False); use trainer=cpu (or trainer.accelerator=cpu), or run on a GPU machine")
+        raise ConfigError(
+            f"trainer.accelerator={accel} but no CUDA GPU is visible (torch.cuda.is_available() is "
+            "False); use trainer=cpu (or trainer.accelerator=cpu), or run on a GPU machine"
+        )
     if "fsdp" in strategy.lower() and not on_gpu:
-        why = f"trainer.accelerator={accel}" + ("" if accel == "cpu" else " and no CUDA GPU is visible")
-        raise ConfigError(f"trainer.strategy={strategy} (FSDP) needs CUDA GPUs, but {why}; on CPU use "
-                          "trainer=ddp_cpu (DDP) or trainer=cpu")
+        why = f"trainer.accelerator={accel}" + (
+            "" if accel == "cpu" else " and no CUDA GPU is visible"
+        )
+        raise ConfigError(
+            f"trainer.strategy={strategy} (FSDP) needs CUDA GPUs, but {why}; on CPU use "
+            "trainer=ddp_cpu (DDP) or trainer=cpu"
+        )
     devices = t.get("devices", "auto")
     if on_gpu:
         try:
             requested = _requested_gpus(devices, hw.cuda_count)
         except (TypeError, ValueError):
-            raise ConfigError(f"trainer.devices={devices!r} is invalid: a number of devices, a list of GPU indices, "
-                              "-1 or auto") from None
+            raise ConfigError(
+                f"trainer.devices={devices!r} is invalid: a number of devices, a list of GPU indices, "
+                "-1 or auto"
+            ) from None
         if requested > hw.cuda_count:
-            raise ConfigError(f"trainer.devices={devices} asks for {requested} GPU(s) but only {hw.cuda_count} are "
-                              f"visible; use trainer.devices={hw.cuda_count} or trainer.devices=auto")
+            raise ConfigError(
+                f"trainer.devices={devices} asks for {requested} GPU(s) but only {hw.cuda_count} are "
+                f"visible; use trainer.devices={hw.cuda_count} or trainer.devices=auto"
+            )
     if devices in (0, "0") and not isinstance(devices, bool):
-        fail("trainer.devices", devices, "at least 1 (a number of devices), a list of GPU indices, -1 or auto")
+        fail(
+            "trainer.devices",
+            devices,
+            "at least 1 (a number of devices), a list of GPU indices, -1 or auto",
+        )
     if not on_gpu:
         _check_cpu_devices(devices)
         _warn_cpu_oversubscribed(devices, hw)
     elif isinstance(devices, int) and not isinstance(devices, bool) and devices < -1:
-        fail("trainer.devices", devices, "a number of GPUs, 1 or more, a list of GPU indices, -1 (all) or auto")
+        fail(
+            "trainer.devices",
+            devices,
+            "a number of GPUs, 1 or more, a list of GPU indices, -1 (all) or auto",
+        )
     accepted = precision_inputs()
     if str(precision) not in accepted:
         fail("trainer.precision", precision, f"use one of {', '.join(accepted)}")
     if not on_gpu and precision in _FP16:
-        raise ConfigError(f"trainer.precision={precision} (float16) runs on GPUs only and Lightning would silently "
-                          "switch to bf16-mixed on CPU; use trainer.precision=32 or trainer.precision=bf16-mixed")
+        raise ConfigError(
+            f"trainer.precision={precision} (float16) runs on GPUs only and Lightning would silently "
+            "switch to bf16-mixed on CPU; use trainer.precision=32 or trainer.precision=bf16-mixed"
+        )
     if on_gpu and precision in _BF16 and not hw.bf16_supported:
-        raise ConfigError(f"trainer.precision={precision} needs bfloat16, which this GPU ({hw.device_name}) does not "
-                          "support (torch.cuda.is_bf16_supported() is False); use trainer.precision=16-mixed or "
-                          "trainer.precision=32")
+        raise ConfigError(
+            f"trainer.precision={precision} needs bfloat16, which this GPU ({hw.device_name}) does not "
+            "support (torch.cuda.is_bf16_supported() is False); use trainer.precision=16-mixed or "
+            "trainer.precision=32"
+        )
     checked_max_steps(t)
     acc = t.get("accumulate_grad_batches", 1)
-    positive_int("trainer.accumulate_grad_batches", acc, "a positive number of batches per optimizer step")
+    positive_int(
+        "trainer.accumulate_grad_batches", acc, "a positive number of batches per optimizer step"
+    )
     positive_int("trainer.num_nodes", t.get("num_nodes", 1), "a positive number of machines")
-    positive_int("trainer.log_every_n_steps", t.get("log_every_n_steps", 50), "log every this many steps, 1 or more")
+    positive_int(
+        "trainer.log_every_n_steps",
+        t.get("log_every_n_steps", 50),
+        "log every this many steps, 1 or more",
+    )
     epochs = t.get("max_epochs")
-    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs == 0 or epochs < -1):
+    if epochs is not None and (
+        isinstance(epochs, bool) or not isinstance(epochs, int) or epochs == 0 or epochs < -1
+    ):
         # 0 would end fit() before its first step, with status 0
-        fail("trainer.max_epochs", epochs, "a number of epochs, 1 or more, -1 (no limit: max_steps decides) or null")
+        fail(
+            "trainer.max_epochs",
+            epochs,
+            "a number of epochs, 1 or more, -1 (no limit: max_steps decides) or null",
+        )
     interval = t.get("val_check_interval")
     if interval is not None and not _fraction_or_count(interval, zero=False):
-        fail("trainer.val_check_interval", interval, "a number of steps (1 or more) or a fraction of an epoch in (0, 1]")
+        fail(
+            "trainer.val_check_interval",
+            interval,
+            "a number of steps (1 or more) or a fraction of an epoch in (0, 1]",
+        )
     for key in ("limit_train_batches", "limit_val_batches", "limit_test_batches"):
         if t.get(key) is not None and not _fraction_or_count(t[key], zero=True):
-            fail(f"trainer.{key}", t[key], "a number of batches (0 skips the loop) or a fraction in [0, 1]")
+            fail(
+                f"trainer.{key}",
+                t[key],
+                "a number of batches (0 skips the loop) or a fraction in [0, 1]",
+            )
     clip = t.get("gradient_clip_val")
-    if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not 0 <= clip < float("inf")):
-        fail("trainer.gradient_clip_val", clip, "a gradient norm (or value) limit, 0 or more, or null (no clipping)")
+    if clip is not None and (
+        isinstance(clip, bool) or not isinstance(clip, (int, float)) or not 0 <= clip < float("inf")
+    ):
+        fail(
+            "trainer.gradient_clip_val",
+            clip,
+            "a gradient norm (or value) limit, 0 or more, or null (no clipping)",
+        )
 
 
 def checked_max_steps(t: Mapping[str, Any]) -> Any:
@@ -159,12 +210,18 @@ def checked_max_steps(t: Mapping[str, Any]) -> Any:
 
 def _check_cpu_devices(devices: Any) -> None:
     """On CPU, Lightning takes a number of processes only (-1 and lists raise a bare TypeError there)."""
-    if devices in ("auto", None) or (isinstance(devices, int) and not isinstance(devices, bool) and devices >= 1):
+    if devices in ("auto", None) or (
+        isinstance(devices, int) and not isinstance(devices, bool) and devices >= 1
+    ):
         return
     if isinstance(devices, str) and devices.strip().isdigit() and int(devices) >= 1:
         return
-    fail("trainer.devices", devices, "on CPU a number of processes, 1 or more, or auto (GPU indices and -1 "
-          "are for trainer.accelerator=gpu)")
+    fail(
+        "trainer.devices",
+        devices,
+        "on CPU a number of processes, 1 or more, or auto (GPU indices and -1 "
+        "are for trainer.accelerator=gpu)",
+    )
 
 
 def _fraction_or_count(value: Any, *, zero: bool) -> bool:
@@ -196,7 +253,9 @@ def _warn_cpu_oversubscribed(devices: Any, hw: Hardware) -> None:
     from lightning.pytorch.utilities.rank_zero import rank_zero_warn
 
     cores = hw.cpu_cores
-    rank_zero_warn(f"trainer.devices={devices} starts {n} training processes on {cores} usable CPU cores: each gets "
-                   f"{cores / n:.2g} of a core and every step waits for the slowest, so expect each step to take more "
-                   f"than {n / cores:.2g}x as long as with trainer.devices={cores} (docs/reliability.md: 4 processes "
-                   f"on 2 cores ran 6.6x slower); use trainer.devices={cores} or fewer (trainer=cpu for one process)")
+    rank_zero_warn(
+        f"trainer.devices={devices} starts {n} training processes on {cores} usable CPU cores: each gets "
+        f"{cores / n:.2g} of a core and every step waits for the slowest, so expect each step to take more "
+        f"than {n / cores:.2g}x as long as with trainer.devices={cores} (docs/reliability.md: 4 processes "
+        f"on 2 cores ran 6.6x slower); use trainer.devices={cores} or fewer (trainer=cpu for one process)"
+    )

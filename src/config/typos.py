@@ -19,6 +19,7 @@ run's own validation (src/config/validate.py), so nothing is refused here that H
 command line with ``--config-path``/``--config-dir``/``--config-name`` is left alone. Costs one
 composition (~0.3 s).
 """
+
 from __future__ import annotations
 
 import os
@@ -98,7 +99,9 @@ def misspelling(config_name: str, overrides: Sequence[str]) -> str | None:
         try:
             compose(config_name=config_name, overrides=list(overrides))
             return None
-        except Exception as e:  # ConfigCompositionException / MissingConfigException: read their message
+        except (
+            Exception
+        ) as e:  # ConfigCompositionException / MissingConfigException: read their message
             text = f"{e} {e.__cause__ or ''}"
         found = _NOT_IN_STRUCT.search(text)
         if found:
@@ -109,7 +112,9 @@ def misspelling(config_name: str, overrides: Sequence[str]) -> str | None:
     return None
 
 
-def _misspelt_key(config_name: str, overrides: Sequence[str], full_key: str, compose: object) -> str | None:
+def _misspelt_key(
+    config_name: str, overrides: Sequence[str], full_key: str, compose: object
+) -> str | None:
     parent, _, leaf = full_key.rpartition(".")
     rest = [o for o in overrides if o.lstrip("+~").split("=", 1)[0].split("@", 1)[0] != full_key]
     try:
@@ -123,8 +128,10 @@ def _misspelt_key(config_name: str, overrides: Sequence[str], full_key: str, com
     if not hint:
         return None  # no close name: maybe a new key, and Hydra's "+key" advice is right
     where = f"a key of {parent}" if parent else "a top-level key"
-    return (f"ConfigError: {full_key} is not {where}{hint}; set an existing key, or add a new one with "
-            f"+{full_key}=...")
+    return (
+        f"ConfigError: {full_key} is not {where}{hint}; set an existing key, or add a new one with "
+        f"+{full_key}=..."
+    )
 
 
 def _misspelt_option(path: str) -> str | None:
@@ -170,7 +177,9 @@ def check_command_line(config_name: str, argv: Sequence[str]) -> None:
         return
     try:
         message = swept_option_misspelling(overrides) or misspelling(config_name, plain)
-    except Exception:  # a check that cannot run must not stop a command Hydra would accept: Hydra reports
+    except (
+        Exception
+    ):  # a check that cannot run must not stop a command Hydra would accept: Hydra reports
         return
     if message is not None:
         raise MisspeltOverride(message)

@@ -26,6 +26,7 @@ Checks that need built objects stay where the objects are: the tokenizer's vocab
 ``model.vocab_size`` (``src.training.setup.resolve_vocab``), data files and their contents
 (``src.data``), a checkpoint against the model (``src.checkpoints.fit``).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -35,27 +36,60 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from src.errors import ConfigError, did_you_mean
-from src.models.config import ModelConfig
-from src.plain import to_plain
 from src.checkpoints.fit import allow_list, run_differences
 from src.checkpoints.io import checkpoint_file, safe_torch_load
 from src.config.trainer_checks import Hardware, check_trainer, checked_max_steps, fail, positive_int
+from src.errors import ConfigError, did_you_mean
+from src.models.config import ModelConfig
 from src.optim import OptimizerConfig, Schedule, check_pair, optimizer_config, schedule_config
+from src.plain import to_plain
 
 #: the top-level keys of a run config: the groups and values that src.train reads (conf/train.yaml gives
 #: each its default; tests/config/test_error_catalogue.py checks the two agree)
-RUN_KEYS = frozenset({
-    "model", "tokenizer", "data", "task", "trainer", "optim", "scheduler", "logger", "callbacks", "reliability",
-    "paths", "seed", "deterministic", "tf32", "batch_size", "block_size", "num_workers", "vocab_size_from", "compile",
-    "cpu_threads", "ckpt_path", "resume", "init_from", "test", "optimized_metric", "match_params", "protocol",
-    "report", "sweep_resume",
-})
+RUN_KEYS = frozenset(
+    {
+        "model",
+        "tokenizer",
+        "data",
+        "task",
+        "trainer",
+        "optim",
+        "scheduler",
+        "logger",
+        "callbacks",
+        "reliability",
+        "paths",
+        "seed",
+        "deterministic",
+        "tf32",
+        "batch_size",
+        "block_size",
+        "num_workers",
+        "vocab_size_from",
+        "compile",
+        "cpu_threads",
+        "ckpt_path",
+        "resume",
+        "init_from",
+        "test",
+        "optimized_metric",
+        "match_params",
+        "protocol",
+        "report",
+        "sweep_resume",
+    }
+)
 NONFINITE_ACTIONS = ("stop", "skip")
 #: the ``reliability.*`` keys ``src.training.harden.harden_trainer`` reads (the non-finite guard's settings)
 RELIABILITY_KEYS = ("nonfinite", "check_every_n_steps", "max_consecutive_skips")
 #: the model keys ``src.training.setup.resolve_vocab`` sets from the tokenizer after the config is validated
-TOKENIZER_KEYS = ("vocab_size", "bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id")
+TOKENIZER_KEYS = (
+    "vocab_size",
+    "bos_token_id",
+    "eos_token_id",
+    "pad_token_id",
+    "decoder_start_token_id",
+)
 LIGHTNING_CKPT_ALIASES = ("last", "best", "hpc", "registry")
 
 
@@ -112,16 +146,20 @@ def _walk(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 def _check_no_remote_code(plain: Mapping[str, Any]) -> None:
     for key, value in _walk(plain):
         if key.rsplit(".", 1)[-1] == "trust_remote_code" and value:
-            raise ConfigError(f"{key}={value!r}: remote code from the Hub is never run here; remove the key (loading "
-                              "uses trust_remote_code=False) and use a model/tokenizer/dataset that ships plain config "
-                              "and weights")
+            raise ConfigError(
+                f"{key}={value!r}: remote code from the Hub is never run here; remove the key (loading "
+                "uses trust_remote_code=False) and use a model/tokenizer/dataset that ships plain config "
+                "and weights"
+            )
 
 
 def _check_no_missing(plain: Mapping[str, Any]) -> None:
     for key, value in _walk(plain):
         if value == "???":
-            raise ConfigError(f"{key}={value!r} is invalid: it is required and has no default; pass {key}=<value> "
-                              "on the command line")
+            raise ConfigError(
+                f"{key}={value!r} is invalid: it is required and has no default; pass {key}=<value> "
+                "on the command line"
+            )
 
 
 # ---------------------------------------------------------------- 2. keys
@@ -132,9 +170,11 @@ def _check_top_keys(plain: Mapping[str, Any]) -> None:
     ``+key=v`` would add a key that nothing reads)."""
     for key, value in plain.items():
         if key not in RUN_KEYS:
-            raise ConfigError(f"{key}={value!r} is not a key of the run config{did_you_mean(key, RUN_KEYS)} (accepted: "
-                              f"{', '.join(sorted(RUN_KEYS))}); "
-                              "fix the spelling or remove the override")
+            raise ConfigError(
+                f"{key}={value!r} is not a key of the run config{did_you_mean(key, RUN_KEYS)} (accepted: "
+                f"{', '.join(sorted(RUN_KEYS))}); "
+                "fix the spelling or remove the override"
+            )
 
 
 def _check_group_keys(plain: Mapping[str, Any]) -> None:
@@ -147,13 +187,17 @@ def _check_group_keys(plain: Mapping[str, Any]) -> None:
         node = plain.get(group)
         if not isinstance(node, Mapping) or node.get("name") not in registry:
             continue
-        own = getattr(registry.get(node["name"]), "options", None)  # an objective declares its task.* keys
+        own = getattr(
+            registry.get(node["name"]), "options", None
+        )  # an objective declares its task.* keys
         accepted = ["name", *(own if own is not None else registry.accepted_keys(node["name"]))]
         for key, value in node.items():
             if key not in accepted:
-                raise ConfigError(f"{group}.{key}={value!r} is not a key of {group}={node['name']}"
-                                  f"{did_you_mean(key, accepted, f'{group}.')} (accepted: "
-                                  f"{', '.join(accepted)}); fix the spelling or remove the override")
+                raise ConfigError(
+                    f"{group}.{key}={value!r} is not a key of {group}={node['name']}"
+                    f"{did_you_mean(key, accepted, f'{group}.')} (accepted: "
+                    f"{', '.join(accepted)}); fix the spelling or remove the override"
+                )
 
 
 # ---------------------------------------------------------------- 3. model
@@ -177,62 +221,105 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
 
     task_name = (plain.get("task") or {}).get("name")
     if task_name not in TASKS:
-        raise ConfigError(f"task={task_name!r} is not known{did_you_mean(str(task_name), TASKS.names())}; registered: "
-                          f"{', '.join(TASKS.names())} "
-                          "(conf/task/<name>.yaml picks one)")
+        raise ConfigError(
+            f"task={task_name!r} is not known{did_you_mean(str(task_name), TASKS.names())}; registered: "
+            f"{', '.join(TASKS.names())} "
+            "(conf/task/<name>.yaml picks one)"
+        )
     cls = TASKS.get(task_name)
     cls.check_family(model)  # ConfigError: masked LM on a causal decoder …
 
     kind, node, dm_kwargs = split_config(plain.get("data") or {})  # DataError: unknown source
     source_cls, source_args = check_source(node)  # DataError: a key the source does not take
     fmt = BATCH_FORMATS[kind]
-    cls.check_batch_format(fmt, f"data={node['name']}")  # ConfigError: translation pairs on an encoder-only model …
+    cls.check_batch_format(
+        fmt, f"data={node['name']}"
+    )  # ConfigError: translation pairs on an encoder-only model …
 
     block = plain.get("block_size")
-    block = model.max_seq_len if block is None else block  # null = the model's context; 0 is an error, not a default
-    block = positive_int("block_size", block, "a positive number of tokens per training window, at most model.max_seq_len")
-    positive_int("batch_size", plain.get("batch_size"), "a positive number of sequences per device per step")
-    check_run = getattr(source_cls, "check_run", None)  # a generated task's values and its examples x block_size
+    block = (
+        model.max_seq_len if block is None else block
+    )  # null = the model's context; 0 is an error, not a default
+    block = positive_int(
+        "block_size",
+        block,
+        "a positive number of tokens per training window, at most model.max_seq_len",
+    )
+    positive_int(
+        "batch_size", plain.get("batch_size"), "a positive number of sequences per device per step"
+    )
+    check_run = getattr(
+        source_cls, "check_run", None
+    )  # a generated task's values and its examples x block_size
     if check_run is not None:
-        check_run(source_args, block_size=block, tokenizer=(plain.get("tokenizer") or {}).get("name"), task=task_name,
-                  train_min_length=dm_kwargs.get("train_min_length"))
-    check_test_split = getattr(source_cls, "check_test_split", None)  # a source whose test text may be val's
+        check_run(
+            source_args,
+            block_size=block,
+            tokenizer=(plain.get("tokenizer") or {}).get("name"),
+            task=task_name,
+            train_min_length=dm_kwargs.get("train_min_length"),
+        )
+    check_test_split = getattr(
+        source_cls, "check_test_split", None
+    )  # a source whose test text may be val's
     if check_test_split is not None:
         check_test_split(source_args, test=plain.get("test", True))
     pos_name = model.position["name"]
-    if (fmt == "text" or check_run is not None) and issubclass(POSITIONS.get(pos_name), LearnedPosition):
+    if (fmt == "text" or check_run is not None) and issubclass(
+        POSITIONS.get(pos_name), LearnedPosition
+    ):
         if cls.data_block_size(block, model.max_seq_len, fmt) > model.max_seq_len:
-            raise ConfigError(f"block_size={block} exceeds model.max_seq_len={model.max_seq_len}, the rows of the "
-                              f"learned position table (model/position={pos_name}); lower block_size to at most "
-                              f"{model.max_seq_len}, raise model.max_seq_len, or use a relative scheme "
-                              "(model/position=rope)")
+            raise ConfigError(
+                f"block_size={block} exceeds model.max_seq_len={model.max_seq_len}, the rows of the "
+                f"learned position table (model/position={pos_name}); lower block_size to at most "
+                f"{model.max_seq_len}, raise model.max_seq_len, or use a relative scheme "
+                "(model/position=rope)"
+            )
 
 
 def _check_optimisation(plain: Mapping[str, Any]) -> tuple[OptimizerConfig, Schedule]:
     """``optim`` and ``scheduler`` typed by ``src.optim`` (their dataclasses check their own keys and
     values; the schedule's ``check_run`` its horizon and ``min_lr`` against this run), and the
     top-level run values: their types and ranges. Returns the optimiser and schedule configs."""
-    optimizer = optimizer_config(plain.get("optim") or {})  # ConfigError: optim.lr=-1, optim.lrr=…, betas …
-    max_steps = checked_max_steps(plain.get("trainer") or {})  # before the schedule reads it as its horizon
+    optimizer = optimizer_config(
+        plain.get("optim") or {}
+    )  # ConfigError: optim.lr=-1, optim.lrr=…, betas …
+    max_steps = checked_max_steps(
+        plain.get("trainer") or {}
+    )  # before the schedule reads it as its horizon
     schedule = schedule_config(plain.get("scheduler") or {"name": "none"})
-    check_pair(optimizer, schedule, max_steps)  # the horizon, min_lr; schedule-free with a moving lr
-    _check_branch(plain, schedule, max_steps)  # scheduler.decay_from: a stable-phase checkpoint of this run
+    check_pair(
+        optimizer, schedule, max_steps
+    )  # the horizon, min_lr; schedule-free with a moving lr
+    _check_branch(
+        plain, schedule, max_steps
+    )  # scheduler.decay_from: a stable-phase checkpoint of this run
     seed = plain.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         fail("seed", seed, "an integer seed, 0 or more")
     workers = plain.get("num_workers", 0)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
-        fail("num_workers", workers, "0 (load in the training process) or a number of worker processes")
+        fail(
+            "num_workers",
+            workers,
+            "0 (load in the training process) or a number of worker processes",
+        )
     threads = plain.get("cpu_threads")
     if threads is not None:
-        positive_int("cpu_threads", threads, "a number of torch threads, 1 or more, or null (torch's default)")
+        positive_int(
+            "cpu_threads",
+            threads,
+            "a number of torch threads, 1 or more, or null (torch's default)",
+        )
     for key in ("compile", "test", "deterministic", "tf32"):
         if key in plain and not isinstance(plain[key], bool):
             fail(key, plain[key], "true or false")
     mode = plain.get("vocab_size_from", "tokenizer")
     if mode not in ("tokenizer", "model"):
-        raise ConfigError(f"vocab_size_from={mode!r} is invalid: use tokenizer (model.vocab_size from the tokenizer) "
-                          "or model (keep model.vocab_size)")
+        raise ConfigError(
+            f"vocab_size_from={mode!r} is invalid: use tokenizer (model.vocab_size from the tokenizer) "
+            "or model (keep model.vocab_size)"
+        )
     return optimizer, schedule
 
 
@@ -246,28 +333,44 @@ def _check_branch(plain: Mapping[str, Any], schedule: Schedule, max_steps: int |
     if plain.get("ckpt_path"):
         return  # the branch itself resumed (after a preemption): ckpt_path continues it, checked as any resume
     if plain.get("init_from"):
-        raise ConfigError(f"scheduler.decay_from={path} and init_from={plain['init_from']} are two starts of one "
-                          "run; keep scheduler.decay_from (it resumes from that checkpoint) and set init_from=null")
-    ckpt = safe_torch_load(checkpoint_file(path))  # CheckpointError: missing, a directory, torn, pickled
+        raise ConfigError(
+            f"scheduler.decay_from={path} and init_from={plain['init_from']} are two starts of one "
+            "run; keep scheduler.decay_from (it resumes from that checkpoint) and set init_from=null"
+        )
+    ckpt = safe_torch_load(
+        checkpoint_file(path)
+    )  # CheckpointError: missing, a directory, torn, pickled
     source = ((ckpt.get("hyper_parameters") or {}).get("cfg")) if isinstance(ckpt, dict) else None
     if not isinstance(source, Mapping):
-        raise ConfigError(f"scheduler.decay_from={path} has no run config (hyper_parameters.cfg): not a checkpoint "
-                          "of a src.train run; give a stable-phase checkpoint of the run to branch from")
+        raise ConfigError(
+            f"scheduler.decay_from={path} has no run config (hyper_parameters.cfg): not a checkpoint "
+            "of a src.train run; give a stable-phase checkpoint of the run to branch from"
+        )
     # the model keys the tokenizer fills in after validation (src.training.setup.resolve_vocab) are compared
     # when the checkpoint is loaded (SafeCheckpointIO's same-run check); here they are not known yet
-    later = {f"model.{k}" for k in TOKENIZER_KEYS} if plain.get("vocab_size_from", "tokenizer") == "tokenizer" else set()
-    diffs = [f"{k}: checkpoint {old!r}, now {new!r}" for k, old, new in run_differences(source, plain)
-             if k not in later]
+    later = (
+        {f"model.{k}" for k in TOKENIZER_KEYS}
+        if plain.get("vocab_size_from", "tokenizer") == "tokenizer"
+        else set()
+    )
+    diffs = [
+        f"{k}: checkpoint {old!r}, now {new!r}"
+        for k, old, new in run_differences(source, plain)
+        if k not in later
+    ]
     if source.get("optim") != plain.get("optim"):
         diffs.append(f"optim: checkpoint {source.get('optim')!r}, now {plain.get('optim')!r}")
     if diffs:
-        raise ConfigError(f"scheduler.decay_from={path} is a checkpoint of another run ({len(diffs)} setting(s) "
-                          f"differ: {'; '.join(diffs[:6])}); a cooldown branch continues the same run, so give a "
-                          "checkpoint of the run with this model, objective, data, seed and optimiser")
+        raise ConfigError(
+            f"scheduler.decay_from={path} is a checkpoint of another run ({len(diffs)} setting(s) "
+            f"differ: {'; '.join(diffs[:6])}); a cooldown branch continues the same run, so give a "
+            "checkpoint of the run with this model, objective, data, seed and optimiser"
+        )
     schedule.check_branch(path, int(ckpt.get("global_step", 0)), source, int(max_steps or 0))
 
 
 # ---------------------------------------------------------------- 5. trainer, callbacks, run keys
+
 
 def _check_callbacks(plain: Mapping[str, Any]) -> None:
     from hydra.utils import get_object
@@ -281,12 +384,20 @@ def _check_callbacks(plain: Mapping[str, Any]) -> None:
                 target = get_object(node["_target_"])
             except Exception as e:  # ImportError / AttributeError, wrapped by Hydra
                 reason = str(e).splitlines()[0]
-                raise ConfigError(f"{group}.{name}._target_={node['_target_']!r} is invalid: it cannot be imported "
-                                  f"({reason}); give a dotted path to a class") from None
+                raise ConfigError(
+                    f"{group}.{name}._target_={node['_target_']!r} is invalid: it cannot be imported "
+                    f"({reason}); give a dotted path to a class"
+                ) from None
             _check_target_kind(group, name, node, target)
-            if group == "callbacks" and not loggers and getattr(target, "__name__", "") == "LearningRateMonitor":
-                raise ConfigError(f"callbacks.{name} ({node['_target_']}) needs a logger, but logger=none configures "
-                                  f"none; choose logger=csv, or drop the callback with ~callbacks.{name}")
+            if (
+                group == "callbacks"
+                and not loggers
+                and getattr(target, "__name__", "") == "LearningRateMonitor"
+            ):
+                raise ConfigError(
+                    f"callbacks.{name} ({node['_target_']}) needs a logger, but logger=none configures "
+                    f"none; choose logger=csv, or drop the callback with ~callbacks.{name}"
+                )
             _check_target_keys(f"{group}.{name}", node, target)
 
 
@@ -299,17 +410,25 @@ def _check_target_kind(group: str, name: str, node: Mapping[str, Any], target: A
     from lightning.pytorch.loggers import Logger
 
     base = Callback if group == "callbacks" else Logger
-    ours = callable(target) and str(getattr(target, "__module__", "")).split(".")[0] == "src" and group == "logger"
+    ours = (
+        callable(target)
+        and str(getattr(target, "__module__", "")).split(".")[0] == "src"
+        and group == "logger"
+    )
     if not (isinstance(target, type) and issubclass(target, base)) and not ours:
-        raise ConfigError(f"{group}.{name}._target_={node['_target_']!r} is not a Lightning {base.__name__} class "
-                          f"(it is {type(target).__name__} {getattr(target, '__qualname__', target)!s}); nothing was built. "
-                          f"Give a {base.__module__.split('.')[0]}.pytorch {base.__name__} subclass, or drop it with "
-                          f"~{group}.{name}")
+        raise ConfigError(
+            f"{group}.{name}._target_={node['_target_']!r} is not a Lightning {base.__name__} class "
+            f"(it is {type(target).__name__} {getattr(target, '__qualname__', target)!s}); nothing was built. "
+            f"Give a {base.__module__.split('.')[0]}.pytorch {base.__name__} subclass, or drop it with "
+            f"~{group}.{name}"
+        )
     for key, value in _walk(dict(node)):
         if key.split(".")[-1] == "_target_" and "." in key:
-            raise ConfigError(f"{group}.{name}.{key}={value!r}: a {group[:-1] if group == 'callbacks' else group} "
-                              f"argument built from a nested _target_ is not accepted; give the argument's value, or "
-                              f"remove {group}.{name}.{key.rsplit('.', 1)[0]}")
+            raise ConfigError(
+                f"{group}.{name}.{key}={value!r}: a {group[:-1] if group == 'callbacks' else group} "
+                f"argument built from a nested _target_ is not accepted; give the argument's value, or "
+                f"remove {group}.{name}.{key.rsplit('.', 1)[0]}"
+            )
 
 
 def _check_target_keys(key: str, node: Mapping[str, Any], target: Any) -> None:
@@ -323,24 +442,34 @@ def _check_target_keys(key: str, node: Mapping[str, Any], target: Any) -> None:
         return
     for k, value in node.items():
         if not str(k).startswith("_") and k not in params:
-            raise ConfigError(f"{key}.{k}={value!r} is not a key of {node['_target_']}{did_you_mean(k, params, key + '.')} (accepted: "
-                              f"{', '.join(params)}); fix the spelling or remove the override")
+            raise ConfigError(
+                f"{key}.{k}={value!r} is not a key of {node['_target_']}{did_you_mean(k, params, key + '.')} (accepted: "
+                f"{', '.join(params)}); fix the spelling or remove the override"
+            )
 
 
 def _check_run_keys(plain: Mapping[str, Any]) -> None:
     allow_list(plain)  # CheckpointError: resume.allow_config_change=model (not a list)
     rel = dict(plain.get("reliability") or {})
-    for node, where, accepted in (("reliability", "conf/reliability/default.yaml", RELIABILITY_KEYS),
-                                  ("resume", "conf/train.yaml", ("allow_config_change",))):
+    for node, where, accepted in (
+        ("reliability", "conf/reliability/default.yaml", RELIABILITY_KEYS),
+        ("resume", "conf/train.yaml", ("allow_config_change",)),
+    ):
         for key, value in (plain.get(node) or {}).items():
-            if accepted is not None and key not in accepted:  # +reliability.nonfinit=skip would change nothing
-                raise ConfigError(f"{node}.{key}={value!r} is not a key of {where}{did_you_mean(key, accepted, node + '.')} "
-                                  f"(accepted: {', '.join(accepted)}); "
-                                  "fix the spelling or remove the override")
+            if (
+                accepted is not None and key not in accepted
+            ):  # +reliability.nonfinit=skip would change nothing
+                raise ConfigError(
+                    f"{node}.{key}={value!r} is not a key of {where}{did_you_mean(key, accepted, node + '.')} "
+                    f"(accepted: {', '.join(accepted)}); "
+                    "fix the spelling or remove the override"
+                )
     action = rel.get("nonfinite", "stop")
     if action not in NONFINITE_ACTIONS:
-        raise ConfigError(f"reliability.nonfinite={action!r} is invalid: use stop (end the run, keep the last good "
-                          "checkpoint) or skip (drop that update)")
+        raise ConfigError(
+            f"reliability.nonfinite={action!r} is invalid: use stop (end the run, keep the last good "
+            "checkpoint) or skip (drop that update)"
+        )
     for key in ("check_every_n_steps", "max_consecutive_skips"):
         if key in rel:
             positive_int(f"reliability.{key}", rel[key], "a positive number of steps")
@@ -350,8 +479,10 @@ def _check_run_keys(plain: Mapping[str, Any]) -> None:
         if path.is_dir():
             checkpoint_file(path)  # CheckpointError: a directory, naming the .ckpt files in it
         if not path.is_file():
-            raise ConfigError(f"ckpt_path={ckpt}: no such file; resume from <run dir>/checkpoints/last.ckpt of an "
-                              "earlier run, or set ckpt_path=null to start fresh")
+            raise ConfigError(
+                f"ckpt_path={ckpt}: no such file; resume from <run dir>/checkpoints/last.ckpt of an "
+                "earlier run, or set ckpt_path=null to start fresh"
+            )
     init = plain.get("init_from")
     if init:
         from src.checkpoints.load import check_init_from

@@ -11,6 +11,7 @@ file of each ``group=option`` override found under ``conf/`` — and counts the 
 key expands to, each shared node counted once per reference (memoised, so linear in the file).
 Over ``MAX_VALUES`` is one line naming the file and the key, and exit status 1.
 """
+
 from __future__ import annotations
 
 import sys
@@ -31,13 +32,17 @@ def expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> in
     key = id(node)
     if key in memo:
         return memo[key]
-    if key in active:  # an alias inside its own anchor: a recursive structure never finishes expanding
+    if (
+        key in active
+    ):  # an alias inside its own anchor: a recursive structure never finishes expanding
         raise RecursionError
     active.add(key)
     if isinstance(node, yaml.SequenceNode):
         size = 1 + sum(expanded_size(child, memo, active) for child in node.value)
     elif isinstance(node, yaml.MappingNode):
-        size = 1 + sum(expanded_size(k, memo, active) + expanded_size(v, memo, active) for k, v in node.value)
+        size = 1 + sum(
+            expanded_size(k, memo, active) + expanded_size(v, memo, active) for k, v in node.value
+        )
     else:
         size = 1
     active.discard(key)
@@ -54,17 +59,25 @@ def check_yaml_file(path: Path, limit: int = MAX_VALUES) -> None:
         return  # not ours to report: Hydra names the file and the syntax error when it loads it
     memo: dict[int, int] = {}
     for root in roots:
-        items = root.value if isinstance(root, yaml.MappingNode) else [(yaml.ScalarNode("tag:yaml.org,2002:str", "<document>"), root)]
+        items = (
+            root.value
+            if isinstance(root, yaml.MappingNode)
+            else [(yaml.ScalarNode("tag:yaml.org,2002:str", "<document>"), root)]
+        )
         for k, v in items:
             try:
                 size = expanded_size(v, memo, set())
             except RecursionError:
-                raise ConfigError(f"{path}: key '{k.value}' refers to itself through a YAML alias (&anchor ... *anchor "
-                                  "inside it), which never finishes expanding; write the values out") from None
+                raise ConfigError(
+                    f"{path}: key '{k.value}' refers to itself through a YAML alias (&anchor ... *anchor "
+                    "inside it), which never finishes expanding; write the values out"
+                ) from None
             if size > limit:
-                raise ConfigError(f"{path}: key '{k.value}' expands to {size:,} values through YAML aliases (&anchor / "
-                                  f"*anchor), over the limit of {limit:,} for one config file: loading it would not "
-                                  "finish (a 'billion laughs' file). Remove the aliases or write the values out")
+                raise ConfigError(
+                    f"{path}: key '{k.value}' expands to {size:,} values through YAML aliases (&anchor / "
+                    f"*anchor), over the limit of {limit:,} for one config file: loading it would not "
+                    "finish (a 'billion laughs' file). Remove the aliases or write the values out"
+                )
 
 
 def named_files(argv: Sequence[str], conf: Path = CONF) -> Iterator[Path]:
@@ -79,8 +92,11 @@ def named_files(argv: Sequence[str], conf: Path = CONF) -> Iterator[Path]:
                 dirs.append(Path(a.split("=", 1)[1]).expanduser())
         key, _, value = a.lstrip("+~").partition("=")
         if key == "hydra.searchpath":
-            dirs += [Path(p.strip(" '\"")[len("file://"):]) for p in value.strip("[]").split(",")
-                     if p.strip(" '\"").startswith("file://")]
+            dirs += [
+                Path(p.strip(" '\"")[len("file://") :])
+                for p in value.strip("[]").split(",")
+                if p.strip(" '\"").startswith("file://")
+            ]
         elif value and "/" not in value and not key.startswith(("hydra", "-")):
             for root in [conf, *dirs]:
                 candidate = root / key.replace(".", "/") / f"{value}.yaml"

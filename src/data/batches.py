@@ -20,6 +20,7 @@ window is counted twice. With one process nothing is dropped.
 
 Legend: ``B`` batch size, ``T`` block size (tokens per window minus one).
 """
+
 from __future__ import annotations
 
 import math
@@ -72,16 +73,22 @@ class RandomWindows:
     Returns ``{"tokens": LongTensor [B, T+1]}``.
     """
 
-    def __init__(self, tokens: np.ndarray, block_size: int, batch_size: int, seed: int, rank: int = 0) -> None:
+    def __init__(
+        self, tokens: np.ndarray, block_size: int, batch_size: int, seed: int, rank: int = 0
+    ) -> None:
         assert len(tokens) >= block_size + 1, "checked by the datamodule with a clear message"
         self.tokens = TokenArray(tokens)
         self.block_size, self.batch_size, self.seed, self.rank = block_size, batch_size, seed, rank
 
     def __call__(self, i: int) -> Batch:
         rng = np.random.default_rng([self.seed, self.rank, i])
-        starts = rng.integers(0, len(self.tokens) - self.block_size, size=self.batch_size)  # last start: n - T - 1
+        starts = rng.integers(
+            0, len(self.tokens) - self.block_size, size=self.batch_size
+        )  # last start: n - T - 1
         data = self.tokens.array
-        x = np.stack([data[s : s + self.block_size + 1] for s in starts]).astype(np.int64)  # (B, T+1)
+        x = np.stack([data[s : s + self.block_size + 1] for s in starts]).astype(
+            np.int64
+        )  # (B, T+1)
         return {"tokens": torch.from_numpy(x)}
 
 
@@ -92,7 +99,13 @@ class FixedWindows:
     """
 
     def __init__(
-        self, tokens: np.ndarray, block_size: int, batch_size: int, rank: int = 0, world_size: int = 1, max_windows: int | None = None
+        self,
+        tokens: np.ndarray,
+        block_size: int,
+        batch_size: int,
+        rank: int = 0,
+        world_size: int = 1,
+        max_windows: int | None = None,
     ) -> None:
         self.tokens = TokenArray(tokens)
         self.block_size, self.batch_size = block_size, batch_size
@@ -100,8 +113,12 @@ class FixedWindows:
         if max_windows is not None:
             n = min(n, max_windows)
         self.n_windows = n
-        self.per_rank = n // world_size  # the tail n % world_size is dropped (same count on every rank)
-        self.windows = np.arange(rank, self.per_rank * world_size, world_size)  # strided, like DistributedSampler
+        self.per_rank = (
+            n // world_size
+        )  # the tail n % world_size is dropped (same count on every rank)
+        self.windows = np.arange(
+            rank, self.per_rank * world_size, world_size
+        )  # strided, like DistributedSampler
         self.n_batches = math.ceil(self.per_rank / batch_size)
 
     def __len__(self) -> int:
@@ -110,7 +127,9 @@ class FixedWindows:
     def __call__(self, b: int) -> Batch:
         starts = self.windows[b * self.batch_size : (b + 1) * self.batch_size] * self.block_size
         data = self.tokens.array
-        x = np.stack([data[s : s + self.block_size + 1] for s in starts]).astype(np.int64)  # (B', T+1)
+        x = np.stack([data[s : s + self.block_size + 1] for s in starts]).astype(
+            np.int64
+        )  # (B', T+1)
         return {"tokens": torch.from_numpy(x)}
 
 
@@ -123,7 +142,9 @@ class BatchStream(IterableDataset):
     Worker ``w`` of ``W`` produces indices ``start+w, start+w+W, ...``.
     """
 
-    def __init__(self, make_batch: Callable[[int], Batch], epoch_batches: int | None = None, start: int = 0) -> None:
+    def __init__(
+        self, make_batch: Callable[[int], Batch], epoch_batches: int | None = None, start: int = 0
+    ) -> None:
         self.make_batch, self.epoch_batches, self.start = make_batch, epoch_batches, start
 
     def end(self) -> int | None:
@@ -181,13 +202,25 @@ class ResumableLoader(DataLoader):
     Worker prefetching is invisible here: only batches handed out count.
     """
 
-    def __init__(self, stream: BatchStream, *, num_workers: int = 0, pin_memory: bool = False, lookahead: int = 0) -> None:
+    def __init__(
+        self,
+        stream: BatchStream,
+        *,
+        num_workers: int = 0,
+        pin_memory: bool = False,
+        lookahead: int = 0,
+    ) -> None:
         super().__init__(
-            stream, batch_size=None, num_workers=num_workers, pin_memory=pin_memory,
+            stream,
+            batch_size=None,
+            num_workers=num_workers,
+            pin_memory=pin_memory,
             persistent_workers=False,  # workers must see the new start position at every iter()
         )
         self.lookahead = lookahead
-        self._handed_out = stream.start  # batches handed to the consumer so far (global index of the next one)
+        self._handed_out = (
+            stream.start
+        )  # batches handed to the consumer so far (global index of the next one)
         self._in_this_iter = 0
 
     def __iter__(self) -> Iterator[Batch]:  # type: ignore[override]

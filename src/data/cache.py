@@ -15,6 +15,7 @@ concurrent writers (several ranks) never see half a file.
 Pair caches (translation) hold ragged arrays: ``{split}.npz`` with ``src``/``tgt`` flat
 token ids and ``src_offsets``/``tgt_offsets`` (int64, length n+1).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from src.data.sources.base import SPLITS
-from src.errors import DataError
 from src.data.tokenizers import Tokenizer, tokenizer_from_state
+from src.errors import DataError
 from src.files import atomic_path, atomic_write
 
 CACHE_VERSION = 1
@@ -51,7 +52,12 @@ def token_dir_for(source: Any, tokenizer: Tokenizer) -> Path:
     """``<cache_dir>/tokens/<source>-<key>``: the key hashes the source's fingerprint and the
     tokenizer's state *before* any fitting (a fitted char vocabulary is a function of the
     corpus, so every rank and every rerun finds the same entry)."""
-    key = cache_key(source.name, source.fingerprint(), getattr(source, "separate_documents", None), tokenizer.state_dict())
+    key = cache_key(
+        source.name,
+        source.fingerprint(),
+        getattr(source, "separate_documents", None),
+        tokenizer.state_dict(),
+    )
     return Path(source.cache_dir) / "tokens" / f"{source.name}-{key}"
 
 
@@ -64,9 +70,11 @@ TOKEN_DTYPES = ("uint16", "uint32")
 
 
 def _damaged_meta(p: Path, what: str) -> DataError:
-    return DataError(f"{p}: {what}; the prepared directory is damaged or was written by something else. Prepare it "
-                     f"again (python -m src.prepare ... overwrite=true), or delete {p.parent} (a token cache entry is "
-                     "rebuilt on the next run)")
+    return DataError(
+        f"{p}: {what}; the prepared directory is damaged or was written by something else. Prepare it "
+        f"again (python -m src.prepare ... overwrite=true), or delete {p.parent} (a token cache entry is "
+        "rebuilt on the next run)"
+    )
 
 
 def read_meta(out_dir: Path) -> dict[str, Any] | None:
@@ -87,15 +95,30 @@ def read_meta(out_dir: Path) -> dict[str, Any] | None:
     if "pairs" in meta:  # a translation cache (write_pair_dir): its arrays are checked by np.load
         return meta
     if str(meta.get("dtype")) not in TOKEN_DTYPES:
-        raise _damaged_meta(p, f"dtype={meta.get('dtype')!r} is not a token dtype ({' or '.join(TOKEN_DTYPES)})")
+        raise _damaged_meta(
+            p, f"dtype={meta.get('dtype')!r} is not a token dtype ({' or '.join(TOKEN_DTYPES)})"
+        )
     vocab = meta.get("vocab_size")
-    if isinstance(vocab, int) and token_dtype(vocab).itemsize > np.dtype(str(meta["dtype"])).itemsize:
-        raise _damaged_meta(p, f"dtype={meta['dtype']} cannot hold the ids of vocab_size={vocab} (that needs "
-                               f"{token_dtype(vocab).name})")
+    if (
+        isinstance(vocab, int)
+        and token_dtype(vocab).itemsize > np.dtype(str(meta["dtype"])).itemsize
+    ):
+        raise _damaged_meta(
+            p,
+            f"dtype={meta['dtype']} cannot hold the ids of vocab_size={vocab} (that needs "
+            f"{token_dtype(vocab).name})",
+        )
     tokens = meta.get("tokens")
-    if not isinstance(tokens, dict) or not tokens or not all(
-            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in tokens.values()):
-        raise _damaged_meta(p, f"tokens={tokens!r} is not a count of tokens per split ({{\"train\": <n>, ...}})")
+    if (
+        not isinstance(tokens, dict)
+        or not tokens
+        or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in tokens.values()
+        )
+    ):
+        raise _damaged_meta(
+            p, f'tokens={tokens!r} is not a count of tokens per split ({{"train": <n>, ...}})'
+        )
     if not isinstance(meta.get("tokenizer"), dict):
         raise _damaged_meta(p, f"tokenizer={meta.get('tokenizer')!r} is not a tokenizer's state")
     return meta
@@ -107,10 +130,19 @@ def read_meta(out_dir: Path) -> dict[str, Any] | None:
 def _progress(total: int, desc: str, unit: str = "char"):  # -> tqdm
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=total < _PROGRESS_MIN_CHARS, leave=False)
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        unit_scale=True,
+        disable=total < _PROGRESS_MIN_CHARS,
+        leave=False,
+    )
 
 
-def fit_if_needed(tokenizer: Tokenizer, splits: Mapping[str, Iterable[str]], source: str = "?") -> None:
+def fit_if_needed(
+    tokenizer: Tokenizer, splits: Mapping[str, Iterable[str]], source: str = "?"
+) -> None:
     """Fit a vocabulary-from-data tokenizer (``char``) on the corpus if it has none yet.
 
     The character set is taken from every split (as nanoGPT's shakespeare_char does), so
@@ -129,7 +161,9 @@ def fit_if_needed(tokenizer: Tokenizer, splits: Mapping[str, Iterable[str]], sou
 
 
 def _empty_split(source: str, split: str, detail: str) -> DataError:
-    return DataError(f"data={source}: the {split} split is empty ({detail}); give a corpus with text in it")
+    return DataError(
+        f"data={source}: the {split} split is empty ({detail}); give a corpus with text in it"
+    )
 
 
 def _iter_texts(docs: Any) -> Iterator[str]:
@@ -140,7 +174,9 @@ def _iter_texts(docs: Any) -> Iterator[str]:
             yield row["text"]
 
 
-def _encode_rows(batch: dict[str, list[str]], state: dict[str, Any], eos: int | None) -> dict[str, list]:
+def _encode_rows(
+    batch: dict[str, list[str]], state: dict[str, Any], eos: int | None
+) -> dict[str, list]:
     """``datasets.map`` worker: rebuild the tokenizer from its state (once per process), encode."""
     tok = _worker_tokenizer(json.dumps(state, sort_keys=True))
     ids = tok.encode_batch(batch["text"], num_threads=1)
@@ -159,7 +195,14 @@ def _worker_tokenizer(state_json: str) -> Tokenizer:
 
 
 def encode_split(
-    docs: Any, tokenizer: Tokenizer, dest: Path, *, separate: bool, desc: str, num_proc: int = 1, num_threads: int | None = None
+    docs: Any,
+    tokenizer: Tokenizer,
+    dest: Path,
+    *,
+    separate: bool,
+    desc: str,
+    num_proc: int = 1,
+    num_threads: int | None = None,
 ) -> int:
     """Tokenize ``docs`` into the flat file ``dest``; returns the token count.
 
@@ -183,19 +226,32 @@ def encode_split(
                         f.write(np.asarray(ids, dtype=dtype).tobytes())
                         n += len(ids)
                     bar.update(sum(map(len, chunk)))
-        elif hasattr(docs, "num_rows"):  # datasets.Dataset: many processes, then one memmap written in shards
+        elif hasattr(
+            docs, "num_rows"
+        ):  # datasets.Dataset: many processes, then one memmap written in shards
             from tqdm.auto import tqdm
 
             mapped = docs.map(
-                _encode_rows, batched=True, remove_columns=list(docs.column_names), num_proc=num_proc if num_proc > 1 else None,
-                fn_kwargs={"state": tokenizer.state_dict(), "eos": eos}, desc=f"tokenizing {desc}",
+                _encode_rows,
+                batched=True,
+                remove_columns=list(docs.column_names),
+                num_proc=num_proc if num_proc > 1 else None,
+                fn_kwargs={"state": tokenizer.state_dict(), "eos": eos},
+                desc=f"tokenizing {desc}",
             )
             total = int(np.sum(mapped["len"], dtype=np.int64)) if mapped.num_rows else 0
             if total:
                 arr = np.memmap(tmp, dtype=dtype, mode="w+", shape=(total,))
                 shards = max(1, min(1024, mapped.num_rows // 1000))
-                for s in tqdm(range(shards), desc=f"writing {dest.name}", leave=False, disable=total < _PROGRESS_MIN_CHARS):
-                    part = mapped.shard(num_shards=shards, index=s, contiguous=True).with_format("numpy")
+                for s in tqdm(
+                    range(shards),
+                    desc=f"writing {dest.name}",
+                    leave=False,
+                    disable=total < _PROGRESS_MIN_CHARS,
+                ):
+                    part = mapped.shard(num_shards=shards, index=s, contiguous=True).with_format(
+                        "numpy"
+                    )
                     ids = np.concatenate(list(part["ids"])) if part.num_rows else np.zeros(0, dtype)
                     arr[n : n + len(ids)] = ids
                     n += len(ids)
@@ -206,7 +262,10 @@ def encode_split(
         else:  # streaming: read once, encode in chunks
             from tqdm.auto import tqdm
 
-            with open(tmp, "wb") as f, tqdm(desc=f"tokenizing {desc}", unit="doc", leave=False) as bar:
+            with (
+                open(tmp, "wb") as f,
+                tqdm(desc=f"tokenizing {desc}", unit="doc", leave=False) as bar,
+            ):
                 buf: list[str] = []
                 for text in _iter_texts(docs):
                     buf.append(text)
@@ -219,7 +278,9 @@ def encode_split(
     return n
 
 
-def _write_chunk(f: Any, tok: Tokenizer, texts: list[str], eos: int | None, dtype: np.dtype, threads: int) -> int:
+def _write_chunk(
+    f: Any, tok: Tokenizer, texts: list[str], eos: int | None, dtype: np.dtype, threads: int
+) -> int:
     n = 0
     for ids in tok.encode_batch(texts, num_threads=threads) if texts else []:
         if eos is not None:
@@ -251,7 +312,9 @@ def write_token_dir(
 
     ``encode`` writes one split (``encode_split``'s signature); ``src.prepare`` passes the
     resumable multi-process ``src.data.shards.encode_sharded``."""
-    for split in SPLITS:  # every source has a test split distinct from val (src/data/sources/base.py)
+    for (
+        split
+    ) in SPLITS:  # every source has a test split distinct from val (src/data/sources/base.py)
         if split not in splits or _is_empty(splits[split]):
             raise _empty_split(source, split, "no text")
     fit_if_needed(tokenizer, splits, source)
@@ -259,14 +322,24 @@ def write_token_dir(
     counts: dict[str, int] = {}
     for split, docs in splits.items():
         counts[split] = encode(
-            docs, tokenizer, out_dir / f"{split}.bin", separate=separate, desc=f"{source}/{split}",
-            num_proc=num_proc, num_threads=num_threads,
+            docs,
+            tokenizer,
+            out_dir / f"{split}.bin",
+            separate=separate,
+            desc=f"{source}/{split}",
+            num_proc=num_proc,
+            num_threads=num_threads,
         )
         if counts[split] == 0 and split in SPLITS:
             raise _empty_split(source, split, "0 tokens after tokenizing")
     meta = {
-        "version": CACHE_VERSION, "dtype": token_dtype(tokenizer.vocab_size).name, "vocab_size": tokenizer.vocab_size,
-        "tokenizer": tokenizer.state_dict(), "source": source, "fingerprint": fingerprint, "tokens": counts,
+        "version": CACHE_VERSION,
+        "dtype": token_dtype(tokenizer.vocab_size).name,
+        "vocab_size": tokenizer.vocab_size,
+        "tokenizer": tokenizer.state_dict(),
+        "source": source,
+        "fingerprint": fingerprint,
+        "tokens": counts,
     }
     write_meta(out_dir, meta)
     return meta
@@ -279,22 +352,35 @@ def open_tokens(out_dir: Path, split: str, meta: Mapping[str, Any]) -> np.ndarra
     path = Path(out_dir) / f"{split}.bin"
     dtype = np.dtype(meta["dtype"])
     expected = meta["tokens"].get(split)
-    fix = (f"prepare it again (python -m src.prepare ... overwrite=true), or delete {path.parent} (a token cache entry "
-           "is rebuilt on the next run)")
+    fix = (
+        f"prepare it again (python -m src.prepare ... overwrite=true), or delete {path.parent} (a token cache entry "
+        "is rebuilt on the next run)"
+    )
     if not path.is_file():
         what = "is missing" if not path.exists() else "is not a regular file"
-        raise DataError(f"{path} {what}, but {path.parent / 'meta.json'} lists split {split!r}; {fix}")
+        raise DataError(
+            f"{path} {what}, but {path.parent / 'meta.json'} lists split {split!r}; {fix}"
+        )
     size = path.stat().st_size
     if size % dtype.itemsize:
-        raise DataError(f"{path}: {size} bytes is not a whole number of {dtype.name} tokens ({dtype.itemsize} bytes "
-                        f"each): the file is torn or was written with another dtype; {fix}")
+        raise DataError(
+            f"{path}: {size} bytes is not a whole number of {dtype.name} tokens ({dtype.itemsize} bytes "
+            f"each): the file is torn or was written with another dtype; {fix}"
+        )
     n = size // dtype.itemsize
     if expected is not None and n != expected:
-        other = [d for d in TOKEN_DTYPES if d != dtype.name and expected * np.dtype(d).itemsize == size]
-        why = (f"meta.json's dtype={dtype.name} is wrong: the file holds {expected} {other[0]} tokens" if other else
-               "the file is torn, or another corpus's")
-        raise DataError(f"{path} holds {n} {dtype.name} tokens ({size} bytes) but {path.parent / 'meta.json'} says "
-                        f"tokens.{split}={expected} ({dtype.name}); {why}. {fix[0].upper()}{fix[1:]}")
+        other = [
+            d for d in TOKEN_DTYPES if d != dtype.name and expected * np.dtype(d).itemsize == size
+        ]
+        why = (
+            f"meta.json's dtype={dtype.name} is wrong: the file holds {expected} {other[0]} tokens"
+            if other
+            else "the file is torn, or another corpus's"
+        )
+        raise DataError(
+            f"{path} holds {n} {dtype.name} tokens ({size} bytes) but {path.parent / 'meta.json'} says "
+            f"tokens.{split}={expected} ({dtype.name}); {why}. {fix[0].upper()}{fix[1:]}"
+        )
     if n == 0:
         raise DataError(f"{path} is empty (0 tokens); {fix}")
     return np.memmap(path, dtype=dtype, mode="r")
@@ -310,7 +396,7 @@ class Ragged:
         self.tokens, self.offsets = tokens, offsets
 
     @classmethod
-    def from_lists(cls, seqs: Sequence[Sequence[int]], dtype: np.dtype) -> "Ragged":
+    def from_lists(cls, seqs: Sequence[Sequence[int]], dtype: np.dtype) -> Ragged:
         lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
         offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
@@ -329,7 +415,12 @@ class Ragged:
 
 
 def write_pair_dir(
-    pairs: Mapping[str, tuple[list[str], list[str]]], tokenizer: Tokenizer, out_dir: Path, *, source: str, fingerprint: Any = None,
+    pairs: Mapping[str, tuple[list[str], list[str]]],
+    tokenizer: Tokenizer,
+    out_dir: Path,
+    *,
+    source: str,
+    fingerprint: Any = None,
     num_threads: int | None = None,
 ) -> dict[str, Any]:
     """Tokenize each split's source and target sentences into ``{split}.npz`` (ragged arrays)."""
@@ -351,8 +442,13 @@ def write_pair_dir(
             np.savez(tmp, **arrays)
         counts[split] = len(src)
     meta = {
-        "version": CACHE_VERSION, "dtype": dtype.name, "vocab_size": tokenizer.vocab_size, "tokenizer": tokenizer.state_dict(),
-        "source": source, "fingerprint": fingerprint, "pairs": counts,
+        "version": CACHE_VERSION,
+        "dtype": dtype.name,
+        "vocab_size": tokenizer.vocab_size,
+        "tokenizer": tokenizer.state_dict(),
+        "source": source,
+        "fingerprint": fingerprint,
+        "pairs": counts,
     }
     write_meta(out_dir, meta)
     return meta

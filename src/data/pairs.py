@@ -13,6 +13,7 @@ batch order is shuffled again, so a batch holds similar lengths (less padding).
 Evaluation: pairs in file order, rank ``r`` of ``R`` takes pairs ``r, r+R, ...``; the last
 ``n % R`` pairs are dropped so every rank runs the same number of batches.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,7 +27,14 @@ Batch = dict[str, torch.Tensor]
 
 
 def collate_pairs(
-    src: Ragged, tgt: Ragged, idx: np.ndarray, *, pad_id: int, eos_id: int, max_src_len: int, max_tgt_len: int
+    src: Ragged,
+    tgt: Ragged,
+    idx: np.ndarray,
+    *,
+    pad_id: int,
+    eos_id: int,
+    max_src_len: int,
+    max_tgt_len: int,
 ) -> Batch:
     """Pad pairs ``idx`` into a batch (see the module docstring)."""
     out: Batch = {}
@@ -47,14 +55,32 @@ class PairTrainBatches:
     """Training batch ``i`` of rank ``rank`` (deterministic in ``seed``, ``i``, ``rank``)."""
 
     def __init__(
-        self, src: Ragged, tgt: Ragged, *, batch_size: int, seed: int, rank: int, world_size: int, pad_id: int, eos_id: int,
-        max_src_len: int, max_tgt_len: int, bucket_batches: int = 0,
+        self,
+        src: Ragged,
+        tgt: Ragged,
+        *,
+        batch_size: int,
+        seed: int,
+        rank: int,
+        world_size: int,
+        pad_id: int,
+        eos_id: int,
+        max_src_len: int,
+        max_tgt_len: int,
+        bucket_batches: int = 0,
     ) -> None:
         self.src, self.tgt = src, tgt
         self.B, self.seed, self.rank, self.W = batch_size, seed, rank, world_size
-        self.per_epoch = len(src) // (batch_size * world_size)  # global batches per pass over the data
+        self.per_epoch = len(src) // (
+            batch_size * world_size
+        )  # global batches per pass over the data
         self.bucket_batches = bucket_batches
-        self.collate_kw = {"pad_id": pad_id, "eos_id": eos_id, "max_src_len": max_src_len, "max_tgt_len": max_tgt_len}
+        self.collate_kw = {
+            "pad_id": pad_id,
+            "eos_id": eos_id,
+            "max_src_len": max_src_len,
+            "max_tgt_len": max_tgt_len,
+        }
         self._plan_epoch, self._plan = -1, np.zeros(0)
 
     def plan(self, epoch: int) -> np.ndarray:
@@ -83,17 +109,33 @@ class PairEvalBatches:
     """Evaluation batch ``b`` of this rank: its strided share of the pairs, in file order."""
 
     def __init__(
-        self, src: Ragged, tgt: Ragged, *, batch_size: int, rank: int, world_size: int, pad_id: int, eos_id: int,
-        max_src_len: int, max_tgt_len: int,
+        self,
+        src: Ragged,
+        tgt: Ragged,
+        *,
+        batch_size: int,
+        rank: int,
+        world_size: int,
+        pad_id: int,
+        eos_id: int,
+        max_src_len: int,
+        max_tgt_len: int,
     ) -> None:
         self.src, self.tgt, self.B = src, tgt, batch_size
         self.per_rank = len(src) // world_size
         self.indices = np.arange(rank, self.per_rank * world_size, world_size)
         self.n_batches = math.ceil(self.per_rank / batch_size)
-        self.collate_kw = {"pad_id": pad_id, "eos_id": eos_id, "max_src_len": max_src_len, "max_tgt_len": max_tgt_len}
+        self.collate_kw = {
+            "pad_id": pad_id,
+            "eos_id": eos_id,
+            "max_src_len": max_src_len,
+            "max_tgt_len": max_tgt_len,
+        }
 
     def __len__(self) -> int:
         return self.n_batches
 
     def __call__(self, b: int) -> Batch:
-        return collate_pairs(self.src, self.tgt, self.indices[b * self.B : (b + 1) * self.B], **self.collate_kw)
+        return collate_pairs(
+            self.src, self.tgt, self.indices[b * self.B : (b + 1) * self.B], **self.collate_kw
+        )

@@ -18,6 +18,7 @@ Inputs: a ``datasets.Dataset`` (e.g. FineWeb-Edu's parquet files, rows read by i
 its memory-mapped Arrow cache in each worker) or a list of strings. A streaming
 ``IterableDataset`` has no random access; it goes to ``encode_split``'s one-pass reader.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,7 +35,9 @@ from src.data.tokenizers import Tokenizer, tokenizer_from_state
 from src.files import atomic_path, atomic_write, confine
 
 SHARDS = ".shards"
-DEFAULT_SHARD_DOCS = 20_000  # ~20 M GPT-2 tokens of web text per shard: a few seconds of one process
+DEFAULT_SHARD_DOCS = (
+    20_000  # ~20 M GPT-2 tokens of web text per shard: a few seconds of one process
+)
 
 # worker state (set once per process by _init_worker)
 _docs: Any = None
@@ -63,17 +66,32 @@ def _encode_shard(task: tuple[int, int, int, str]) -> tuple[int, int, int]:
         ids = [[*x, _eos] for x in ids]
     flat = np.fromiter((t for x in ids for t in x), dtype=_dtype, count=sum(map(len, ids)))
     dest = Path(path)
-    with atomic_path(dest, root=dest.parents[2]) as tmp:  # <out>/.shards/<split>/<k>.bin: confined to <out>
+    with atomic_path(
+        dest, root=dest.parents[2]
+    ) as tmp:  # <out>/.shards/<split>/<k>.bin: confined to <out>
         flat.tofile(tmp)
     return k, stop - start, int(flat.size)
 
 
-def _plan(docs: Any, tokenizer: Tokenizer, separate: bool, shard_docs: int, source: str) -> dict[str, Any]:
+def _plan(
+    docs: Any, tokenizer: Tokenizer, separate: bool, shard_docs: int, source: str
+) -> dict[str, Any]:
     fingerprint = getattr(docs, "_fingerprint", None)  # datasets' content hash of the split
     if fingerprint is None:  # a list of strings: their lengths and ends stand for the contents
-        fingerprint = [len(docs), sum(map(len, docs)), docs[0][:64] if docs else "", docs[-1][-64:] if docs else ""]
-    return {"documents": len(docs), "shard_docs": shard_docs, "separate": separate, "source": source,
-            "tokenizer": tokenizer.state_dict(), "data": fingerprint}
+        fingerprint = [
+            len(docs),
+            sum(map(len, docs)),
+            docs[0][:64] if docs else "",
+            docs[-1][-64:] if docs else "",
+        ]
+    return {
+        "documents": len(docs),
+        "shard_docs": shard_docs,
+        "separate": separate,
+        "source": source,
+        "tokenizer": tokenizer.state_dict(),
+        "data": fingerprint,
+    }
 
 
 def shard_dir(dest: Path) -> Path:
@@ -81,34 +99,67 @@ def shard_dir(dest: Path) -> Path:
     return dest.parent / SHARDS / dest.stem
 
 
-def encode_sharded(docs: Any, tokenizer: Tokenizer, dest: Path, *, separate: bool, desc: str, num_proc: int = 1,
-                   num_threads: int | None = None, shard_docs: int = DEFAULT_SHARD_DOCS) -> int:
+def encode_sharded(
+    docs: Any,
+    tokenizer: Tokenizer,
+    dest: Path,
+    *,
+    separate: bool,
+    desc: str,
+    num_proc: int = 1,
+    num_threads: int | None = None,
+    shard_docs: int = DEFAULT_SHARD_DOCS,
+) -> int:
     """Tokenise ``docs`` into ``dest`` through resumable shards (module docstring); returns the token count."""
-    if not (isinstance(docs, (list, tuple)) or hasattr(docs, "num_rows")):  # streaming: one pass, no shards
-        return encode_split(docs, tokenizer, dest, separate=separate, desc=desc, num_proc=num_proc, num_threads=num_threads)
+    if not (
+        isinstance(docs, (list, tuple)) or hasattr(docs, "num_rows")
+    ):  # streaming: one pass, no shards
+        return encode_split(
+            docs,
+            tokenizer,
+            dest,
+            separate=separate,
+            desc=desc,
+            num_proc=num_proc,
+            num_threads=num_threads,
+        )
     from tqdm.auto import tqdm
 
     dtype = token_dtype(tokenizer.vocab_size)
     root = shard_dir(dest)
     plan = _plan(docs, tokenizer, separate, int(shard_docs), desc)
     plan_file = root / "plan.json"
-    confine(plan_file, dest.parent)  # a .shards link out of the output directory: refused before any rmtree or write
-    if plan_file.is_file() and json.loads(plan_file.read_text()) != json.loads(json.dumps(plan, default=str)):
-        shutil.rmtree(root)  # shards of other documents, another shard size or tokenizer: start over
+    confine(
+        plan_file, dest.parent
+    )  # a .shards link out of the output directory: refused before any rmtree or write
+    if plan_file.is_file() and json.loads(plan_file.read_text()) != json.loads(
+        json.dumps(plan, default=str)
+    ):
+        shutil.rmtree(
+            root
+        )  # shards of other documents, another shard size or tokenizer: start over
     root.mkdir(parents=True, exist_ok=True)
     atomic_write(plan_file, json.dumps(plan, default=str), root=dest.parent)
     n_docs = len(docs)
     n_shards = max(1, math.ceil(n_docs / shard_docs))
     paths = [root / f"{k:05d}.bin" for k in range(n_shards)]
-    todo = [(k, k * shard_docs, min(n_docs, (k + 1) * shard_docs), str(p)) for k, p in enumerate(paths) if not p.is_file()]
+    todo = [
+        (k, k * shard_docs, min(n_docs, (k + 1) * shard_docs), str(p))
+        for k, p in enumerate(paths)
+        if not p.is_file()
+    ]
     done_docs = n_docs - sum(stop - start for _, start, stop, _ in todo)
     eos = tokenizer.eos_token_id if separate else None
-    with tqdm(total=n_docs, initial=done_docs, desc=f"tokenizing {desc}", unit="doc", unit_scale=True) as bar:
+    with tqdm(
+        total=n_docs, initial=done_docs, desc=f"tokenizing {desc}", unit="doc", unit_scale=True
+    ) as bar:
         bar.set_postfix_str(f"{n_shards - len(todo)}/{n_shards} shards on disk")
         tokens = sum(p.stat().st_size for p in paths if p.is_file()) // dtype.itemsize
         init = (docs, tokenizer.state_dict(), eos, dtype.name)
         if todo and num_proc > 1:
-            with mp.get_context("fork").Pool(min(num_proc, len(todo)), initializer=_init_worker, initargs=init) as pool:
+            with mp.get_context("fork").Pool(
+                min(num_proc, len(todo)), initializer=_init_worker, initargs=init
+            ) as pool:
                 for _, d, t in pool.imap_unordered(_encode_shard, todo):
                     tokens += t
                     bar.update(d)

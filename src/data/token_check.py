@@ -11,6 +11,7 @@ the first offending position. Cost measured on a 1 GB uint16 file: docs/reliabil
 The maximum of a file is remembered per process (path, size, modification time), so the
 ``setup`` calls of fit, validate and test read it once.
 """
+
 from __future__ import annotations
 
 import os
@@ -60,7 +61,9 @@ def first_at_or_above(array: np.ndarray, limit: int) -> int:
     return -1
 
 
-def check_token_ids(array: np.ndarray, vocab_size: int, *, where: str | os.PathLike[str], bound: str) -> None:
+def check_token_ids(
+    array: np.ndarray, vocab_size: int, *, where: str | os.PathLike[str], bound: str
+) -> None:
     """Raise ``DataError`` (naming the file, the id and its position) if an id of ``array`` is >= ``vocab_size``.
 
     where: the file (or file and array name) the ids come from; bound: what ``vocab_size`` is
@@ -69,8 +72,10 @@ def check_token_ids(array: np.ndarray, vocab_size: int, *, where: str | os.PathL
     if max_token_id(array) < vocab_size:
         return
     index = first_at_or_above(array, vocab_size)
-    raise DataError(f"{Path(where)}: token id {int(array[index])} at position {index} (byte offset "
-                    f"{index * array.dtype.itemsize}, {array.dtype.name}) is outside the vocabulary ({bound}); the file "
-                    "was written with another tokenizer, or is damaged. Prepare it again with this run's tokenizer "
-                    "(python -m src.prepare data=<name> tokenizer=<name>), or train with the tokenizer it was written "
-                    "with")
+    raise DataError(
+        f"{Path(where)}: token id {int(array[index])} at position {index} (byte offset "
+        f"{index * array.dtype.itemsize}, {array.dtype.name}) is outside the vocabulary ({bound}); the file "
+        "was written with another tokenizer, or is damaged. Prepare it again with this run's tokenizer "
+        "(python -m src.prepare data=<name> tokenizer=<name>), or train with the tokenizer it was written "
+        "with"
+    )

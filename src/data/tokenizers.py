@@ -10,6 +10,7 @@
 A tokenizer's ``state_dict()`` is plain data; ``tokenizer_from_state`` rebuilds it, so a
 checkpoint carries the exact tokenizer it was trained with.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,10 +20,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from src.registry import Registry
 from src.errors import ConfigError, DataError
+from src.registry import Registry
 
-TOKENIZERS: Registry["Tokenizer"] = Registry("tokenizer", package=None)  # every tokenizer is in this module
+TOKENIZERS: Registry[Tokenizer] = Registry(
+    "tokenizer", package=None
+)  # every tokenizer is in this module
 
 GPT2_VOCAB_BPE_SHA256 = "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5"
 GPT2_ENCODER_JSON_SHA256 = "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"
@@ -66,7 +69,13 @@ def gpt2_encoding():  # -> tiktoken.Encoding
         vocab_bpe_hash=GPT2_VOCAB_BPE_SHA256,
         encoder_json_hash=GPT2_ENCODER_JSON_SHA256,
     )
-    return tiktoken.Encoding(name="gpt2", pat_str=r50k_pat_str, mergeable_ranks=ranks, special_tokens={ENDOFTEXT: 50256}, explicit_n_vocab=50257)
+    return tiktoken.Encoding(
+        name="gpt2",
+        pat_str=r50k_pat_str,
+        mergeable_ranks=ranks,
+        special_tokens={ENDOFTEXT: 50256},
+        explicit_n_vocab=50257,
+    )
 
 
 @TOKENIZERS.register("gpt2")
@@ -113,7 +122,7 @@ class CharTokenizer(Tokenizer):
     def fitted(self) -> bool:
         return self.chars is not None
 
-    def fit(self, text: str) -> "CharTokenizer":
+    def fit(self, text: str) -> CharTokenizer:
         """Build the vocabulary from the training text."""
         if not text:
             raise ValueError("cannot build a character vocabulary from an empty text")
@@ -122,7 +131,9 @@ class CharTokenizer(Tokenizer):
 
     def encode(self, text: str) -> list[int]:
         if self.chars is None:
-            raise RuntimeError("the char tokenizer has no vocabulary yet; call fit(train_text) (the datamodule does)")
+            raise RuntimeError(
+                "the char tokenizer has no vocabulary yet; call fit(train_text) (the datamodule does)"
+            )
         try:
             return [self.stoi[c] for c in text]
         except KeyError as e:
@@ -155,13 +166,17 @@ def refuse_remote_code(path: str) -> None:
         try:
             node = json.loads(f.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise ConfigError(f"tokenizer.path='{path}': {f} cannot be read as JSON ({type(e).__name__}: {e}); copy "
-                              "the tokenizer files again") from None
+            raise ConfigError(
+                f"tokenizer.path='{path}': {f} cannot be read as JSON ({type(e).__name__}: {e}); copy "
+                "the tokenizer files again"
+            ) from None
         if isinstance(node, dict) and node.get("auto_map"):
-            raise ConfigError(f"tokenizer.path='{path}': {f} has auto_map {node['auto_map']}, custom code this project "
-                              "never runs (trust_remote_code stays false); use a tokenizer transformers has built in "
-                              "(remove auto_map and set tokenizer_class to PreTrainedTokenizerFast with the directory's "
-                              "tokenizer.json), or another tokenizer=")
+            raise ConfigError(
+                f"tokenizer.path='{path}': {f} has auto_map {node['auto_map']}, custom code this project "
+                "never runs (trust_remote_code stays false); use a tokenizer transformers has built in "
+                "(remove auto_map and set tokenizer_class to PreTrainedTokenizerFast with the directory's "
+                "tokenizer.json), or another tokenizer="
+            )
 
 
 @TOKENIZERS.register("hf")
@@ -180,10 +195,12 @@ class HFTokenizer(Tokenizer):
         except ValueError as e:
             if "trust_remote_code" not in str(e):
                 raise
-            raise ConfigError(f"tokenizer.path='{path}' needs custom code from the model repository to load; this "
-                              "project never runs code from a model directory (trust_remote_code stays false). Use a "
-                              "tokenizer transformers has built in (tokenizer.json with tokenizer_class "
-                              "PreTrainedTokenizerFast)") from None
+            raise ConfigError(
+                f"tokenizer.path='{path}' needs custom code from the model repository to load; this "
+                "project never runs code from a model directory (trust_remote_code stays false). Use a "
+                "tokenizer transformers has built in (tokenizer.json with tokenizer_class "
+                "PreTrainedTokenizerFast)"
+            ) from None
         except OSError as e:
             raise FileNotFoundError(
                 f"tokenizer.path='{path}' could not be loaded ({e}); give a local directory with the tokenizer files, "
@@ -192,7 +209,9 @@ class HFTokenizer(Tokenizer):
         self.vocab_size = len(self.tok)
         self.eos_token_id = self.tok.eos_token_id
         self.bos_token_id = self.tok.bos_token_id
-        self.pad_token_id = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
+        self.pad_token_id = (
+            self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id
+        )
         self.mask_token_id = getattr(self.tok, "mask_token_id", None)
 
     def encode(self, text: str) -> list[int]:

@@ -34,6 +34,7 @@ applicable, with ``extrapolation/note@2x`` saying why), ``extrapolation/loss@2x`
 scaling ``extrapolation/<name>/ppl@2x`` … — and into ``<run dir>/extrapolation.json``
 (``extrapolation_<name>.json``) in full; ``python -m src.report`` plots them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -46,14 +47,13 @@ from typing import Any
 
 import numpy as np
 import torch
-import yaml
 
 from src.evaluation.windows import extrapolation_windows, windows_nll
 from src.jsonfile import METRICS, update_json, write_json
 from src.models.builder import build_model
-from src.models.config import ModelConfig
 from src.models.components.positions import PositionLimitError
 from src.models.components.rope_scaling import ROPE_SCALINGS
+from src.models.config import ModelConfig
 from src.models.families import TransformerModel
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,9 @@ class LengthResult:
     ppl: float | None = None
     tokens_scored: int = 0
     note: str | None = None
-    scaling: dict[str, Any] | None = None  # the model.position.scaling evaluated with (None: the model as trained)
+    scaling: dict[str, Any] | None = (
+        None  # the model.position.scaling evaluated with (None: the model as trained)
+    )
 
 
 def factor_label(f: float) -> str:
@@ -87,12 +89,16 @@ def not_applicable(model: TransformerModel) -> str | None:
     return None
 
 
-def scaling_node(scaling: str | Mapping[str, Any], context: int, train_length: int) -> dict[str, Any]:
+def scaling_node(
+    scaling: str | Mapping[str, Any], context: int, train_length: int
+) -> dict[str, Any]:
     """A ``model.position.scaling`` node for a context of ``context`` tokens: ``factor`` defaults to
     context / train_length (at least 1), ``original_max_seq_len`` (where the type reads it) to train_length."""
     node = {"name": scaling} if isinstance(scaling, str) else dict(scaling)
     node.setdefault("factor", max(1.0, context / train_length))
-    if node.get("name") in ROPE_SCALINGS and "original_max_seq_len" in ROPE_SCALINGS.accepted_keys(node["name"]):
+    if node.get("name") in ROPE_SCALINGS and "original_max_seq_len" in ROPE_SCALINGS.accepted_keys(
+        node["name"]
+    ):
         node.setdefault("original_max_seq_len", int(train_length))
     return node
 
@@ -121,23 +127,39 @@ def scaling_label(scaling: str | Mapping[str, Any] | None) -> str | None:
 
 
 @torch.inference_mode()
-def score_length(model: TransformerModel, tokens: torch.Tensor, context: int, stride: int, max_batch_tokens: int = 16384
-                 ) -> tuple[float, int]:
+def score_length(
+    model: TransformerModel,
+    tokens: torch.Tensor,
+    context: int,
+    stride: int,
+    max_batch_tokens: int = 16384,
+) -> tuple[float, int]:
     """(Σ NLL in nats, tokens scored) over windows of ``context`` tokens every ``stride``.
 
     tokens: [N+1]. The first window scores all its ``context`` targets, each later one only the
     last ``stride`` (those the previous window did not): ``extrapolation_windows``.
     """
     windows = extrapolation_windows(tokens.numel(), context, stride)
-    total, scored, _ = windows_nll(model, tokens, windows, batch_size=max(1, max_batch_tokens // context),
-                                   max_batch_tokens=max_batch_tokens)
+    total, scored, _ = windows_nll(
+        model,
+        tokens,
+        windows,
+        batch_size=max(1, max_batch_tokens // context),
+        max_batch_tokens=max_batch_tokens,
+    )
     return total, scored
 
 
-def evaluate_lengths(model: TransformerModel, tokens: Sequence[int] | np.ndarray | torch.Tensor, train_length: int,
-                     factors: Sequence[float] = DEFAULT_FACTORS, stride: int | None = None,
-                     max_tokens: int | None = None, max_batch_tokens: int = 16384,
-                     scaling: str | Mapping[str, Any] | None = None) -> list[LengthResult]:
+def evaluate_lengths(
+    model: TransformerModel,
+    tokens: Sequence[int] | np.ndarray | torch.Tensor,
+    train_length: int,
+    factors: Sequence[float] = DEFAULT_FACTORS,
+    stride: int | None = None,
+    max_tokens: int | None = None,
+    max_batch_tokens: int = 16384,
+    scaling: str | Mapping[str, Any] | None = None,
+) -> list[LengthResult]:
     """Perplexity at ``factor × train_length`` for each factor on the same span of ``tokens``.
 
     ``stride`` None: disjoint windows (Press et al.'s non-overlapping evaluation); otherwise
@@ -152,29 +174,37 @@ def evaluate_lengths(model: TransformerModel, tokens: Sequence[int] | np.ndarray
     nodes = [None if scaling is None else scaling_node(scaling, c, train_length) for c in contexts]
     results = [LengthResult(float(f), c, scaling=n) for f, c, n in zip(factors, contexts, nodes)]
     if scaling is not None:
-        scaled_config(model.config, nodes[0])  # a bad node fails here, naming its key, before any scoring
+        scaled_config(
+            model.config, nodes[0]
+        )  # a bad node fails here, naming its key, before any scoring
     why = not_applicable(model)
     if why:
         for r in results:
             r.note = why
         return results
     rows = model.max_positions
-    ids = torch.as_tensor(np.asarray(tokens, dtype=np.int64) if not isinstance(tokens, torch.Tensor) else tokens).long()
+    ids = torch.as_tensor(
+        np.asarray(tokens, dtype=np.int64) if not isinstance(tokens, torch.Tensor) else tokens
+    ).long()
     n = ids.numel() - 1
     if max_tokens is not None:
         n = min(n, int(max_tokens))
     longest = max(contexts)  # one span for every factor (and every model of a study)
     n = (n // longest) * longest
     if n == 0:
-        raise ValueError(f"the text has {ids.numel()} tokens; at least {longest + 1} are needed for a {longest}-token context")
+        raise ValueError(
+            f"the text has {ids.numel()} tokens; at least {longest + 1} are needed for a {longest}-token context"
+        )
     ids = ids[: n + 1]
     was_training = model.training
     model.eval()
     try:
         for r in results:
             if rows is not None and r.context_length > rows:
-                r.note = (f"not applicable: learned position table has {rows} rows "
-                          f"(context {r.context_length} = {factor_label(r.factor)} training length {train_length})")
+                r.note = (
+                    f"not applicable: learned position table has {rows} rows "
+                    f"(context {r.context_length} = {factor_label(r.factor)} training length {train_length})"
+                )
                 continue
             step = r.context_length if stride is None else min(int(stride), r.context_length)
             scored = model if r.scaling is None else with_scaling(model, r.scaling)
@@ -192,7 +222,9 @@ def evaluate_lengths(model: TransformerModel, tokens: Sequence[int] | np.ndarray
     return results
 
 
-def metrics_from(results: Sequence[LengthResult], train_length: int, prefix: str = "extrapolation") -> dict[str, Any]:
+def metrics_from(
+    results: Sequence[LengthResult], train_length: int, prefix: str = "extrapolation"
+) -> dict[str, Any]:
     """Flat ``metrics.json`` keys: ``extrapolation/ppl@2x``, ``…/loss@2x``, ``…/note@2x``, ``…/train_length``."""
     out: dict[str, Any] = {f"{prefix}/train_length": int(train_length)}
     for r in results:
@@ -204,10 +236,19 @@ def metrics_from(results: Sequence[LengthResult], train_length: int, prefix: str
     return out
 
 
-def write_results(run_dir: str | Path, results: Sequence[LengthResult], train_length: int, extra: dict[str, Any] | None = None,
-                  scaling: str | None = None) -> Path:
+def write_results(
+    run_dir: str | Path,
+    results: Sequence[LengthResult],
+    train_length: int,
+    extra: dict[str, Any] | None = None,
+    scaling: str | None = None,
+) -> Path:
     """``<run dir>/extrapolation.json`` (``extrapolation_<scaling>.json``) with every field of every length."""
-    record = {"train_length": int(train_length), "lengths": [asdict(r) for r in results], **(extra or {})}
+    record = {
+        "train_length": int(train_length),
+        "lengths": [asdict(r) for r in results],
+        **(extra or {}),
+    }
     name = FILENAME if scaling is None else f"{Path(FILENAME).stem}_{scaling}.json"
     return write_json(Path(run_dir) / name, record)
 
@@ -218,7 +259,9 @@ def format_table(results: Sequence[LengthResult]) -> str:
         if r.ppl is None:
             lines.append(f"{factor_label(r.factor):>6}  {r.context_length:>7}  {r.note or '–'}")
         else:
-            lines.append(f"{factor_label(r.factor):>6}  {r.context_length:>7}  {r.ppl:<9.3f}  {r.loss:<7.4f}  {r.tokens_scored}")
+            lines.append(
+                f"{factor_label(r.factor):>6}  {r.context_length:>7}  {r.ppl:<9.3f}  {r.loss:<7.4f}  {r.tokens_scored}"
+            )
     return "\n".join(lines)
 
 
@@ -228,10 +271,14 @@ def validation_tokens(cfg: dict[str, Any], tokenizer: Any, split: str = "val") -
     from src.data.datamodule import LMDataModule, build_datamodule
 
     block = int(cfg.get("block_size") or cfg["model"]["max_seq_len"])
-    dm = build_datamodule(cfg["data"], tokenizer, block_size=block, batch_size=1, seed=int(cfg.get("seed", 0)))
+    dm = build_datamodule(
+        cfg["data"], tokenizer, block_size=block, batch_size=1, seed=int(cfg.get("seed", 0))
+    )
     if not isinstance(dm, LMDataModule):
-        raise ValueError(f"data={cfg['data'].get('name')} yields sentence pairs, not a text; extrapolation needs a text "
-                         f"source (or pass --text FILE)")
+        raise ValueError(
+            f"data={cfg['data'].get('name')} yields sentence pairs, not a text; extrapolation needs a text "
+            f"source (or pass --text FILE)"
+        )
     dm.setup("validate")
     if split not in dm.tokens:
         raise ValueError(f"split '{split}' is not one of {sorted(dm.tokens)}")
@@ -251,14 +298,25 @@ def resolve_checkpoint(path: str | Path, which: str = "last") -> tuple[Path, Pat
     if which == "best" and best:
         return best[-1], p
     found = sorted(x.name for x in ckpts.glob("*.ckpt")) if ckpts.is_dir() else []
-    raise FileNotFoundError(f"no {which} checkpoint in {ckpts} (found: {', '.join(found) or 'nothing'}); "
-                            f"give a .ckpt path or --ckpt last|best")
+    raise FileNotFoundError(
+        f"no {which} checkpoint in {ckpts} (found: {', '.join(found) or 'nothing'}); "
+        f"give a .ckpt path or --ckpt last|best"
+    )
 
 
-def extrapolate_run(path: str | Path, *, ckpt: str = "last", factors: Sequence[float] = DEFAULT_FACTORS,
-                    stride: int | None = None, max_tokens: int | None = None, train_length: int | None = None,
-                    split: str = "val", text: str | Path | None = None, scaling: Any = None,
-                    write: bool = True) -> tuple[list[LengthResult], str]:
+def extrapolate_run(
+    path: str | Path,
+    *,
+    ckpt: str = "last",
+    factors: Sequence[float] = DEFAULT_FACTORS,
+    stride: int | None = None,
+    max_tokens: int | None = None,
+    train_length: int | None = None,
+    split: str = "val",
+    text: str | Path | None = None,
+    scaling: Any = None,
+    write: bool = True,
+) -> tuple[list[LengthResult], str]:
     """Score a run's checkpoint (``path``: a run directory or a .ckpt) at ``factor ×`` its training
     length on a split of its data (or on the text file ``text``); with ``write``, the results go to
     the run's ``extrapolation[_<scaling>].json`` and ``metrics.json``. Returns the results and a
@@ -270,16 +328,24 @@ def extrapolate_run(path: str | Path, *, ckpt: str = "last", factors: Sequence[f
     length = train_length or int(loaded.cfg.get("block_size") or loaded.cfg["model"]["max_seq_len"])
     if text is not None:
         if loaded.tokenizer is None:
-            raise ValueError(f"{ckpt_file} holds no tokenizer, so --text cannot be encoded; evaluate a split instead")
+            raise ValueError(
+                f"{ckpt_file} holds no tokenizer, so --text cannot be encoded; evaluate a split instead"
+            )
         tokens = np.asarray(loaded.tokenizer.encode(Path(text).read_text()), dtype=np.int64)
     else:
         tokens = validation_tokens(loaded.cfg, loaded.tokenizer, split)
-    results = evaluate_lengths(loaded.model, tokens, length, factors, stride, max_tokens, scaling=scaling)
+    results = evaluate_lengths(
+        loaded.model, tokens, length, factors, stride, max_tokens, scaling=scaling
+    )
     label = scaling_label(scaling)
-    summary = (f"{ckpt_file} (trained at {length} tokens{f', evaluated with {label} RoPE scaling' if label else ''})\n"
-               f"{format_table(results)}")
+    summary = (
+        f"{ckpt_file} (trained at {length} tokens{f', evaluated with {label} RoPE scaling' if label else ''})\n"
+        f"{format_table(results)}"
+    )
     if write:
-        written = write_results(run_dir, results, length, {"checkpoint": str(ckpt_file), "stride": stride}, label)
+        written = write_results(
+            run_dir, results, length, {"checkpoint": str(ckpt_file), "stride": stride}, label
+        )
         prefix = "extrapolation" if label is None else f"extrapolation/{label}"
         update_json(run_dir / METRICS, metrics_from(results, length, prefix))
         summary += f"\nwrote {written} and {prefix}/* in {run_dir / METRICS}"

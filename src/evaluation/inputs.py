@@ -1,6 +1,7 @@
 """Where evaluation data comes from: local files (plain, .gz, .bz2, .xz; text or JSON
 lines) or, when no file is given, a Hugging Face ``datasets`` download (cached after the
 first use). Errors say which ``tasks.<name>.*`` key to set."""
+
 from __future__ import annotations
 
 import bz2
@@ -33,12 +34,16 @@ class CheckedText:
         try:
             yield
         except UnicodeDecodeError as e:
-            raise DataError(f"{self.path}: bytes that are not valid UTF-8 ({e.reason}, byte {e.object[e.start:e.end]!r}); "
-                            "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+            raise DataError(
+                f"{self.path}: bytes that are not valid UTF-8 ({e.reason}, byte {e.object[e.start : e.end]!r}); "
+                "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+            ) from None
         except (EOFError, OSError, lzma.LZMAError, zlib.error) as e:
             fmt = self.path.suffix or "text"
-            raise DataError(f"{self.path}: cannot be read as {fmt} ({type(e).__name__}: {e}); a file named {fmt} must "
-                            f"hold {fmt} data: recompress it, or name it for what it holds") from None
+            raise DataError(
+                f"{self.path}: cannot be read as {fmt} ({type(e).__name__}: {e}); a file named {fmt} must "
+                f"hold {fmt} data: recompress it, or name it for what it holds"
+            ) from None
 
     def read(self, n: int = -1) -> str:
         with self._named():
@@ -55,7 +60,7 @@ class CheckedText:
     def close(self) -> None:
         self._f.close()
 
-    def __enter__(self) -> "CheckedText":
+    def __enter__(self) -> CheckedText:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -68,13 +73,17 @@ def open_text(path: str | Path) -> CheckedText:
     are not UTF-8 or not the compression the name says (``CheckedText``)."""
     p = Path(path).expanduser()
     if p.is_dir():
-        raise DataError(f"'{p}' is a directory, not a file; give a text or JSON-lines file (.gz/.bz2/.xz too)")
+        raise DataError(
+            f"'{p}' is a directory, not a file; give a text or JSON-lines file (.gz/.bz2/.xz too)"
+        )
     if not p.is_file():
         kind = file_kind(p)
         if kind == "no such file":
             raise DataError(f"no such file: '{p}'")
-        raise DataError(f"'{p}' is {kind}, not a regular file; give a text or JSON-lines file (copy the stream to one "
-                        "first, e.g. cat <source> > data.txt)")
+        raise DataError(
+            f"'{p}' is {kind}, not a regular file; give a text or JSON-lines file (copy the stream to one "
+            "first, e.g. cat <source> > data.txt)"
+        )
     if p.stat().st_size == 0:
         raise DataError(f"'{p}' is empty (0 bytes); give a file holding the evaluation data")
     opener = _OPENERS.get(p.suffix)
@@ -96,13 +105,19 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError as e:
-                    raise DataError(f"{path}:{n} is not valid JSON ({e.msg}); expected one JSON object per line") from None
+                    raise DataError(
+                        f"{path}:{n} is not valid JSON ({e.msg}); expected one JSON object per line"
+                    ) from None
                 if not isinstance(record, dict):
-                    raise DataError(f"{path}:{n} holds a JSON {type(record).__name__}; expected one JSON object per line")
+                    raise DataError(
+                        f"{path}:{n} holds a JSON {type(record).__name__}; expected one JSON object per line"
+                    )
                 records += 1
                 yield record
     if not records:
-        raise DataError(f"{path} holds no JSON records (only blank lines); give a file with one JSON object per line")
+        raise DataError(
+            f"{path} holds no JSON records (only blank lines); give a file with one JSON object per line"
+        )
 
 
 def looks_like_jsonl(path: str | Path) -> bool:
@@ -136,14 +151,36 @@ def wikitext_detokenize(text: str) -> str:
     ordinary prose (GPT-2 paper, §3.1: "invertible de-tokenizers")."""
     s = text.replace("s '", "s'")
     s = re.sub(r"/' [0-9]/", r"/'[0-9]/", s)
-    for spaced, joined in ((" @-@ ", "-"), (" @,@ ", ","), (" @.@ ", "."),
-                           (" : ", ": "), (" ; ", "; "), (" . ", ". "), (" ! ", "! "), (" ? ", "? "), (" , ", ", ")):
+    for spaced, joined in (
+        (" @-@ ", "-"),
+        (" @,@ ", ","),
+        (" @.@ ", "."),
+        (" : ", ": "),
+        (" ; ", "; "),
+        (" . ", ". "),
+        (" ! ", "! "),
+        (" ? ", "? "),
+        (" , ", ", "),
+    ):
         s = s.replace(spaced, joined)
-    for pattern, repl in ((r"\(\s*([^\)]*?)\s*\)", r"(\1)"), (r"\[\s*([^\]]*?)\s*\]", r"[\1]"),
-                          (r"{\s*([^}]*?)\s*}", r"{\1}"), (r"\"\s*([^\"]*?)\s*\"", r'"\1"'), (r"'\s*([^']*?)\s*'", r"'\1'")):
+    for pattern, repl in (
+        (r"\(\s*([^\)]*?)\s*\)", r"(\1)"),
+        (r"\[\s*([^\]]*?)\s*\]", r"[\1]"),
+        (r"{\s*([^}]*?)\s*}", r"{\1}"),
+        (r"\"\s*([^\"]*?)\s*\"", r'"\1"'),
+        (r"'\s*([^']*?)\s*'", r"'\1'"),
+    ):
         s = re.sub(pattern, repl, s)
-    for spaced, joined in (("= = = =", "===="), ("= = =", "==="), ("= =", "=="), (" \u00b0 ", "\u00b0"),
-                           (" \n", "\n"), ("\n ", "\n"), (" N ", " 1 "), (" 's", "'s")):
+    for spaced, joined in (
+        ("= = = =", "===="),
+        ("= = =", "==="),
+        ("= =", "=="),
+        (" \u00b0 ", "\u00b0"),
+        (" \n", "\n"),
+        ("\n ", "\n"),
+        (" N ", " 1 "),
+        (" 's", "'s"),
+    ):
         s = s.replace(spaced, joined)
     return s
 

@@ -7,6 +7,7 @@ the Hugging Face one and needs no tokenizer files; any other model uses the Hugg
 tokenizer stored beside it. A checkpoint carries its own tokenizer. ``tokenizer=...``
 overrides both.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,10 +22,23 @@ from src.data.tokenizers import Tokenizer, build_tokenizer
 from src.errors import ConfigError
 from src.models.families import TransformerModel
 
-DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-          "float16": torch.float16, "fp16": torch.float16}
+DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+}
 GPT2_VOCAB_SIZE = 50257
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "spiece.model", "source.spm", "vocab.txt")
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.json",
+    "spiece.model",
+    "source.spm",
+    "vocab.txt",
+)
 
 
 @dataclass
@@ -41,9 +55,13 @@ class LoadedModel:
     model: TransformerModel
     tokenizer: Tokenizer
     source: str  # "pretrained=gpt2" or "ckpt_path=…", for reports
-    train_cfg: dict[str, Any] = field(default_factory=dict)  # the checkpoint's training config (empty for pretrained)
+    train_cfg: dict[str, Any] = field(
+        default_factory=dict
+    )  # the checkpoint's training config (empty for pretrained)
     pair_format: PairFormat | None = None  # set for checkpoints trained on sentence pairs
-    mask_token_id: int | None = None  # [MASK] of a masked LM (the tokenizer's, or the id training reserved)
+    mask_token_id: int | None = (
+        None  # [MASK] of a masked LM (the tokenizer's, or the id training reserved)
+    )
 
 
 def pair_format(train_cfg: Mapping[str, Any], tokenizer: Tokenizer) -> PairFormat | None:
@@ -81,7 +99,9 @@ def _hf_config(name_or_path: str) -> dict[str, Any]:
     if folder.is_dir():
         cfg_file = folder / "config.json"
         if not cfg_file.is_file():
-            raise FileNotFoundError(f"pretrained='{name_or_path}' has no config.json; is it a transformers model directory?")
+            raise FileNotFoundError(
+                f"pretrained='{name_or_path}' has no config.json; is it a transformers model directory?"
+            )
         return json.loads(cfg_file.read_text())
     from huggingface_hub import hf_hub_download
 
@@ -120,20 +140,31 @@ def load_model(
         raise ConfigError(
             "set exactly one of pretrained=<hub name or transformers directory> (e.g. pretrained=gpt2) "
             "or ckpt_path=<checkpoint .ckpt>"
-            + (f"; got both (pretrained={pretrained}, ckpt_path={ckpt_path})" if pretrained and ckpt_path else "")
+            + (
+                f"; got both (pretrained={pretrained}, ckpt_path={ckpt_path})"
+                if pretrained and ckpt_path
+                else ""
+            )
         )
     train_cfg: dict[str, Any] = {}
     if ckpt_path is not None:
         from src.checkpoints.load import load_checkpoint
 
-        loaded = load_checkpoint(str(Path(ckpt_path).expanduser()))  # CheckpointError: a directory, missing, unsafe …
+        loaded = load_checkpoint(
+            str(Path(ckpt_path).expanduser())
+        )  # CheckpointError: a directory, missing, unsafe …
         model, tok, source = loaded.model, loaded.tokenizer, f"ckpt_path={ckpt_path}"
-        train_cfg = dict(loaded.cfg or {})  # the task gave the model its resolved special ids (model_overrides)
+        train_cfg = dict(
+            loaded.cfg or {}
+        )  # the task gave the model its resolved special ids (model_overrides)
     else:
         from src.models.hf import from_hf
 
         model = from_hf(str(pretrained))
-        tok, source = (None if tokenizer else pretrained_tokenizer(str(pretrained))), f"pretrained={pretrained}"
+        tok, source = (
+            (None if tokenizer else pretrained_tokenizer(str(pretrained))),
+            f"pretrained={pretrained}",
+        )
     if tokenizer:
         tok = build_tokenizer(dict(tokenizer))
     assert tok is not None
@@ -144,5 +175,11 @@ def load_model(
         )
     model = model.to(device=resolve_device(device), dtype=resolve_dtype(dtype)).eval()
     mask_id = (train_cfg.get("task") or {}).get("mask_token_id", tok.mask_token_id)
-    return LoadedModel(model=model, tokenizer=tok, source=source, train_cfg=train_cfg,
-                       pair_format=pair_format(train_cfg, tok) if train_cfg else None, mask_token_id=mask_id)
+    return LoadedModel(
+        model=model,
+        tokenizer=tok,
+        source=source,
+        train_cfg=train_cfg,
+        pair_format=pair_format(train_cfg, tok) if train_cfg else None,
+        mask_token_id=mask_id,
+    )

@@ -21,6 +21,7 @@ with the context that precedes it inside the sequence, as a model scoring the sa
 sees it. Counting is vectorised with numpy: the k-gram ending at position i gets the id of the
 pair (id of the (k-1)-gram ending at i-1, token i), found with ``np.unique``/``np.searchsorted``.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,7 +50,9 @@ def _discount(counts: np.ndarray) -> float:
     return n1 / (n1 + 2 * n2) if n1 + n2 > 0 else 0.5
 
 
-def _flatten(sequences: Sequence[np.ndarray], start_id: int | None) -> tuple[np.ndarray, np.ndarray]:
+def _flatten(
+    sequences: Sequence[np.ndarray], start_id: int | None
+) -> tuple[np.ndarray, np.ndarray]:
     """(tokens, position inside its sequence) of all sequences, with the start symbol prepended."""
     parts, pos = [], []
     for s in sequences:
@@ -74,7 +77,9 @@ class KneserNey:
         self.orders: list[_Order] = []
         self.train_tokens = 0
 
-    def _ids(self, tok: np.ndarray, pos: np.ndarray, k: int, prev: np.ndarray, table: _Order | None) -> tuple[np.ndarray, np.ndarray]:
+    def _ids(
+        self, tok: np.ndarray, pos: np.ndarray, k: int, prev: np.ndarray, table: _Order | None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(id of the k-gram ending at each position or -1, its key) from the (k-1)-gram ids ``prev``."""
         ids = np.full(len(tok), -1, dtype=np.int64)
         keys = np.full(len(tok), -1, dtype=np.int64)
@@ -92,13 +97,15 @@ class KneserNey:
             ids[np.flatnonzero(ok)[found]] = at[found]
         return ids, keys
 
-    def fit(self, sequences: Sequence[np.ndarray], start: bool = False) -> "KneserNey":
+    def fit(self, sequences: Sequence[np.ndarray], start: bool = False) -> KneserNey:
         """Count the k-grams of ``sequences`` (with a start symbol before each when ``start``)."""
         tok, pos = _flatten(sequences, self.V if start else None)
         scored = pos >= (1 if start else 0)  # the start symbol is context, never a scored token
         self.train_tokens = int(scored.sum())
         prev = np.zeros(len(tok), dtype=np.int64)
-        raw: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # (keys, prefix, count, inverse ids)
+        raw: list[
+            tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+        ] = []  # (keys, prefix, count, inverse ids)
         for k in range(1, self.order + 1):
             _, keys = self._ids(tok, pos, k, prev, None)
             valid = keys >= 0
@@ -112,7 +119,9 @@ class KneserNey:
         for k in range(1, self.order + 1):
             uniq, prefix, count, ids = raw[k - 1]
             n_ctx = len(raw[k - 2][0]) if k > 1 else 1
-            if k < self.order:  # continuation: distinct (k+1)-grams (seen as scored) whose suffix is this k-gram
+            if (
+                k < self.order
+            ):  # continuation: distinct (k+1)-grams (seen as scored) whose suffix is this k-gram
                 up_ids, up_count = raw[k][3], raw[k][2]
                 ends = np.flatnonzero(up_ids >= 0)
                 first = np.unique(up_ids[ends], return_index=True)[1]
@@ -121,18 +130,25 @@ class KneserNey:
                 cont = np.bincount(ids[occ[keep]], minlength=len(uniq)).astype(np.int64)
             else:
                 cont = np.zeros(len(uniq), dtype=np.int64)
-            self.orders.append(_Order(
-                keys=uniq, prefix=prefix, count=count, cont=cont,
-                ctx_count=np.bincount(prefix, weights=count, minlength=n_ctx),
-                ctx_types=np.bincount(prefix, weights=count > 0, minlength=n_ctx),
-                ctx_cont=np.bincount(prefix, weights=cont, minlength=n_ctx),
-                ctx_cont_types=np.bincount(prefix, weights=cont > 0, minlength=n_ctx),
-                d_count=_discount(count[count > 0]), d_cont=_discount(cont[cont > 0]),
-            ))
+            self.orders.append(
+                _Order(
+                    keys=uniq,
+                    prefix=prefix,
+                    count=count,
+                    cont=cont,
+                    ctx_count=np.bincount(prefix, weights=count, minlength=n_ctx),
+                    ctx_types=np.bincount(prefix, weights=count > 0, minlength=n_ctx),
+                    ctx_cont=np.bincount(prefix, weights=cont, minlength=n_ctx),
+                    ctx_cont_types=np.bincount(prefix, weights=cont > 0, minlength=n_ctx),
+                    d_count=_discount(count[count > 0]),
+                    d_cont=_discount(cont[cont > 0]),
+                )
+            )
         return self
 
-    def probabilities(self, sequences: Sequence[np.ndarray], order: int, n_context: int = 1,
-                      start: bool = False) -> np.ndarray:
+    def probabilities(
+        self, sequences: Sequence[np.ndarray], order: int, n_context: int = 1, start: bool = False
+    ) -> np.ndarray:
         """p(token | its context) of every scored token, in sequence order."""
         if not 1 <= order <= self.order:
             raise ValueError(f"order {order} outside 1..{self.order}")
@@ -144,11 +160,15 @@ class KneserNey:
             prev, _ = self._ids(tok, pos, k, prev, self.orders[k - 1])
             ids.append(prev)
         targets = np.flatnonzero(pos >= first)
-        eff = np.minimum(order, pos[targets] + 1)  # the context inside the sequence limits the order
+        eff = np.minimum(
+            order, pos[targets] + 1
+        )  # the context inside the sequence limits the order
         p = np.full(len(targets), 1.0 / self.V)
         for k in range(1, order + 1):
             table = self.orders[k - 1]
-            if table.count.size == 0:  # no k-gram in training (every sequence shorter than k): order k adds nothing
+            if (
+                table.count.size == 0
+            ):  # no k-gram in training (every sequence shorter than k): order k adds nothing
                 continue
             if k == 1:
                 ctx = np.zeros(len(targets), dtype=np.int64)
@@ -157,7 +177,11 @@ class KneserNey:
             own = ids[k - 1][targets]
             active = (eff >= k) & (ctx >= 0)
             top = eff == k
-            c = np.where(own >= 0, np.where(top, table.count[np.maximum(own, 0)], table.cont[np.maximum(own, 0)]), 0)
+            c = np.where(
+                own >= 0,
+                np.where(top, table.count[np.maximum(own, 0)], table.cont[np.maximum(own, 0)]),
+                0,
+            )
             cc = np.maximum(ctx, 0)
             denom = np.where(top, table.ctx_count[cc], table.ctx_cont[cc])
             types = np.where(top, table.ctx_types[cc], table.ctx_cont_types[cc])
@@ -166,7 +190,9 @@ class KneserNey:
             p = np.where(use, (np.maximum(c - d, 0) + d * types * p) / np.where(use, denom, 1.0), p)
         return p
 
-    def nll(self, sequences: Sequence[np.ndarray], order: int, n_context: int = 1, start: bool = False) -> tuple[float, int]:
+    def nll(
+        self, sequences: Sequence[np.ndarray], order: int, n_context: int = 1, start: bool = False
+    ) -> tuple[float, int]:
         """(mean negative log-likelihood in nats per scored token, number of scored tokens)."""
         p = self.probabilities(sequences, order, n_context, start)
         if p.size == 0:

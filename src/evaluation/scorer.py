@@ -11,6 +11,7 @@ Decoder-only models read ``context + continuation`` in one causal forward pass;
 encoder-decoders encode the context and score the continuation with the decoder.
 Right padding never changes a causal model's scores, so batches need no attention mask.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -58,11 +59,15 @@ class Scorer:
         self.max_batch_tokens = max_batch_tokens
         self.show_progress = show_progress
         self.is_seq2seq = model.prompt_is_source  # a context is a source read by an encoder
-        self.is_masked_lm = not model.left_to_right  # no left-to-right likelihood: pseudo-log-likelihood
+        self.is_masked_lm = (
+            not model.left_to_right
+        )  # no left-to-right likelihood: pseudo-log-likelihood
         self.mask_token_id = mask_token_id if mask_token_id is not None else tokenizer.mask_token_id
         self.max_length = model.config.max_seq_len
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self.pair_format = pair_format  # how the model reads a translation source, when trained on pairs
+        self.pair_format = (
+            pair_format  # how the model reads a translation source, when trained on pairs
+        )
         self.tokens_read = 0  # input tokens fed to the model (for throughput reports)
 
     @property
@@ -72,7 +77,11 @@ class Scorer:
     # -- tokenisation -----------------------------------------------------------------
     def prefix_token(self) -> int:
         """The token given as context when a continuation has none (GPT-2's <|endoftext|>)."""
-        tok = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
+        tok = (
+            self.tokenizer.bos_token_id
+            if self.tokenizer.bos_token_id is not None
+            else self.tokenizer.eos_token_id
+        )
         if tok is None:
             raise ValueError(
                 f"the '{self.tokenizer.name}' tokenizer has neither bos nor eos; an empty context cannot be scored"
@@ -95,16 +104,22 @@ class Scorer:
     # -- log-likelihood ----------------------------------------------------------------
     def _require_generative(self, what: str) -> None:
         if self.is_masked_lm:
-            raise ValueError(f"{what} needs a decoder_only or encoder_decoder model; this is an encoder_only masked LM, "
-                             f"which defines no left-to-right likelihood (it can run the perplexity task: pseudo-perplexity)")
+            raise ValueError(
+                f"{what} needs a decoder_only or encoder_decoder model; this is an encoder_only masked LM, "
+                f"which defines no left-to-right likelihood (it can run the perplexity task: pseudo-perplexity)"
+            )
 
     @torch.inference_mode()
-    def loglikelihood(self, requests: Sequence[tuple[list[int], list[int]]], description: str = "scoring") -> list[LogLikelihood]:
+    def loglikelihood(
+        self, requests: Sequence[tuple[list[int], list[int]]], description: str = "scoring"
+    ) -> list[LogLikelihood]:
         """(context ids, continuation ids) pairs -> their scores, in the same order."""
         self._require_generative("scoring continuations (lambada, hellaswag, …)")
         for i, (_, cont) in enumerate(requests):
             if not cont:
-                raise ValueError(f"request {i} has an empty continuation; there is nothing to score")
+                raise ValueError(
+                    f"request {i} has an empty continuation; there is nothing to score"
+                )
         if self.is_seq2seq:
             return self._loglikelihood_seq2seq(requests, description)
         L = self.max_length
@@ -113,7 +128,7 @@ class Scorer:
         n_context: list[int] = []
         for ctx, cont in requests:
             ctx = list(ctx) or [self.prefix_token()]
-            whole = (ctx + list(cont))[-(L + 1):]  # keep the end; the context loses its start
+            whole = (ctx + list(cont))[-(L + 1) :]  # keep the end; the context loses its start
             inputs.append(whole[:-1])  # position t predicts whole[t + 1]
             n_scored.append(min(len(cont), len(whole) - 1))
             n_context.append(len(whole) - 1 - n_scored[-1] + 1)
@@ -122,21 +137,39 @@ class Scorer:
         with progress_bar(len(requests), description, self.show_progress) as advance:
             for batch in batches:
                 ids, _ = pad_right([inputs[i] for i in batch], self.pad_id)  # [B, T]
-                prefix = (torch.tensor([n_context[i] for i in batch], device=self.device)  # the context is bidirectional
-                          if self.model.needs_prefix_length else None)
+                prefix = (
+                    torch.tensor(
+                        [n_context[i] for i in batch], device=self.device
+                    )  # the context is bidirectional
+                    if self.model.needs_prefix_length
+                    else None
+                )
                 # the states before the head, which runs (through model.logits) only at the positions scored: a
                 # LAMBADA passage of ~100 tokens needs it at 1-3 of them
-                hidden = self.model.hidden_states(ids.to(self.device), prefix_length=prefix)  # [B, T, C]
+                hidden = self.model.hidden_states(
+                    ids.to(self.device), prefix_length=prefix
+                )  # [B, T, C]
                 self.tokens_read += sum(len(inputs[i]) for i in batch)
-                rows = [hidden[row, len(inputs[i]) - n_scored[i] : len(inputs[i])] for row, i in enumerate(batch)]
-                logits = self.model.logits(torch.cat(rows))  # [Σn, V]: the head only where a token is scored
-                targets = torch.tensor([t for i in batch for t in requests[i][1][-n_scored[i]:]], device=self.device)
-                for i, score in zip(batch, self._score(logits, targets, [n_scored[i] for i in batch])):
+                rows = [
+                    hidden[row, len(inputs[i]) - n_scored[i] : len(inputs[i])]
+                    for row, i in enumerate(batch)
+                ]
+                logits = self.model.logits(
+                    torch.cat(rows)
+                )  # [Σn, V]: the head only where a token is scored
+                targets = torch.tensor(
+                    [t for i in batch for t in requests[i][1][-n_scored[i] :]], device=self.device
+                )
+                for i, score in zip(
+                    batch, self._score(logits, targets, [n_scored[i] for i in batch])
+                ):
                     results[i] = score
                 advance(len(batch))
         return results  # type: ignore[return-value]
 
-    def _loglikelihood_seq2seq(self, requests: Sequence[tuple[list[int], list[int]]], description: str) -> list[LogLikelihood]:
+    def _loglikelihood_seq2seq(
+        self, requests: Sequence[tuple[list[int], list[int]]], description: str
+    ) -> list[LogLikelihood]:
         L = self.max_length
         sources = [list(ctx)[-L:] or [self.prefix_token()] for ctx, _ in requests]
         targets = [list(cont)[:L] for _, cont in requests]
@@ -146,13 +179,23 @@ class Scorer:
             for batch in length_batches(lengths, self.batch_size, self.max_batch_tokens):
                 src, src_mask = pad_right([sources[i] for i in batch], self.pad_id)  # [B, S]
                 tgt, tgt_mask = pad_right([targets[i] for i in batch], self.pad_id)  # [B, T]
-                labels = tgt.masked_fill(tgt_mask == 0, IGNORE_INDEX).to(self.device)  # the model shifts them right
-                out = self.model(input_ids=src.to(self.device), attention_mask=src_mask.to(self.device), labels=labels,
-                                 decoder_attention_mask=tgt_mask.to(self.device))
+                labels = tgt.masked_fill(tgt_mask == 0, IGNORE_INDEX).to(
+                    self.device
+                )  # the model shifts them right
+                out = self.model(
+                    input_ids=src.to(self.device),
+                    attention_mask=src_mask.to(self.device),
+                    labels=labels,
+                    decoder_attention_mask=tgt_mask.to(self.device),
+                )
                 self.tokens_read += sum(lengths[i] for i in batch)
-                logits = torch.cat([out.logits[row, : len(targets[i])] for row, i in enumerate(batch)])  # [Σn, V]
+                logits = torch.cat(
+                    [out.logits[row, : len(targets[i])] for row, i in enumerate(batch)]
+                )  # [Σn, V]
                 flat = torch.tensor([t for i in batch for t in targets[i]], device=self.device)
-                for i, score in zip(batch, self._score(logits, flat, [len(targets[i]) for i in batch])):
+                for i, score in zip(
+                    batch, self._score(logits, flat, [len(targets[i]) for i in batch])
+                ):
                     results[i] = score
                 advance(len(batch))
         return results  # type: ignore[return-value]
@@ -179,8 +222,13 @@ class Scorer:
 
     # -- sliding-window perplexity ---------------------------------------------------------
     @torch.inference_mode()
-    def window_nll(self, tokens: Sequence[int] | Tensor, context_length: int | None = None, stride: int | None = None,
-                   description: str = "perplexity") -> tuple[float, int]:
+    def window_nll(
+        self,
+        tokens: Sequence[int] | Tensor,
+        context_length: int | None = None,
+        stride: int | None = None,
+        description: str = "perplexity",
+    ) -> tuple[float, int]:
         """Strided sliding-window NLL of one token sequence -> (Σ NLL in nats, tokens scored).
 
         An encoder-only masked LM gets the pseudo-log-likelihood instead (Salazar et al.
@@ -188,27 +236,42 @@ class Scorer:
         both sides.
         """
         if self.is_seq2seq:
-            raise ValueError("perplexity of a text needs a decoder_only (or, as pseudo-perplexity, encoder_only) model; "
-                             "an encoder_decoder scores targets given sources: use the translation, lambada or hellaswag tasks")
+            raise ValueError(
+                "perplexity of a text needs a decoder_only (or, as pseudo-perplexity, encoder_only) model; "
+                "an encoder_decoder scores targets given sources: use the translation, lambada or hellaswag tasks"
+            )
         tokens = torch.as_tensor(tokens, dtype=torch.long)
         context_length = context_length or self.max_length
         if context_length > self.max_length:
-            raise ValueError(f"context_length={context_length} exceeds the model's max_seq_len={self.max_length}; "
-                             f"lower tasks.<name>.context_length")
+            raise ValueError(
+                f"context_length={context_length} exceeds the model's max_seq_len={self.max_length}; "
+                f"lower tasks.<name>.context_length"
+            )
         stride = stride or context_length
         windows = sliding_windows(len(tokens), context_length, stride)
         if self.is_masked_lm:
             return self._pseudo_nll(tokens, windows, description)
         with progress_bar(len(windows), description, self.show_progress) as advance:
-            total, count, read = windows_nll(self.model, tokens, windows, batch_size=self.batch_size,
-                                             max_batch_tokens=self.max_batch_tokens, pad_id=self.pad_id, advance=advance)
+            total, count, read = windows_nll(
+                self.model,
+                tokens,
+                windows,
+                batch_size=self.batch_size,
+                max_batch_tokens=self.max_batch_tokens,
+                pad_id=self.pad_id,
+                advance=advance,
+            )
         self.tokens_read += read
         return total, count
 
-    def _pseudo_nll(self, tokens: Tensor, windows: list[WindowWork], description: str) -> tuple[float, int]:
+    def _pseudo_nll(
+        self, tokens: Tensor, windows: list[WindowWork], description: str
+    ) -> tuple[float, int]:
         if self.mask_token_id is None:
-            raise ValueError("pseudo-perplexity of a masked LM needs its [MASK] id; the tokenizer has none and the "
-                             "checkpoint's task.mask_token_id is unset")
+            raise ValueError(
+                "pseudo-perplexity of a masked LM needs its [MASK] id; the tokenizer has none and the "
+                "checkpoint's task.mask_token_id is unset"
+            )
         total, count = 0.0, 0
         with progress_bar(len(windows), description, self.show_progress) as advance:
             for w in windows:
@@ -220,8 +283,12 @@ class Scorer:
                     x = ids.repeat(len(chunk), 1)  # [n, T]: one copy per scored position
                     x[torch.arange(len(chunk)), chunk] = self.mask_token_id
                     hidden = self.model.hidden_states(x)[torch.arange(len(chunk)), chunk]  # [n, C]
-                    logits = self.model.logits(hidden)  # [n, V]: the MLM head at the masked tokens only
-                    total += float(F.cross_entropy(logits.float(), ids[chunk], reduction="sum").double())
+                    logits = self.model.logits(
+                        hidden
+                    )  # [n, V]: the MLM head at the masked tokens only
+                    total += float(
+                        F.cross_entropy(logits.float(), ids[chunk], reduction="sum").double()
+                    )
                     self.tokens_read += x.numel()
                 count += w.n_target
                 advance(1)
@@ -256,25 +323,42 @@ class Scorer:
         L = self.max_length
         if self.is_seq2seq:
             prompts = [list(p)[-L:] for p in prompts]
-            groups = length_batches([len(p) for p in prompts], self.batch_size, self.max_batch_tokens)
+            groups = length_batches(
+                [len(p) for p in prompts], self.batch_size, self.max_batch_tokens
+            )
         else:
-            prompts = [list(p)[-(L - 1):] or [self.prefix_token()] for p in prompts]  # leave room for one token
+            prompts = [
+                list(p)[-(L - 1) :] or [self.prefix_token()] for p in prompts
+            ]  # leave room for one token
             by_len: dict[int, list[int]] = {}
             for i, p in enumerate(prompts):
                 by_len.setdefault(len(p), []).append(i)
-            groups = [idx[k : k + self.batch_size] for _, idx in sorted(by_len.items(), reverse=True)
-                      for k in range(0, len(idx), self.batch_size)]
-        sampling = dict(do_sample=do_sample, temperature=temperature, top_k=top_k, top_p=top_p, generator=generator,
-                        eos_token_id=eos)
+            groups = [
+                idx[k : k + self.batch_size]
+                for _, idx in sorted(by_len.items(), reverse=True)
+                for k in range(0, len(idx), self.batch_size)
+            ]
+        sampling = dict(
+            do_sample=do_sample,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            generator=generator,
+            eos_token_id=eos,
+        )
         with progress_bar(len(prompts), description, self.show_progress) as advance:
             for batch in groups:
                 ids, mask = pad_right([prompts[i] for i in batch], self.pad_id)
-                if self.is_seq2seq:  # padded sources; the output starts afresh and may use the whole context
+                if (
+                    self.is_seq2seq
+                ):  # padded sources; the output starts afresh and may use the whole context
                     kwargs, limit = {"attention_mask": mask.to(self.device)}, L - 1
                 else:  # same-length prompts, continued within the context
                     kwargs, limit = {}, L - ids.shape[1]
                 ids = ids.to(self.device)
-                new = self.model.new_tokens(generate(self.model, ids, min(max_new_tokens, limit), **sampling, **kwargs), ids)
+                new = self.model.new_tokens(
+                    generate(self.model, ids, min(max_new_tokens, limit), **sampling, **kwargs), ids
+                )
                 self.tokens_read += int(mask.sum()) + new.numel()
                 for row, i in enumerate(batch):
                     toks = new[row].tolist()

@@ -1,5 +1,6 @@
 """Run a set of benchmarks on one model, time them, and report: a rich table and metrics.json
 (keys ``<entry>/<metric>`` and ``tasks``, the CLI's name for them)."""
+
 from __future__ import annotations
 
 import math
@@ -10,11 +11,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from src.evaluation.scorer import Scorer
 from src.evaluation.benchmarks.base import Benchmark, BenchmarkResult
+from src.evaluation.scorer import Scorer
 
 
-def run_benchmarks(scorer: Scorer, tasks: Mapping[str, Benchmark], limit: int | None = None) -> dict[str, BenchmarkResult]:
+def run_benchmarks(
+    scorer: Scorer, tasks: Mapping[str, Benchmark], limit: int | None = None
+) -> dict[str, BenchmarkResult]:
     """Run each task in order; fill in the tokens it made the model read and its wall time."""
     results: dict[str, BenchmarkResult] = {}
     for name, task in tasks.items():
@@ -37,8 +40,14 @@ def results_table(results: Mapping[str, BenchmarkResult], title: str = "evaluati
     counts every token the model processed, context included (a sliding window re-reads its overlap);
     a perplexity's scored tokens are in its details (metrics.json)."""
     table = Table(title=title)
-    for col, justify in (("task", "left"), ("metric", "left"), ("value", "right"), ("examples", "right"),
-                         ("tokens read", "right"), ("seconds", "right")):
+    for col, justify in (
+        ("task", "left"),
+        ("metric", "left"),
+        ("value", "right"),
+        ("examples", "right"),
+        ("tokens read", "right"),
+        ("seconds", "right"),
+    ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for name, r in results.items():
         first = True
@@ -49,13 +58,23 @@ def results_table(results: Mapping[str, BenchmarkResult], title: str = "evaluati
             err = r.metrics.get(f"{metric}_stderr")
             if err is not None and not math.isnan(err):
                 cell += f" ± {err:.4f}"
-            table.add_row(name if first else "", metric, cell, f"{r.examples:,}" if first else "",
-                          f"{r.tokens:,}" if first else "", f"{r.seconds:.1f}" if first else "")
+            table.add_row(
+                name if first else "",
+                metric,
+                cell,
+                f"{r.examples:,}" if first else "",
+                f"{r.tokens:,}" if first else "",
+                f"{r.seconds:.1f}" if first else "",
+            )
             first = False
     return table
 
 
-def print_results(results: Mapping[str, BenchmarkResult], title: str = "evaluation", console: Console | None = None) -> None:
+def print_results(
+    results: Mapping[str, BenchmarkResult],
+    title: str = "evaluation",
+    console: Console | None = None,
+) -> None:
     (console or Console()).print(results_table(results, title))
 
 
@@ -67,8 +86,14 @@ def metrics_dict(results: Mapping[str, BenchmarkResult], **meta: Any) -> dict[st
         for metric, value in r.metrics.items():
             out[f"{name}/{metric}"] = value
     out["tasks"] = {
-        name: {"metrics": r.metrics, "examples": r.examples, "tokens_read": r.tokens, "seconds": round(r.seconds, 3),
-               "tokens_read_per_s": r.tokens / r.seconds if r.seconds > 0 else None, **r.details}
+        name: {
+            "metrics": r.metrics,
+            "examples": r.examples,
+            "tokens_read": r.tokens,
+            "seconds": round(r.seconds, 3),
+            "tokens_read_per_s": r.tokens / r.seconds if r.seconds > 0 else None,
+            **r.details,
+        }
         for name, r in results.items()
     }
     return out

@@ -5,6 +5,7 @@ each next token; the last ``n_target`` predictions (targets ``tokens[end-n_targe
 scored. ``windows_nll`` is the one loop that scores them (the perplexity benchmark through
 ``Scorer.window_nll``, and length extrapolation).
 """
+
 from __future__ import annotations
 
 import math
@@ -62,12 +63,22 @@ def extrapolation_windows(n_tokens: int, context: int, stride: int) -> list[Wind
     did not). Only whole windows: the span ends where the last one does."""
     if n_tokens - 1 < context:
         return []
-    return [WindowWork(s, s + context + 1, context if s == 0 else stride) for s in range(0, n_tokens - 1 - context + 1, stride)]
+    return [
+        WindowWork(s, s + context + 1, context if s == 0 else stride)
+        for s in range(0, n_tokens - 1 - context + 1, stride)
+    ]
 
 
-def windows_nll(model: "TransformerModel", tokens: Tensor, windows: Sequence[WindowWork], *, batch_size: int,
-                max_batch_tokens: int, pad_id: int = 0, advance: Callable[[int], None] = lambda n: None,
-                ) -> tuple[float, int, int]:
+def windows_nll(
+    model: TransformerModel,
+    tokens: Tensor,
+    windows: Sequence[WindowWork],
+    *,
+    batch_size: int,
+    max_batch_tokens: int,
+    pad_id: int = 0,
+    advance: Callable[[int], None] = lambda n: None,
+) -> tuple[float, int, int]:
     """(Σ NLL in nats, tokens scored, tokens read) of a left-to-right model over ``windows`` of ``tokens`` [N].
 
     Windows of similar length share a batch (right padding never reaches a causal model's earlier
@@ -77,12 +88,23 @@ def windows_nll(model: "TransformerModel", tokens: Tensor, windows: Sequence[Win
     total, count, read = 0.0, 0, 0
     lengths = [w.end - w.begin - 1 for w in windows]
     for batch in length_batches(lengths, batch_size, max_batch_tokens):
-        ids, _ = pad_right([tokens[windows[i].begin : windows[i].end - 1].tolist() for i in batch], pad_id)
+        ids, _ = pad_right(
+            [tokens[windows[i].begin : windows[i].end - 1].tolist() for i in batch], pad_id
+        )
         ids = ids.to(model.device)  # [B, T]
-        prefix = torch.zeros(len(batch), dtype=torch.long, device=ids.device) if model.needs_prefix_length else None
+        prefix = (
+            torch.zeros(len(batch), dtype=torch.long, device=ids.device)
+            if model.needs_prefix_length
+            else None
+        )
         hidden = model.hidden_states(ids, prefix_length=prefix)  # [B, T, C]
-        rows = [hidden[row, lengths[i] - windows[i].n_target : lengths[i]] for row, i in enumerate(batch)]  # [n, C] each
-        targets = torch.cat([tokens[windows[i].end - windows[i].n_target : windows[i].end] for i in batch]).to(ids.device)
+        rows = [
+            hidden[row, lengths[i] - windows[i].n_target : lengths[i]]
+            for row, i in enumerate(batch)
+        ]  # [n, C] each
+        targets = torch.cat(
+            [tokens[windows[i].end - windows[i].n_target : windows[i].end] for i in batch]
+        ).to(ids.device)
         logits = model.logits(torch.cat(rows))  # [Σn, V]
         total += float(F.cross_entropy(logits.float(), targets, reduction="sum").double())
         count += int(targets.numel())
@@ -91,7 +113,9 @@ def windows_nll(model: "TransformerModel", tokens: Tensor, windows: Sequence[Win
     return total, count, read
 
 
-def perplexity_metrics(nll: float, n_tokens: int, n_bytes: int | None = None, n_words: int | None = None) -> dict[str, float]:
+def perplexity_metrics(
+    nll: float, n_tokens: int, n_bytes: int | None = None, n_words: int | None = None
+) -> dict[str, float]:
     """Σ NLL (nats) over ``n_tokens`` -> loss, token ppl, bits per byte, word ppl."""
     out = {"loss": nll / n_tokens, "ppl": math.exp(nll / n_tokens)}
     if n_bytes:

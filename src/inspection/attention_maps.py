@@ -13,6 +13,7 @@ columns; each row sums to one) and the matrices themselves (``.npy`` per layer a
 three kinds of map: encoder self-attention, decoder self-attention (over ``target``,
 teacher-forced) and cross-attention (decoder queries, encoder keys).
 """
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,8 @@ from omegaconf import DictConfig, OmegaConf
 from torch import Tensor
 
 from src.data.tokenizers import Tokenizer
-from src.models.families import TransformerModel
 from src.files import atomic_path
+from src.models.families import TransformerModel
 
 
 @dataclass
@@ -48,7 +49,11 @@ class AttentionMap:
     @property
     def stem(self) -> str:
         """File name stem: ``layer03``, ``cross_layer03`` …"""
-        return f"layer{self.layer:02d}" if self.kind == "self" else f"{self.kind}_layer{self.layer:02d}"
+        return (
+            f"layer{self.layer:02d}"
+            if self.kind == "self"
+            else f"{self.kind}_layer{self.layer:02d}"
+        )
 
 
 def token_labels(tokenizer: Tokenizer | None, ids: Sequence[int]) -> list[str]:
@@ -68,7 +73,9 @@ def select(indices: Sequence[int] | None, n: int, what: str) -> list[int]:
     chosen = []
     for i in indices:
         if not -n <= int(i) < n:
-            raise ValueError(f"{what} {i} does not exist: the model has {n} {what}s (0..{n - 1}, or -1 for the last)")
+            raise ValueError(
+                f"{what} {i} does not exist: the model has {n} {what}s (0..{n - 1}, or -1 for the last)"
+            )
         chosen.append(int(i) % n)
     return chosen
 
@@ -88,14 +95,23 @@ def attention_maps(
     token alone); ``prefix_length`` [B]: the bidirectional prefix of a prefix-LM decoder.
     """
     model.eval()
-    collected = model.attention_probs(input_ids, decoder_input_ids=decoder_input_ids, prefix_length=prefix_length)
+    collected = model.attention_probs(
+        input_ids, decoder_input_ids=decoder_input_ids, prefix_length=prefix_length
+    )
     maps: list[AttentionMap] = []
     for kind in dict.fromkeys(a.kind for a in collected):  # kinds in order
         of_kind = [a for a in collected if a.kind == kind]
         for layer in select(layers, len(of_kind), "layer"):
             a = of_kind[layer]
-            maps.append(AttentionMap(kind, layer, a.probs[0].float().cpu(), token_labels(tokenizer, a.queries[0].tolist()),
-                                     token_labels(tokenizer, a.keys[0].tolist())))
+            maps.append(
+                AttentionMap(
+                    kind,
+                    layer,
+                    a.probs[0].float().cpu(),
+                    token_labels(tokenizer, a.queries[0].tolist()),
+                    token_labels(tokenizer, a.keys[0].tolist()),
+                )
+            )
     return maps
 
 
@@ -129,14 +145,23 @@ def plot_heads(amap: AttentionMap, heads: Sequence[int], path: Path, title: str 
     return path
 
 
-def save_maps(maps: list[AttentionMap], heads: Sequence[int] | None, out_dir: Path, title: str = "",
-              meta: dict[str, Any] | None = None) -> list[Path]:
+def save_maps(
+    maps: list[AttentionMap],
+    heads: Sequence[int] | None,
+    out_dir: Path,
+    title: str = "",
+    meta: dict[str, Any] | None = None,
+) -> list[Path]:
     """PNG + .npy per map (selected heads), and ``attention.pt`` with every map and the labels."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for m in maps:
         chosen = select(heads, m.probs.shape[0], "head")
-        written.append(plot_heads(m, chosen, out_dir / f"{m.stem}.png", f"{title} — {m.name}" if title else m.name))
+        written.append(
+            plot_heads(
+                m, chosen, out_dir / f"{m.stem}.png", f"{title} — {m.name}" if title else m.name
+            )
+        )
         with atomic_path(out_dir / f"{m.stem}.npy", suffix=".npy") as tmp:
             np.save(tmp, m.probs[chosen].numpy())  # [h, T, S]
         written.append(out_dir / f"{m.stem}.npy")
@@ -159,30 +184,56 @@ def run(cfg: DictConfig) -> list[Path]:
     from src.evaluation.loading import load_model
 
     console = Console()
-    tokenizer_cfg = OmegaConf.to_container(cfg.tokenizer, resolve=True) if cfg.get("tokenizer") else None
-    loaded = load_model(cfg.get("pretrained"), cfg.get("ckpt_path"), tokenizer_cfg, cfg.device, cfg.dtype)  # type: ignore[arg-type]
+    tokenizer_cfg = (
+        OmegaConf.to_container(cfg.tokenizer, resolve=True) if cfg.get("tokenizer") else None
+    )
+    loaded = load_model(
+        cfg.get("pretrained"), cfg.get("ckpt_path"), tokenizer_cfg, cfg.device, cfg.dtype
+    )  # type: ignore[arg-type]
     model, tok = loaded.model, loaded.tokenizer
     device = next(model.parameters()).device
     ids = tok.encode(str(cfg.text))
     if not ids:
-        raise ValueError("text='' has no tokens; give the sentence to look at: text=\"The cat sat on the mat.\"")
+        raise ValueError(
+            "text='' has no tokens; give the sentence to look at: text=\"The cat sat on the mat.\""
+        )
     if len(ids) > int(cfg.max_tokens):
-        raise ValueError(f"text has {len(ids)} tokens; heatmaps above max_tokens={cfg.max_tokens} are unreadable. "
-                         f"Shorten the text or raise max_tokens")
+        raise ValueError(
+            f"text has {len(ids)} tokens; heatmaps above max_tokens={cfg.max_tokens} are unreadable. "
+            f"Shorten the text or raise max_tokens"
+        )
     input_ids = torch.tensor([ids], device=device)  # [1, T]
     decoder_input_ids = None
-    if model.prompt_is_source:  # the decoder reads its start token, then the target (teacher-forced)
-        target = torch.tensor([tok.encode(str(cfg.target)) if cfg.get("target") else []], dtype=torch.long, device=device)
+    if (
+        model.prompt_is_source
+    ):  # the decoder reads its start token, then the target (teacher-forced)
+        target = torch.tensor(
+            [tok.encode(str(cfg.target)) if cfg.get("target") else []],
+            dtype=torch.long,
+            device=device,
+        )
         decoder_input_ids = torch.cat([model.start_tokens(1, device), target], dim=1)  # [1, 1 + T']
     elif cfg.get("target"):
-        raise ValueError(f"target= is the decoder's text of an encoder-decoder; this {model.config.family} model "
-                         f"reads only text=. Drop target=")
-    prefix = torch.tensor([int(cfg.prefix_length)], device=device) if cfg.get("prefix_length") else None
+        raise ValueError(
+            f"target= is the decoder's text of an encoder-decoder; this {model.config.family} model "
+            f"reads only text=. Drop target="
+        )
+    prefix = (
+        torch.tensor([int(cfg.prefix_length)], device=device) if cfg.get("prefix_length") else None
+    )
     maps = attention_maps(model, input_ids, tok, decoder_input_ids, cfg.get("layers"), prefix)
     out_dir = Path(str(cfg.out_dir))
-    meta = {"source": loaded.source, "text": str(cfg.text), "target": cfg.get("target"), "input_ids": ids}
+    meta = {
+        "source": loaded.source,
+        "text": str(cfg.text),
+        "target": cfg.get("target"),
+        "input_ids": ids,
+    }
     written = save_maps(maps, cfg.get("heads"), out_dir, title=loaded.source, meta=meta)
-    console.print(f"{loaded.source}: {len(ids)} tokens, {len(maps)} attention maps -> {out_dir}/", soft_wrap=True)
+    console.print(
+        f"{loaded.source}: {len(ids)} tokens, {len(maps)} attention maps -> {out_dir}/",
+        soft_wrap=True,
+    )
     for path in written:
         console.print(f"  {path}", soft_wrap=True, highlight=False)
     return written

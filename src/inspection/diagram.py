@@ -8,6 +8,7 @@ encoder output. Where positions enter is drawn too: added to the embeddings (lea
 sinusoidal), rotating Q and K (RoPE), biasing the scores (ALiBi), or nowhere (NoPE).
 Paste the output into any Mermaid renderer (GitHub renders ```mermaid blocks).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -74,8 +75,15 @@ def component_tree(model: nn.Module, title: str | None = None) -> Tree:
                 continue
             if isinstance(child, nn.ModuleList) and len(child) > 1:
                 shapes = [(n, tuple(p.shape)) for n, p in child[0].named_parameters()]
-                if all([(n, tuple(p.shape)) for n, p in c.named_parameters()] == shapes for c in child):
-                    label = _node_label(f"{name}.0–{len(child) - 1} (×{len(child)})", f"{child_path}.0", child[0], tied)
+                if all(
+                    [(n, tuple(p.shape)) for n, p in c.named_parameters()] == shapes for c in child
+                ):
+                    label = _node_label(
+                        f"{name}.0–{len(child) - 1} (×{len(child)})",
+                        f"{child_path}.0",
+                        child[0],
+                        tied,
+                    )
                     add(parent.add(label), child[0], f"{child_path}.0")
                     continue
             add(parent.add(_node_label(name, child_path, child, tied)), child, child_path)
@@ -92,7 +100,12 @@ class _Flow:
     lines: list[str]
 
     def node(self, node_id: str, text: str, shape: str = "box") -> str:
-        open_, close = {"box": ('["', '"]'), "add": ('(("', '"))'), "io": ('(["', '"])'), "round": ('("', '")')}[shape]
+        open_, close = {
+            "box": ('["', '"]'),
+            "add": ('(("', '"))'),
+            "io": ('(["', '"])'),
+            "round": ('("', '")'),
+        }[shape]
         self.lines.append(f"    {node_id}{open_}{text}{close}")
         return node_id
 
@@ -108,21 +121,32 @@ def _norm_name(cfg: ModelConfig) -> str:
 def _ffn_text(cfg: ModelConfig) -> str:
     cls = FFNS.get(cfg.ffn["name"])
     formula = getattr(cls, "formula", None)
-    return (f"FFN: {getattr(cls, 'display', cfg.ffn['name'])}<br/>" + (f"{formula}<br/>" if formula else "")
-            + f"{cfg.d_model} → {cfg.d_ff} → {cfg.d_model}")
+    return (
+        f"FFN: {getattr(cls, 'display', cfg.ffn['name'])}<br/>"
+        + (f"{formula}<br/>" if formula else "")
+        + f"{cfg.d_model} → {cfg.d_ff} → {cfg.d_model}"
+    )
 
 
 def _heads_text(cfg: ModelConfig) -> str:
     text = f"{cfg.n_head} heads × {cfg.head_dim}"
     if cfg.kv_heads != cfg.n_head:
-        text += f", {cfg.kv_heads} KV head" + ("s" if cfg.kv_heads > 1 else "") + (" (MQA)" if cfg.kv_heads == 1 else " (GQA)")
+        text += (
+            f", {cfg.kv_heads} KV head"
+            + ("s" if cfg.kv_heads > 1 else "")
+            + (" (MQA)" if cfg.kv_heads == 1 else " (GQA)")
+        )
     return text
 
 
 def _attention_extras(cfg: ModelConfig) -> str:
     """QK-norm and a score scale other than 1/√d_head, as lines of an attention node."""
     qk = QK_NORMS.build(cfg.qk_norm, **cfg.component_context()).describe()
-    lines = ([qk] if qk else []) + ([f"scores × {cfg.attn_scale:g} (not 1/√{cfg.head_dim})"] if cfg.attn_scale is not None else [])
+    lines = ([qk] if qk else []) + (
+        [f"scores × {cfg.attn_scale:g} (not 1/√{cfg.head_dim})"]
+        if cfg.attn_scale is not None
+        else []
+    )
     return "".join(f"<br/>{line}" for line in lines)
 
 
@@ -135,14 +159,28 @@ def _position_text(cfg: ModelConfig) -> str | None:
     return text
 
 
-def _block(flow: _Flow, p: str, cfg: ModelConfig, x: str, attn_kind: str, cross: bool, memory: str | None) -> str:
+def _block(
+    flow: _Flow, p: str, cfg: ModelConfig, x: str, attn_kind: str, cross: bool, memory: str | None
+) -> str:
     """Draw one block starting from node ``x`` with the placement's own ``drawing``; return the
     block's output node. ``p`` prefixes ids."""
     in_attn = _position_text(cfg)
     extras = _attention_extras(cfg)
-    sublayers = [("attn", f"{attn_kind} self-attention<br/>{_heads_text(cfg)}" + (f"<br/>{in_attn}" if in_attn else "") + extras)]
+    sublayers = [
+        (
+            "attn",
+            f"{attn_kind} self-attention<br/>{_heads_text(cfg)}"
+            + (f"<br/>{in_attn}" if in_attn else "")
+            + extras,
+        )
+    ]
     if cross:
-        sublayers.append(("cross", f"cross-attention<br/>Q ← decoder, K/V ← encoder<br/>{_heads_text(cfg)}{extras}"))
+        sublayers.append(
+            (
+                "cross",
+                f"cross-attention<br/>Q ← decoder, K/V ← encoder<br/>{_heads_text(cfg)}{extras}",
+            )
+        )
     sublayers.append(("ffn", _ffn_text(cfg)))
     placement = PLACEMENTS.get(cfg.norm_placement)
     steps = placement.drawing
@@ -175,10 +213,15 @@ def _embeddings(flow: _Flow, p: str, cfg: ModelConfig, ids_text: str, shared: bo
     """token ids → token embedding (→ + positions) (→ embedding norm); return the last node."""
     ids = flow.node(f"{p}_ids", ids_text, "io")
     scale = f"<br/>× √{cfg.d_model}" if cfg.scale_embeddings else ""
-    tok = flow.node(f"{p}_tok", f"token embedding{' (shared)' if shared else ''}<br/>{cfg.vocab_size} × {cfg.d_model}{scale}")
+    tok = flow.node(
+        f"{p}_tok",
+        f"token embedding{' (shared)' if shared else ''}<br/>{cfg.vocab_size} × {cfg.d_model}{scale}",
+    )
     flow.edge(ids, tok)
     cur = tok
-    what = POSITIONS.get(cfg.position["name"]).in_embeddings(cfg.position, cfg.d_model, cfg.max_seq_len)
+    what = POSITIONS.get(cfg.position["name"]).in_embeddings(
+        cfg.position, cfg.d_model, cfg.max_seq_len
+    )
     if what is not None:
         pos = flow.node(f"{p}_pos", what)
         add = flow.node(f"{p}_posadd", "+", "add")
@@ -192,11 +235,22 @@ def _embeddings(flow: _Flow, p: str, cfg: ModelConfig, ids_text: str, shared: bo
     return cur
 
 
-def _stack(flow: _Flow, p: str, cfg: ModelConfig, x: str, n_layer: int, title: str, attn_kind: str,
-           cross: bool = False, memory: str | None = None) -> str:
+def _stack(
+    flow: _Flow,
+    p: str,
+    cfg: ModelConfig,
+    x: str,
+    n_layer: int,
+    title: str,
+    attn_kind: str,
+    cross: bool = False,
+    memory: str | None = None,
+) -> str:
     """A subgraph with one block (×n_layer), then the final norm when the placement has one."""
     placement = PLACEMENTS.get(cfg.norm_placement)
-    flow.lines.append(f'    subgraph {p}["{title} block × {n_layer} ({placement.title or cfg.norm_placement})"]')
+    flow.lines.append(
+        f'    subgraph {p}["{title} block × {n_layer} ({placement.title or cfg.norm_placement})"]'
+    )
     flow.lines.append("    direction TB")
     block_in = flow.node(f"{p}_in", "x [B, T, C]" if not cross else "y [B, T, C]", "round")
     out = _block(flow, p, cfg, block_in, attn_kind, cross, memory)
@@ -221,8 +275,17 @@ def model_mermaid(cfg: ModelConfig) -> str:
     for k, (stack, prefix) in enumerate(zip(layouts, ids_prefix)):
         x = _embeddings(flow, prefix, cfg, stack.inputs, shared=len(layouts) > 1)
         mask = MASKS.get(stack.mask)
-        out = _stack(flow, stack.name[:3], cfg, x, stack.n_layer, stack.name, getattr(mask, "display", "") or stack.mask,
-                     cross=stack.cross, memory=memory)
+        out = _stack(
+            flow,
+            stack.name[:3],
+            cfg,
+            x,
+            stack.n_layer,
+            stack.name,
+            getattr(mask, "display", "") or stack.mask,
+            cross=stack.cross,
+            memory=memory,
+        )
         if k < len(layouts) - 1:  # the next stack reads this one's output
             memory = flow.node("memory", "encoder output (memory)<br/>[B, S, C]", "io")
             flow.edge(out, memory)
@@ -230,7 +293,7 @@ def model_mermaid(cfg: ModelConfig) -> str:
             then = flow.node("transform", stack.then.format(norm=_norm_name(cfg)))
             flow.edge(out, then)
             out = then
-    scaled = f"<br/>input × d_model^-0.5" if cfg.scale_head else ""
+    scaled = "<br/>input × d_model^-0.5" if cfg.scale_head else ""
     head = flow.node("head", f"LM head<br/>{cfg.d_model} → {cfg.vocab_size}{tied}{scaled}")
     logits = flow.node("logits", "logits [B, T, V]", "io")
     flow.edge(out, head)

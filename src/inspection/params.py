@@ -12,6 +12,7 @@ without allocating memory: ``with torch.device("meta"): build_model(cfg)``).
   [B, H, T, S] take (what the explicit path and ``output_attentions`` allocate, and what
   flash attention avoids).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -194,19 +195,36 @@ def _block_rows(block: Block, path: str, counter: _Counter, level: int) -> list[
             norm_names.append(attr)
             norm_kind = registry_label(child)
             continue
-        if isinstance(child, Residual):  # a placement's own norms (sandwich) count with the block's norms
-            for sub, norm in ((f"{attr}.{name}", m) for name, m in child.named_children() if m in child.norms()):
+        if isinstance(
+            child, Residual
+        ):  # a placement's own norms (sandwich) count with the block's norms
+            for sub, norm in (
+                (f"{attr}.{name}", m) for name, m in child.named_children() if m in child.norms()
+            ):
                 norm_params += counter.count(norm, f"{path}.{sub}")[0]
                 norm_names.append(sub)
                 norm_kind = registry_label(norm)
             n -= sum(p.numel() for m in child.norms() for p in m.parameters())
         if isinstance(child, (Residual, nn.Dropout)) and not n:
             continue  # a placement without parameters of its own (pre, post, sandwich) and dropout: nothing to count
-        rows.append(ParamRow(component_label(attr, child), f".{attr}", n, describe(child), level=level, tied_to=tied_to))
+        rows.append(
+            ParamRow(
+                component_label(attr, child),
+                f".{attr}",
+                n,
+                describe(child),
+                level=level,
+                tied_to=tied_to,
+            )
+        )
     if norm_names:
         rows.append(
-            ParamRow(f"norms ({norm_kind} ×{len(norm_names)})", ", ".join(f".{a}" for a in norm_names), norm_params,
-                     level=level)
+            ParamRow(
+                f"norms ({norm_kind} ×{len(norm_names)})",
+                ", ".join(f".{a}" for a in norm_names),
+                norm_params,
+                level=level,
+            )
         )
     return rows
 
@@ -219,22 +237,44 @@ def _stack_rows(stack: Stack, path: str, counter: _Counter, expand_blocks: bool)
             i = 0
             while i < len(blocks):  # groups of consecutive identical blocks
                 j = i + 1
-                while not expand_blocks and j < len(blocks) and _signature(blocks[j]) == _signature(blocks[i]):
+                while (
+                    not expand_blocks
+                    and j < len(blocks)
+                    and _signature(blocks[j]) == _signature(blocks[i])
+                ):
                     j += 1
                 count = j - i
-                group_params = sum(counter.count(blocks[k], f"{path}.blocks.{k}")[0] for k in range(i, j))
-                label = f"{path} block {i}" if count == 1 else f"{path} blocks {i}–{j - 1} (×{count})"
-                block_path = f"{path}.blocks.{i}" if count == 1 else f"{path}.blocks.{{{i}..{j - 1}}}"
+                group_params = sum(
+                    counter.count(blocks[k], f"{path}.blocks.{k}")[0] for k in range(i, j)
+                )
+                label = (
+                    f"{path} block {i}" if count == 1 else f"{path} blocks {i}–{j - 1} (×{count})"
+                )
+                block_path = (
+                    f"{path}.blocks.{i}" if count == 1 else f"{path}.blocks.{{{i}..{j - 1}}}"
+                )
                 rows.append(ParamRow(label, block_path, group_params, kind="group"))
                 rows.extend(_block_rows(blocks[i], f"{path}.blocks.{i}", counter, level=1))
                 each, _ = counter.count(blocks[i], f"{path}.blocks.{i}")
-                rows.append(ParamRow("block (each)" if count > 1 else "block", "", each, kind="subtotal", level=1))
+                rows.append(
+                    ParamRow(
+                        "block (each)" if count > 1 else "block", "", each, kind="subtotal", level=1
+                    )
+                )
                 i = j
         elif isinstance(child, nn.Dropout):
             continue
         else:
             n, tied_to = counter.count(child, f"{path}.{attr}")
-            rows.append(ParamRow(component_label(attr, child), f"{path}.{attr}", n, describe(child), tied_to=tied_to))
+            rows.append(
+                ParamRow(
+                    component_label(attr, child),
+                    f"{path}.{attr}",
+                    n,
+                    describe(child),
+                    tied_to=tied_to,
+                )
+            )
     return rows
 
 
@@ -249,18 +289,26 @@ def parameter_table(model: nn.Module, expand_blocks: bool = False) -> ParamTable
             continue
         else:
             n, tied_to = counter.count(child, attr)
-            rows.append(ParamRow(component_label(attr, child), attr, n, describe(child), tied_to=tied_to))
+            rows.append(
+                ParamRow(component_label(attr, child), attr, n, describe(child), tied_to=tied_to)
+            )
     total = sum(p.numel() for p in model.parameters())
     counted = sum(r.params for r in rows if r.level == 0 and r.kind in ("component", "group"))
     if counted != total:  # a module the table does not know about: fail loudly rather than mislead
-        raise RuntimeError(f"parameter table sums to {counted:,} but the model has {total:,} parameters")
+        raise RuntimeError(
+            f"parameter table sums to {counted:,} but the model has {total:,} parameters"
+        )
     rows.append(ParamRow("total", "", total, kind="total"))
-    return ParamTable(rows=rows, total=total, position_params=position_parameters(model), tied=counter.tied)
+    return ParamTable(
+        rows=rows, total=total, position_params=position_parameters(model), tied=counter.tied
+    )
 
 
 def position_parameters(model: nn.Module) -> int:
     """Parameters of absolute position tables (0 for sinusoidal, RoPE, ALiBi, none)."""
-    return sum(p.numel() for m in model.modules() if isinstance(m, Position) for p in m.parameters())
+    return sum(
+        p.numel() for m in model.modules() if isinstance(m, Position) for p in m.parameters()
+    )
 
 
 # -- FLOPs ------------------------------------------------------------------------------
@@ -290,8 +338,12 @@ def flops_per_token(model: TransformerModel, seq_len: int) -> FlopsEstimate:
     """The model's FLOPs per token at context length ``seq_len`` (see ``FlopsEstimate``)."""
     at_t = model.forward_flops(1, seq_len) // seq_len
     at_2t = model.forward_flops(1, 2 * seq_len) // (2 * seq_len)
-    return FlopsEstimate(seq_len=seq_len, forward=at_t, attention=at_2t - at_t,
-                         training=model.training_flops(1, seq_len) // seq_len)
+    return FlopsEstimate(
+        seq_len=seq_len,
+        forward=at_t,
+        attention=at_2t - at_t,
+        training=model.training_flops(1, seq_len) // seq_len,
+    )
 
 
 def attention_modules(model: nn.Module) -> list[MultiHeadAttention]:
@@ -320,7 +372,9 @@ class AttentionMemory:
         return self.per_layer * self.n_layers
 
 
-def attention_memory(model: nn.Module, seq_len: int, dtype: str | torch.dtype = "bf16", batch_size: int = 1) -> AttentionMemory:
+def attention_memory(
+    model: nn.Module, seq_len: int, dtype: str | torch.dtype = "bf16", batch_size: int = 1
+) -> AttentionMemory:
     """B × H × T × T × bytes per layer (cross-attention is counted with S = T).
 
     GPT-2 small at T = 1024 in bf16: 1 × 12 × 1024 × 1024 × 2 B = 24 MiB per layer, 288 MiB
@@ -347,7 +401,11 @@ def render_parameter_table(table: ParamTable, title: str | None = None) -> Table
         share = f"{100 * row.params / table.total:.1f}%" if row.level == 0 and table.total else ""
         label = "  " * row.level + row.component
         if row.tied_to is not None:
-            label += f" (tied to {row.tied_to})" if row.params == 0 else f" (weight tied to {row.tied_to})"
+            label += (
+                f" (tied to {row.tied_to})"
+                if row.params == 0
+                else f" (weight tied to {row.tied_to})"
+            )
         style = {"group": "bold", "subtotal": "italic", "total": "bold"}.get(row.kind)
         if row.kind == "total":
             out.add_section()

@@ -11,6 +11,7 @@ the training callback uses (``seed``, ``length``, ``batch_size``) and prints a r
 attention (layer, head, induction, previous token, entropy, sink), the logit lens per layer and the
 model-level figures. docs/probes.md defines each number.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,15 +30,25 @@ from src.probes import ProbeResult, probe_batch, run_probes
 from src.probes.batch import default_length
 from src.probes.suite import check_positions
 
-TITLES = {"": "self-attention of the stack the head reads", "enc.": "encoder self-attention", "cross.": "cross-attention"}
+TITLES = {
+    "": "self-attention of the stack the head reads",
+    "enc.": "encoder self-attention",
+    "cross.": "cross-attention",
+}
 
 
 def load(pretrained: str | None, ckpt_path: str | None) -> tuple[TransformerModel, str]:
     """Exactly one of a transformers model (directory or cached Hub name) and one of our checkpoints."""
     if (pretrained is None) == (ckpt_path is None):
-        raise ConfigError("set exactly one of pretrained=<transformers directory or hub name> or "
-                          "ckpt_path=<checkpoint .ckpt>" + (f"; got both (pretrained={pretrained}, ckpt_path={ckpt_path})"
-                                                            if pretrained and ckpt_path else ""))
+        raise ConfigError(
+            "set exactly one of pretrained=<transformers directory or hub name> or "
+            "ckpt_path=<checkpoint .ckpt>"
+            + (
+                f"; got both (pretrained={pretrained}, ckpt_path={ckpt_path})"
+                if pretrained and ckpt_path
+                else ""
+            )
+        )
     if ckpt_path is not None:
         from src.checkpoints.load import load_checkpoint
 
@@ -63,8 +74,14 @@ def head_tables(result: ProbeResult) -> list[Table]:
             induction = result.induction[layer] if own and result.induction else None
             prev = result.prev_token[layer] if own and result.prev_token else None
             for h in range(entropy.shape[0]):
-                table.add_row(str(layer), str(h), _cell(induction, h), _cell(prev, h), _cell(entropy, h),
-                              _cell(result.sink[prefix][layer], h))
+                table.add_row(
+                    str(layer),
+                    str(h),
+                    _cell(induction, h),
+                    _cell(prev, h),
+                    _cell(entropy, h),
+                    _cell(result.sink[prefix][layer], h),
+                )
         tables.append(table)
     return tables
 
@@ -86,7 +103,9 @@ def summary_table(result: ProbeResult) -> Table:
 
 def run(cfg: DictConfig, console: Console | None = None) -> ProbeResult:
     """The ``python -m src.inspect probes`` entry point (conf/inspect_probes.yaml)."""
-    console = console or Console(width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120)
+    console = console or Console(
+        width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120
+    )
     model, source = load(cfg.get("pretrained"), cfg.get("ckpt_path"))
     model = model.to(device=resolve_device(cfg.device), dtype=resolve_dtype(cfg.dtype)).eval()
     length = int(cfg.length) if cfg.get("length") is not None else default_length(model)
@@ -97,11 +116,16 @@ def run(cfg: DictConfig, console: Console | None = None) -> ProbeResult:
         try:
             check_positions(*icl, length)
         except ValueError as e:
-            raise ConfigError(f"icl_early={icl[0]}, icl_late={icl[1]}: {e}; give positions of the probe sequence") from None
+            raise ConfigError(
+                f"icl_early={icl[0]}, icl_late={icl[1]}: {e}; give positions of the probe sequence"
+            ) from None
     with torch.no_grad():
         result = run_probes(model, batch, icl)
-    console.print(f"[bold]{source}[/] — {model.config.family}, {batch.tokens.shape[0]} sequences of {length} tokens "
-                  f"(two copies of {batch.period} distinct random tokens, seed {cfg.seed})", soft_wrap=True)
+    console.print(
+        f"[bold]{source}[/] — {model.config.family}, {batch.tokens.shape[0]} sequences of {length} tokens "
+        f"(two copies of {batch.period} distinct random tokens, seed {cfg.seed})",
+        soft_wrap=True,
+    )
     for table in head_tables(result):
         console.print(table)
     console.print(summary_table(result))

@@ -1,4 +1,5 @@
 """config (plain names + numbers) -> model. The only place that reads a model config."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -3,6 +3,7 @@
 A checkpoint stores this dict; ``build_model`` turns it back into modules, so checkpoints
 reload after code moves. Unknown keys fail loudly, with the accepted ones listed.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,8 +27,12 @@ class ModelConfig:
     n_decoder_layer: int | None = None
     n_head: int = 12
     n_kv_head: int | None = None  # None = n_head (MHA); 1 = MQA; otherwise GQA
-    d_head: int | None = None  # channels per head; None = d_model / n_head (T5's d_kv and Qwen 3's head_dim differ)
-    attn_scale: float | None = None  # scores = scale · q·k; None = 1/√d_head (Vaswani et al. §3.2.1); T5 uses 1.0
+    d_head: int | None = (
+        None  # channels per head; None = d_model / n_head (T5's d_kv and Qwen 3's head_dim differ)
+    )
+    attn_scale: float | None = (
+        None  # scores = scale · q·k; None = 1/√d_head (Vaswani et al. §3.2.1); T5 uses 1.0
+    )
     d_ff: int = 3072
     max_seq_len: int = 1024
     dropout: float = 0.0
@@ -36,7 +41,9 @@ class ModelConfig:
     norm_placement: str = "pre"
     embedding_norm: bool = False  # BERT normalises the summed embeddings
     scale_embeddings: bool = False  # Vaswani et al. §3.4: multiply embeddings by √d_model
-    scale_head: bool = False  # T5 v1.0 (Mesh TF): multiply the final hidden states by d_model^-0.5 before the head
+    scale_head: bool = (
+        False  # T5 v1.0 (Mesh TF): multiply the final hidden states by d_model^-0.5 before the head
+    )
     vocab_pad_multiple: int = 1  # pad embedding/head rows to a multiple (64 speeds up matmuls)
     init_std: float = 0.02
     pad_token_id: int | None = None
@@ -47,19 +54,25 @@ class ModelConfig:
     norm: dict[str, Any] = field(default_factory=lambda: {"name": "layernorm", "eps": 1e-5})
     ffn: dict[str, Any] = field(default_factory=lambda: {"name": "gelu"})
     mask: dict[str, Any] | None = None  # None = the family's default
-    qk_norm: dict[str, Any] = field(default_factory=lambda: {"name": "none"})  # a norm on queries and keys (model/qk_norm)
-    init: dict[str, Any] = field(default_factory=lambda: {"name": "gpt2"})  # the weight initialisation (model/init)
+    qk_norm: dict[str, Any] = field(
+        default_factory=lambda: {"name": "none"}
+    )  # a norm on queries and keys (model/qk_norm)
+    init: dict[str, Any] = field(
+        default_factory=lambda: {"name": "gpt2"}
+    )  # the weight initialisation (model/init)
     name: str = "custom"  # a label for tables; never consulted when building
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ModelConfig":
+    def from_dict(cls, d: Mapping[str, Any]) -> ModelConfig:
         """The validated config of a plain dict (``validate``: the one place a model config is checked)."""
         d = dict(d)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(k for k in d if k not in known and not k.startswith("_"))
         if unknown:
-            raise ConfigError(f"unknown model config key(s) {unknown}{did_you_mean(unknown, known, 'model.')}; "
-                              f"accepted keys: {', '.join(sorted(known))}")
+            raise ConfigError(
+                f"unknown model config key(s) {unknown}{did_you_mean(unknown, known, 'model.')}; "
+                f"accepted keys: {', '.join(sorted(known))}"
+            )
         d = {k: v for k, v in d.items() if k in known}
         for group in ("position", "norm", "ffn", "mask", "qk_norm", "init"):
             if d.get(group) is not None:
@@ -111,17 +124,31 @@ class ModelConfig:
         for key in ("vocab_size", "d_model", "n_layer", "n_head", "d_ff", "max_seq_len"):
             v = getattr(self, key)
             need(isinstance(v, int) and v > 0, f"model.{key}={v!r} must be a positive integer")
-        MultiHeadAttention.check_args(d_model=self.d_model, n_head=self.n_head, n_kv_head=self.n_kv_head,
-                                      head_dim=self.d_head, scale=self.attn_scale)
+        MultiHeadAttention.check_args(
+            d_model=self.d_model,
+            n_head=self.n_head,
+            n_kv_head=self.n_kv_head,
+            head_dim=self.d_head,
+            scale=self.attn_scale,
+        )
         need(0.0 <= self.dropout < 1.0, f"model.dropout={self.dropout} must be in [0, 1)")
-        need(self.norm_placement in PLACEMENTS, f"model.norm_placement='{self.norm_placement}' is not known; "
-             f"use {or_list(PLACEMENTS.in_order(), quote=True)}")
+        need(
+            self.norm_placement in PLACEMENTS,
+            f"model.norm_placement='{self.norm_placement}' is not known; "
+            f"use {or_list(PLACEMENTS.in_order(), quote=True)}",
+        )
         context = self.component_context()
         name = self.position.get("name")
-        if "scaling" in self.position and name in POSITIONS and "scaling" not in POSITIONS.accepted_keys(name):
-            raise ConfigError(f"model.position.scaling is RoPE frequency scaling (linear, dynamic, yarn, llama3); "
-                              f"model/position={name} has no rotary frequencies to scale. Use model/position=rope, "
-                              f"or remove model.position.scaling")
+        if (
+            "scaling" in self.position
+            and name in POSITIONS
+            and "scaling" not in POSITIONS.accepted_keys(name)
+        ):
+            raise ConfigError(
+                f"model.position.scaling is RoPE frequency scaling (linear, dynamic, yarn, llama3); "
+                f"model/position={name} has no rotary frequencies to scale. Use model/position=rope, "
+                f"or remove model.position.scaling"
+            )
         POSITIONS.check(self.position, **context)
         NORMS.check(self.norm, **context)
         FFNS.check(self.ffn, **context)
@@ -129,12 +156,22 @@ class ModelConfig:
             MASKS.check(self.mask)
         QK_NORMS.check(self.qk_norm, **context)
         INITS.check(self.init, std=self.init_std)
-        need(self.family in FAMILIES, f"model.family='{self.family}' is not known; use {or_list(FAMILIES.in_order())}")
+        need(
+            self.family in FAMILIES,
+            f"model.family='{self.family}' is not known; use {or_list(FAMILIES.in_order())}",
+        )
         family = FAMILIES.get(self.family)
         family.check_config(self)
         family.check_placement(self)
 
     def component_context(self) -> dict[str, Any]:
         """What the builder hands every component constructor that asks for it (by name)."""
-        return {"d_model": self.d_model, "n_head": self.n_head, "head_dim": self.head_dim,
-                "max_seq_len": self.max_seq_len, "d_ff": self.d_ff, "bias": self.bias, "dropout": self.dropout}
+        return {
+            "d_model": self.d_model,
+            "n_head": self.n_head,
+            "head_dim": self.head_dim,
+            "max_seq_len": self.max_seq_len,
+            "d_ff": self.d_ff,
+            "bias": self.bias,
+            "dropout": self.dropout,
+        }

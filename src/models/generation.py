@@ -6,6 +6,7 @@ encoder-decoder encodes them once and decodes from its start token. Returns the 
 the whole decoded sequence (the prompt included for decoder-only, as transformers does);
 ``model.new_tokens(sequences, input_ids)`` gives the generated part.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -17,20 +18,42 @@ from src.errors import ConfigError
 from src.models.families import TransformerModel
 
 
-def check_generation_args(max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
-                          top_p: float | None = None) -> None:
+def check_generation_args(
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+) -> None:
     """``ConfigError`` unless 0 <= max_new_tokens, 0 <= temperature (0: greedy), top_k null or
     >= 0 (0: no filter) and top_p null or in (0, 1] (1: no filter); checked whether sampling or not."""
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise ConfigError(f"max_new_tokens={max_new_tokens!r} is invalid: the number of tokens to generate, 0 or more")
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature < float("inf"):
-        raise ConfigError(f"temperature={temperature!r} is invalid: 0 or more (0 = greedy; below 1 sharper, above 1 "
-                          "flatter)")
+    if (
+        isinstance(max_new_tokens, bool)
+        or not isinstance(max_new_tokens, int)
+        or max_new_tokens < 0
+    ):
+        raise ConfigError(
+            f"max_new_tokens={max_new_tokens!r} is invalid: the number of tokens to generate, 0 or more"
+        )
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, (int, float))
+        or not 0 <= temperature < float("inf")
+    ):
+        raise ConfigError(
+            f"temperature={temperature!r} is invalid: 0 or more (0 = greedy; below 1 sharper, above 1 "
+            "flatter)"
+        )
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0):
-        raise ConfigError(f"top_k={top_k!r} is invalid: sample among the k most likely tokens, k >= 1 (null or 0: no "
-                          "top-k filter)")
-    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1):
-        raise ConfigError(f"top_p={top_p!r} is invalid: the nucleus mass, in (0, 1] (null or 1: no top-p filter)")
+        raise ConfigError(
+            f"top_k={top_k!r} is invalid: sample among the k most likely tokens, k >= 1 (null or 0: no "
+            "top-k filter)"
+        )
+    if top_p is not None and (
+        isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1
+    ):
+        raise ConfigError(
+            f"top_p={top_p!r} is invalid: the nucleus mass, in (0, 1] (null or 1: no top-p filter)"
+        )
 
 
 def filter_logits(logits: Tensor, top_k: int | None = None, top_p: float | None = None) -> Tensor:
@@ -48,8 +71,14 @@ def filter_logits(logits: Tensor, top_k: int | None = None, top_p: float | None 
     return logits
 
 
-def next_token(logits: Tensor, do_sample: bool, temperature: float, top_k: int | None, top_p: float | None,
-               generator: torch.Generator | None) -> Tensor:
+def next_token(
+    logits: Tensor,
+    do_sample: bool,
+    temperature: float,
+    top_k: int | None,
+    top_p: float | None,
+    generator: torch.Generator | None,
+) -> Tensor:
     """logits [B, V] -> token ids [B]."""
     if not do_sample or temperature == 0.0:
         return logits.argmax(dim=-1)
@@ -85,15 +114,24 @@ def generate(
     learned position table generates past the table's length from its last ``max_seq_len``
     tokens (no cache from then on), as nanoGPT does.
     """
-    check_generation_args(max_new_tokens, temperature, top_k, top_p)  # ConfigError naming the argument
+    check_generation_args(
+        max_new_tokens, temperature, top_k, top_p
+    )  # ConfigError naming the argument
     was_training = model.training
     model.eval()
     try:
-        d = model.start_decoding(input_ids, max_new_tokens, attention_mask=attention_mask, prefix_length=prefix_length,
-                                 use_cache=use_cache)
+        d = model.start_decoding(
+            input_ids,
+            max_new_tokens,
+            attention_mask=attention_mask,
+            prefix_length=prefix_length,
+            use_cache=use_cache,
+        )
         finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
         for _ in range(max_new_tokens):
-            tok = next_token(model.decode_step(d), do_sample, temperature, top_k, top_p, generator)  # [B]
+            tok = next_token(
+                model.decode_step(d), do_sample, temperature, top_k, top_p, generator
+            )  # [B]
             if eos_token_id is not None:
                 tok = torch.where(finished, torch.full_like(tok, eos_token_id), tok)
                 finished |= tok == eos_token_id

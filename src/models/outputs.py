@@ -1,4 +1,5 @@
 """Named model outputs (transformers-style attribute names), never positional tuples."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,7 +15,9 @@ class ModelOutput:
     logits: Tensor  # [B, T, V]
     loss: Tensor | None = None  # mean cross-entropy over labelled tokens, when labels are given
     hidden_states: Tensor | None = None  # [B, T, C] last hidden state (after the final norm)
-    attentions: list[Tensor] = field(default_factory=list)  # [B, H, T, S] per attention layer, when asked
+    attentions: list[Tensor] = field(
+        default_factory=list
+    )  # [B, H, T, S] per attention layer, when asked
     cache: KVCache | None = None  # the KV cache, when decoding incrementally
     encoder_hidden_states: Tensor | None = None  # [B, S, C] (encoder_decoder)
 
@@ -38,13 +41,21 @@ class Decoding:
     sequences: Tensor  # [B, P + n] what generate returns (the prompt, or the start token, then n new tokens)
     fresh: Tensor  # [B, k] tokens the cache has not seen yet (the whole prefix at first, then the last token)
     cache: KVCache | None
-    attention_mask: Tensor | None = None  # [B, P] padding of the prompt (decoder-only) or of the source
+    attention_mask: Tensor | None = (
+        None  # [B, P] padding of the prompt (decoder-only) or of the source
+    )
     prefix_length: Tensor | None = None  # [B] bidirectional prefix of a prefix-LM decoder
     memory: Tensor | None = None  # [B, S, C] encoder output (encoder_decoder)
-    window: int | None = None  # rows of a learned position table; past them the model slides without the cache
-    cache_limit: int | None = None  # the longest sequence the KV cache holds exactly (dynamic RoPE); past it, no cache
+    window: int | None = (
+        None  # rows of a learned position table; past them the model slides without the cache
+    )
+    cache_limit: int | None = (
+        None  # the longest sequence the KV cache holds exactly (dynamic RoPE); past it, no cache
+    )
 
     def append(self, tokens: Tensor) -> None:
         """tokens: [B] chosen at this step."""
-        self.sequences = torch.cat([self.sequences, tokens[:, None]], dim=1)  # [B, P + n] -> [B, P + n + 1]
+        self.sequences = torch.cat(
+            [self.sequences, tokens[:, None]], dim=1
+        )  # [B, P + n] -> [B, P + n + 1]
         self.fresh = tokens[:, None]

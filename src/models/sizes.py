@@ -14,6 +14,7 @@ So a config whose lower bound exceeds the number of elements in the weights it c
 describe them. ``check_sizes_fit`` refuses it, naming the key that inflates the bound most (the one
 whose reduction to 1 shrinks it most), in microseconds and before any module exists.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -25,8 +26,17 @@ from src.errors import CheckpointError
 from src.models.config import ModelConfig
 
 #: the size keys of a model config the bound reads
-SIZE_KEYS = ("vocab_size", "d_model", "n_layer", "n_encoder_layer", "n_decoder_layer", "n_head", "d_head", "d_ff",
-             "max_seq_len")
+SIZE_KEYS = (
+    "vocab_size",
+    "d_model",
+    "n_layer",
+    "n_encoder_layer",
+    "n_decoder_layer",
+    "n_head",
+    "d_head",
+    "d_ff",
+    "max_seq_len",
+)
 
 
 def min_parameters(sizes: dict[str, Any], learned_positions: bool) -> int:
@@ -36,7 +46,9 @@ def min_parameters(sizes: dict[str, Any], learned_positions: bool) -> int:
     n_layer = int(sizes["n_layer"])
     enc = int(sizes["n_encoder_layer"]) if sizes.get("n_encoder_layer") is not None else n_layer
     dec = int(sizes["n_decoder_layer"]) if sizes.get("n_decoder_layer") is not None else n_layer
-    layers = min(n_layer, enc + dec)  # decoder- or encoder-only: n_layer; encoder-decoder: both stacks
+    layers = min(
+        n_layer, enc + dec
+    )  # decoder- or encoder-only: n_layer; encoder-decoder: both stacks
     bound = int(sizes["vocab_size"]) * c + layers * (2 * c * n_head * head_dim + 2 * c * f)
     return bound + (int(sizes["max_seq_len"]) * c if learned_positions else 0)
 
@@ -46,20 +58,27 @@ def weight_count(tensors: Iterable[Any]) -> int:
     return sum(t.numel() for t in tensors if isinstance(t, Tensor))
 
 
-def check_sizes_fit(cfg: ModelConfig, n_weights: int, where: str, error: type[ValueError] = CheckpointError) -> None:
+def check_sizes_fit(
+    cfg: ModelConfig, n_weights: int, where: str, error: type[ValueError] = CheckpointError
+) -> None:
     """``error`` when ``cfg`` needs more parameters than the ``n_weights`` stored with it in ``where``."""
     sizes = {k: getattr(cfg, k) for k in SIZE_KEYS}
     learned = cfg.position.get("name") == "learned"
     bound = min_parameters(sizes, learned)
     if bound <= n_weights:
         return
-    shrink = {k: bound / max(1, min_parameters({**sizes, k: 1}, learned)) for k in SIZE_KEYS if sizes[k] is not None}
+    shrink = {
+        k: bound / max(1, min_parameters({**sizes, k: 1}, learned))
+        for k in SIZE_KEYS
+        if sizes[k] is not None
+    }
     key = max(shrink, key=lambda k: shrink[k])
     raise error(
         f"{where}: model.{key}={sizes[key]} (with the config's other sizes) needs at least {bound:,} parameters, but the "
         f"weights stored with it hold {n_weights:,} values: the config does not describe these weights (damaged or "
         f"edited); nothing was built. Restore the config's {key}, or use the checkpoint or model directory it was "
-        "written with")
+        "written with"
+    )
 
 
 #: stated limits for a config read without weights beside it (``src.inspect pretrained=<dir>``, which builds on the
@@ -69,19 +88,29 @@ MAX_LAYERS = 4096
 MAX_PARAMETERS = 10**13
 
 
-def check_sizes_within_limits(cfg: ModelConfig, where: str, error: type[ValueError] = CheckpointError) -> None:
+def check_sizes_within_limits(
+    cfg: ModelConfig, where: str, error: type[ValueError] = CheckpointError
+) -> None:
     """``error`` naming the key when ``cfg`` has more than ``MAX_LAYERS`` layers in a stack or a lower bound of
     parameters over ``MAX_PARAMETERS``: for a config that comes without weights to check it against."""
     sizes = {k: getattr(cfg, k) for k in SIZE_KEYS}
     for key in ("n_layer", "n_encoder_layer", "n_decoder_layer"):
         if sizes[key] is not None and int(sizes[key]) > MAX_LAYERS:
-            raise error(f"{where}: model.{key}={sizes[key]} is over the stated limit of {MAX_LAYERS:,} layers for a "
-                        "config read without its weights; nothing was built. Check the config (damaged or edited?)")
+            raise error(
+                f"{where}: model.{key}={sizes[key]} is over the stated limit of {MAX_LAYERS:,} layers for a "
+                "config read without its weights; nothing was built. Check the config (damaged or edited?)"
+            )
     learned = cfg.position.get("name") == "learned"
     bound = min_parameters(sizes, learned)
     if bound > MAX_PARAMETERS:
-        shrink = {k: bound / max(1, min_parameters({**sizes, k: 1}, learned)) for k in SIZE_KEYS if sizes[k] is not None}
+        shrink = {
+            k: bound / max(1, min_parameters({**sizes, k: 1}, learned))
+            for k in SIZE_KEYS
+            if sizes[k] is not None
+        }
         key = max(shrink, key=lambda k: shrink[k])
-        raise error(f"{where}: model.{key}={sizes[key]} (with the config's other sizes) needs at least {bound:,} "
-                    f"parameters, over the stated limit of {MAX_PARAMETERS:.0e} for a config read without its weights; "
-                    "nothing was built. Check the config (damaged or edited?)")
+        raise error(
+            f"{where}: model.{key}={sizes[key]} (with the config's other sizes) needs at least {bound:,} "
+            f"parameters, over the stated limit of {MAX_PARAMETERS:.0e} for a config read without its weights; "
+            "nothing was built. Check the config (damaged or edited?)"
+        )

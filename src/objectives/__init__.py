@@ -5,6 +5,7 @@
 * ``seq2seq`` — encoder-decoder on translation pairs or prefix -> continuation text,
 * ``decoder_translation`` — decoder-only on ``src <sep> tgt`` with loss on the target.
 """
+
 from src.objectives.base import LMTask, Prepared, SpecialIds
 from src.objectives.registry import TASKS
 

@@ -19,6 +19,7 @@ cross-entropy per scored token, ``MeanMetric`` weighted by token count), ``{stag
 scored tokens). ``train/loss`` is logged on the steps the loggers write (every
 ``trainer.log_every_n_steps`` and the last: ``logs_this_step``), without any host-device sync.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,12 +36,12 @@ from torchmetrics import MeanMetric
 
 from src.data.tokenizers import Tokenizer, tokenizer_from_state
 from src.errors import ConfigError
+from src.lightning_compat import should_update_logs
 from src.models import ModelConfig, TransformerModel, build_model
 from src.models.components.masks import MASKS
 from src.models.families import FAMILIES
 from src.models.families.base import IGNORE_INDEX
 from src.optim import OptimizerConfig, Schedule, check_pair, optimizer_config, schedule_config
-from src.lightning_compat import should_update_logs
 
 
 @dataclass
@@ -50,7 +51,9 @@ class Prepared:
     inputs: dict[str, Any]  # kwargs for the model's forward (without labels)
     labels: Tensor  # as the model's forward takes them (its family aligns them); IGNORE_INDEX = not scored
     tokens: int  # tokens the model processed (from shapes only: no device sync)
-    shape: dict[str, int]  # the arguments of model.forward_flops for these inputs (batch_size, seq_len, …)
+    shape: dict[
+        str, int
+    ]  # the arguments of model.forward_flops for these inputs (batch_size, seq_len, …)
 
 
 @dataclass
@@ -83,15 +86,23 @@ class LMTask(pl.LightningModule):
     #: the ``task.*`` keys this objective reads besides ``name`` (its conf/task/<name>.yaml sets their values);
     #: the run-config validation refuses any other key
     options: ClassVar[tuple[str, ...]] = ()
-    batch_formats: ClassVar[tuple[str, ...]] = ("text",)  # "text" {"tokens"} and/or "pairs" {"src_ids", ...}
+    batch_formats: ClassVar[tuple[str, ...]] = (
+        "text",
+    )  # "text" {"tokens"} and/or "pairs" {"src_ids", ...}
     #: what the objective needs of the self-attention mask (``check_mask``): "left_to_right", "bidirectional"
     #: or None (the family fixes its masks: encoder_decoder)
     mask_rule: ClassVar[str | None] = None
     mask_hint: ClassVar[str] = ""
 
-    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, *,
-                 model_config: ModelConfig | None = None, optimizer_config: OptimizerConfig | None = None,
-                 schedule_config: Schedule | None = None) -> None:
+    def __init__(
+        self,
+        cfg: dict[str, Any],
+        tokenizer: dict[str, Any] | None = None,
+        *,
+        model_config: ModelConfig | None = None,
+        optimizer_config: OptimizerConfig | None = None,
+        schedule_config: Schedule | None = None,
+    ) -> None:
         """cfg: the plain resolved run config (``model``, ``task``, ``optim``, ``scheduler``, ``trainer`` …);
         tokenizer: ``Tokenizer.state_dict()`` (or None for a tokenizer-less model);
         model_config, optimizer_config, schedule_config: the run's typed configs as the run-config
@@ -114,8 +125,12 @@ class LMTask(pl.LightningModule):
             setattr(self, f"{stage}_loss", MeanMetric(nan_strategy="disable"))
             setattr(self, f"{stage}_acc", MeanMetric(nan_strategy="disable"))
         self.tokens_seen = 0  # training tokens over all ranks (python int, saved in checkpoints)
-        self.tokens_per_batch = 0  # the last batch's Prepared.tokens: the one token count throughput uses
-        self._unlogged_loss: Tensor | None = None  # this step's loss when it was not logged (on_train_batch_end)
+        self.tokens_per_batch = (
+            0  # the last batch's Prepared.tokens: the one token count throughput uses
+        )
+        self._unlogged_loss: Tensor | None = (
+            None  # this step's loss when it was not logged (on_train_batch_end)
+        )
         self._flops_memo: dict[tuple[Any, ...], int] = {}
         self._rng_to_restore: dict[str, Any] | None = None
 
@@ -136,34 +151,49 @@ class LMTask(pl.LightningModule):
 
         left_to_right: no position may see a later one (a causal mask, or a prefix LM whose prefix the
         loss does not score); bidirectional: every position sees both sides (a masked LM)."""
-        name = (model.mask or {}).get("name") or getattr(FAMILIES.get(model.family), "default_mask", None)
+        name = (model.mask or {}).get("name") or getattr(
+            FAMILIES.get(model.family), "default_mask", None
+        )
         if cls.mask_rule is None or name is None:
             return
         mask = MASKS.get(name)
         sees_ahead = not (mask.causal or mask.needs_prefix_length)
         if cls.mask_rule == "left_to_right" and sees_ahead:
-            raise ConfigError(f"task={cls.name} predicts each token from the tokens before it, but model/mask={name} "
-                              f"lets every position see the tokens after it, its targets included (the loss would "
-                              f"fall without learning to predict); {cls.mask_hint}")
+            raise ConfigError(
+                f"task={cls.name} predicts each token from the tokens before it, but model/mask={name} "
+                f"lets every position see the tokens after it, its targets included (the loss would "
+                f"fall without learning to predict); {cls.mask_hint}"
+            )
         if cls.mask_rule == "bidirectional" and not sees_ahead:
-            raise ConfigError(f"task={cls.name} predicts masked tokens from both sides, but model/mask={name} hides "
-                              f"the tokens after each position; {cls.mask_hint}")
+            raise ConfigError(
+                f"task={cls.name} predicts masked tokens from both sides, but model/mask={name} hides "
+                f"the tokens after each position; {cls.mask_hint}"
+            )
 
     @classmethod
     def family_hint(cls) -> str:
-        return "choose a model of that family, or the task that fits this model: causal_lm / decoder_translation " \
-               "(decoder_only), masked_lm (encoder_only), seq2seq (encoder_decoder)"
+        return (
+            "choose a model of that family, or the task that fits this model: causal_lm / decoder_translation "
+            "(decoder_only), masked_lm (encoder_only), seq2seq (encoder_decoder)"
+        )
 
     @classmethod
     def check_batch_format(cls, fmt: str, data_name: str = "the data") -> None:
         """fmt: "text" or "pairs" (what the datamodule yields)."""
         if fmt not in cls.batch_formats:
-            hint = {"pairs": "translation pairs fit task=seq2seq (encoder_decoder) or task=decoder_translation "
-                             "(decoder_only)", "text": "text windows fit task=causal_lm, masked_lm or seq2seq"}[fmt]
-            raise ConfigError(f"task={cls.name} cannot train on {data_name}, which yields {fmt} batches; {hint}")
+            hint = {
+                "pairs": "translation pairs fit task=seq2seq (encoder_decoder) or task=decoder_translation "
+                "(decoder_only)",
+                "text": "text windows fit task=causal_lm, masked_lm or seq2seq",
+            }[fmt]
+            raise ConfigError(
+                f"task={cls.name} cannot train on {data_name}, which yields {fmt} batches; {hint}"
+            )
 
     @classmethod
-    def special_ids(cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]) -> SpecialIds:
+    def special_ids(
+        cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
+    ) -> SpecialIds:
         """Ids this task needs (resolved into ``task`` config before the task is built)."""
         return SpecialIds()
 
@@ -185,15 +215,21 @@ class LMTask(pl.LightningModule):
     def forward(self, **inputs: Any):  # -> ModelOutput
         return self.model(**inputs)
 
-    def shared_step(self, batch: Mapping[str, Tensor], accuracy: bool = True) -> tuple[Tensor, Tensor | None, Tensor, Prepared]:
+    def shared_step(
+        self, batch: Mapping[str, Tensor], accuracy: bool = True
+    ) -> tuple[Tensor, Tensor | None, Tensor, Prepared]:
         """-> (mean loss, per-token correct [N] bool (None without ``accuracy``), scored-token mask, prepared).
 
         Training skips the accuracy: an argmax over [B, T, V] logits is a full extra pass over
         the largest tensor of the step (on CPU about as slow as the loss itself)."""
         prep = self.prepare(batch)
-        self.tokens_per_batch = prep.tokens  # this batch's tokens, read by TokenThroughput and the progress bar
+        self.tokens_per_batch = (
+            prep.tokens
+        )  # this batch's tokens, read by TokenThroughput and the progress bar
         out = self.model(**prep.inputs, labels=prep.labels)
-        target = self.model.score_labels(prep.labels, out.logits.shape[1])  # [B, T] aligned with the logits
+        target = self.model.score_labels(
+            prep.labels, out.logits.shape[1]
+        )  # [B, T] aligned with the logits
         scored = target != IGNORE_INDEX  # [B, T]
         correct = (out.logits.argmax(-1) == target) & scored if accuracy else None
         return out.loss, correct, scored, prep
@@ -206,7 +242,9 @@ class LMTask(pl.LightningModule):
         self.tokens_seen += prep.tokens * self.trainer.world_size
         self.flops_per_batch = self.flops(prep, training=True)  # read by TokenThroughput
         self._unlogged_loss = None
-        if logs_this_step(self.trainer):  # self.log costs ~1.5 ms of Python; loggers only read logging steps
+        if logs_this_step(
+            self.trainer
+        ):  # self.log costs ~1.5 ms of Python; loggers only read logging steps
             self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True)
         else:
             self._unlogged_loss = loss.detach()
@@ -235,7 +273,9 @@ class LMTask(pl.LightningModule):
         mean = loss_metric.compute()
         # MeanMetric.compute() has already reduced over ranks; sync_dist only keeps Lightning quiet
         self.log(f"{stage}/loss", mean, prog_bar=stage == "val", sync_dist=True)
-        self.log(f"{stage}/ppl", torch.exp(mean.clamp(max=50.0)), sync_dist=True)  # clamp: no inf early on
+        self.log(
+            f"{stage}/ppl", torch.exp(mean.clamp(max=50.0)), sync_dist=True
+        )  # clamp: no inf early on
         self.log(f"{stage}/acc", acc_metric.compute(), sync_dist=True)
         loss_metric.reset()
         acc_metric.reset()
@@ -270,7 +310,9 @@ class LMTask(pl.LightningModule):
             self._compiled = True
 
     def _optimizer_config(self) -> OptimizerConfig:
-        if self.optimizer_config is None:  # not given the run's validated config (a loaded checkpoint): make it
+        if (
+            self.optimizer_config is None
+        ):  # not given the run's validated config (a loaded checkpoint): make it
             self.optimizer_config = optimizer_config(self.cfg["optim"])
         return self.optimizer_config
 
@@ -282,19 +324,29 @@ class LMTask(pl.LightningModule):
 
     def configure_optimizers(self) -> Any:
         trainer = self._trainer  # None outside a Trainer
-        clips_mixed = (trainer is not None and str(trainer.precision).endswith("-mixed")
-                       and bool(trainer.gradient_clip_val))
+        clips_mixed = (
+            trainer is not None
+            and str(trainer.precision).endswith("-mixed")
+            and bool(trainer.gradient_clip_val)
+        )
         max_steps = (self.cfg.get("trainer") or {}).get("max_steps")
         horizon = max_steps if max_steps and max_steps > 0 else None
         optimizer_cfg = self._optimizer_config()
-        if self.schedule_config is None:  # not given the run's validated configs (a loaded checkpoint): make it
+        if (
+            self.schedule_config is None
+        ):  # not given the run's validated configs (a loaded checkpoint): make it
             self.schedule_config = schedule_config(self.cfg.get("scheduler") or {"name": "none"})
             check_pair(optimizer_cfg, self.schedule_config, horizon)
-        optimizer = self.optimizer_config.build(self.model, self.device, clips_under_mixed_precision=clips_mixed)
+        optimizer = self.optimizer_config.build(
+            self.model, self.device, clips_under_mixed_precision=clips_mixed
+        )
         scheduler = self.schedule_config.build(optimizer, float(self.optimizer_config.lr), horizon)
         if scheduler is None:
             return optimizer
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step", "frequency": 1}}
+        return {
+            "optimizer": optimizer,
+            "lr_scheduler": {"scheduler": scheduler, "interval": "step", "frequency": 1},
+        }
 
     # ---------------------------------------------------------------- checkpoint extras
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
@@ -303,7 +355,13 @@ class LMTask(pl.LightningModule):
         checkpoint["rng_states"] = {
             "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            "numpy": [np_state[0], np_state[1].tolist(), int(np_state[2]), int(np_state[3]), float(np_state[4])],
+            "numpy": [
+                np_state[0],
+                np_state[1].tolist(),
+                int(np_state[2]),
+                int(np_state[3]),
+                float(np_state[4]),
+            ],
             "python": _to_lists(random.getstate()),
         }
         checkpoint["tokens_seen"] = self.tokens_seen
@@ -321,7 +379,11 @@ class LMTask(pl.LightningModule):
         if not state:
             return
         torch.set_rng_state(state["torch"].cpu())
-        if state.get("cuda") and torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
+        if (
+            state.get("cuda")
+            and torch.cuda.is_available()
+            and len(state["cuda"]) == torch.cuda.device_count()
+        ):
             torch.cuda.set_rng_state_all(state["cuda"])
         n = state["numpy"]
         np.random.set_state((n[0], np.asarray(n[1], dtype=np.uint32), n[2], n[3], n[4]))
@@ -346,4 +408,3 @@ def _to_lists(x: Any) -> Any:
 
 def _to_tuples(x: Any) -> Any:
     return tuple(_to_tuples(v) for v in x) if isinstance(x, list) else x
-

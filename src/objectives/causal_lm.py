@@ -6,6 +6,7 @@ Text windows ``tokens [B, T+1]`` give inputs ``tokens[:, :-1]`` and targets
 tokens attend to each other bidirectionally, and only the continuation is scored (a
 prediction of a token inside the prefix could read that token, so it is not scored).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -27,30 +28,54 @@ class CausalLM(LMTask):
     families: ClassVar[tuple[str, ...]] = ("decoder_only",)
     batch_formats: ClassVar[tuple[str, ...]] = ("text",)
     mask_rule: ClassVar[str | None] = "left_to_right"
-    mask_hint: ClassVar[str] = "use model/mask=causal, or model/mask=prefix_lm with task.prefix_length=P for a prefix LM"
+    mask_hint: ClassVar[str] = (
+        "use model/mask=causal, or model/mask=prefix_lm with task.prefix_length=P for a prefix LM"
+    )
 
-    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any) -> None:
-        super().__init__(cfg, tokenizer, **typed)  # typed: the validated run's configs (LMTask.__init__)
+    def __init__(
+        self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any
+    ) -> None:
+        super().__init__(
+            cfg, tokenizer, **typed
+        )  # typed: the validated run's configs (LMTask.__init__)
         self.prefix_length: int | None = self.task_cfg.get("prefix_length")
         mask = (self.model_config.mask or {}).get("name", "causal")
         if self.model.needs_prefix_length and self.prefix_length is None:
-            raise ConfigError(f"model/mask={mask} needs task.prefix_length (tokens of bidirectional prefix per "
-                              "window), e.g. task.prefix_length=32; or use model/mask=causal")
+            raise ConfigError(
+                f"model/mask={mask} needs task.prefix_length (tokens of bidirectional prefix per "
+                "window), e.g. task.prefix_length=32; or use model/mask=causal"
+            )
         if self.prefix_length is not None:
             if not self.model.needs_prefix_length:
-                raise ConfigError(f"task.prefix_length={self.prefix_length} needs model/mask=prefix_lm (the model's "
-                                  f"mask is {mask}); add model/mask=prefix_lm or set task.prefix_length=null")
+                raise ConfigError(
+                    f"task.prefix_length={self.prefix_length} needs model/mask=prefix_lm (the model's "
+                    f"mask is {mask}); add model/mask=prefix_lm or set task.prefix_length=null"
+                )
             if not 0 < self.prefix_length < self.model_config.max_seq_len:
-                raise ConfigError(f"task.prefix_length={self.prefix_length} must be in [1, model.max_seq_len="
-                                  f"{self.model_config.max_seq_len})")
+                raise ConfigError(
+                    f"task.prefix_length={self.prefix_length} must be in [1, model.max_seq_len="
+                    f"{self.model_config.max_seq_len})"
+                )
 
     def prepare(self, batch: Mapping[str, Tensor]) -> Prepared:
         tokens = batch["tokens"]  # [B, T+1]: position t of tokens[:, :-1] predicts tokens[:, t+1]
-        x, labels = tokens[:, :-1], tokens  # the window form of the decoder's labels: every position scored
+        x, labels = (
+            tokens[:, :-1],
+            tokens,
+        )  # the window form of the decoder's labels: every position scored
         inputs: dict[str, Any] = {"input_ids": x}
         if self.prefix_length is not None:
             p = min(self.prefix_length, x.shape[1] - 1)
             labels = labels.clone()
-            labels[:, :p] = IGNORE_INDEX  # targets 1 … p-1 lie inside the prefix, which sees them (token 0 is no target)
-            inputs["prefix_length"] = torch.full((x.shape[0],), p, dtype=torch.long, device=x.device)
-        return Prepared(inputs=inputs, labels=labels, tokens=x.numel(), shape={"batch_size": x.shape[0], "seq_len": x.shape[1]})
+            labels[:, :p] = (
+                IGNORE_INDEX  # targets 1 … p-1 lie inside the prefix, which sees them (token 0 is no target)
+            )
+            inputs["prefix_length"] = torch.full(
+                (x.shape[0],), p, dtype=torch.long, device=x.device
+            )
+        return Prepared(
+            inputs=inputs,
+            labels=labels,
+            tokens=x.numel(),
+            shape={"batch_size": x.shape[0], "seq_len": x.shape[1]},
+        )

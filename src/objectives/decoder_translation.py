@@ -14,6 +14,7 @@ with the default causal mask it is a plain conditional LM.
 ``<sep>`` is ``task.sep_token_id`` when set, else the tokenizer's eos (GPT-2's
 ``<|endoftext|>``), else a reserved id after the tokenizer's vocabulary.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -29,8 +30,9 @@ from src.objectives.base import LMTask, Prepared, SpecialIds
 from src.objectives.registry import TASKS
 
 
-def concat_pairs(src: Tensor, src_mask: Tensor, tgt: Tensor, tgt_mask: Tensor, sep_id: int, pad_id: int
-                 ) -> tuple[Tensor, Tensor, Tensor]:
+def concat_pairs(
+    src: Tensor, src_mask: Tensor, tgt: Tensor, tgt_mask: Tensor, sep_id: int, pad_id: int
+) -> tuple[Tensor, Tensor, Tensor]:
     """Right-padded pairs -> (sequence [B, S+1+T], target labels [B, S+1+T], source length + 1 [B]).
 
     Labels hold the target tokens at their positions in the sequence (IGNORE_INDEX elsewhere),
@@ -56,20 +58,39 @@ class DecoderTranslation(LMTask):
     families: ClassVar[tuple[str, ...]] = ("decoder_only",)
     batch_formats: ClassVar[tuple[str, ...]] = ("pairs",)
     mask_rule: ClassVar[str | None] = "left_to_right"
-    mask_hint: ClassVar[str] = "use model/mask=causal, or model/mask=prefix_lm (the source and <sep> as the prefix)"
+    mask_hint: ClassVar[str] = (
+        "use model/mask=causal, or model/mask=prefix_lm (the source and <sep> as the prefix)"
+    )
 
-    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any) -> None:
-        super().__init__(cfg, tokenizer, **typed)  # typed: the validated run's configs (LMTask.__init__)
+    def __init__(
+        self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any
+    ) -> None:
+        super().__init__(
+            cfg, tokenizer, **typed
+        )  # typed: the validated run's configs (LMTask.__init__)
         sep = self.task_cfg.get("sep_token_id")
         if sep is None:
-            raise ConfigError("task.sep_token_id is not resolved; build the task with src.training.setup.build_run")
+            raise ConfigError(
+                "task.sep_token_id is not resolved; build the task with src.training.setup.build_run"
+            )
         self.sep_id = int(sep)
-        self.pad_id = self.model_config.pad_token_id if self.model_config.pad_token_id is not None else self.sep_id
+        self.pad_id = (
+            self.model_config.pad_token_id
+            if self.model_config.pad_token_id is not None
+            else self.sep_id
+        )
 
     @classmethod
-    def special_ids(cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]) -> SpecialIds:
+    def special_ids(
+        cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
+    ) -> SpecialIds:
         s = SpecialIds()
-        s.pick("sep_token_id", task_cfg.get("sep_token_id"), tokenizer.eos_token_id, base=tokenizer.vocab_size)
+        s.pick(
+            "sep_token_id",
+            task_cfg.get("sep_token_id"),
+            tokenizer.eos_token_id,
+            base=tokenizer.vocab_size,
+        )
         return s
 
     @classmethod
@@ -78,15 +99,28 @@ class DecoderTranslation(LMTask):
         return min(block_size, (max_seq_len - 1) // 2)
 
     def prepare(self, batch: Mapping[str, Tensor]) -> Prepared:
-        seq, labels, prefix = concat_pairs(batch["src_ids"], batch["src_mask"], batch["tgt_ids"], batch["tgt_mask"],
-                                           self.sep_id, self.pad_id)
+        seq, labels, prefix = concat_pairs(
+            batch["src_ids"],
+            batch["src_mask"],
+            batch["tgt_ids"],
+            batch["tgt_mask"],
+            self.sep_id,
+            self.pad_id,
+        )
         if seq.shape[1] - 1 > self.model_config.max_seq_len:
-            raise ConfigError(f"src <sep> tgt is {seq.shape[1] - 1} tokens but model.max_seq_len="
-                              f"{self.model_config.max_seq_len}; shorten the pairs (data block size) or raise "
-                              "max_seq_len")
+            raise ConfigError(
+                f"src <sep> tgt is {seq.shape[1] - 1} tokens but model.max_seq_len="
+                f"{self.model_config.max_seq_len}; shorten the pairs (data block size) or raise "
+                "max_seq_len"
+            )
         x = seq[:, :-1]  # [B, L]; labels [B, L+1]: the window form, position t predicts token t+1
         inputs: dict[str, Any] = {"input_ids": x}
         if self.model.needs_prefix_length:
             inputs["prefix_length"] = prefix  # [B]: source + <sep> are bidirectional
         # right padding under a causal / prefix mask never reaches real positions: no padding mask needed
-        return Prepared(inputs=inputs, labels=labels, tokens=x.numel(), shape={"batch_size": x.shape[0], "seq_len": x.shape[1]})
+        return Prepared(
+            inputs=inputs,
+            labels=labels,
+            tokens=x.numel(),
+            shape={"batch_size": x.shape[0], "seq_len": x.shape[1]},
+        )

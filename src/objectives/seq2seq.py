@@ -12,6 +12,7 @@ else the tokenizer's bos / pad / eos, else a reserved id after the tokenizer's v
 it is resolved into ``task.decoder_start_token_id`` and given to the model, which builds the
 decoder inputs from the labels (``EncoderDecoder.shift_right``, no host sync).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -33,21 +34,40 @@ class Seq2Seq(LMTask):
     families: ClassVar[tuple[str, ...]] = ("encoder_decoder",)
     batch_formats: ClassVar[tuple[str, ...]] = ("text", "pairs")
 
-    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any) -> None:
-        super().__init__(cfg, tokenizer, **typed)  # typed: the validated run's configs (LMTask.__init__)
+    def __init__(
+        self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any
+    ) -> None:
+        super().__init__(
+            cfg, tokenizer, **typed
+        )  # typed: the validated run's configs (LMTask.__init__)
         self.split = float(self.task_cfg.get("split", 0.5))
         if not 0.0 < self.split < 1.0:
-            raise ConfigError(f"task.split={self.split} must be in (0, 1): the fraction of a text window used as "
-                              "source")
-        if self.task_cfg.get("decoder_start_token_id") is None:  # model_overrides gave it to the model
-            raise ConfigError("task.decoder_start_token_id is not resolved; build the task with "
-                              "src.training.setup.build_run (it picks the model's or tokenizer's start id)")
+            raise ConfigError(
+                f"task.split={self.split} must be in (0, 1): the fraction of a text window used as "
+                "source"
+            )
+        if (
+            self.task_cfg.get("decoder_start_token_id") is None
+        ):  # model_overrides gave it to the model
+            raise ConfigError(
+                "task.decoder_start_token_id is not resolved; build the task with "
+                "src.training.setup.build_run (it picks the model's or tokenizer's start id)"
+            )
 
     @classmethod
-    def special_ids(cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]) -> SpecialIds:
+    def special_ids(
+        cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
+    ) -> SpecialIds:
         s = SpecialIds()
-        s.pick("decoder_start_token_id", task_cfg.get("decoder_start_token_id"), model.get("decoder_start_token_id"),
-               tokenizer.bos_token_id, tokenizer.pad_token_id, tokenizer.eos_token_id, base=tokenizer.vocab_size)
+        s.pick(
+            "decoder_start_token_id",
+            task_cfg.get("decoder_start_token_id"),
+            model.get("decoder_start_token_id"),
+            tokenizer.bos_token_id,
+            tokenizer.pad_token_id,
+            tokenizer.eos_token_id,
+            base=tokenizer.vocab_size,
+        )
         return s
 
     @classmethod
@@ -72,5 +92,13 @@ class Seq2Seq(LMTask):
         # the model teacher-forces its decoder on shift_right(labels) = [start, y0, …]; right padding under a
         # causal decoder never reaches real positions: no decoder mask needed
         inputs = {"input_ids": src, "attention_mask": src_mask}
-        return Prepared(inputs=inputs, labels=labels, tokens=src.numel() + labels.numel(),
-                        shape={"batch_size": src.shape[0], "seq_len": src.shape[1], "target_len": labels.shape[1]})
+        return Prepared(
+            inputs=inputs,
+            labels=labels,
+            tokens=src.numel() + labels.numel(),
+            shape={
+                "batch_size": src.shape[0],
+                "seq_len": src.shape[1],
+                "target_len": labels.shape[1],
+            },
+        )

@@ -21,6 +21,7 @@ Metrics per stage and, for the test, per length (the training length gives the p
   in metrics.json), and ``<run dir>/synthetic.json`` records why, as the length-extrapolation
   evaluation does.
 """
+
 from __future__ import annotations
 
 import logging
@@ -53,26 +54,43 @@ class Synthetic(LMTask):
     families: ClassVar[tuple[str, ...]] = ("decoder_only", "encoder_decoder")
     batch_formats: ClassVar[tuple[str, ...]] = ("pairs",)
     mask_rule: ClassVar[str | None] = "left_to_right"
-    mask_hint: ClassVar[str] = "use model/mask=causal, or model/mask=prefix_lm (the prompt as the bidirectional prefix)"
+    mask_hint: ClassVar[str] = (
+        "use model/mask=causal, or model/mask=prefix_lm (the prompt as the bidirectional prefix)"
+    )
 
-    def __init__(self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any) -> None:
-        super().__init__(cfg, tokenizer, **typed)  # typed: the validated run's configs (LMTask.__init__)
+    def __init__(
+        self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any
+    ) -> None:
+        super().__init__(
+            cfg, tokenizer, **typed
+        )  # typed: the validated run's configs (LMTask.__init__)
         self._sums: dict[tuple[str, int], Tensor] = {}
         self._notes: dict[tuple[str, int], str] = {}
-        self.results: dict[str, dict[int, dict[str, Any]]] = {}  # stage -> length -> figures (the last epoch's)
+        self.results: dict[
+            str, dict[int, dict[str, Any]]
+        ] = {}  # stage -> length -> figures (the last epoch's)
 
     @classmethod
     def family_hint(cls) -> str:
         return "task=synthetic trains decoder_only (model/mask=causal or prefix_lm) and encoder_decoder models"
 
     @classmethod
-    def special_ids(cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]) -> SpecialIds:
+    def special_ids(
+        cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
+    ) -> SpecialIds:
         """A decoder that reads the prompt through an encoder starts from a start id (the model's or the
         tokenizer's bos/pad/eos, else a reserved one); a decoder-only model needs none."""
         s = SpecialIds()
         if FAMILIES.get(model["family"]).prompt_is_source:
-            s.pick("decoder_start_token_id", task_cfg.get("decoder_start_token_id"), model.get("decoder_start_token_id"),
-                   tokenizer.bos_token_id, tokenizer.pad_token_id, tokenizer.eos_token_id, base=tokenizer.vocab_size)
+            s.pick(
+                "decoder_start_token_id",
+                task_cfg.get("decoder_start_token_id"),
+                model.get("decoder_start_token_id"),
+                tokenizer.bos_token_id,
+                tokenizer.pad_token_id,
+                tokenizer.eos_token_id,
+                base=tokenizer.vocab_size,
+            )
         return s
 
     @classmethod
@@ -84,17 +102,30 @@ class Synthetic(LMTask):
     def prepare(self, batch: Mapping[str, Tensor]) -> Prepared:
         src, answer = batch["src_ids"], batch["tgt_ids"]  # [B, P], [B, A]
         B, P = src.shape
-        if self.model.prompt_is_source:  # the encoder reads the prompt; the model shifts the answer right itself
-            return Prepared(inputs={"input_ids": src}, labels=answer, tokens=src.numel() + answer.numel(),
-                            shape={"batch_size": B, "seq_len": P, "target_len": answer.shape[1]})
+        if (
+            self.model.prompt_is_source
+        ):  # the encoder reads the prompt; the model shifts the answer right itself
+            return Prepared(
+                inputs={"input_ids": src},
+                labels=answer,
+                tokens=src.numel() + answer.numel(),
+                shape={"batch_size": B, "seq_len": P, "target_len": answer.shape[1]},
+            )
         seq = torch.cat([src, answer], dim=1)  # [B, P+A]
         labels = seq.clone()  # the window form: position t predicts labels[:, t+1]
         labels[:, :P] = IGNORE_INDEX  # the prompt is context, never scored
         x = seq[:, :-1]  # [B, P+A-1]
         inputs: dict[str, Any] = {"input_ids": x}
         if self.model.needs_prefix_length:
-            inputs["prefix_length"] = torch.full((B,), P, dtype=torch.long, device=src.device)  # [B]
-        return Prepared(inputs=inputs, labels=labels, tokens=x.numel(), shape={"batch_size": B, "seq_len": x.shape[1]})
+            inputs["prefix_length"] = torch.full(
+                (B,), P, dtype=torch.long, device=src.device
+            )  # [B]
+        return Prepared(
+            inputs=inputs,
+            labels=labels,
+            tokens=x.numel(),
+            shape={"batch_size": B, "seq_len": x.shape[1]},
+        )
 
     def greedy_answers(self, batch: Mapping[str, Tensor]) -> Tensor:
         """The answers the model decodes greedily after each prompt, as long as the true ones: [B, A]."""
@@ -116,14 +147,23 @@ class Synthetic(LMTask):
         self.flops_per_batch = self.flops(prep, training=False)
         exact = (self.greedy_answers(batch) == batch["tgt_ids"]).all(dim=1)  # [B]
         n = scored.sum()
-        sums = torch.stack([loss.detach().float() * n, n.float(), correct.sum().float(), exact.sum().float(),
-                            torch.tensor(float(exact.numel()), device=exact.device)])
+        sums = torch.stack(
+            [
+                loss.detach().float() * n,
+                n.float(),
+                correct.sum().float(),
+                exact.sum().float(),
+                torch.tensor(float(exact.numel()), device=exact.device),
+            ]
+        )
         self._sums[key] = self._sums[key] + sums if key in self._sums else sums
 
     def validation_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> None:
         self._score("val", batch)
 
-    def test_step(self, batch: Mapping[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
+    def test_step(
+        self, batch: Mapping[str, Tensor], batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
         self._score("test", batch)
 
     def on_validation_epoch_end(self) -> None:
@@ -142,30 +182,51 @@ class Synthetic(LMTask):
         for length in lengths:
             key = (stage, length)
             if key in self._notes:
-                figures[length] = {"loss": math.nan, "token_acc": math.nan, "exact_match": math.nan,
-                                   "examples": 0, "note": self._notes[key]}
+                figures[length] = {
+                    "loss": math.nan,
+                    "token_acc": math.nan,
+                    "exact_match": math.nan,
+                    "examples": 0,
+                    "note": self._notes[key],
+                }
                 continue
-            sums = self.trainer.strategy.reduce(self._sums[key], reduce_op="sum") if self._trainer else self._sums[key]
+            sums = (
+                self.trainer.strategy.reduce(self._sums[key], reduce_op="sum")
+                if self._trainer
+                else self._sums[key]
+            )
             loss, tokens, correct, exact, examples = (float(v) for v in sums)
-            figures[length] = {"loss": loss / max(tokens, 1.0), "token_acc": correct / max(tokens, 1.0),
-                               "exact_match": exact / max(examples, 1.0), "examples": int(examples), "note": None}
+            figures[length] = {
+                "loss": loss / max(tokens, 1.0),
+                "token_acc": correct / max(tokens, 1.0),
+                "exact_match": exact / max(examples, 1.0),
+                "examples": int(examples),
+                "note": None,
+            }
         for length, f in figures.items():
-            names = {"loss": f["loss"], "token_acc": f["token_acc"], "exact_match": f["exact_match"]}
+            names = {
+                "loss": f["loss"],
+                "token_acc": f["token_acc"],
+                "exact_match": f["exact_match"],
+            }
             if length == train_length:
                 self.log(f"{stage}/loss", f["loss"], prog_bar=stage == "val", sync_dist=True)
                 self.log(f"{stage}/ppl", math.exp(min(f["loss"], 50.0)), sync_dist=True)
                 self.log(f"{stage}/acc", f["token_acc"], sync_dist=True)
                 for name, value in names.items():
                     if name != "loss":
-                        self.log(f"{stage}/{name}", value, prog_bar=stage == "val" and name == "exact_match",
-                                 sync_dist=True)
+                        self.log(
+                            f"{stage}/{name}",
+                            value,
+                            prog_bar=stage == "val" and name == "exact_match",
+                            sync_dist=True,
+                        )
             if stage == "test":
                 for name, value in names.items():
                     self.log(f"test/{name}@{length}", value, sync_dist=True)
         self.results[stage] = figures
         self._sums = {k: v for k, v in self._sums.items() if k[0] != stage}
         self._notes = {k: v for k, v in self._notes.items() if k[0] != stage}
-
 
     def _write_results(self) -> None:
         """``<run dir>/synthetic.json`` (figures and notes per test length) and a table in the log."""
@@ -177,12 +238,23 @@ class Synthetic(LMTask):
             if f["note"]:
                 lines.append(f"{tag:>12}  {f['note']}")
             else:
-                lines.append(f"{tag:>12}  {f['exact_match']:>11.4f}  {f['token_acc']:>9.4f}  {f['loss']:>8.4f}")
+                lines.append(
+                    f"{tag:>12}  {f['exact_match']:>11.4f}  {f['token_acc']:>9.4f}  {f['loss']:>8.4f}"
+                )
         if self._trainer is None or not self.trainer.is_global_zero:
             return
-        log.info("synthetic task, test set per length (data=%s):\n%s", (self.cfg.get("data") or {}).get("name"),
-                 "\n".join(lines))
+        log.info(
+            "synthetic task, test set per length (data=%s):\n%s",
+            (self.cfg.get("data") or {}).get("name"),
+            "\n".join(lines),
+        )
         out = (self.cfg.get("paths") or {}).get("output_dir")
         if out:
-            write_json(Path(out) / FILENAME, {"data": self.cfg.get("data"), "train_length": train_length,
-                                              "test": {str(k): v for k, v in figures.items()}})
+            write_json(
+                Path(out) / FILENAME,
+                {
+                    "data": self.cfg.get("data"),
+                    "train_length": train_length,
+                    "test": {str(k): v for k, v in figures.items()},
+                },
+            )

@@ -22,6 +22,7 @@ Every optimiser here uses these groups (Muon for the hidden matrices and its Ada
 
 Schedules are per optimiser step, so gradient accumulation does not stretch them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -62,8 +63,14 @@ def is_count(x: Any) -> bool:
 def check_betas(betas: Any, example: str = "[0.9,0.95]") -> tuple[float, float]:
     """``optim.betas``: two numbers in [0, 1) -> a tuple (a YAML list, once checked)."""
     b = betas
-    if not isinstance(b, (list, tuple)) or len(b) != 2 or not all(is_number(x) and 0 <= x < 1 for x in b):
-        raise ConfigError(f"optim.betas={b!r} is invalid: two numbers in [0, 1), e.g. optim.betas={example}")
+    if (
+        not isinstance(b, (list, tuple))
+        or len(b) != 2
+        or not all(is_number(x) and 0 <= x < 1 for x in b)
+    ):
+        raise ConfigError(
+            f"optim.betas={b!r} is invalid: two numbers in [0, 1), e.g. optim.betas={example}"
+        )
     return float(b[0]), float(b[1])
 
 
@@ -90,13 +97,16 @@ class OptimizerConfig:
 
     def __post_init__(self) -> None:
         if not is_number(self.lr) or self.lr <= 0:
-            raise ConfigError(f"optim.lr={self.lr!r} is invalid: a positive learning rate, e.g. optim.lr=6e-4")
+            raise ConfigError(
+                f"optim.lr={self.lr!r} is invalid: a positive learning rate, e.g. optim.lr=6e-4"
+            )
 
     def check_schedule(self, schedule: Schedule, max_steps: int | None) -> None:
         """The optimiser against the run's schedule (``ConfigError`` naming both keys)."""
 
-    def build(self, model: nn.Module, device: torch.device,
-              clips_under_mixed_precision: bool = False) -> torch.optim.Optimizer:
+    def build(
+        self, model: nn.Module, device: torch.device, clips_under_mixed_precision: bool = False
+    ) -> torch.optim.Optimizer:
         raise NotImplementedError
 
     def callbacks(self) -> list[Any]:
@@ -107,8 +117,12 @@ class OptimizerConfig:
 OPTIMIZERS: Registry[OptimizerConfig] = Registry("optimizer", conf="optim", package="src.optim")
 
 
-def param_groups(model: nn.Module, weight_decay: float, decay_embeddings: bool = False,
-                 exclude: Iterable[nn.Parameter] = ()) -> list[dict[str, Any]]:
+def param_groups(
+    model: nn.Module,
+    weight_decay: float,
+    decay_embeddings: bool = False,
+    exclude: Iterable[nn.Parameter] = (),
+) -> list[dict[str, Any]]:
     """Split trainable parameters into a decayed group (matrices) and a non-decayed one.
 
     Tied parameters (the head sharing the token embedding) are counted once. ``exclude``: parameters
@@ -162,7 +176,9 @@ class Schedule:
     def check_branch(self, path: str, step: int, source: Mapping[str, Any], max_steps: int) -> None:
         """``branch_checkpoint`` (saved at optimiser ``step`` by a run of config ``source``) against this run."""
 
-    def build(self, optimizer: torch.optim.Optimizer, lr: float, max_steps: int | None) -> LRScheduler | None:
+    def build(
+        self, optimizer: torch.optim.Optimizer, lr: float, max_steps: int | None
+    ) -> LRScheduler | None:
         raise NotImplementedError
 
 
@@ -182,7 +198,9 @@ class ScheduleLR(LambdaLR):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         state = dict(state_dict)
-        state["lr_lambdas"] = [None] * len(self.lr_lambdas)  # older checkpoints stored them: the config wins
+        state["lr_lambdas"] = [None] * len(
+            self.lr_lambdas
+        )  # older checkpoints stored them: the config wins
         super().load_state_dict(state)
 
 
@@ -195,8 +213,10 @@ class Warmup(Schedule):
 
     def __post_init__(self) -> None:
         if not is_count(self.warmup_steps) or self.warmup_steps < 0:
-            raise ConfigError(f"scheduler.warmup_steps={self.warmup_steps!r} is invalid: a number of optimizer "
-                              "steps, 0 or more")
+            raise ConfigError(
+                f"scheduler.warmup_steps={self.warmup_steps!r} is invalid: a number of optimizer "
+                "steps, 0 or more"
+            )
 
     def describe(self) -> str:
         return f"scheduler={self.registry_name} (scheduler.warmup_steps={self.warmup_steps})"
@@ -220,19 +240,29 @@ def _parse(group: str, registry: Registry[C], node: Mapping[str, Any], default: 
     node = dict(to_plain(node))
     name = node.pop("name", default)
     if not isinstance(name, str) or name not in registry:
-        raise ConfigError(f"{group}.name={name!r} is not known{did_you_mean(str(name), registry.names())}; registered: "
-                          f"{', '.join(registry.in_order())}")
+        raise ConfigError(
+            f"{group}.name={name!r} is not known{did_you_mean(str(name), registry.names())}; registered: "
+            f"{', '.join(registry.in_order())}"
+        )
     cls = registry.get(name)
     accepted = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
     for key, value in node.items():
         if key not in accepted:
-            raise ConfigError(f"{group}.{key}={value!r} is not a key of {group}={name}"
-                              f"{did_you_mean(key, accepted, f'{group}.')} (accepted: "
-                              f"{', '.join(accepted) or 'name only'}); fix the spelling or remove the override")
+            raise ConfigError(
+                f"{group}.{key}={value!r} is not a key of {group}={name}"
+                f"{did_you_mean(key, accepted, f'{group}.')} (accepted: "
+                f"{', '.join(accepted) or 'name only'}); fix the spelling or remove the override"
+            )
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name not in node and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise ConfigError(f"{group}.{f.name} is missing: {group}={name} has no default for it; set "
-                              f"{group}.{f.name}=<value>")
+        if (
+            f.name not in node
+            and f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+        ):
+            raise ConfigError(
+                f"{group}.{f.name} is missing: {group}={name} has no default for it; set "
+                f"{group}.{f.name}=<value>"
+            )
     return cls(**node)
 
 

@@ -6,6 +6,7 @@
 * ``constant`` — linear warmup, then ``lr``.
 * ``none`` — ``lr`` from the first step.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,7 +25,9 @@ class WarmupCosine:
     A class (not a closure): picklable, and its settings readable in tests.
     """
 
-    def __init__(self, warmup_steps: int, decay_steps: int | None, min_ratio: float, cosine: bool = True) -> None:
+    def __init__(
+        self, warmup_steps: int, decay_steps: int | None, min_ratio: float, cosine: bool = True
+    ) -> None:
         self.warmup_steps = int(warmup_steps)
         self.decay_steps = int(decay_steps) if decay_steps is not None else None
         self.min_ratio = float(min_ratio)
@@ -56,21 +59,31 @@ class Cosine(Warmup):
         super().__post_init__()
         d = self.decay_steps
         if d is not None and (not is_count(d) or d < 1):
-            raise ConfigError(f"scheduler.decay_steps={d!r} is invalid: a positive number of optimizer steps, or "
-                              "null (= trainer.max_steps)")
+            raise ConfigError(
+                f"scheduler.decay_steps={d!r} is invalid: a positive number of optimizer steps, or "
+                "null (= trainer.max_steps)"
+            )
         if self.min_lr is not None and (not is_number(self.min_lr) or self.min_lr < 0):
-            raise ConfigError(f"scheduler.min_lr={self.min_lr!r} is invalid: in [0, optim.lr], or null "
-                              "(= optim.lr / 10)")
+            raise ConfigError(
+                f"scheduler.min_lr={self.min_lr!r} is invalid: in [0, optim.lr], or null "
+                "(= optim.lr / 10)"
+            )
 
     def check_run(self, lr: float, max_steps: int | None) -> None:
         if self.decay_steps is None and (max_steps is None or max_steps <= 0):
-            raise ConfigError(f"scheduler.decay_steps={self.decay_steps!r} is invalid: scheduler=cosine needs a "
-                              "horizon: set scheduler.decay_steps, or trainer.max_steps (it defaults to it)")
+            raise ConfigError(
+                f"scheduler.decay_steps={self.decay_steps!r} is invalid: scheduler=cosine needs a "
+                "horizon: set scheduler.decay_steps, or trainer.max_steps (it defaults to it)"
+            )
         if self.min_lr is not None and self.min_lr > lr:
-            raise ConfigError(f"scheduler.min_lr={self.min_lr!r} is invalid: in [0, optim.lr={lr}], or null "
-                              "(= optim.lr / 10)")
+            raise ConfigError(
+                f"scheduler.min_lr={self.min_lr!r} is invalid: in [0, optim.lr={lr}], or null "
+                "(= optim.lr / 10)"
+            )
 
-    def build(self, optimizer: torch.optim.Optimizer, lr: float, max_steps: int | None) -> LRScheduler:
+    def build(
+        self, optimizer: torch.optim.Optimizer, lr: float, max_steps: int | None
+    ) -> LRScheduler:
         decay_steps = self.decay_steps if self.decay_steps is not None else max_steps
         min_ratio = 0.1 if self.min_lr is None else float(self.min_lr) / lr
         return ScheduleLR(optimizer, WarmupCosine(self.warmup_steps, decay_steps, min_ratio))
@@ -84,7 +97,9 @@ class Constant(Warmup):
     def moves_lr(self) -> bool:
         return self.warmup_steps > 0
 
-    def build(self, optimizer: torch.optim.Optimizer, lr: float, max_steps: int | None) -> LRScheduler:
+    def build(
+        self, optimizer: torch.optim.Optimizer, lr: float, max_steps: int | None
+    ) -> LRScheduler:
         return ScheduleLR(optimizer, WarmupCosine(self.warmup_steps, None, 1.0, cosine=False))
 
 

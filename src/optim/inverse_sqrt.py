@@ -8,6 +8,7 @@ Multiplier of ``optim.lr`` at optimiser step ``s`` (counted from 0), ``W = warmu
 
 It needs no horizon: a run can be extended without changing its past (as WSD's stable phase).
 """
+
 from __future__ import annotations
 
 import math
@@ -36,5 +37,7 @@ class InverseSqrtMultiplier:
 class InverseSqrt(Warmup):
     """``scheduler=inverse_sqrt``: warmup, then ``optim.lr · √(W / (step + 1))``."""
 
-    def build(self, optimizer: torch.optim.Optimizer, lr: float, max_steps: int | None) -> LRScheduler:
+    def build(
+        self, optimizer: torch.optim.Optimizer, lr: float, max_steps: int | None
+    ) -> LRScheduler:
         return ScheduleLR(optimizer, InverseSqrtMultiplier(self.warmup_steps))

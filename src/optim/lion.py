@@ -11,6 +11,7 @@ The sign makes each update's RMS 1, larger than AdamW's, so Lion wants an lr 3-1
 weight decay 3-10x larger than AdamW's (the paper, §5). Its steps equal the ``lion-pytorch``
 package's (tests/optim/test_lion.py).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -20,14 +21,25 @@ from typing import Any
 import torch
 from torch import nn
 
-from src.optim.base import OPTIMIZERS, OptimizerConfig, check_betas, check_weight_decay, param_groups
+from src.optim.base import (
+    OPTIMIZERS,
+    OptimizerConfig,
+    check_betas,
+    check_weight_decay,
+    param_groups,
+)
 
 
 class Lion(torch.optim.Optimizer):
     """Lion over ``params`` (tensors or groups with their own ``lr``/``weight_decay``)."""
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-4, betas: tuple[float, float] = (0.9, 0.99),
-                 weight_decay: float = 0.0) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-4,
+        betas: tuple[float, float] = (0.9, 0.99),
+        weight_decay: float = 0.0,
+    ) -> None:
         super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay))
 
     @torch.no_grad()
@@ -48,7 +60,9 @@ class Lion(torch.optim.Optimizer):
                 m = state["exp_avg"]
                 if wd:
                     p.mul_(1.0 - lr * wd)
-                p.add_(m.mul(beta1).add_(p.grad, alpha=1.0 - beta1).sign_(), alpha=-lr)  # sign(β1·m + (1−β1)·g)
+                p.add_(
+                    m.mul(beta1).add_(p.grad, alpha=1.0 - beta1).sign_(), alpha=-lr
+                )  # sign(β1·m + (1−β1)·g)
                 m.mul_(beta2).add_(p.grad, alpha=1.0 - beta2)  # β2·m + (1−β2)·g
         return loss
 
@@ -66,5 +80,9 @@ class LionConfig(OptimizerConfig):
         object.__setattr__(self, "betas", check_betas(self.betas, "[0.9,0.99]"))
         check_weight_decay(self.weight_decay)
 
-    def build(self, model: nn.Module, device: torch.device, clips_under_mixed_precision: bool = False) -> Lion:
-        return Lion(param_groups(model, float(self.weight_decay)), lr=float(self.lr), betas=self.betas)
+    def build(
+        self, model: nn.Module, device: torch.device, clips_under_mixed_precision: bool = False
+    ) -> Lion:
+        return Lion(
+            param_groups(model, float(self.weight_decay)), lr=float(self.lr), betas=self.betas
+        )

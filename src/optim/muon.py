@@ -20,6 +20,7 @@ followed by AdamW's two groups (the very dicts its two inner optimisers read) an
 ordinary optimiser state, and ``load_state_dict`` re-points the inner optimisers at the loaded
 groups and state, so a resumed run continues (tests/optim/test_muon.py).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -30,15 +31,29 @@ import torch
 from torch import nn
 
 from src.errors import ConfigError
-from src.optim.base import OPTIMIZERS, OptimizerConfig, check_betas, check_weight_decay, fused_devices, is_count, \
-    is_number, param_groups
+from src.optim.base import (
+    OPTIMIZERS,
+    OptimizerConfig,
+    check_betas,
+    check_weight_decay,
+    fused_devices,
+    is_count,
+    is_number,
+    param_groups,
+)
 
 
 class MuonWithAdamW(torch.optim.Optimizer):
     """``torch.optim.Muon`` on ``muon_params``, ``torch.optim.AdamW`` on ``adamw_groups``, stepped together."""
 
-    def __init__(self, muon_params: list[nn.Parameter], adamw_groups: list[dict[str, Any]], *,
-                 muon: dict[str, Any], adamw: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        muon_params: list[nn.Parameter],
+        adamw_groups: list[dict[str, Any]],
+        *,
+        muon: dict[str, Any],
+        adamw: dict[str, Any],
+    ) -> None:
         self.muon = torch.optim.Muon(muon_params, **muon)
         self.adamw = torch.optim.AdamW(adamw_groups, **adamw)
         super().__init__([*self.muon.param_groups, *self.adamw.param_groups], {})
@@ -47,11 +62,16 @@ class MuonWithAdamW(torch.optim.Optimizer):
     def _link(self) -> None:
         """One list of groups and one state: the inner optimisers read this optimiser's."""
         n = len(self.muon.param_groups)
-        self.muon.param_groups, self.adamw.param_groups = self.param_groups[:n], self.param_groups[n:]
+        self.muon.param_groups, self.adamw.param_groups = (
+            self.param_groups[:n],
+            self.param_groups[n:],
+        )
         self.muon.state = self.adamw.state = self.state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        super().load_state_dict(state_dict)  # replaces self.param_groups and self.state with new objects
+        super().load_state_dict(
+            state_dict
+        )  # replaces self.param_groups and self.state with new objects
         self._link()
 
     @torch.no_grad()
@@ -86,34 +106,49 @@ class Muon(OptimizerConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not is_number(self.momentum) or not 0 <= self.momentum < 1:
-            raise ConfigError(f"optim.momentum={self.momentum!r} is invalid: in [0, 1), e.g. optim.momentum=0.95")
+            raise ConfigError(
+                f"optim.momentum={self.momentum!r} is invalid: in [0, 1), e.g. optim.momentum=0.95"
+            )
         if not isinstance(self.nesterov, bool):
             raise ConfigError(f"optim.nesterov={self.nesterov!r} is invalid: true or false")
         if not is_count(self.ns_steps) or not 1 <= self.ns_steps < 100:
-            raise ConfigError(f"optim.ns_steps={self.ns_steps!r} is invalid: Newton-Schulz iterations, 1 to 99 "
-                              "(Muon uses 5)")
+            raise ConfigError(
+                f"optim.ns_steps={self.ns_steps!r} is invalid: Newton-Schulz iterations, 1 to 99 "
+                "(Muon uses 5)"
+            )
         if not hasattr(torch.optim, "Muon"):
-            raise ConfigError(f"optim=muon needs torch.optim.Muon (PyTorch 2.9 or later), but this is torch "
-                              f"{torch.__version__}; upgrade torch or choose optim=adamw")
+            raise ConfigError(
+                f"optim=muon needs torch.optim.Muon (PyTorch 2.9 or later), but this is torch "
+                f"{torch.__version__}; upgrade torch or choose optim=adamw"
+            )
         if self.adjust_lr_fn not in ("match_rms_adamw", "original"):
-            raise ConfigError(f"optim.adjust_lr_fn={self.adjust_lr_fn!r} is invalid: match_rms_adamw (AdamW's "
-                              "update size: share AdamW's lr) or original (Jordan's; lr ~0.02)")
+            raise ConfigError(
+                f"optim.adjust_lr_fn={self.adjust_lr_fn!r} is invalid: match_rms_adamw (AdamW's "
+                "update size: share AdamW's lr) or original (Jordan's; lr ~0.02)"
+            )
         check_weight_decay(self.weight_decay)
         if self.adamw_lr is not None and (not is_number(self.adamw_lr) or self.adamw_lr <= 0):
-            raise ConfigError(f"optim.adamw_lr={self.adamw_lr!r} is invalid: a positive learning rate for the "
-                              "parameters AdamW updates, or null (= optim.lr)")
+            raise ConfigError(
+                f"optim.adamw_lr={self.adamw_lr!r} is invalid: a positive learning rate for the "
+                "parameters AdamW updates, or null (= optim.lr)"
+            )
         object.__setattr__(self, "betas", check_betas(self.betas))
         if not is_number(self.eps) or self.eps <= 0:
-            raise ConfigError(f"optim.eps={self.eps!r} is invalid: a small positive number, e.g. optim.eps=1e-8")
+            raise ConfigError(
+                f"optim.eps={self.eps!r} is invalid: a small positive number, e.g. optim.eps=1e-8"
+            )
 
-    def build(self, model: nn.Module, device: torch.device,
-              clips_under_mixed_precision: bool = False) -> MuonWithAdamW:
+    def build(
+        self, model: nn.Module, device: torch.device, clips_under_mixed_precision: bool = False
+    ) -> MuonWithAdamW:
         hidden_of = getattr(model, "hidden_matrices", None)
         hidden = [p for p in (hidden_of() if hidden_of is not None else []) if p.requires_grad]
         if not hidden:
-            raise ConfigError(f"optim=muon needs a model with hidden matrices (attention and FFN weights), but "
-                              f"{type(model).__name__} declares none (model.n_layer=0?); use optim=adamw for it, "
-                              "or give the model layers")
+            raise ConfigError(
+                f"optim=muon needs a model with hidden matrices (attention and FFN weights), but "
+                f"{type(model).__name__} declares none (model.n_layer=0?); use optim=adamw for it, "
+                "or give the model layers"
+            )
         lr, wd = float(self.lr), float(self.weight_decay)
         adamw_lr = float(self.adamw_lr) if self.adamw_lr is not None else lr
         groups = param_groups(model, wd, exclude=hidden)
@@ -122,8 +157,15 @@ class Muon(OptimizerConfig):
         # the fused kernel only inside: this outer optimiser unscales nothing itself, so Lightning may clip
         fused = device.type in fused_devices()
         return MuonWithAdamW(
-            hidden, [g for g in groups if g["params"]],
-            muon=dict(lr=lr, weight_decay=wd, momentum=float(self.momentum), nesterov=self.nesterov,
-                      ns_steps=int(self.ns_steps), adjust_lr_fn=self.adjust_lr_fn),
+            hidden,
+            [g for g in groups if g["params"]],
+            muon=dict(
+                lr=lr,
+                weight_decay=wd,
+                momentum=float(self.momentum),
+                nesterov=self.nesterov,
+                ns_steps=int(self.ns_steps),
+                adjust_lr_fn=self.adjust_lr_fn,
+            ),
             adamw=dict(lr=adamw_lr, betas=self.betas, eps=float(self.eps), fused=fused),
         )

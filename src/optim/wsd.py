@@ -23,6 +23,7 @@ a full-length WSD run at a different token budget, for the price of its cooldown
 objective, data, batches, optimiser or warmup differ) and one from past the stable phase (its own
 run's decay had begun, or ``c > S`` here); see ``check_branch``.
 """
+
 from __future__ import annotations
 
 import math
@@ -51,8 +52,14 @@ def decay_shape(shape: str, u: float) -> float:
 class WarmupStableDecay:
     """The WSD multiplier for ``ScheduleLR`` (see the module docstring)."""
 
-    def __init__(self, warmup_steps: int, decay_start: int, total_steps: int, shape: str, min_ratio: float) -> None:
-        self.warmup_steps, self.decay_start, self.total_steps = warmup_steps, decay_start, total_steps
+    def __init__(
+        self, warmup_steps: int, decay_start: int, total_steps: int, shape: str, min_ratio: float
+    ) -> None:
+        self.warmup_steps, self.decay_start, self.total_steps = (
+            warmup_steps,
+            decay_start,
+            total_steps,
+        )
         self.shape, self.min_ratio = shape, min_ratio
 
     def __call__(self, step: int) -> float:
@@ -81,16 +88,26 @@ class WSD(Warmup):
         super().__post_init__()
         f = self.decay_fraction
         if not is_number(f) or not 0 < f < 1:
-            raise ConfigError(f"scheduler.decay_fraction={f!r} is invalid: the share of trainer.max_steps spent "
-                              "decaying, strictly between 0 and 1, e.g. scheduler.decay_fraction=0.2")
+            raise ConfigError(
+                f"scheduler.decay_fraction={f!r} is invalid: the share of trainer.max_steps spent "
+                "decaying, strictly between 0 and 1, e.g. scheduler.decay_fraction=0.2"
+            )
         if self.decay_shape not in SHAPES:
-            raise ConfigError(f"scheduler.decay_shape={self.decay_shape!r} is invalid: one of {', '.join(SHAPES)}")
+            raise ConfigError(
+                f"scheduler.decay_shape={self.decay_shape!r} is invalid: one of {', '.join(SHAPES)}"
+            )
         if not is_number(self.min_lr) or self.min_lr < 0:
-            raise ConfigError(f"scheduler.min_lr={self.min_lr!r} is invalid: the learning rate at the end of the "
-                              "decay, in [0, optim.lr], e.g. scheduler.min_lr=0")
-        if self.decay_from is not None and (not isinstance(self.decay_from, str) or not self.decay_from):
-            raise ConfigError(f"scheduler.decay_from={self.decay_from!r} is invalid: the path of a checkpoint of the "
-                              "stable phase, or null")
+            raise ConfigError(
+                f"scheduler.min_lr={self.min_lr!r} is invalid: the learning rate at the end of the "
+                "decay, in [0, optim.lr], e.g. scheduler.min_lr=0"
+            )
+        if self.decay_from is not None and (
+            not isinstance(self.decay_from, str) or not self.decay_from
+        ):
+            raise ConfigError(
+                f"scheduler.decay_from={self.decay_from!r} is invalid: the path of a checkpoint of the "
+                "stable phase, or null"
+            )
 
     def decay_start(self, max_steps: int) -> int:
         """``S``: the first step of the decay for a run of ``max_steps`` steps."""
@@ -98,15 +115,19 @@ class WSD(Warmup):
 
     def check_run(self, lr: float, max_steps: int | None) -> None:
         if max_steps is None or max_steps <= 0:
-            raise ConfigError(f"trainer.max_steps={max_steps!r} is invalid for scheduler=wsd: the decay is the last "
-                              "scheduler.decay_fraction of a fixed number of steps; set trainer.max_steps")
+            raise ConfigError(
+                f"trainer.max_steps={max_steps!r} is invalid for scheduler=wsd: the decay is the last "
+                "scheduler.decay_fraction of a fixed number of steps; set trainer.max_steps"
+            )
         if self.min_lr > lr:
             raise ConfigError(f"scheduler.min_lr={self.min_lr!r} is invalid: in [0, optim.lr={lr}]")
         start = self.decay_start(max_steps)
         if start < self.warmup_steps:
-            raise ConfigError(f"scheduler.warmup_steps={self.warmup_steps} is invalid with scheduler.decay_fraction="
-                              f"{self.decay_fraction} and trainer.max_steps={max_steps}: the decay would start at step "
-                              f"{start}, inside the warmup; lower one of them or raise trainer.max_steps")
+            raise ConfigError(
+                f"scheduler.warmup_steps={self.warmup_steps} is invalid with scheduler.decay_fraction="
+                f"{self.decay_fraction} and trainer.max_steps={max_steps}: the decay would start at step "
+                f"{start}, inside the warmup; lower one of them or raise trainer.max_steps"
+            )
 
     def branch_checkpoint(self) -> str | None:
         return self.decay_from
@@ -119,28 +140,43 @@ class WSD(Warmup):
         node = source.get("scheduler") or {}
         name = node.get("name")
         if name not in ("wsd", "constant") or node.get("warmup_steps", 0) != self.warmup_steps:
-            raise ConfigError(f"scheduler.decay_from={path} is not a stable-phase checkpoint of this schedule: it "
-                              f"was trained with scheduler={name} (warmup_steps={node.get('warmup_steps', 0)}), not "
-                              f"scheduler=wsd or constant with scheduler.warmup_steps={self.warmup_steps}; branch from "
-                              "a checkpoint of a run with this warmup")
+            raise ConfigError(
+                f"scheduler.decay_from={path} is not a stable-phase checkpoint of this schedule: it "
+                f"was trained with scheduler={name} (warmup_steps={node.get('warmup_steps', 0)}), not "
+                f"scheduler=wsd or constant with scheduler.warmup_steps={self.warmup_steps}; branch from "
+                "a checkpoint of a run with this warmup"
+            )
         if name == "wsd":
             source_steps = (source.get("trainer") or {}).get("max_steps")
             fraction = node.get("decay_fraction", WSD.decay_fraction)
-            source_start = WSD(warmup_steps=self.warmup_steps, decay_fraction=fraction).decay_start(source_steps)
+            source_start = WSD(warmup_steps=self.warmup_steps, decay_fraction=fraction).decay_start(
+                source_steps
+            )
             if step > source_start:
-                raise ConfigError(f"scheduler.decay_from={path} is past the stable phase: it was saved at step {step}, "
-                                  f"but its run (trainer.max_steps={source_steps}, scheduler.decay_fraction={fraction}) "
-                                  f"began to decay at step {source_start}; branch from a checkpoint saved at step "
-                                  f"{source_start} or earlier")
+                raise ConfigError(
+                    f"scheduler.decay_from={path} is past the stable phase: it was saved at step {step}, "
+                    f"but its run (trainer.max_steps={source_steps}, scheduler.decay_fraction={fraction}) "
+                    f"began to decay at step {source_start}; branch from a checkpoint saved at step "
+                    f"{source_start} or earlier"
+                )
         start = self.decay_start(max_steps)
         if step > start:
-            raise ConfigError(f"scheduler.decay_from={path} is past the stable phase of this run: it was saved at step "
-                              f"{step}, but with trainer.max_steps={max_steps} and scheduler.decay_fraction="
-                              f"{self.decay_fraction} the decay starts at step {start}; raise trainer.max_steps to at "
-                              f"least {math.ceil(step / (1 - self.decay_fraction))} or lower scheduler.decay_fraction")
+            raise ConfigError(
+                f"scheduler.decay_from={path} is past the stable phase of this run: it was saved at step "
+                f"{step}, but with trainer.max_steps={max_steps} and scheduler.decay_fraction="
+                f"{self.decay_fraction} the decay starts at step {start}; raise trainer.max_steps to at "
+                f"least {math.ceil(step / (1 - self.decay_fraction))} or lower scheduler.decay_fraction"
+            )
 
-    def build(self, optimizer: torch.optim.Optimizer, lr: float, max_steps: int | None) -> LRScheduler:
+    def build(
+        self, optimizer: torch.optim.Optimizer, lr: float, max_steps: int | None
+    ) -> LRScheduler:
         assert max_steps is not None  # check_run
-        fn = WarmupStableDecay(self.warmup_steps, self.decay_start(max_steps), max_steps, self.decay_shape,
-                               float(self.min_lr) / lr)
+        fn = WarmupStableDecay(
+            self.warmup_steps,
+            self.decay_start(max_steps),
+            max_steps,
+            self.decay_shape,
+            float(self.min_lr) / lr,
+        )
         return ScheduleLR(optimizer, fn)

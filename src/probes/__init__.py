@@ -6,6 +6,7 @@ in-context-learning score (``lens.py``), on a fixed batch of repeated random tok
 (``batch.py``); ``suite.py`` runs them all and names the figures. The training callback
 (``src.callbacks.probes``) and ``python -m src.inspect probes`` (``src.inspection.probes``) call them.
 """
+
 from src.probes.batch import ProbeBatch, probe_batch
 from src.probes.suite import ProbeResult, run_probes
 

@@ -14,6 +14,7 @@ Legend: ``B`` batch, ``H`` heads, ``T`` queries, ``S`` keys, ``L`` the period of
 * **sink mass** (Xiao et al. 2023, "Efficient Streaming Language Models with Attention
   Sinks"): the attention each query (but the first) puts on the first key.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,11 +42,15 @@ def previous_token_scores(probs: Tensor) -> Tensor:
     return probs[:, :, q, q - 1].float().mean(dim=(0, 2))  # [B, H, T-1] -> [H]
 
 
-def visible_keys(mask: AttentionMask | None, T: int, S: int, prefix_length: Tensor | None, device: torch.device) -> Tensor:
+def visible_keys(
+    mask: AttentionMask | None, T: int, S: int, prefix_length: Tensor | None, device: torch.device
+) -> Tensor:
     """[1|B, T]: how many keys each query may attend to under ``mask`` (None: all S)."""
     allowed = None
     if mask is not None:
-        allowed = mask.allowed(torch.arange(T, device=device), torch.arange(S, device=device), prefix_length)  # [1|B, T, S]
+        allowed = mask.allowed(
+            torch.arange(T, device=device), torch.arange(S, device=device), prefix_length
+        )  # [1|B, T, S]
     if allowed is None:
         return torch.full((1, T), S, device=device)
     return allowed.sum(-1)  # [1|B, T, S] -> [1|B, T]

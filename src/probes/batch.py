@@ -17,6 +17,7 @@ repeats and 1.00 on copies without). The batch is drawn from its own
 ``torch.Generator`` seeded by the caller, so drawing it never touches the global RNG (training
 with and without probes takes the same steps).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,7 +40,9 @@ class ProbeBatch:
     offset: int  # stream index of x_0 (1 when the stream starts with the decoder's start token)
     forward: dict[str, Any]  # model(**forward, labels=tokens) -> the loss on x (teacher-forced)
     probs: dict[str, Any]  # model.attention_probs(**probs)
-    prefix_length: Tensor | None  # [B] the bidirectional prefix of a prefix-LM (the first copy), else None
+    prefix_length: (
+        Tensor | None
+    )  # [B] the bidirectional prefix of a prefix-LM (the first copy), else None
 
     @property
     def length(self) -> int:
@@ -49,15 +52,21 @@ class ProbeBatch:
 def check_length(length: int, model: TransformerModel, key: str = "length") -> None:
     """``length`` must hold two copies of at least two tokens and fit a learned position table."""
     if isinstance(length, bool) or not isinstance(length, int) or length < 4 or length % 2:
-        raise ConfigError(f"{key}={length!r} must be an even integer >= 4 (two copies of length/2 distinct random tokens); "
-                          f"e.g. {key}=64")
+        raise ConfigError(
+            f"{key}={length!r} must be an even integer >= 4 (two copies of length/2 distinct random tokens); "
+            f"e.g. {key}=64"
+        )
     if length // 2 > model.config.vocab_size:
-        raise ConfigError(f"{key}={length}: a copy of {length // 2} distinct tokens does not fit the vocabulary of "
-                          f"{model.config.vocab_size}; set {key}<={2 * model.config.vocab_size} or null")
+        raise ConfigError(
+            f"{key}={length}: a copy of {length // 2} distinct tokens does not fit the vocabulary of "
+            f"{model.config.vocab_size}; set {key}<={2 * model.config.vocab_size} or null"
+        )
     rows = model.max_positions
     if rows is not None and length > rows:
-        raise ConfigError(f"{key}={length} is longer than the model's position table ({rows} rows); set {key}<={rows - rows % 2} "
-                          f"or null (the longest that fits, at most 64)")
+        raise ConfigError(
+            f"{key}={length} is longer than the model's position table ({rows} rows); set {key}<={rows - rows % 2} "
+            f"or null (the longest that fits, at most 64)"
+        )
 
 
 def default_length(model: TransformerModel, cap: int = 64) -> int:
@@ -68,8 +77,13 @@ def default_length(model: TransformerModel, cap: int = 64) -> int:
     return n - n % 2
 
 
-def probe_batch(model: TransformerModel, batch_size: int, length: int, seed: int,
-                device: torch.device | None = None) -> ProbeBatch:
+def probe_batch(
+    model: TransformerModel,
+    batch_size: int,
+    length: int,
+    seed: int,
+    device: torch.device | None = None,
+) -> ProbeBatch:
     """``batch_size`` sequences of ``length`` tokens (two copies of length/2), drawn from a generator
     of its own seeded with ``seed`` (never the global RNG), on ``device`` (default: the model's)."""
     check_length(length, model)
@@ -77,12 +91,20 @@ def probe_batch(model: TransformerModel, batch_size: int, length: int, seed: int
     g = torch.Generator(device="cpu").manual_seed(int(seed))
     L = length // 2
     V = model.config.vocab_size
-    half = torch.rand(batch_size, V, generator=g).argsort(dim=-1)[:, :L]  # [B, V] -> [B, L] distinct ids per row
+    half = torch.rand(batch_size, V, generator=g).argsort(dim=-1)[
+        :, :L
+    ]  # [B, V] -> [B, L] distinct ids per row
     x = torch.cat([half, half], dim=1).to(device)  # [B, L] -> [B, 2L]
     B = x.shape[0]
-    if model.prompt_is_source:  # the encoder reads x; the decoder is teacher-forced on it after its start token
+    if (
+        model.prompt_is_source
+    ):  # the encoder reads x; the decoder is teacher-forced on it after its start token
         stream = torch.cat([model.start_tokens(B, device), x[:, :-1]], dim=1)  # [B, T]
-        return ProbeBatch(x, L, stream, 1, {"input_ids": x}, {"input_ids": x, "decoder_input_ids": stream}, None)
-    prefix = torch.full((B,), L, dtype=torch.long, device=device) if model.needs_prefix_length else None
+        return ProbeBatch(
+            x, L, stream, 1, {"input_ids": x}, {"input_ids": x, "decoder_input_ids": stream}, None
+        )
+    prefix = (
+        torch.full((B,), L, dtype=torch.long, device=device) if model.needs_prefix_length else None
+    )
     extra = {"prefix_length": prefix} if prefix is not None else {}
     return ProbeBatch(x, L, x, 0, {"input_ids": x, **extra}, {"input_ids": x, **extra}, prefix)

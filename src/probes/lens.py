@@ -14,6 +14,7 @@
 The block outputs are taken with forward hooks on the blocks of the stack that feeds the head
 (the last of ``model.stacks()``), held only during this forward: the normal path runs no extra code.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,10 +58,14 @@ def logit_lens(model: TransformerModel, batch: ProbeBatch) -> LensResult:
     final_norm = stack.final_norm
     layer_loss = []
     for h in captured:
-        logits = model.logits(final_norm(h) if final_norm is not None else h)  # [B, T, C] -> [B, T, V]
+        logits = model.logits(
+            final_norm(h) if final_norm is not None else h
+        )  # [B, T, C] -> [B, T, V]
         layer_loss.append(float(model.loss(logits, batch.tokens)))
     target = model.score_labels(batch.tokens, out.logits.shape[1])  # [B, T] aligned with the logits
-    per_pos = F.cross_entropy(out.logits.float().transpose(1, 2), target, ignore_index=IGNORE_INDEX, reduction="none")
+    per_pos = F.cross_entropy(
+        out.logits.float().transpose(1, 2), target, ignore_index=IGNORE_INDEX, reduction="none"
+    )
     per_pos = per_pos.masked_fill(target == IGNORE_INDEX, float("nan"))  # [B, T] by logit position
     # logit position p predicts x_{p + 1 - offset}: re-index by the predicted token
     token_loss = torch.full_like(per_pos, float("nan"))

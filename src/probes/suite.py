@@ -12,6 +12,7 @@ A probe that does not apply to the model is skipped with a reason (``ProbeResult
 error: induction, previous-token heads, the lens and the ICL score need a model that predicts left to
 right (``model.left_to_right``; an encoder-only masked LM does not).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,7 +21,13 @@ import torch
 from torch import Tensor
 
 from src.models.families import TransformerModel
-from src.probes.attention import attention_entropy, induction_scores, previous_token_scores, sink_mass, visible_keys
+from src.probes.attention import (
+    attention_entropy,
+    induction_scores,
+    previous_token_scores,
+    sink_mass,
+    visible_keys,
+)
 from src.probes.batch import ProbeBatch
 from src.probes.lens import head_stack, icl_score, logit_lens
 
@@ -62,7 +69,12 @@ class ProbeResult:
             out["probe/icl_score"] = self.icl
         for name, table in (("attn_entropy", self.entropy), ("sink_mass", self.sink)):
             for prefix, layers in table.items():
-                out.update({f"probe/{name}@{prefix}L{layer}": float(v.mean()) for layer, v in enumerate(layers)})
+                out.update(
+                    {
+                        f"probe/{name}@{prefix}L{layer}": float(v.mean())
+                        for layer, v in enumerate(layers)
+                    }
+                )
         out.update({f"probe/lens_loss@L{layer}": v for layer, v in enumerate(self.lens_loss)})
         return out
 
@@ -70,7 +82,9 @@ class ProbeResult:
 def check_positions(early: int, late: int, length: int) -> None:
     """The ICL score's positions index the probe sequence (0 .. length-1), early before late."""
     if not (0 < early < late < length):
-        raise ValueError(f"icl positions early={early}, late={late} must satisfy 0 < early < late < length={length}")
+        raise ValueError(
+            f"icl positions early={early}, late={late} must satisfy 0 < early < late < length={length}"
+        )
 
 
 def default_icl_positions(batch: ProbeBatch) -> tuple[int, int]:
@@ -80,7 +94,9 @@ def default_icl_positions(batch: ProbeBatch) -> tuple[int, int]:
 
 
 @torch.no_grad()
-def run_probes(model: TransformerModel, batch: ProbeBatch, icl_positions: tuple[int, int] | None = None) -> ProbeResult:
+def run_probes(
+    model: TransformerModel, batch: ProbeBatch, icl_positions: tuple[int, int] | None = None
+) -> ProbeResult:
     """Every probe that applies to ``model`` on ``batch`` (two forwards: the attention maps, then the lens).
     The caller puts the model in eval mode (dropout off) and restores its mode after."""
     result = ProbeResult()
@@ -89,7 +105,11 @@ def run_probes(model: TransformerModel, batch: ProbeBatch, icl_positions: tuple[
     for a in maps:
         prefix = KIND_PREFIX.get(a.kind, f"{a.kind}.")
         T, S = a.probs.shape[-2:]
-        mask = None if a.kind == "cross" else stacks[a.kind if a.kind in stacks else next(iter(stacks))].mask
+        mask = (
+            None
+            if a.kind == "cross"
+            else stacks[a.kind if a.kind in stacks else next(iter(stacks))].mask
+        )
         prefix_length = batch.prefix_length if a.kind == "self" else None
         n_visible = visible_keys(mask, T, S, prefix_length, a.probs.device)  # [1|B, T]
         result.entropy.setdefault(prefix, []).append(attention_entropy(a.probs, n_visible).cpu())
@@ -98,8 +118,10 @@ def run_probes(model: TransformerModel, batch: ProbeBatch, icl_positions: tuple[
             result.induction.append(induction_scores(a.probs, batch.period, batch.offset).cpu())
             result.prev_token.append(previous_token_scores(a.probs).cpu())
     if not model.left_to_right:
-        why = (f"the {model.config.family} model does not predict left to right (each token sees the ones after it), "
-               "so the probes of next-token prediction do not apply")
+        why = (
+            f"the {model.config.family} model does not predict left to right (each token sees the ones after it), "
+            "so the probes of next-token prediction do not apply"
+        )
         for probe in ("induction", "prev_token", "lens_loss", "icl_score"):
             result.skipped[probe] = why
         return result
@@ -108,8 +130,10 @@ def run_probes(model: TransformerModel, batch: ProbeBatch, icl_positions: tuple[
     early, late = icl_positions or default_icl_positions(batch)
     check_positions(early, late, batch.length)
     if batch.prefix_length is not None and early < batch.period:
-        result.skipped["icl_score"] = (f"the early position {early} lies in the prefix-LM's bidirectional prefix (the "
-                                       f"first copy, {batch.period} tokens), where the next token is visible")
+        result.skipped["icl_score"] = (
+            f"the early position {early} lies in the prefix-LM's bidirectional prefix (the "
+            f"first copy, {batch.period} tokens), where the next token is visible"
+        )
     else:
         result.icl = icl_score(lens.token_loss, early, late)
     assert len(result.lens_loss) == len(head_stack(model).blocks)

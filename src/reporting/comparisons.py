@@ -30,6 +30,7 @@ Verdicts, at level α (default 0.05):
 The minimum detectable effect (``mde``) is computed at α/m, the level Holm's first step applies,
 with 80 % power and the observed spreads: a true |Δ| below it is likely to be missed.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -69,7 +70,7 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 
 
 def direction(metric: str) -> str | None:
-    """"lower" | "higher" (which way is better) or None for a descriptive metric."""
+    """ "lower" | "higher" (which way is better) or None for a descriptive metric."""
     name = metric.lower()
     if any(fnmatch.fnmatch(name, pat) for pat in HIGHER_IS_BETTER):
         return "higher"
@@ -78,7 +79,9 @@ def direction(metric: str) -> str | None:
     return None
 
 
-def margin_for(metric: str, margins: float | Mapping[str, float] | None, primary: str) -> float | None:
+def margin_for(
+    metric: str, margins: float | Mapping[str, float] | None, primary: str
+) -> float | None:
     """The equivalence margin of ``metric``: one number is the primary metric's (the others have
     other units); a mapping gives metric names / fnmatch patterns their own."""
     if margins is None:
@@ -129,9 +132,18 @@ def constant_difference(a: Sequence[float], b: Sequence[float]) -> float | None:
     return d.pop() if len(d) == 1 else None
 
 
-def compare(metric: str, variant: str, reference: str, a: Sequence[float | None], b: Sequence[float | None],
-            margin: float | None = None, *, seeds: tuple[Sequence[Any], Sequence[Any]] | None = None,
-            same_data: bool = True, pairing: str = "auto") -> Comparison:
+def compare(
+    metric: str,
+    variant: str,
+    reference: str,
+    a: Sequence[float | None],
+    b: Sequence[float | None],
+    margin: float | None = None,
+    *,
+    seeds: tuple[Sequence[Any], Sequence[Any]] | None = None,
+    same_data: bool = True,
+    pairing: str = "auto",
+) -> Comparison:
     """The unadjusted comparison (``decide`` adds the family's corrections and the verdict).
 
     seeds: the seed of each value of ``a`` and of ``b`` (same order); with them, and ``same_data``
@@ -143,9 +155,16 @@ def compare(metric: str, variant: str, reference: str, a: Sequence[float | None]
     xb = [float(x) for x in b if x is not None and np.isfinite(x)]
     delta = sa.mean - sb.mean if sa.mean is not None and sb.mean is not None else None
     c = Comparison(metric, variant, reference, (sa.n, sb.n), delta, margin=margin, values=(xa, xb))
-    if delta is None:   # no runs (a tune-stage-only report has no verdict runs), or none finished with a number
-        c.reason = ("no verdict runs on either side" if not len(a) and not len(b) else
-                    "no verdict runs on one side" if not len(a) or not len(b) else "no finite result")
+    if (
+        delta is None
+    ):  # no runs (a tune-stage-only report has no verdict runs), or none finished with a number
+        c.reason = (
+            "no verdict runs on either side"
+            if not len(a) and not len(b)
+            else "no verdict runs on one side"
+            if not len(a) or not len(b)
+            else "no finite result"
+        )
         return c
     paired = _pairs(a, b, seeds, same_data, pairing, c) if pairing != "unpaired" else None
     if paired is not None:
@@ -157,11 +176,17 @@ def compare(metric: str, variant: str, reference: str, a: Sequence[float | None]
             c.p_tost = paired_tost(pa, pb, margin) if margin else None
             return c
         same = constant_difference(pa, pb)
-        if same is not None:  # every seed the same difference (a saturated metric: exact match 1.00 vs 0.00)
+        if (
+            same is not None
+        ):  # every seed the same difference (a saturated metric: exact match 1.00 vs 0.00)
             c.test, c.pairs, c.values = CONSTANT, len(pa), (pa, pb)
-            c.p = 0.0 if same != 0 else 1.0  # scipy's ttest_rel: t = ±inf, p = 0; no difference at all: p = 1
+            c.p = (
+                0.0 if same != 0 else 1.0
+            )  # scipy's ttest_rel: t = ±inf, p = 0; no difference at all: p = 1
             c.delta_ci_low = c.delta_ci_high = same
-            c.p_tost = (0.0 if abs(same) < margin else 1.0) if margin else None  # TOST's limit: t = ±inf
+            c.p_tost = (
+                (0.0 if abs(same) < margin else 1.0) if margin else None
+            )  # TOST's limit: t = ±inf
             return c
         c.pairing_note = "the paired differences have no spread"
     if min(sa.n, sb.n) < 2:
@@ -177,8 +202,14 @@ def compare(metric: str, variant: str, reference: str, a: Sequence[float | None]
     return c
 
 
-def _pairs(a: Sequence[float | None], b: Sequence[float | None], seeds: tuple[Sequence[Any], Sequence[Any]] | None,
-           same_data: bool, pairing: str, c: Comparison) -> tuple[list[float], list[float]] | None:
+def _pairs(
+    a: Sequence[float | None],
+    b: Sequence[float | None],
+    seeds: tuple[Sequence[Any], Sequence[Any]] | None,
+    same_data: bool,
+    pairing: str,
+    c: Comparison,
+) -> tuple[list[float], list[float]] | None:
     """The values of ``a`` and ``b`` lined up by seed, or None (and ``c.pairing_note`` says why)."""
     if seeds is None:
         c.pairing_note = "no seeds given"
@@ -198,7 +229,9 @@ def _pairs(a: Sequence[float | None], b: Sequence[float | None], seeds: tuple[Se
         c.pairing_note = f"the seeds differ ({', '.join(only)} on one side only)"
         return None
     if len(shared) < 2:
-        c.pairing_note = f"{len(shared)} shared seed{'s' if len(shared) != 1 else ''}: pairing needs 2"
+        c.pairing_note = (
+            f"{len(shared)} shared seed{'s' if len(shared) != 1 else ''}: pairing needs 2"
+        )
         return None
     return [da[s] for s in shared], [db[s] for s in shared]
 
@@ -222,7 +255,11 @@ def decide(comparisons: Sequence[Comparison], alpha: float = 0.05) -> int:
         if c.p_holm is not None and c.p_holm < alpha and c.delta:
             way = direction(c.metric)
             up = c.delta > 0
-            c.verdict = ("higher" if up else "lower") if way is None else ("better" if up == (way == "higher") else "worse")
+            c.verdict = (
+                ("higher" if up else "lower")
+                if way is None
+                else ("better" if up == (way == "higher") else "worse")
+            )
         elif c.p_tost_holm is not None and c.p_tost_holm < alpha:
             c.verdict = "equivalent"
     return m

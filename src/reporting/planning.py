@@ -10,6 +10,7 @@ the selection metric); ``protocol.pilot_sd`` stands in when those runs have fewe
 are found with ``src.reporting.stats.seeds_needed`` (noncentral t). The compute per run is the
 tune runs' mean wall time and training FLOPs (``budget.json``'s FLOPs per token × tokens seen).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -31,11 +32,20 @@ def seeds_plan_line(record: dict | None) -> str | None:
     """The report's sentence on an automatic choice of confirm seeds, from ``seeds_plan.json``."""
     if not record or not record.get("seeds"):
         return None
-    needs = ", ".join(f"{v}: {n if n is not None else 'no spread'}" for v, n in zip(record.get("variants") or [],
-                                                                                   record.get("needed") or []))
-    return (f"protocol.seeds: auto confirmed on {len(record['seeds'])} seeds ({', '.join(map(str, record['seeds']))}): "
-            f"the seeds per variant --plan found for a difference of {record.get('target_mde')} ({needs})"
-            + (f", capped by protocol.max_seeds={record.get('max_seeds')}" if record.get("capped") else "") + ".")
+    needs = ", ".join(
+        f"{v}: {n if n is not None else 'no spread'}"
+        for v, n in zip(record.get("variants") or [], record.get("needed") or [])
+    )
+    return (
+        f"protocol.seeds: auto confirmed on {len(record['seeds'])} seeds ({', '.join(map(str, record['seeds']))}): "
+        f"the seeds per variant --plan found for a difference of {record.get('target_mde')} ({needs})"
+        + (
+            f", capped by protocol.max_seeds={record.get('max_seeds')}"
+            if record.get("capped")
+            else ""
+        )
+        + "."
+    )
 
 
 @dataclass
@@ -73,17 +83,26 @@ class PowerPlan:
         return ", ".join(parts)
 
     def render(self) -> str:
-        lines = [f"Seeds per variant to detect |Δ| = {self.target_mde:g} with {POWER:.0%} power at α/m = {self.alpha:.3g}"
-                 f" ({len(self.rows)} comparison(s) on the verdict metric):", "",
-                 "| variant | against | spread from | sd (variant, reference) | sd of differences (pairs) | "
-                 "unpaired (Welch) | paired | compute, unpaired | compute, paired |", "|---|---|---|---|---|---|---|---|---|"]
+        lines = [
+            f"Seeds per variant to detect |Δ| = {self.target_mde:g} with {POWER:.0%} power at α/m = {self.alpha:.3g}"
+            f" ({len(self.rows)} comparison(s) on the verdict metric):",
+            "",
+            "| variant | against | spread from | sd (variant, reference) | sd of differences (pairs) | "
+            "unpaired (Welch) | paired | compute, unpaired | compute, paired |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in self.rows:
             sd = ", ".join("–" if s is None else f"{s:.3g}" for s in r.sd)
             diff = "–" if r.sd_diff is None else f"{r.sd_diff:.3g} ({r.pairs})"
             n = lambda k: "–" if k is None else str(k)  # noqa: E731
-            lines.append(f"| {r.variant} | {r.reference} | {r.source} | {sd} | {diff} | {n(r.unpaired)} | {n(r.paired)} | "
-                         f"{self.compute(r.unpaired)} | {self.compute(r.paired)} |")
-        lines += ["", "Compute: seeds × variants runs at the tune runs' mean wall time and training FLOPs per run."]
+            lines.append(
+                f"| {r.variant} | {r.reference} | {r.source} | {sd} | {diff} | {n(r.unpaired)} | {n(r.paired)} | "
+                f"{self.compute(r.unpaired)} | {self.compute(r.paired)} |"
+            )
+        lines += [
+            "",
+            "Compute: seeds × variants runs at the tune runs' mean wall time and training FLOPs per run.",
+        ]
         return "\n".join(lines)
 
 
@@ -102,17 +121,28 @@ def _sd(values: Sequence[float]) -> float | None:
     return float(np.std(values, ddof=1)) if len(values) >= 2 else None
 
 
-def power_plan(tuned: Sequence[TunedVariant], varying: Sequence[str], baseline: int, protocol: Protocol,
-               target_mde: float, pilot_sd: float | None = None, alpha: float = 0.05) -> PowerPlan:
+def power_plan(
+    tuned: Sequence[TunedVariant],
+    varying: Sequence[str],
+    baseline: int,
+    protocol: Protocol,
+    target_mde: float,
+    pilot_sd: float | None = None,
+    alpha: float = 0.05,
+) -> PowerPlan:
     """The plan of every variant against the baseline (module doc); ``varying``: the keys that name a
     variant (``tune_variants``' second result)."""
     if not target_mde or target_mde <= 0:
-        raise ConfigError(f"protocol.target_mde={target_mde!r}: give the smallest difference of {protocol.metric} the "
-                          "study must detect, in its units, e.g. protocol.target_mde=0.02")
+        raise ConfigError(
+            f"protocol.target_mde={target_mde!r}: give the smallest difference of {protocol.metric} the "
+            "study must detect, in its units, e.g. protocol.target_mde=0.02"
+        )
     chosen = []
     for t in tuned:
         cand = next((c for c in t.candidates if c.values == t.chosen), None)
-        chosen.append(_values(cand.runs if cand is not None else [], protocol.metric, protocol.select))
+        chosen.append(
+            _values(cand.runs if cand is not None else [], protocol.metric, protocol.select)
+        )
     m = max(1, len(tuned) - 1)
     level = alpha / m
     rows = []
@@ -130,25 +160,59 @@ def power_plan(tuned: Sequence[TunedVariant], varying: Sequence[str], baseline: 
         shared = sorted(set(a) & set(b))
         diffs = [a[s] - b[s] for s in shared]
         sd_d = _sd(diffs)
-        unpaired = seeds_needed(target_mde, sd_a, sd_b, alpha=level) if sd_a is not None and sd_b is not None else None
-        paired = seeds_needed(target_mde, sd_d, alpha=level, paired=True) if sd_d is not None else None
+        unpaired = (
+            seeds_needed(target_mde, sd_a, sd_b, alpha=level)
+            if sd_a is not None and sd_b is not None
+            else None
+        )
+        paired = (
+            seeds_needed(target_mde, sd_d, alpha=level, paired=True) if sd_d is not None else None
+        )
         if sd_d == 0.0:
             paired = 2
-        rows.append(PlanRow(t.variant.label(varying), tuned[baseline].variant.label(varying),
-                            (sd_a, sd_b), sd_d, len(shared), unpaired, paired, source))
+        rows.append(
+            PlanRow(
+                t.variant.label(varying),
+                tuned[baseline].variant.label(varying),
+                (sd_a, sd_b),
+                sd_d,
+                len(shared),
+                unpaired,
+                paired,
+                source,
+            )
+        )
     runs = [r for t in tuned for c in t.candidates for r in c.runs]
     walls = [r.metric("wall_time_s") for r in runs if r.metric("wall_time_s")]
-    flops = [(r.budget or {}).get("flops_per_token", 0) * (r.metric("tokens_seen") or 0) for r in runs]
+    flops = [
+        (r.budget or {}).get("flops_per_token", 0) * (r.metric("tokens_seen") or 0) for r in runs
+    ]
     flops = [f for f in flops if f]
-    return PowerPlan(rows, float(target_mde), level, float(np.mean(walls)) if walls else None,
-                     float(np.mean(flops)) if flops else None, len(tuned))
+    return PowerPlan(
+        rows,
+        float(target_mde),
+        level,
+        float(np.mean(walls)) if walls else None,
+        float(np.mean(flops)) if flops else None,
+        len(tuned),
+    )
 
 
-def pilot_plan(labels: Sequence[str], baseline: int, target_mde: float, pilot_sd: float | None,
-               alpha: float = 0.05) -> PowerPlan:
+def pilot_plan(
+    labels: Sequence[str],
+    baseline: int,
+    target_mde: float,
+    pilot_sd: float | None,
+    alpha: float = 0.05,
+) -> PowerPlan:
     """Before any run: every variant against the baseline at the pilot spread (unpaired only)."""
     m = max(1, len(labels) - 1)
     n = seeds_needed(target_mde, pilot_sd, pilot_sd, alpha=alpha / m) if pilot_sd else None
-    rows = [PlanRow(label, labels[baseline], (pilot_sd, pilot_sd), None, 0, n, None, "protocol.pilot_sd")
-            for i, label in enumerate(labels) if i != baseline]
+    rows = [
+        PlanRow(
+            label, labels[baseline], (pilot_sd, pilot_sd), None, 0, n, None, "protocol.pilot_sd"
+        )
+        for i, label in enumerate(labels)
+        if i != baseline
+    ]
     return PowerPlan(rows, float(target_mde), alpha / m, None, None, len(labels))

@@ -20,6 +20,7 @@
 
 Each function returns the file written, or None when no run has the data.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,10 +34,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
+from src.files import atomic_path
+from src.reporting.table import Reference, VariantRow  # noqa: E402
 from src.studies.protocol import as_number  # noqa: E402
 from src.studies.runs import finite  # noqa: E402
-from src.reporting.table import Reference, VariantRow  # noqa: E402
-from src.files import atomic_path
 
 
 def _colors(n: int) -> list:
@@ -65,15 +66,22 @@ def _short(label: str, width: int = 90) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"
 
 
-def loss_vs_tokens(rows: Sequence[VariantRow], out: Path, metric: str = "val/loss",
-                   references: Sequence[Reference] = ()) -> Path | None:
+def loss_vs_tokens(
+    rows: Sequence[VariantRow],
+    out: Path,
+    metric: str = "val/loss",
+    references: Sequence[Reference] = (),
+) -> Path | None:
     """Validation loss per variant against tokens seen; band = min–max over seeds; n-gram lines."""
     fig, ax = plt.subplots(figsize=(8 if len(rows) <= 5 else 12, 5))
     drawn = 0
     lows: list[float] = []
     for row, color in zip(rows, _colors(len(rows))):
-        curves = [(r.tokens_per_step, {p.step: p.value for p in r.val_history}) for r in row.runs
-                  if r.val_history and r.tokens_per_step]
+        curves = [
+            (r.tokens_per_step, {p.step: p.value for p in r.val_history})
+            for r in row.runs
+            if r.val_history and r.tokens_per_step
+        ]
         if not curves:
             continue
         steps = sorted(set.intersection(*(set(c) for _, c in curves)))
@@ -85,16 +93,32 @@ def loss_vs_tokens(rows: Sequence[VariantRow], out: Path, metric: str = "val/los
         per_step = [[c[s] for _, c in curves] for s in steps]
         mean = [sum(v) / len(v) for v in per_step]
         # markers where a run has few validations: a line through one point draws nothing
-        ax.plot(x, mean, color=color, label=f"{_short(row.short)} (n={len(curves)})", lw=1.6,
-                marker="o" if len(x) <= 12 else None, ms=4)
+        ax.plot(
+            x,
+            mean,
+            color=color,
+            label=f"{_short(row.short)} (n={len(curves)})",
+            lw=1.6,
+            marker="o" if len(x) <= 12 else None,
+            ms=4,
+        )
         if len(curves) > 1:
-            ax.fill_between(x, [min(v) for v in per_step], [max(v) for v in per_step], color=color, alpha=0.2, lw=0)
+            ax.fill_between(
+                x,
+                [min(v) for v in per_step],
+                [max(v) for v in per_step],
+                color=color,
+                alpha=0.2,
+                lw=0,
+            )
         lows += [min(v) for v in per_step]
         drawn += 1
     if not drawn:
         plt.close(fig)
         return None
-    for ref, style in zip([r for r in references if r.val is not None], ("-", "--", "-.", ":", (0, (1, 3)))):
+    for ref, style in zip(
+        [r for r in references if r.val is not None], ("-", "--", "-.", ":", (0, (1, 3)))
+    ):
         ax.axhline(ref.val, color="0.35", ls=style, lw=1.0, label=f"{ref.name} (Kneser-Ney, val)")
     ax.set_xlabel("training tokens")
     ax.set_ylabel(f"{metric} (nats/token)")
@@ -111,10 +135,14 @@ def _factor(key: str) -> float | None:
         return None
 
 
-def extrapolation(rows: Sequence[VariantRow], out: Path, prefix: str = "extrapolation/ppl@") -> Path | None:
+def extrapolation(
+    rows: Sequence[VariantRow], out: Path, prefix: str = "extrapolation/ppl@"
+) -> Path | None:
     """Perplexity vs context length (as multiples of the training length) per variant."""
-    keys = sorted({k for row in rows for r in row.runs for k in (r.metrics or {}) if k.startswith(prefix)},
-                  key=lambda k: _factor(k) or 0)
+    keys = sorted(
+        {k for row in rows for r in row.runs for k in (r.metrics or {}) if k.startswith(prefix)},
+        key=lambda k: _factor(k) or 0,
+    )
     if not keys:
         return None
     fig, ax = plt.subplots(figsize=(7 if len(rows) <= 5 else 11, 5))
@@ -142,7 +170,9 @@ def extrapolation(rows: Sequence[VariantRow], out: Path, prefix: str = "extrapol
             ax.plot([], [], color=color, label=label)
     ax.set_xscale("log", base=2)
     finite_y = [y for line in ax.get_lines() for y in line.get_ydata() if y > 0]
-    if finite_y and max(finite_y) / min(finite_y) > 10:  # a blow-up: log scale keeps the rest readable
+    if (
+        finite_y and max(finite_y) / min(finite_y) > 10
+    ):  # a blow-up: log scale keeps the rest readable
         ax.set_yscale("log")
     ax.set_xticks([_factor(k) for k in keys if _factor(k)])
     ax.set_xticklabels([f"{_factor(k):g}×" for k in keys if _factor(k)])
@@ -156,11 +186,20 @@ def extrapolation(rows: Sequence[VariantRow], out: Path, prefix: str = "extrapol
     return _save(fig, out / "extrapolation.png")
 
 
-def by_length(rows: Sequence[VariantRow], out: Path, metric: str = "test/exact_match") -> Path | None:
+def by_length(
+    rows: Sequence[VariantRow], out: Path, metric: str = "test/exact_match"
+) -> Path | None:
     """``metric`` against the test size (``<metric>@<size>``) per variant: the mean over the verdict runs,
     each seed a dot. The test sizes start at the training size (src/data/synthetic/base.py), marked 1×."""
-    sizes = sorted({int(k.rsplit("@", 1)[1]) for row in rows for r in row.runs for k in (r.metrics or {})
-                    if k.startswith(metric + "@") and k.rsplit("@", 1)[1].isdigit()})
+    sizes = sorted(
+        {
+            int(k.rsplit("@", 1)[1])
+            for row in rows
+            for r in row.runs
+            for k in (r.metrics or {})
+            if k.startswith(metric + "@") and k.rsplit("@", 1)[1].isdigit()
+        }
+    )
     if len(sizes) < 2:
         return None
     train = sizes[0]
@@ -169,7 +208,9 @@ def by_length(rows: Sequence[VariantRow], out: Path, metric: str = "test/exact_m
     for i, (row, color) in enumerate(zip(rows, _colors(len(rows)))):
         xs, mean, missing = [], [], []
         runs = [r for r in row.runs if r.status == "completed"]
-        nudge = 2 ** (0.015 * (i - (len(rows) - 1) / 2))  # each variant a little sideways: equal values (0, 1) stay visible
+        nudge = 2 ** (
+            0.015 * (i - (len(rows) - 1) / 2)
+        )  # each variant a little sideways: equal values (0, 1) stay visible
         for n in sizes:
             vals = finite(r.metric(f"{metric}@{n}") for r in runs)
             if not vals:
@@ -181,7 +222,9 @@ def by_length(rows: Sequence[VariantRow], out: Path, metric: str = "test/exact_m
             ax.scatter([n * nudge] * len(vals), vals, color=color, s=12, alpha=0.5)
         if not xs and not missing:
             continue
-        label = f"{_short(row.short)} (n={len(runs)})" + (f" (n/a at {', '.join(missing)})" if missing else "")
+        label = f"{_short(row.short)} (n={len(runs)})" + (
+            f" (n/a at {', '.join(missing)})" if missing else ""
+        )
         ax.plot(xs, mean, color=color, marker="o", lw=1.6, label=label)
         drawn += 1
     if not drawn:
@@ -192,7 +235,9 @@ def by_length(rows: Sequence[VariantRow], out: Path, metric: str = "test/exact_m
     ax.set_xticks(sizes)
     ax.set_xticklabels([f"{n}\n{n / train:g}×" for n in sizes], fontsize=8)
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    if metric.endswith(("exact_match", "acc")):  # a fraction: the whole range, so 0 and 1 read as such
+    if metric.endswith(
+        ("exact_match", "acc")
+    ):  # a fraction: the whole range, so 0 and 1 read as such
         ax.set_ylim(-0.04, 1.04)
     ax.set_xlabel("test size (the training size: 1×)")
     ax.set_ylabel(metric)
@@ -222,10 +267,14 @@ def grad_norms(rows: Sequence[VariantRow], out: Path, kind: str = "ffn") -> Path
     if not data:
         return None
     stacks = sorted(data)
-    fig, axes = plt.subplots(1, len(stacks), figsize=((7 if len(rows) <= 5 else 11) * len(stacks), 5), squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(stacks), figsize=((7 if len(rows) <= 5 else 11) * len(stacks), 5), squeeze=False
+    )
     colors = _colors(len(rows))
     for ax, stack in zip(axes[0], stacks):
-        curves: list[tuple[str, int, list[float], int]] = []  # variants with identical step-0 norms share a curve
+        curves: list[
+            tuple[str, int, list[float], int]
+        ] = []  # variants with identical step-0 norms share a curve
         for label, i, mean in data[stack]:
             same = next((k for k, c in enumerate(curves) if c[2] == mean), None)
             if same is None:
@@ -235,13 +284,19 @@ def grad_norms(rows: Sequence[VariantRow], out: Path, kind: str = "ffn") -> Path
                 curves[same] = (lab, j, m, n + 1)
         for label, i, mean, n_same in curves:
             extra = f" (and {n_same} more with identical norms)" if n_same else ""
-            ax.plot(range(len(mean)), mean, marker="o", color=colors[i], label=_short(label) + extra)
+            ax.plot(
+                range(len(mean)), mean, marker="o", color=colors[i], label=_short(label) + extra
+            )
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%.3g"))
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_xlabel(f"{stack} layer (0 = nearest the input)")
-        what = {"ffn": "FFN weight matrices", "attn": "attention weight matrices", "block": "whole block"}.get(kind, kind)
+        what = {
+            "ffn": "FFN weight matrices",
+            "attn": "attention weight matrices",
+            "block": "whole block",
+        }.get(kind, kind)
         ax.set_ylabel(f"gradient norm ({what})")
         ax.set_title(f"{stack}: per-layer gradient norm at step 0 (mean over seeds)")
         ax.grid(alpha=0.3, which="both")
@@ -249,7 +304,9 @@ def grad_norms(rows: Sequence[VariantRow], out: Path, kind: str = "ffn") -> Path
     return _save(fig, out / "grad_norms.png")
 
 
-def tuning(rows: Sequence[VariantRow], out: Path, key: str, metric: str = "val/loss") -> Path | None:
+def tuning(
+    rows: Sequence[VariantRow], out: Path, key: str, metric: str = "val/loss"
+) -> Path | None:
     """The selection metric against the tuned ``key`` per variant (the best over the other tuned
     keys at each value); dots: single seeds; circle: the chosen value."""
     fig, ax = plt.subplots(figsize=(8 if len(rows) <= 5 else 12, 5))
@@ -266,13 +323,31 @@ def tuning(rows: Sequence[VariantRow], out: Path, key: str, metric: str = "val/l
             continue
         numeric &= all(as_number(v) is not None for v in best)
         xs = sorted(best, key=lambda v: as_number(v) if as_number(v) is not None else 0.0)
-        pos = (lambda v: as_number(v)) if numeric else (lambda v: float(xs.index(v)) if v in xs else None)
-        ax.plot([pos(v) for v in xs], [best[v] for v in xs], marker="o", color=color, label=_short(row.short), lw=1.4)
+        pos = (
+            (lambda v: as_number(v))
+            if numeric
+            else (lambda v, xs=xs: float(xs.index(v)) if v in xs else None)
+        )
+        ax.plot(
+            [pos(v) for v in xs],
+            [best[v] for v in xs],
+            marker="o",
+            color=color,
+            label=_short(row.short),
+            lw=1.4,
+        )
         shown = [(pos(v), y) for v, y in dots if pos(v) is not None]
         ax.scatter([x for x, _ in shown], [y for _, y in shown], color=color, s=10, alpha=0.5)
         chosen = (row.tuned.chosen or {}).get(key)
         if chosen in best:
-            ax.scatter([pos(chosen)], [best[chosen]], s=140, facecolors="none", edgecolors=color, linewidths=1.8)
+            ax.scatter(
+                [pos(chosen)],
+                [best[chosen]],
+                s=140,
+                facecolors="none",
+                edgecolors=color,
+                linewidths=1.8,
+            )
         drawn += 1
     if not drawn:
         plt.close(fig)
@@ -299,8 +374,14 @@ def numeric_factors(rows: Sequence[VariantRow], factors: Sequence[str]) -> list[
     return out
 
 
-def against_factor(rows: Sequence[VariantRow], out: Path, metric: str, factor: str, others: Sequence[str],
-                   summaries: Sequence[Any]) -> Path | None:
+def against_factor(
+    rows: Sequence[VariantRow],
+    out: Path,
+    metric: str,
+    factor: str,
+    others: Sequence[str],
+    summaries: Sequence[Any],
+) -> Path | None:
     """``metric`` (mean and 95 % interval over seeds; ``summaries`` in row order) against the numeric
     ``factor``, one line per combination of the ``others`` factors. Log x when the values span ≥ 8×."""
     lines: dict[str, list[tuple[float, Any]]] = {}
@@ -308,7 +389,9 @@ def against_factor(rows: Sequence[VariantRow], out: Path, metric: str, factor: s
         if s.mean is None:
             continue
         d = row.variant.values()
-        name = ", ".join(f"{k.replace('/', '.').split('.')[-1]}={d.get(k)}" for k in others) or metric
+        name = (
+            ", ".join(f"{k.replace('/', '.').split('.')[-1]}={d.get(k)}" for k in others) or metric
+        )
         lines.setdefault(name, []).append((float(as_number(d[factor])), s))
     if not lines:
         return None

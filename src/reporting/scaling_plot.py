@@ -4,6 +4,7 @@ Each seed is a small dot, the mean over seeds at each size a marker with the min
 ``E + A·N^(−α)`` a line over the measured range (dashed beyond it, out to a crossing when one lies
 within ×100 of the range), and each crossing a dotted vertical line.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -17,12 +18,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
-from src.studies.power_law import ScalingFit  # noqa: E402
 from src.files import atomic_path  # noqa: E402
+from src.studies.power_law import ScalingFit  # noqa: E402
 
 
-def plot_scaling(points: Sequence[Any], fits: Mapping[str, ScalingFit], crossings: Sequence[Any], out: Path,
-                 metric: str) -> Path | None:
+def plot_scaling(
+    points: Sequence[Any],
+    fits: Mapping[str, ScalingFit],
+    crossings: Sequence[Any],
+    out: Path,
+    metric: str,
+) -> Path | None:
     """``points``: objects with ``arm``, ``params``, ``loss``; ``crossings``: with ``arms`` and ``at``."""
     if not points:
         return None
@@ -39,9 +45,15 @@ def plot_scaling(points: Sequence[Any], fits: Mapping[str, ScalingFit], crossing
         sizes = sorted({p.params for p in mine})
         by = [[p.loss for p in mine if p.params == n] for n in sizes]
         means = np.array([np.mean(v) for v in by])
-        err = np.array([[m - min(v) for m, v in zip(means, by)], [max(v) - m for m, v in zip(means, by)]])
+        err = np.array(
+            [[m - min(v) for m, v in zip(means, by)], [max(v) - m for m, v in zip(means, by)]]
+        )
         fit = fits.get(arm)
-        label = arm if fit is None else f"{arm}: {fit.law.E:.3g} + {fit.law.A:.3g}·N^-{fit.law.alpha:.3g}"
+        label = (
+            arm
+            if fit is None
+            else f"{arm}: {fit.law.E:.3g} + {fit.law.A:.3g}·N^-{fit.law.alpha:.3g}"
+        )
         ax.errorbar(sizes, means, yerr=err, fmt="o", color=color, capsize=3, label=label)
         if fit is not None:
             inside = np.geomspace(lo, hi, 100)
@@ -53,7 +65,9 @@ def plot_scaling(points: Sequence[Any], fits: Mapping[str, ScalingFit], crossing
     for c in crossings:
         for n in c.at:
             ax.axvline(n, color="grey", linestyle=":", linewidth=1)
-            ax.annotate(f"{c.arms[0]} = {c.arms[1]}\nN≈{n:.3g}", (n, ax.get_ylim()[1]), fontsize=7, va="top")
+            ax.annotate(
+                f"{c.arms[0]} = {c.arms[1]}\nN≈{n:.3g}", (n, ax.get_ylim()[1]), fontsize=7, va="top"
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     for axis in (ax.yaxis,):  # losses span well under a decade: plain tick labels

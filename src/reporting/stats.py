@@ -29,6 +29,7 @@ All figures are over seeds: one number per run (its final metric), ``n`` runs pe
 tests/reporting/test_stats.py checks each against hand computations, Student's t tables and
 published power figures.
 """
+
 from __future__ import annotations
 
 import math
@@ -99,7 +100,9 @@ def _testable(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.nd
     return xa, xb
 
 
-def welch_t_test(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE) -> WelchTest | None:
+def welch_t_test(
+    a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE
+) -> WelchTest | None:
     """Welch's two-sided test of mean(a) = mean(b) and the interval of the difference; None
     when either side has < 2 finite values or both have zero spread."""
     pair = _testable(a, b)
@@ -107,7 +110,9 @@ def welch_t_test(a: Sequence[float], b: Sequence[float], confidence: float = CON
         return None
     r = stats.ttest_ind(*pair, equal_var=False)
     ci = r.confidence_interval(confidence)
-    return WelchTest(float(r.statistic), float(r.df), float(r.pvalue), float(ci.low), float(ci.high))
+    return WelchTest(
+        float(r.statistic), float(r.df), float(r.pvalue), float(ci.low), float(ci.high)
+    )
 
 
 def tost(a: Sequence[float], b: Sequence[float], margin: float) -> float | None:
@@ -118,8 +123,12 @@ def tost(a: Sequence[float], b: Sequence[float], margin: float) -> float | None:
     if pair is None:
         return None
     xa, xb = pair
-    above = stats.ttest_ind(xa + margin, xb, equal_var=False, alternative="greater")  # H0: Δ <= -margin
-    below = stats.ttest_ind(xa - margin, xb, equal_var=False, alternative="less")  # H0: Δ >= +margin
+    above = stats.ttest_ind(
+        xa + margin, xb, equal_var=False, alternative="greater"
+    )  # H0: Δ <= -margin
+    below = stats.ttest_ind(
+        xa - margin, xb, equal_var=False, alternative="less"
+    )  # H0: Δ >= +margin
     return float(max(above.pvalue, below.pvalue))
 
 
@@ -145,8 +154,9 @@ def power_at(effect: float, se: float, df: float, alpha: float) -> float:
     return upper + lower
 
 
-def minimum_detectable_effect(a: Sequence[float], b: Sequence[float], alpha: float = 0.05,
-                              power: float = POWER) -> float | None:
+def minimum_detectable_effect(
+    a: Sequence[float], b: Sequence[float], alpha: float = 0.05, power: float = POWER
+) -> float | None:
     """Smallest ``|Δ|`` Welch's test at ``alpha`` detects with probability ``power`` (observed spreads)."""
     se_df = welch_se_df(a, b)
     return None if se_df is None else detectable_effect(*se_df, alpha=alpha, power=power)
@@ -158,7 +168,9 @@ def detectable_effect(se: float, df: float, alpha: float = 0.05, power: float = 
     hi = se
     while power_at(hi, se, df, alpha) < power:
         hi *= 2.0
-    return float(optimize.brentq(lambda d: power_at(d, se, df, alpha) - power, 0.0, hi, xtol=1e-12 * hi))
+    return float(
+        optimize.brentq(lambda d: power_at(d, se, df, alpha) - power, 0.0, hi, xtol=1e-12 * hi)
+    )
 
 
 @dataclass
@@ -185,7 +197,9 @@ def _paired(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndar
     return xa, xb
 
 
-def paired_t_test(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE) -> PairedTest | None:
+def paired_t_test(
+    a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE
+) -> PairedTest | None:
     """``scipy.stats.ttest_rel(a, b)`` (``a[i]`` and ``b[i]`` share a seed) and the interval of Δ;
     None with < 2 pairs or no spread in the differences."""
     pair = _paired(a, b)
@@ -198,8 +212,16 @@ def paired_t_test(a: Sequence[float], b: Sequence[float], confidence: float = CO
     if np.std(xa) > 0 and np.std(xb) > 0:
         corr = float(np.corrcoef(xa, xb)[0, 1])
     se = float(np.std(xa - xb, ddof=1) / math.sqrt(xa.size))
-    return PairedTest(float(r.statistic), float(r.df), float(r.pvalue), float(ci.low), float(ci.high), int(xa.size),
-                      corr, se)
+    return PairedTest(
+        float(r.statistic),
+        float(r.df),
+        float(r.pvalue),
+        float(ci.low),
+        float(ci.high),
+        int(xa.size),
+        corr,
+        se,
+    )
 
 
 def paired_tost(a: Sequence[float], b: Sequence[float], margin: float) -> float | None:
@@ -215,16 +237,24 @@ def paired_tost(a: Sequence[float], b: Sequence[float], margin: float) -> float 
     return float(max(above.pvalue, below.pvalue))
 
 
-def paired_minimum_detectable_effect(a: Sequence[float], b: Sequence[float], alpha: float = 0.05,
-                                     power: float = POWER) -> float | None:
+def paired_minimum_detectable_effect(
+    a: Sequence[float], b: Sequence[float], alpha: float = 0.05, power: float = POWER
+) -> float | None:
     """Smallest ``|Δ|`` the paired test at ``alpha`` detects with probability ``power``: se of the
     differences, n - 1 degrees of freedom."""
     test = paired_t_test(a, b)
     return None if test is None else detectable_effect(test.se, test.df, alpha=alpha, power=power)
 
 
-def seeds_needed(delta: float, sd_a: float, sd_b: float | None = None, alpha: float = 0.05, power: float = POWER,
-                 paired: bool = False, most: int = 1000) -> int | None:
+def seeds_needed(
+    delta: float,
+    sd_a: float,
+    sd_b: float | None = None,
+    alpha: float = 0.05,
+    power: float = POWER,
+    paired: bool = False,
+    most: int = 1000,
+) -> int | None:
     """Seeds per variant at which the test at ``alpha`` finds ``|delta|`` with probability ``power``,
     at the given spreads: Welch's (``sd_a``, ``sd_b``: the two samples' standard deviations) or the
     paired test (``paired``: ``sd_a`` is the standard deviation of the per-seed differences).

@@ -8,6 +8,7 @@ factor), all corrected together (``src.reporting.comparisons``). An evaluation-t
 (``--eval-variants``: the same weights scored with a RoPE scaling, ``src.studies.eval_variants``)
 enters a comparison only on the figures its scaling changed.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -18,12 +19,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from src.reporting.comparisons import Comparison, compare, decide, margin_for
-from src.studies.outcomes import OUTCOMES, run_outcome
 from src.errors import ConfigError
-from src.studies.protocol import Protocol, compared_factor
+from src.reporting.comparisons import Comparison, compare, decide, margin_for
 from src.reporting.stats import Summary, summarize
 from src.studies.eval_variants import changed_by_scaling
+from src.studies.outcomes import OUTCOMES, run_outcome
+from src.studies.protocol import Protocol, compared_factor
 from src.studies.runs import RunRecord, Variant, finite
 from src.studies.tuning import TunedVariant
 
@@ -57,7 +58,9 @@ class VariantRow:
     compute: Compute
     comparison: Comparison | None = None  # primary metric vs the baseline (None for the baseline)
     errors: list[str] = field(default_factory=list)
-    evaluation_of: str | None = None  # an evaluation-time variant (--eval-variants): the label of the trained variant
+    evaluation_of: str | None = (
+        None  # an evaluation-time variant (--eval-variants): the label of the trained variant
+    )
 
     def compared_on(self, key: str) -> bool:
         """Whether the row enters a comparison on ``key``: always, unless it is an evaluation-time variant and
@@ -120,16 +123,28 @@ class Report:
 
 def _natural(key: str) -> tuple[Any, ...]:
     """'ppl@4x' after 'ppl@2x' (numbers compared as numbers)."""
-    return tuple(float(t) if t.replace(".", "", 1).isdigit() else t for t in re.split(r"(\d+(?:\.\d+)?)", key))
+    return tuple(
+        float(t) if t.replace(".", "", 1).isdigit() else t
+        for t in re.split(r"(\d+(?:\.\d+)?)", key)
+    )
 
 
-def metric_keys(runs: Sequence[RunRecord], patterns: Sequence[str], exclude: Sequence[str] = ()) -> list[str]:
+def metric_keys(
+    runs: Sequence[RunRecord], patterns: Sequence[str], exclude: Sequence[str] = ()
+) -> list[str]:
     """metrics keys matching ``patterns`` (numbers or nulls in at least one run), in pattern order."""
     keys: list[str] = []
     for pat in patterns:
-        found = sorted({k for r in runs for k, v in (r.metrics or {}).items()
-                        if fnmatch.fnmatch(k, pat) and (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)))},
-                       key=_natural)
+        found = sorted(
+            {
+                k
+                for r in runs
+                for k, v in (r.metrics or {}).items()
+                if fnmatch.fnmatch(k, pat)
+                and (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)))
+            },
+            key=_natural,
+        )
         keys += [k for k in found if k not in keys and k not in exclude]
     return keys
 
@@ -155,13 +170,21 @@ def values(runs: Sequence[RunRecord], key: str) -> list[float]:
 
 #: config keys that, with the seed, fix a run's batches (``src.data.batches``: a batch is a pure function of
 #: seed, rank and batch index, given the data, the window length, the batch size and the world size)
-DATA_ORDER_KEYS = ("data", "block_size", "batch_size", "trainer.devices", "trainer.num_nodes",
-                   "trainer.accumulate_grad_batches")
+DATA_ORDER_KEYS = (
+    "data",
+    "block_size",
+    "batch_size",
+    "trainer.devices",
+    "trainer.num_nodes",
+    "trainer.accumulate_grad_batches",
+)
 
 
 def data_order(run: RunRecord) -> tuple[str | None, ...]:
     """What, besides the seed, decides which batches a run reads (``DATA_ORDER_KEYS``)."""
-    return tuple(json.dumps(_node(run.config, k), sort_keys=True, default=str) for k in DATA_ORDER_KEYS)
+    return tuple(
+        json.dumps(_node(run.config, k), sort_keys=True, default=str) for k in DATA_ORDER_KEYS
+    )
 
 
 def _node(config: dict[str, Any], key: str) -> Any:
@@ -171,18 +194,33 @@ def _node(config: dict[str, Any], key: str) -> Any:
     return node
 
 
-def compare_rows(key: str, a: "VariantRow", b: "VariantRow", margin: float | None, pairing: str) -> Comparison:
+def compare_rows(
+    key: str, a: VariantRow, b: VariantRow, margin: float | None, pairing: str
+) -> Comparison:
     """``a`` against ``b`` on ``key``, paired by seed where both read the same batches for a seed."""
     ra, rb = counted(a.runs), counted(b.runs)
     same_data = len({data_order(r) for r in (*ra, *rb)}) == 1
-    return compare(key, a.label, b.label, [r.metric(key) for r in ra], [r.metric(key) for r in rb], margin,
-                   seeds=([r.seed for r in ra], [r.seed for r in rb]), same_data=same_data, pairing=pairing)
+    return compare(
+        key,
+        a.label,
+        b.label,
+        [r.metric(key) for r in ra],
+        [r.metric(key) for r in rb],
+        margin,
+        seeds=([r.seed for r in ra], [r.seed for r in rb]),
+        same_data=same_data,
+        pairing=pairing,
+    )
 
 
 def scored_tokens(run: RunRecord) -> float | None:
     """Training tokens up to the weights the run's test scored: ``tokens_seen`` scaled to ``scored_step``
     (metrics.json: the best checkpoint's step, or the final one); all of them without that record."""
-    tokens, step, total = run.metric("tokens_seen"), run.metric("scored_step"), run.metric("global_step")
+    tokens, step, total = (
+        run.metric("tokens_seen"),
+        run.metric("scored_step"),
+        run.metric("global_step"),
+    )
     if tokens is None or step is None or not total:
         return tokens
     return tokens * step / total
@@ -193,11 +231,16 @@ def compute_of(runs: Sequence[RunRecord]) -> Compute:
     tokens = [scored_tokens(r) for r in runs]
     modes = {str((r.budget or {}).get("match") or "none") for r in runs}
     return Compute(
-        params=summarize([r.metric("params") for r in runs]), flops_per_token=summarize(per_token),
+        params=summarize([r.metric("params") for r in runs]),
+        flops_per_token=summarize(per_token),
         tokens=summarize(tokens),
-        train_flops=summarize([f * t if f is not None and t is not None else None for f, t in zip(per_token, tokens)]),
-        match="/".join(sorted(modes)), throughput=summarize([r.metric("throughput_tokens_per_s") for r in runs]),
-        wall=summarize([r.metric("wall_time_s") for r in runs]))
+        train_flops=summarize(
+            [f * t if f is not None and t is not None else None for f, t in zip(per_token, tokens)]
+        ),
+        match="/".join(sorted(modes)),
+        throughput=summarize([r.metric("throughput_tokens_per_s") for r in runs]),
+        wall=summarize([r.metric("wall_time_s") for r in runs]),
+    )
 
 
 def references_of(rows: Sequence[VariantRow], baseline: int) -> tuple[list[Reference], str]:
@@ -205,26 +248,53 @@ def references_of(rows: Sequence[VariantRow], baseline: int) -> tuple[list[Refer
     found: dict[str, list[str]] = {}
     for row in rows:
         for r in row.variant.runs:
-            data = (r.path / "ngram.json").read_text() if (r.path / "ngram.json").is_file() else None
+            data = (
+                (r.path / "ngram.json").read_text() if (r.path / "ngram.json").is_file() else None
+            )
             if data:
                 d = json.loads(data)
-                found.setdefault(json.dumps({s: d.get(s) for s in ("val", "test")}, sort_keys=True), []).append(row.label)
+                found.setdefault(
+                    json.dumps({s: d.get(s) for s in ("val", "test")}, sort_keys=True), []
+                ).append(row.label)
     if not found:
-        return [], ("no run has ngram.json: add the NgramReference callback (conf/experiment/study_common.yaml has it) "
-                    "for smoothed n-gram reference rows")
+        return [], (
+            "no run has ngram.json: add the NgramReference callback (conf/experiment/study_common.yaml has it) "
+            "for smoothed n-gram reference rows"
+        )
     base = rows[baseline].label if rows else None
     key = next((k for k, labels in found.items() if base in labels), next(iter(found)))
-    note = "" if len(found) == 1 else (f"the runs' n-gram references differ ({len(found)} sets: different tokens); "
-                                       f"shown: those of {base}'s runs")
+    note = (
+        ""
+        if len(found) == 1
+        else (
+            f"the runs' n-gram references differ ({len(found)} sets: different tokens); "
+            f"shown: those of {base}'s runs"
+        )
+    )
     d = json.loads(key)
     orders = sorted({int(k) for s in ("val", "test") for k in (d.get(s) or {})})
-    refs = [Reference(o, *(((d.get(s) or {}).get(str(o)) or {}).get("loss") for s in ("val", "test")),
-                      *(((d.get(s) or {}).get(str(o)) or {}).get("tokens") for s in ("val", "test"))) for o in orders]
+    refs = [
+        Reference(
+            o,
+            *(((d.get(s) or {}).get(str(o)) or {}).get("loss") for s in ("val", "test")),
+            *(((d.get(s) or {}).get(str(o)) or {}).get("tokens") for s in ("val", "test")),
+        )
+        for o in orders
+    ]
     return refs, note
 
 
-def build_report(tuned: Sequence[TunedVariant], varying: Sequence[str], shared: dict[str, str], protocol: Protocol, *,
-                 baseline: int = 0, alpha: float = 0.05, secondary: Sequence[str] = (), pairing: str = "auto") -> Report:
+def build_report(
+    tuned: Sequence[TunedVariant],
+    varying: Sequence[str],
+    shared: dict[str, str],
+    protocol: Protocol,
+    *,
+    baseline: int = 0,
+    alpha: float = 0.05,
+    secondary: Sequence[str] = (),
+    pairing: str = "auto",
+) -> Report:
     """Rows, the family of comparisons (decided together) and the reference rows; ``pairing``:
     auto (paired by seed where both sides share seeds and data order) | paired | unpaired."""
     all_runs = [r for t in tuned for r in t.verdict_runs]
@@ -234,14 +304,26 @@ def build_report(tuned: Sequence[TunedVariant], varying: Sequence[str], shared: 
     label_of = {id(r): t.variant.label(varying) for t in tuned for r in t.variant.runs}
     for t in tuned:
         runs = t.verdict_runs
-        parent = next((r.evaluation_of for r in t.variant.runs if r.evaluation_of is not None), None)
-        rows.append(VariantRow(
-            tuned=t, label=t.variant.label(varying), short=short_label(t.variant, varying),
-            outcomes=Counter(run_outcome(r) for r in t.variant.runs), primary=summarize(values(runs, metric)),
-            secondary={k: summarize(values(runs, k)) for k in sec}, compute=compute_of(runs),
-            errors=[f"{r.path.name}: {(r.metrics or {}).get('error')}" for r in t.variant.runs
-                    if run_outcome(r) == "failed" and (r.metrics or {}).get("error")],
-            evaluation_of=None if parent is None else label_of.get(id(parent), "?")))
+        parent = next(
+            (r.evaluation_of for r in t.variant.runs if r.evaluation_of is not None), None
+        )
+        rows.append(
+            VariantRow(
+                tuned=t,
+                label=t.variant.label(varying),
+                short=short_label(t.variant, varying),
+                outcomes=Counter(run_outcome(r) for r in t.variant.runs),
+                primary=summarize(values(runs, metric)),
+                secondary={k: summarize(values(runs, k)) for k in sec},
+                compute=compute_of(runs),
+                errors=[
+                    f"{r.path.name}: {(r.metrics or {}).get('error')}"
+                    for r in t.variant.runs
+                    if run_outcome(r) == "failed" and (r.metrics or {}).get("error")
+                ],
+                evaluation_of=None if parent is None else label_of.get(id(parent), "?"),
+            )
+        )
     comps: list[Comparison] = []
     pairs = [(i, baseline) for i in range(len(rows)) if i != baseline]
     # under flops / tokens matching each variant carries its solved trainer.max_steps (python -m src.study):
@@ -251,13 +333,17 @@ def build_report(tuned: Sequence[TunedVariant], varying: Sequence[str], shared: 
     if along is not None:
         # an ablation: each variant against the same variant under another value of `along`, and nothing else
         if along not in varying:
-            raise ConfigError(f"--comparisons {protocol.comparisons}: {along!r} is not a factor these runs vary; "
-                              f"they vary {', '.join(varying) or 'nothing'}")
+            raise ConfigError(
+                f"--comparisons {protocol.comparisons}: {along!r} is not a factor these runs vary; "
+                f"they vary {', '.join(varying) or 'nothing'}"
+            )
         pairs = []
         for i in range(len(rows)):
             for j in range(i + 1, len(rows)):
                 a, b = rows[i].variant.values(), rows[j].variant.values()
-                if a.get(along) != b.get(along) and all(a.get(k) == b.get(k) for k in keys if k != along):
+                if a.get(along) != b.get(along) and all(
+                    a.get(k) == b.get(k) for k in keys if k != along
+                ):
                     # (variant, reference): the later-listed side is the variant, unless it is the baseline
                     pairs.append((i, j) if j == baseline else (j, i))
     elif protocol.comparisons == "one_factor":
@@ -270,10 +356,14 @@ def build_report(tuned: Sequence[TunedVariant], varying: Sequence[str], shared: 
         for key in [metric, *sec]:
             if not (rows[i].compared_on(key) and rows[j].compared_on(key)):
                 continue
-            c = compare_rows(key, rows[i], rows[j], margin_for(key, protocol.equivalence_margin, metric), pairing)
+            c = compare_rows(
+                key, rows[i], rows[j], margin_for(key, protocol.equivalence_margin, metric), pairing
+            )
             comps.append(c)
             if key == metric and j == baseline:
                 rows[i].comparison = c
     m = decide(comps, alpha)
     refs, note = references_of(rows, baseline) if rows else ([], "")
-    return Report(protocol, rows, baseline, list(varying), dict(shared), sec, comps, m, alpha, refs, note)
+    return Report(
+        protocol, rows, baseline, list(varying), dict(shared), sec, comps, m, alpha, refs, note
+    )

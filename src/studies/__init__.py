@@ -16,6 +16,7 @@ it), used by the study configs as::
 
 See ``src.studies.resume`` and docs/studies.md.
 """
+
 from src.studies.resume import Completed, job_dirname, register_resolvers, skip_completed
 
 register_resolvers()

@@ -23,6 +23,7 @@ with every variant by seed; it is compared only on the figures its scaling chang
 (``changed_by_scaling``), never on numbers that repeat its parent's. The per-scaling secondary metrics
 (``extrapolation/<name>/…``) leave the report (``without_scaled``): the derived variants carry them.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,7 +45,7 @@ SCALED = re.compile(r"^extrapolation/([^/]+)/ppl@[^/]+$")
 def scaling_names(run: RunRecord) -> list[str]:
     """The scalings with at least one finite ``extrapolation/<name>/ppl@<f>x`` in the run's metrics, sorted."""
     names = set()
-    for key in (run.metrics or {}):
+    for key in run.metrics or {}:
         m = SCALED.match(key)
         value = run.metric(key)
         if m and value is not None and math.isfinite(value):
@@ -55,13 +56,13 @@ def scaling_names(run: RunRecord) -> list[str]:
 def scaled_metrics(metrics: dict[str, Any], name: str) -> dict[str, Any]:
     """``metrics`` as the derived run of scaling ``name`` holds them (module docstring)."""
     own = f"{PREFIX}{name}/"
-    scaled = {PREFIX + k[len(own):]: v for k, v in metrics.items() if k.startswith(own)}
+    scaled = {PREFIX + k[len(own) :]: v for k, v in metrics.items() if k.startswith(own)}
     out: dict[str, Any] = {}
     for k, v in metrics.items():
         if k.startswith("test/") and not (k in FINAL_LOSSES and v is None):
             continue
         if k.startswith(PREFIX):
-            rest = k[len(PREFIX):]
+            rest = k[len(PREFIX) :]
             if "/" in rest or ("@" in rest and not rest.endswith("@1x")):
                 continue  # another scaling's, or an unscaled figure beyond 1x (those at 1x give way to the scaled)
         out[k] = v
@@ -70,18 +71,23 @@ def scaled_metrics(metrics: dict[str, Any], name: str) -> dict[str, Any]:
 
 def derive(run: RunRecord, name: str) -> RunRecord:
     """The run scored with RoPE scaling ``name`` at evaluation time: a variant of its own."""
-    return replace(run, overrides={**run.overrides, EVAL_KEY: name},
-                   metrics=None if run.metrics is None else scaled_metrics(run.metrics, name),
-                   extrapolation=None,  # extrapolation.json holds the unscaled lengths (and their notes)
-                   evaluation_of=run)
+    return replace(
+        run,
+        overrides={**run.overrides, EVAL_KEY: name},
+        metrics=None if run.metrics is None else scaled_metrics(run.metrics, name),
+        extrapolation=None,  # extrapolation.json holds the unscaled lengths (and their notes)
+        evaluation_of=run,
+    )
 
 
 def eval_variant_runs(runs: Sequence[RunRecord], ignore: Sequence[str]) -> list[RunRecord]:
     """The derived runs of ``runs``, in their order: for each scaling found in a variant (the runs sharing every
     override but ``ignore``: seed, tuned keys …), one per run of that variant. A ``ConfigError`` when none is found."""
     if is_ignored(EVAL_KEY, ignore):
-        raise ConfigError(f"--eval-variants with --ignore covering {EVAL_KEY}: that override is what makes each "
-                          "evaluation-time scaling a variant of its own; drop it from --ignore")
+        raise ConfigError(
+            f"--eval-variants with --ignore covering {EVAL_KEY}: that override is what makes each "
+            "evaluation-time scaling a variant of its own; drop it from --ignore"
+        )
 
     def variant(r: RunRecord) -> tuple[tuple[str, str], ...]:
         return tuple(sorted((k, v) for k, v in r.overrides.items() if not is_ignored(k, ignore)))
@@ -94,8 +100,9 @@ def eval_variant_runs(runs: Sequence[RunRecord], ignore: Sequence[str]) -> list[
         raise ConfigError(
             f"--eval-variants: no run holds an evaluation-time RoPE scaling (a finite {PREFIX}<name>/ppl@<f>x in its "
             f"metrics.json, e.g. {PREFIX}yarn/ppl@2x). Add `scalings: [linear, dynamic, yarn]` to callbacks.extrapolation "
-            f"(docs/studies.md, \"Length extrapolation\") and train, or score a finished RoPE run with "
-            f"python -m src.report extrapolation <run dir> --scaling yarn; else drop --eval-variants")
+            f'(docs/studies.md, "Length extrapolation") and train, or score a finished RoPE run with '
+            f"python -m src.report extrapolation <run dir> --scaling yarn; else drop --eval-variants"
+        )
     return derived
 
 
@@ -103,7 +110,7 @@ def without_scaled(secondary: Sequence[str]) -> list[str]:
     """The secondary metrics (keys or fnmatch patterns) less the per-scaling ones, ``extrapolation/<name>/…``:
     once each scaling is a variant, its figures are that variant's ``extrapolation/…``, and a per-scaling table
     would hold them again for the parent alone (an "inconclusive (no finite result)" row for every other variant)."""
-    return [k for k in secondary if not (k.startswith(PREFIX) and "/" in k[len(PREFIX):])]
+    return [k for k in secondary if not (k.startswith(PREFIX) and "/" in k[len(PREFIX) :])]
 
 
 def changed_by_scaling(runs: Sequence[RunRecord], key: str) -> bool:
@@ -111,7 +118,11 @@ def changed_by_scaling(runs: Sequence[RunRecord], key: str) -> bool:
     a comparison (not test/*, which it lacks, nor a figure that repeats its parent's, such as the unscaled 1x)."""
     for r in runs:
         value = r.metric(key)
-        if r.evaluation_of is not None and value is not None and math.isfinite(value) \
-                and value != r.evaluation_of.metric(key):
+        if (
+            r.evaluation_of is not None
+            and value is not None
+            and math.isfinite(value)
+            and value != r.evaluation_of.metric(key)
+        ):
             return True
     return False

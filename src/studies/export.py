@@ -20,6 +20,7 @@ checkpoints, never a previous attempt (``attempts/``), never a job without ``met
 ``study_commands.sh`` is merged into the committed one (the entries it lacks appended), so several
 sweep directories can export into one ``runs/`` folder without losing or repeating a command.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,18 @@ from src.studies.runs import find_run_dirs
 
 KEEP_DIRS = (".hydra", "csv")
 COMMANDS = "study_commands.sh"  # every command a study ran (src.study appends), merged on export, never overwritten
-KEEP_FILES = (METRICS, ".sweep_job.json", "budget.json", "ngram.json", "grad_norms.json", "extrapolation.json",
-              "synthetic.json", "match_params.json", COMMANDS, "multirun.yaml")
+KEEP_FILES = (
+    METRICS,
+    ".sweep_job.json",
+    "budget.json",
+    "ngram.json",
+    "grad_norms.json",
+    "extrapolation.json",
+    "synthetic.json",
+    "match_params.json",
+    COMMANDS,
+    "multirun.yaml",
+)
 MAX_FILE_BYTES = 5_000_000  # a kept file larger than this is not a "small file": refused, named
 
 
@@ -87,7 +98,9 @@ def export(sweep: Path, dest: Path) -> tuple[int, int]:
     if not sweep.is_dir():
         raise FileNotFoundError(f"sweep directory {sweep} does not exist")
     jobs = files = 0
-    if (sweep / "multirun.yaml").is_file():  # the last multirun's config: the sweep's copy is the newer one
+    if (
+        sweep / "multirun.yaml"
+    ).is_file():  # the last multirun's config: the sweep's copy is the newer one
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copy2(sweep / "multirun.yaml", dest / "multirun.yaml")
     if (sweep / COMMANDS).is_file():
@@ -98,8 +111,10 @@ def export(sweep: Path, dest: Path) -> tuple[int, int]:
         for src in small_files(job):
             size = src.stat().st_size
             if size > MAX_FILE_BYTES:
-                raise ValueError(f"{src} is {size / 1e6:.1f} MB, not a small file; the export keeps configs, metrics and "
-                                 f"CSV logs only (raise src.studies.export.MAX_FILE_BYTES if a CSV log is really this long)")
+                raise ValueError(
+                    f"{src} is {size / 1e6:.1f} MB, not a small file; the export keeps configs, metrics and "
+                    f"CSV logs only (raise src.studies.export.MAX_FILE_BYTES if a CSV log is really this long)"
+                )
             target = dest / src.relative_to(sweep.resolve())
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, target)
@@ -124,15 +139,29 @@ def restore(runs: Path, sweep: Path) -> tuple[int, int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m src.studies.export", description=__doc__.split("\n\n")[0])
-    p.add_argument("source", type=Path, help="the sweep directory (or, with --restore, the committed runs folder)")
-    p.add_argument("dest", type=Path, help="the runs folder (or, with --restore, the sweep directory)")
-    p.add_argument("--restore", action="store_true", help="copy committed runs into a sweep directory (never overwrites)")
+    p = argparse.ArgumentParser(
+        prog="python -m src.studies.export", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument(
+        "source",
+        type=Path,
+        help="the sweep directory (or, with --restore, the committed runs folder)",
+    )
+    p.add_argument(
+        "dest", type=Path, help="the runs folder (or, with --restore, the sweep directory)"
+    )
+    p.add_argument(
+        "--restore",
+        action="store_true",
+        help="copy committed runs into a sweep directory (never overwrites)",
+    )
     args = p.parse_args(argv)
     try:
         if args.restore:
             copied, kept = restore(args.source, args.dest)
-            print(f"restored {copied} files into {args.dest} ({kept} already there, left as they were)")
+            print(
+                f"restored {copied} files into {args.dest} ({kept} already there, left as they were)"
+            )
         else:
             jobs, files = export(args.source, args.dest)
             print(f"exported {jobs} finished jobs ({files} files, no checkpoints) to {args.dest}")

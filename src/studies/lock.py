@@ -17,6 +17,7 @@ then keeps that same lock. A sweep job's directory is known only inside Hydra's 
 after the write: its ``hold_run_dir`` remembers the ``.hydra`` files it found on taking the lock
 (its own) and writes them back when the job ends if another job's refused start overwrote them.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,10 +29,20 @@ from pathlib import Path
 from src.errors import ConfigError
 from src.files import atomic_write
 
-HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")  # what Hydra writes under <run dir>/.hydra
-_HELD: dict[str, int] = {}  # realpath of a run directory -> the descriptor this process holds its lock on
-_BEFORE: dict[str, dict[str, bytes]] = {}  # realpath -> its .hydra files when take_run_dir locked it (before Hydra)
-_OWN: dict[str, dict[str, bytes]] = {}  # realpath -> the .hydra files hold_run_dir keeps until the job ends
+HYDRA_FILES = (
+    "config.yaml",
+    "hydra.yaml",
+    "overrides.yaml",
+)  # what Hydra writes under <run dir>/.hydra
+_HELD: dict[
+    str, int
+] = {}  # realpath of a run directory -> the descriptor this process holds its lock on
+_BEFORE: dict[
+    str, dict[str, bytes]
+] = {}  # realpath -> its .hydra files when take_run_dir locked it (before Hydra)
+_OWN: dict[
+    str, dict[str, bytes]
+] = {}  # realpath -> the .hydra files hold_run_dir keeps until the job ends
 
 
 def _is_rank_zero() -> bool:  # ranks > 0 of a DDP job share rank 0's directory and its lock
@@ -53,11 +64,13 @@ def take_run_dir(run_dir: str | Path) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise ConfigError(f"{path} is in use by another running job: two jobs of a sweep were given one "
-                          f"directory (hydra.sweep.subdir must tell every job apart, e.g. "
-                          f"${{sweep_subdir:${{hydra.job.override_dirname}}}} without excluding a key that "
-                          f"varies), the same sweep runs twice at once, or another run has hydra.run.dir={path}; "
-                          f"give this run another hydra.run.dir, or wait for the other to end") from None
+        raise ConfigError(
+            f"{path} is in use by another running job: two jobs of a sweep were given one "
+            f"directory (hydra.sweep.subdir must tell every job apart, e.g. "
+            f"${{sweep_subdir:${{hydra.job.override_dirname}}}} without excluding a key that "
+            f"varies), the same sweep runs twice at once, or another run has hydra.run.dir={path}; "
+            f"give this run another hydra.run.dir, or wait for the other to end"
+        ) from None
     _HELD[key] = fd
     _BEFORE[key] = _hydra_files(path)
 

@@ -34,6 +34,7 @@ apart are each counted as they run. A study's protocol matches its variants by `
 which its training FLOPs (or tokens) equal the reference variant's, and ``python -m src.study``
 passes them as ``trainer.max_steps``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -49,15 +50,21 @@ import torch
 from src.errors import ConfigError
 from src.jsonfile import write_json
 from src.models import ModelConfig, build_model
-from src.studies.protocol import Protocol
 from src.plain import to_plain
+from src.studies.protocol import Protocol
 
 log = logging.getLogger(__name__)
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 FILENAME = "match_params.json"
 #: Keys a named reference takes from the run's model (both read the same tokenizer).
-VOCAB_KEYS = ("vocab_size", "pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")
+VOCAB_KEYS = (
+    "vocab_size",
+    "pad_token_id",
+    "bos_token_id",
+    "eos_token_id",
+    "decoder_start_token_id",
+)
 
 
 def count_parameters(model: Mapping[str, Any] | ModelConfig) -> int:
@@ -74,7 +81,11 @@ def deep_merge(base: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, A
     ``name`` replaces the old node, as a Hydra group override would)."""
     out = copy.deepcopy(dict(base))
     for k, v in delta.items():
-        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) and v.get("name", out[k].get("name")) == out[k].get("name"):
+        if (
+            isinstance(v, Mapping)
+            and isinstance(out.get(k), Mapping)
+            and v.get("name", out[k].get("name")) == out[k].get("name")
+        ):
             out[k] = deep_merge(out[k], v)
         else:
             out[k] = copy.deepcopy(v) if not isinstance(v, Mapping) else dict(v)
@@ -90,15 +101,19 @@ def compose_model(name: str) -> dict[str, Any]:
 
     available = sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
     if name not in available:
-        raise ConfigError(f"match_params.reference='{name}' is not a model config; conf/model has: "
-                          f"{', '.join(available)}")
+        raise ConfigError(
+            f"match_params.reference='{name}' is not a model config; conf/model has: "
+            f"{', '.join(available)}"
+        )
 
     def _compose() -> dict[str, Any]:
         cfg = compose(config_name="train", overrides=[f"model={name}"])
         return OmegaConf.to_container(cfg.model, resolve=True)  # type: ignore[return-value]
 
     try:
-        if GlobalHydra.instance().is_initialized():  # inside a Hydra app (src.train): reuse its search path
+        if (
+            GlobalHydra.instance().is_initialized()
+        ):  # inside a Hydra app (src.train): reuse its search path
             return _compose()
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return _compose()
@@ -106,7 +121,9 @@ def compose_model(name: str) -> dict[str, Any]:
         raise ConfigError(f"match_params.reference='{name}': {e}") from None
 
 
-def reference_config(reference: str | Mapping[str, Any], model: Mapping[str, Any]) -> dict[str, Any]:
+def reference_config(
+    reference: str | Mapping[str, Any], model: Mapping[str, Any]
+) -> dict[str, Any]:
     """The reference model config: a conf/model name (with this run's vocabulary), or this
     run's model updated by the given keys."""
     if isinstance(reference, str):
@@ -117,7 +134,9 @@ def reference_config(reference: str | Mapping[str, Any], model: Mapping[str, Any
         return ref
     if isinstance(reference, Mapping):
         return deep_merge(model, reference)
-    raise ConfigError(f"match_params.reference must be a conf/model name or a mapping of model keys, not {reference!r}")
+    raise ConfigError(
+        f"match_params.reference must be a conf/model name or a mapping of model keys, not {reference!r}"
+    )
 
 
 # --------------------------------------------------------------------------- solvers
@@ -159,7 +178,9 @@ def solve_width(model: dict[str, Any], target: int, multiple_of: int = 1) -> dic
     then counted exactly and the nearest kept."""
     solved = _width_solution(model, target, multiple_of)
     if solved is None:
-        raise ConfigError("the parameter count does not grow with d_ff; this model has no FFN width to solve for")
+        raise ConfigError(
+            "the parameter count does not grow with d_ff; this model has no FFN width to solve for"
+        )
     return solved
 
 
@@ -186,8 +207,10 @@ def _solve_layers(model: dict[str, Any], target: int, multiple_of: int) -> dict[
         if best is None or score < best[0]:
             best = (score, solved)
     if best is None:
-        raise ConfigError(f"no encoder/decoder depth up to n_layer={model['n_layer']} reaches {target:,} parameters; "
-                          f"raise model.n_layer or model.d_model")
+        raise ConfigError(
+            f"no encoder/decoder depth up to n_layer={model['n_layer']} reaches {target:,} parameters; "
+            f"raise model.n_layer or model.d_model"
+        )
     return best[1]
 
 
@@ -207,22 +230,39 @@ class MatchResult:
         return asdict(self)
 
 
-def match_model(model: Mapping[str, Any], reference: str | Mapping[str, Any], *, solve: str = "d_ff",
-                tolerance: float = 0.01, multiple_of: int = 1) -> tuple[dict[str, Any], MatchResult]:
+def match_model(
+    model: Mapping[str, Any],
+    reference: str | Mapping[str, Any],
+    *,
+    solve: str = "d_ff",
+    tolerance: float = 0.01,
+    multiple_of: int = 1,
+) -> tuple[dict[str, Any], MatchResult]:
     """(the model with its size solved, the match) so its count is within ``tolerance`` of the reference's."""
     if solve not in SOLVERS:
-        raise ConfigError(f"match_params.solve='{solve}' is not known; use one of {', '.join(sorted(SOLVERS))}")
+        raise ConfigError(
+            f"match_params.solve='{solve}' is not known; use one of {', '.join(sorted(SOLVERS))}"
+        )
     if not 0 <= float(tolerance) < 1:
-        raise ConfigError(f"match_params.tolerance={tolerance} must be a fraction in [0, 1), e.g. 0.01 for 1%")
+        raise ConfigError(
+            f"match_params.tolerance={tolerance} must be a fraction in [0, 1), e.g. 0.01 for 1%"
+        )
     model = dict(model)
     target = count_parameters(reference_config(reference, model))
     solved = SOLVERS[solve](model, target, int(multiple_of))
     params = count_parameters(solved)
     rel = (params - target) / target
     changed = {k: solved[k] for k in solved if solved.get(k) != model.get(k)}
-    result = MatchResult(reference=reference, reference_params=target, params=params, rel_error=rel,
-                         tolerance=float(tolerance), solve=solve, solved=changed,
-                         before={k: model.get(k) for k in changed})
+    result = MatchResult(
+        reference=reference,
+        reference_params=target,
+        params=params,
+        rel_error=rel,
+        tolerance=float(tolerance),
+        solve=solve,
+        solved=changed,
+        before={k: model.get(k) for k in changed},
+    )
     if abs(rel) > tolerance:
         raise ConfigError(
             f"match_params: solving {solve} gives {params:,} parameters, {100 * rel:+.2f}% from the reference's "
@@ -232,7 +272,9 @@ def match_model(model: Mapping[str, Any], reference: str | Mapping[str, Any], *,
     return solved, result
 
 
-def apply_match_params(plain: dict[str, Any], run_dir: str | Path | None = None) -> MatchResult | None:
+def apply_match_params(
+    plain: dict[str, Any], run_dir: str | Path | None = None
+) -> MatchResult | None:
     """If ``plain['match_params'].reference`` is set, solve ``plain['model']`` in place, log
     both counts and write ``<run dir>/match_params.json`` (run dir: ``paths.output_dir``)."""
     node = to_plain(plain.get("match_params"))
@@ -240,14 +282,27 @@ def apply_match_params(plain: dict[str, Any], run_dir: str | Path | None = None)
         return None
     unknown = sorted(set(node) - {"reference", "solve", "tolerance", "multiple_of"})
     if unknown:
-        raise ConfigError(f"match_params has unknown key(s) {unknown}; accepted: reference, solve, tolerance, "
-                          "multiple_of")
-    solved, result = match_model(plain["model"], node["reference"], solve=node.get("solve", "d_ff"),
-                                 tolerance=float(node.get("tolerance", 0.01)), multiple_of=int(node.get("multiple_of", 1)))
+        raise ConfigError(
+            f"match_params has unknown key(s) {unknown}; accepted: reference, solve, tolerance, "
+            "multiple_of"
+        )
+    solved, result = match_model(
+        plain["model"],
+        node["reference"],
+        solve=node.get("solve", "d_ff"),
+        tolerance=float(node.get("tolerance", 0.01)),
+        multiple_of=int(node.get("multiple_of", 1)),
+    )
     plain["model"] = solved
-    log.info("match_params: %s -> %s: %s parameters vs reference %s (%+.3f%%, tolerance %.2f%%)",
-             result.before, result.solved, f"{result.params:,}", f"{result.reference_params:,}",
-             100 * result.rel_error, 100 * result.tolerance)
+    log.info(
+        "match_params: %s -> %s: %s parameters vs reference %s (%+.3f%%, tolerance %.2f%%)",
+        result.before,
+        result.solved,
+        f"{result.params:,}",
+        f"{result.reference_params:,}",
+        100 * result.rel_error,
+        100 * result.tolerance,
+    )
     out = run_dir if run_dir is not None else (plain.get("paths") or {}).get("output_dir")
     if out:
         write_json(Path(out) / FILENAME, result.to_dict())
@@ -267,8 +322,12 @@ class Budget:
     lengths), on one device; ``python -m src.report`` shows it for every variant."""
 
     params: int
-    shape: dict[str, int]  # the model's FLOPs arguments for the nominal batch (batch_size, seq_len, …)
-    tokens_per_step: int  # tokens the model processes per optimizer step (nominal batch x accumulation)
+    shape: dict[
+        str, int
+    ]  # the model's FLOPs arguments for the nominal batch (batch_size, seq_len, …)
+    tokens_per_step: (
+        int  # tokens the model processes per optimizer step (nominal batch x accumulation)
+    )
     flops_per_step: int  # training FLOPs per optimizer step
     max_steps: int | None
     match: str  # params | flops | tokens (the protocol's matching mode) | none
@@ -279,30 +338,54 @@ class Budget:
 
     def to_dict(self) -> dict[str, Any]:
         planned = self.max_steps if self.max_steps and self.max_steps > 0 else None
-        return {**asdict(self), "flops_per_token": self.flops_per_token,
-                "planned_tokens": planned * self.tokens_per_step if planned else None,
-                "planned_flops": planned * self.flops_per_step if planned else None}
+        return {
+            **asdict(self),
+            "flops_per_token": self.flops_per_token,
+            "planned_tokens": planned * self.tokens_per_step if planned else None,
+            "planned_flops": planned * self.flops_per_step if planned else None,
+        }
 
 
-def nominal_batch(batch_format: str, batch_size: int, lengths: tuple[int, int]) -> dict[str, torch.Tensor]:
+def nominal_batch(
+    batch_format: str, batch_size: int, lengths: tuple[int, int]
+) -> dict[str, torch.Tensor]:
     """A batch of the documented formats (docs/CONTRACTS.md) at full length: ``tokens`` [B, T+1],
     or ``src_ids``/``tgt_ids`` [B, S] / [B, T] with masks of ones."""
     src, tgt = lengths
     if batch_format == "pairs":
-        return {"src_ids": torch.zeros(batch_size, src, dtype=torch.long), "src_mask": torch.ones(batch_size, src, dtype=torch.long),
-                "tgt_ids": torch.zeros(batch_size, tgt, dtype=torch.long), "tgt_mask": torch.ones(batch_size, tgt, dtype=torch.long)}
+        return {
+            "src_ids": torch.zeros(batch_size, src, dtype=torch.long),
+            "src_mask": torch.ones(batch_size, src, dtype=torch.long),
+            "tgt_ids": torch.zeros(batch_size, tgt, dtype=torch.long),
+            "tgt_mask": torch.ones(batch_size, tgt, dtype=torch.long),
+        }
     return {"tokens": torch.zeros(batch_size, src + 1, dtype=torch.long)}
 
 
-def training_budget(task: Any, batch_format: str, batch_size: int, lengths: tuple[int, int], accumulate: int = 1,
-                    max_steps: int | None = None, match: str = "none") -> Budget:
+def training_budget(
+    task: Any,
+    batch_format: str,
+    batch_size: int,
+    lengths: tuple[int, int],
+    accumulate: int = 1,
+    max_steps: int | None = None,
+    match: str = "none",
+) -> Budget:
     """The budget of ``task`` (an ``LMTask``) on its nominal batch: the task prepares the batch as in
     training and the model counts the FLOPs of the shape it gets."""
-    with torch.random.fork_rng(devices=[]):  # an objective that draws (masked LM) leaves the run's RNG untouched
+    with torch.random.fork_rng(
+        devices=[]
+    ):  # an objective that draws (masked LM) leaves the run's RNG untouched
         prep = task.prepare(nominal_batch(batch_format, batch_size, lengths))
     per_batch = int(task.model.training_flops(**prep.shape))
-    return Budget(params=task.model.num_parameters(), shape=dict(prep.shape), tokens_per_step=int(prep.tokens) * accumulate,
-                  flops_per_step=per_batch * accumulate, max_steps=max_steps, match=match)
+    return Budget(
+        params=task.model.num_parameters(),
+        shape=dict(prep.shape),
+        tokens_per_step=int(prep.tokens) * accumulate,
+        flops_per_step=per_batch * accumulate,
+        max_steps=max_steps,
+        match=match,
+    )
 
 
 def match_mode(plain: Mapping[str, Any]) -> str:
@@ -311,18 +394,31 @@ def match_mode(plain: Mapping[str, Any]) -> str:
     protocol = Protocol.from_config(plain)
     if protocol is not None:
         return protocol.match
-    return "params" if (plain.get("match_params") or {}).get("reference") not in (None, "", "null") else "none"
+    return (
+        "params"
+        if (plain.get("match_params") or {}).get("reference") not in (None, "", "null")
+        else "none"
+    )
 
 
 def run_budget(run: Any) -> Budget:
     """The budget of a built run (``src.training.setup.Run``)."""
     dm, plain = run.datamodule, run.cfg
-    lengths = (int(getattr(dm, "max_src_len", dm.block_size)), int(getattr(dm, "max_tgt_len", dm.block_size)))
+    lengths = (
+        int(getattr(dm, "max_src_len", dm.block_size)),
+        int(getattr(dm, "max_tgt_len", dm.block_size)),
+    )
     trainer = plain.get("trainer") or {}
     steps = trainer.get("max_steps")
-    return training_budget(run.task, run.batch_format, int(plain["batch_size"]), lengths,
-                           int(trainer.get("accumulate_grad_batches") or 1),
-                           int(steps) if steps is not None else None, match_mode(plain))
+    return training_budget(
+        run.task,
+        run.batch_format,
+        int(plain["batch_size"]),
+        lengths,
+        int(trainer.get("accumulate_grad_batches") or 1),
+        int(steps) if steps is not None else None,
+        match_mode(plain),
+    )
 
 
 def write_budget(run: Any, run_dir: str | Path | None = None) -> Budget:
@@ -334,16 +430,25 @@ def write_budget(run: Any, run_dir: str | Path | None = None) -> Budget:
     return budget
 
 
-def solve_steps(reference: Budget, budget: Budget, mode: str, reference_steps: int | None = None) -> int:
+def solve_steps(
+    reference: Budget, budget: Budget, mode: str, reference_steps: int | None = None
+) -> int:
     """Optimizer steps at which ``budget``'s training FLOPs (``flops``) or tokens (``tokens``) equal the
     reference's at ``reference_steps`` (default: its max_steps). ``params`` keeps the steps."""
     steps = reference_steps if reference_steps is not None else reference.max_steps
     if mode not in MATCH_MODES:
-        raise ConfigError(f"protocol.match={mode!r} is not known; use one of {', '.join(MATCH_MODES)}")
+        raise ConfigError(
+            f"protocol.match={mode!r} is not known; use one of {', '.join(MATCH_MODES)}"
+        )
     if not steps or steps <= 0:
-        raise ConfigError(f"matching {mode} needs the reference's trainer.max_steps (> 0), got {steps}")
+        raise ConfigError(
+            f"matching {mode} needs the reference's trainer.max_steps (> 0), got {steps}"
+        )
     if mode == "params":
         return int(steps)
-    ref, own = (reference.flops_per_step, budget.flops_per_step) if mode == "flops" else \
-        (reference.tokens_per_step, budget.tokens_per_step)
+    ref, own = (
+        (reference.flops_per_step, budget.flops_per_step)
+        if mode == "flops"
+        else (reference.tokens_per_step, budget.tokens_per_step)
+    )
     return max(1, round(steps * ref / own))

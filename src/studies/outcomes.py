@@ -10,6 +10,7 @@
 * ``failed`` — ``metrics.json`` says failed for another reason (the error is listed);
 * ``incomplete`` — no ``metrics.json``: interrupted, or still running.
 """
+
 from __future__ import annotations
 
 import math

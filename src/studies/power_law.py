@@ -13,6 +13,7 @@ interval by a bootstrap over seeds; where two fitted curves cross.
 * **Crossings.** The sizes where ``f(N) = g(N)``: sign changes of ``f − g`` on a log grid over the
   range asked, each refined with ``scipy.optimize.brentq``.
 """
+
 from __future__ import annotations
 
 import math
@@ -51,7 +52,7 @@ def _start(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     """(E, a, α) of the best α on ALPHA_GRID with (E, a) by least squares, clipped to E, a ≥ 0."""
     z = np.power(x[None, :], -ALPHA_GRID[:, None])  # (grid, sizes): N^-α per candidate α
     zc = z - z.mean(axis=1, keepdims=True)
-    a = np.maximum((zc * (y - y.mean())).sum(axis=1) / (zc ** 2).sum(axis=1), 1e-12)  # slope per α
+    a = np.maximum((zc * (y - y.mean())).sum(axis=1) / (zc**2).sum(axis=1), 1e-12)  # slope per α
     e = np.maximum(y.mean() - a * z.mean(axis=1), 0.0)
     sse = (((e[:, None] + a[:, None] * z) - y) ** 2).sum(axis=1)
     i = int(np.argmin(sse))
@@ -61,18 +62,36 @@ def _start(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
 def fit_power_law(n: Sequence[float], loss: Sequence[float]) -> PowerLaw:
     """The least-squares ``E + A·N^(−α)`` through (N, loss) points (one per size; module docstring)."""
     x_raw, y = np.asarray(n, dtype=float), np.asarray(loss, dtype=float)
-    if x_raw.shape != y.shape or not np.all(np.isfinite(x_raw)) or not np.all(np.isfinite(y)) or np.any(x_raw <= 0):
-        raise PowerLawError(f"a power law needs positive sizes and finite losses of equal length; got {list(n)}, {list(loss)}")
+    if (
+        x_raw.shape != y.shape
+        or not np.all(np.isfinite(x_raw))
+        or not np.all(np.isfinite(y))
+        or np.any(x_raw <= 0)
+    ):
+        raise PowerLawError(
+            f"a power law needs positive sizes and finite losses of equal length; got {list(n)}, {list(loss)}"
+        )
     if len(np.unique(x_raw)) < 3:
-        raise PowerLawError(f"L(N) = E + A·N^-α has 3 parameters: it needs at least 3 distinct sizes, got "
-                            f"{sorted(set(x_raw.tolist()))}; add sizes to the sweep")
+        raise PowerLawError(
+            f"L(N) = E + A·N^-α has 3 parameters: it needs at least 3 distinct sizes, got "
+            f"{sorted(set(x_raw.tolist()))}; add sizes to the sweep"
+        )
     n_ref = float(np.exp(np.mean(np.log(x_raw))))
     x = x_raw / n_ref
     p0 = _start(x, y)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", OptimizeWarning)  # a 3-point fit has no covariance: we do not use it
-        (e, a, alpha), _ = curve_fit(_model, x, y, p0=p0, bounds=([0.0, 0.0, 1e-6], [np.inf, np.inf, 5.0]),
-                                     method="trf", maxfev=20000)
+        warnings.simplefilter(
+            "ignore", OptimizeWarning
+        )  # a 3-point fit has no covariance: we do not use it
+        (e, a, alpha), _ = curve_fit(
+            _model,
+            x,
+            y,
+            p0=p0,
+            bounds=([0.0, 0.0, 1e-6], [np.inf, np.inf, 5.0]),
+            method="trf",
+            maxfev=20000,
+        )
     return PowerLaw(E=float(e), A=float(a) * n_ref ** float(alpha), alpha=float(alpha))
 
 
@@ -96,12 +115,17 @@ class ScalingFit:
         return float(lo), float(hi)
 
 
-def bootstrap_fit(points: Mapping[float, Sequence[float]], n_boot: int = 1000, seed: int = 0) -> ScalingFit:
+def bootstrap_fit(
+    points: Mapping[float, Sequence[float]], n_boot: int = 1000, seed: int = 0
+) -> ScalingFit:
     """Fit ``E + A·N^(−α)`` on the mean of each size's seed losses (``points``: N -> losses), then
     ``n_boot`` replicates resampling each size's seeds with replacement (none when every size has
     one seed: there is no spread to resample)."""
     sizes = sorted(points)
-    values = [np.asarray([v for v in points[s] if v is not None and math.isfinite(v)], dtype=float) for s in sizes]
+    values = [
+        np.asarray([v for v in points[s] if v is not None and math.isfinite(v)], dtype=float)
+        for s in sizes
+    ]
     if any(len(v) == 0 for v in values):
         empty = [s for s, v in zip(sizes, values) if len(v) == 0]
         raise PowerLawError(f"no finite loss at size(s) {empty}")

@@ -24,6 +24,7 @@
 The runs save it in ``.hydra/config.yaml``; ``python -m src.report`` reads it from there (the
 command-line flags win), and ``python -m src.study`` runs its stages.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,7 +45,7 @@ FACTOR_PREFIX = "factor:"
 
 def compared_factor(comparisons: str) -> str | None:
     """The one factor a ``factor:<key>`` comparisons setting compares along; None for the other settings."""
-    return comparisons[len(FACTOR_PREFIX):] if comparisons.startswith(FACTOR_PREFIX) else None
+    return comparisons[len(FACTOR_PREFIX) :] if comparisons.startswith(FACTOR_PREFIX) else None
 
 
 def canonical(value: Any) -> str:
@@ -71,7 +72,9 @@ class Protocol:
     """A study's protocol (module docstring); ``declared`` is False for one built from flags only."""
 
     factors: list[str] = field(default_factory=list)
-    tune: dict[str, list[str]] = field(default_factory=dict)  # key -> canonical candidates ([] = those run)
+    tune: dict[str, list[str]] = field(
+        default_factory=dict
+    )  # key -> canonical candidates ([] = those run)
     design: str = "grid"
     tune_seeds: list[str] = field(default_factory=list)
     seeds: list[str] = field(default_factory=list)
@@ -82,72 +85,112 @@ class Protocol:
     baseline: str | None = None
     comparisons: str = "baseline"
     equivalence_margin: float | dict[str, float] | None = None
-    auto_seeds: bool = False  # seeds: auto -- the confirm stage runs the seeds --plan finds, up to max_seeds
+    auto_seeds: bool = (
+        False  # seeds: auto -- the confirm stage runs the seeds --plan finds, up to max_seeds
+    )
     max_seeds: int | None = None
-    target_mde: float | None = None  # the smallest difference of `metric` the study must detect (--plan)
-    pilot_sd: float | None = None  # a standard deviation of `metric` over seeds, when the tune runs give none
+    target_mde: float | None = (
+        None  # the smallest difference of `metric` the study must detect (--plan)
+    )
+    pilot_sd: float | None = (
+        None  # a standard deviation of `metric` over seeds, when the tune runs give none
+    )
     declared: bool = False
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> "Protocol | None":
+    def from_config(cls, config: Mapping[str, Any]) -> Protocol | None:
         """From a run config's ``protocol`` and ``report`` nodes; None when it declares none."""
         node = config.get("protocol")
         if not node:
             return None
         report = config.get("report") or {}
-        return cls.from_node(node, report.get("equivalence_margin") if isinstance(report, Mapping) else None)
+        return cls.from_node(
+            node, report.get("equivalence_margin") if isinstance(report, Mapping) else None
+        )
 
     @classmethod
-    def from_node(cls, node: Mapping[str, Any], margin: Any = None) -> "Protocol":
+    def from_node(cls, node: Mapping[str, Any], margin: Any = None) -> Protocol:
         known = {f.name for f in fields(cls)} - {"declared", "equivalence_margin"} | {"stage"}
         unknown = sorted(set(node) - known)
         if unknown:
-            raise ConfigError(f"protocol has unknown key(s) {unknown}; accepted: {', '.join(sorted(known))}")
+            raise ConfigError(
+                f"protocol has unknown key(s) {unknown}; accepted: {', '.join(sorted(known))}"
+            )
         tune = node.get("tune") or {}
         if not isinstance(tune, Mapping):
-            raise ConfigError(f"protocol.tune must map keys to candidate lists, e.g. {{optim.lr: [1e-3, 2e-3, 4e-3]}}; "
-                              f"got {tune!r}")
+            raise ConfigError(
+                f"protocol.tune must map keys to candidate lists, e.g. {{optim.lr: [1e-3, 2e-3, 4e-3]}}; "
+                f"got {tune!r}"
+            )
         p = cls(
             factors=[str(k) for k in node.get("factors") or []],
-            tune={str(k): [canonical(v) for v in (vs if isinstance(vs, Sequence) and not isinstance(vs, str) else [vs])]
-                  for k, vs in tune.items()},
-            design=str(node.get("design") or "grid"), tune_seeds=[canonical(s) for s in node.get("tune_seeds") or []],
-            seeds=[] if node.get("seeds") == "auto" else [canonical(s) for s in node.get("seeds") or []],
-            auto_seeds=node.get("seeds") == "auto", max_seeds=_count(node, "max_seeds"),
+            tune={
+                str(k): [
+                    canonical(v)
+                    for v in (vs if isinstance(vs, Sequence) and not isinstance(vs, str) else [vs])
+                ]
+                for k, vs in tune.items()
+            },
+            design=str(node.get("design") or "grid"),
+            tune_seeds=[canonical(s) for s in node.get("tune_seeds") or []],
+            seeds=[]
+            if node.get("seeds") == "auto"
+            else [canonical(s) for s in node.get("seeds") or []],
+            auto_seeds=node.get("seeds") == "auto",
+            max_seeds=_count(node, "max_seeds"),
             match=str(node.get("match") or "params"),
-            select=str(node.get("select") or "val/loss"), metric=str(node.get("metric") or "test/loss"),
+            select=str(node.get("select") or "val/loss"),
+            metric=str(node.get("metric") or "test/loss"),
             secondary=[str(s) for s in node.get("secondary") or []],
             baseline=None if node.get("baseline") in (None, "") else str(node["baseline"]),
-            comparisons=str(node.get("comparisons") or "baseline"), equivalence_margin=_margin(margin),
-            target_mde=_positive(node, "target_mde"), pilot_sd=_positive(node, "pilot_sd"), declared=True,
+            comparisons=str(node.get("comparisons") or "baseline"),
+            equivalence_margin=_margin(margin),
+            target_mde=_positive(node, "target_mde"),
+            pilot_sd=_positive(node, "pilot_sd"),
+            declared=True,
         )
         p.check()
         return p
 
     def check(self) -> None:
-        for key, value, allowed in (("design", self.design, DESIGNS), ("match", self.match, MATCH_MODES),
-                                    ("comparisons", self.comparisons, COMPARISONS)):
+        for key, value, allowed in (
+            ("design", self.design, DESIGNS),
+            ("match", self.match, MATCH_MODES),
+            ("comparisons", self.comparisons, COMPARISONS),
+        ):
             if key == "comparisons" and compared_factor(value):
                 continue
             if value not in allowed:
                 extra = f", {FACTOR_PREFIX}<key>" if key == "comparisons" else ""
-                raise ConfigError(f"protocol.{key}={value!r} is not known; use one of {', '.join(allowed)}{extra}")
+                raise ConfigError(
+                    f"protocol.{key}={value!r} is not known; use one of {', '.join(allowed)}{extra}"
+                )
         if self.design == "two_stage" and self.declared and not self.tune_seeds:
-            raise ConfigError("protocol.design=two_stage needs protocol.tune_seeds (the seeds every candidate runs "
-                              "on), e.g. [0]")
+            raise ConfigError(
+                "protocol.design=two_stage needs protocol.tune_seeds (the seeds every candidate runs "
+                "on), e.g. [0]"
+            )
         if self.auto_seeds and self.declared:
             if self.design != "two_stage":
-                raise ConfigError("protocol.seeds=auto needs protocol.design=two_stage: the confirm seeds are planned "
-                                  "from the tune stage's spread, and the grid design runs every seed at the tune stage")
+                raise ConfigError(
+                    "protocol.seeds=auto needs protocol.design=two_stage: the confirm seeds are planned "
+                    "from the tune stage's spread, and the grid design runs every seed at the tune stage"
+                )
             if self.target_mde is None or self.max_seeds is None:
-                raise ConfigError("protocol.seeds=auto needs protocol.target_mde (the difference to detect) and "
-                                  "protocol.max_seeds (the most seeds per variant to spend), e.g. target_mde=0.02 "
-                                  "max_seeds=10")
+                raise ConfigError(
+                    "protocol.seeds=auto needs protocol.target_mde (the difference to detect) and "
+                    "protocol.max_seeds (the most seeds per variant to spend), e.g. target_mde=0.02 "
+                    "max_seeds=10"
+                )
         if self.select.startswith("test/"):
-            raise ConfigError(f"protocol.select={self.select!r}: selection must use the validation split (val/...)")
+            raise ConfigError(
+                f"protocol.select={self.select!r}: selection must use the validation split (val/...)"
+            )
         for key in [self.metric, *self.secondary] if self.declared else []:
             if key.startswith("val/"):
-                raise ConfigError(f"protocol verdict metric {key!r}: verdicts use the test split (test/...)")
+                raise ConfigError(
+                    f"protocol verdict metric {key!r}: verdicts use the test split (test/...)"
+                )
         for key, cands in self.tune.items():
             if self.declared and not cands:
                 raise ConfigError(f"protocol.tune.{key} has no candidates")
@@ -168,20 +211,33 @@ class Protocol:
         if not self.tune:
             design = "fixed values — nothing is selected, every run is a verdict run"
         elif self.design == "two_stage":
-            design = (f"two stages — *tune*: every candidate on seed(s) {', '.join(self.tune_seeds) or '?'}, the value "
-                      f"with the lowest mean `{self.select}` chosen per variant; *confirm*: the chosen value on seeds "
-                      + (f"as many seeds as --plan finds for a difference of {self.target_mde:g} (at most "
-                         f"{self.max_seeds})" if self.auto_seeds else f"{', '.join(self.seeds) or '?'}"))
+            design = (
+                f"two stages — *tune*: every candidate on seed(s) {', '.join(self.tune_seeds) or '?'}, the value "
+                f"with the lowest mean `{self.select}` chosen per variant; *confirm*: the chosen value on seeds "
+                + (
+                    f"as many seeds as --plan finds for a difference of {self.target_mde:g} (at most "
+                    f"{self.max_seeds})"
+                    if self.auto_seeds
+                    else f"{', '.join(self.seeds) or '?'}"
+                )
+            )
         else:
-            design = (f"grid — every candidate on every seed ({', '.join(self.seeds) or 'the seeds run'}), the value with "
-                      f"the lowest mean `{self.select}` over seeds chosen per variant")
-        return (f"Tuned per variant: {tune}. Design: {design}. Selection on the validation split (`{self.select}`), "
-                f"verdicts on the test split (`{self.metric}`"
-                + (f"; secondary: {', '.join(f'`{s}`' for s in secondary)}" if secondary else "")
-                + f"). Matching: "
-                + (f"{self.match}." if matched in (None, self.match) else
-                   f"{matched} (the runs' budget.json; protocol.match={self.match} applies to runs that "
-                   "python -m src.study plans)."))
+            design = (
+                f"grid — every candidate on every seed ({', '.join(self.seeds) or 'the seeds run'}), the value with "
+                f"the lowest mean `{self.select}` over seeds chosen per variant"
+            )
+        return (
+            f"Tuned per variant: {tune}. Design: {design}. Selection on the validation split (`{self.select}`), "
+            f"verdicts on the test split (`{self.metric}`"
+            + (f"; secondary: {', '.join(f'`{s}`' for s in secondary)}" if secondary else "")
+            + "). Matching: "
+            + (
+                f"{self.match}."
+                if matched in (None, self.match)
+                else f"{matched} (the runs' budget.json; protocol.match={self.match} applies to runs that "
+                "python -m src.study plans)."
+            )
+        )
 
 
 def _count(node: Mapping[str, Any], key: str) -> int | None:
@@ -190,7 +246,9 @@ def _count(node: Mapping[str, Any], key: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-        raise ConfigError(f"protocol.{key}={value!r} is invalid: a whole number of seeds, 2 or more, or null")
+        raise ConfigError(
+            f"protocol.{key}={value!r} is invalid: a whole number of seeds, 2 or more, or null"
+        )
     return value
 
 
@@ -200,7 +258,9 @@ def _positive(node: Mapping[str, Any], key: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigError(f"protocol.{key}={value!r} is invalid: a positive number in the verdict metric's units, or null")
+        raise ConfigError(
+            f"protocol.{key}={value!r} is invalid: a positive number in the verdict metric's units, or null"
+        )
     return float(value)
 
 
@@ -212,8 +272,10 @@ def _margin(value: Any) -> float | dict[str, float] | None:
     try:
         margin = float(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"report.equivalence_margin={value!r} must be a number in the metric's units (e.g. 0.02) "
-                          f"or a mapping {{metric: margin}}") from None
+        raise ConfigError(
+            f"report.equivalence_margin={value!r} must be a number in the metric's units (e.g. 0.02) "
+            f"or a mapping {{metric: margin}}"
+        ) from None
     if margin <= 0:
         raise ConfigError(f"report.equivalence_margin={value!r} must be positive")
     return margin
@@ -222,8 +284,15 @@ def _margin(value: Any) -> float | dict[str, float] | None:
 #: protocol fields that may grow between stages (more seeds, more candidates): the runs' lists are joined
 GROWING = ("factors", "tune_seeds", "seeds", "secondary")
 #: the command-line flag that sets each field (named when runs disagree on it)
-FLAGS = {"design": "--design", "select": "--select", "metric": "--metric", "baseline": "--baseline",
-         "comparisons": "--comparisons", "equivalence_margin": "--equivalence-margin", "secondary": "--extra"}
+FLAGS = {
+    "design": "--design",
+    "select": "--select",
+    "metric": "--metric",
+    "baseline": "--baseline",
+    "comparisons": "--comparisons",
+    "equivalence_margin": "--equivalence-margin",
+    "secondary": "--extra",
+}
 
 
 def merge_protocols(found: Sequence[Protocol], given: Sequence[str] = ()) -> Protocol | None:
@@ -240,15 +309,22 @@ def merge_protocols(found: Sequence[Protocol], given: Sequence[str] = ()) -> Pro
             keys = list(dict.fromkeys(k for v in values for k in v))
             if any(list(v) != keys for v in values) and f.name not in given:
                 disagree.append(f"tuned keys {sorted({tuple(v) for v in values})}")
-            merged["tune"] = {k: list(dict.fromkeys(c for v in values for c in v.get(k, []))) for k in keys}
+            merged["tune"] = {
+                k: list(dict.fromkeys(c for v in values for c in v.get(k, []))) for k in keys
+            }
         elif f.name in GROWING:
             merged[f.name] = list(dict.fromkeys(x for v in values for x in v))
         else:
             merged[f.name] = values[0]
             distinct = [v for i, v in enumerate(values) if v not in values[:i]]
             if len(distinct) > 1 and f.name not in given:
-                disagree.append(f"{f.name} {distinct}" + (f" (choose with {FLAGS[f.name]})" if f.name in FLAGS else ""))
+                disagree.append(
+                    f"{f.name} {distinct}"
+                    + (f" (choose with {FLAGS[f.name]})" if f.name in FLAGS else "")
+                )
     if disagree:
-        raise ConfigError(f"the runs declare different protocols: {'; '.join(disagree)}; report each study's sweep "
-                          f"directory separately, or give the flag")
+        raise ConfigError(
+            f"the runs declare different protocols: {'; '.join(disagree)}; report each study's sweep "
+            f"directory separately, or give the flag"
+        )
     return Protocol(**merged)

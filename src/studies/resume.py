@@ -37,6 +37,7 @@ learning rate), a null that became a node (``model.position.scaling: null`` -> `
 …}``) or a node that became a leaf, re-runs the job instead of silently reusing a stale result. Both cases are
 logged with the keys involved.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -55,15 +56,19 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from src.errors import ConfigError, NonFiniteLossError
-from src.jsonfile import METRICS, read_json
 from src.files import atomic_write
+from src.jsonfile import METRICS, read_json
 from src.studies.outcomes import is_divergence
 
 log = logging.getLogger(__name__)
 
 STAMP = ".sweep_job.json"
 ATTEMPTS = "attempts"
-KEEP = {".hydra", STAMP, ATTEMPTS}  # never archived (Hydra rewrites .hydra itself for every attempt)
+KEEP = {
+    ".hydra",
+    STAMP,
+    ATTEMPTS,
+}  # never archived (Hydra rewrites .hydra itself for every attempt)
 INCOMPLETE_MODES = ("restart", "last")
 MAX_DIRNAME = 120
 #: top-level keys that describe how a study reads its runs, not what a run computes: more seeds or candidates in
@@ -78,7 +83,9 @@ def job_dirname(override_dirname: Any = "", max_len: int = MAX_DIRNAME) -> str:
     """A directory name from Hydra's ``override_dirname`` (``model/position=rope,seed=1`` ->
     ``model.position=rope,seed=1``); empty -> ``default``; too long -> a prefix plus a hash."""
     text = "" if override_dirname is None else str(override_dirname)
-    text = ",".join(item for item in text.split(",") if not _RESUME_ITEM.match(item))  # see _RESUME_ITEM
+    text = ",".join(
+        item for item in text.split(",") if not _RESUME_ITEM.match(item)
+    )  # see _RESUME_ITEM
     name = _UNSAFE.sub("_", text.replace("/", "."))
     if not name:
         return "default"
@@ -118,7 +125,9 @@ def _fingerprinted_text(cfg: DictConfig | dict[str, Any], run_dir: str | Path | 
         plain.pop(key, None)
     text = json.dumps(plain, sort_keys=True, default=str)
     if run_dir is not None:
-        text = text.replace(str(Path(run_dir).resolve()), "<run_dir>").replace(str(run_dir), "<run_dir>")
+        text = text.replace(str(Path(run_dir).resolve()), "<run_dir>").replace(
+            str(run_dir), "<run_dir>"
+        )
     return text
 
 
@@ -127,7 +136,9 @@ def fingerprint(cfg: DictConfig | dict[str, Any], run_dir: str | Path | None = N
     return hashlib.sha256(_fingerprinted_text(cfg, run_dir).encode()).hexdigest()
 
 
-def flat_config(cfg: DictConfig | dict[str, Any], run_dir: str | Path | None = None) -> dict[str, Any]:
+def flat_config(
+    cfg: DictConfig | dict[str, Any], run_dir: str | Path | None = None
+) -> dict[str, Any]:
     """The fingerprinted config as ``{"optim.lr": 0.003, ...}`` (same exclusions and placeholder)."""
     text = _fingerprinted_text(cfg, run_dir)
     out: dict[str, Any] = {}
@@ -153,8 +164,10 @@ def config_changes(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str],
     changed = {k for k in old.keys() & new.keys() if old[k] != new[k]}
     added_removed = old.keys() ^ new.keys()
     for key in added_removed:
-        if any(other.startswith(f"{key}.") or key.startswith(f"{other}.")
-               for other in (new if key in old else old)):
+        if any(
+            other.startswith(f"{key}.") or key.startswith(f"{other}.")
+            for other in (new if key in old else old)
+        ):
             changed.add(key)
     return sorted(changed), sorted(added_removed - changed)
 
@@ -170,16 +183,26 @@ def run_dir_of(cfg: DictConfig) -> Path:
     try:
         return Path(HydraConfig.get().runtime.output_dir)
     except ValueError:  # HydraConfig not set: not under Hydra
-        raise ConfigError("sweep_resume needs the job's directory: run under Hydra or set paths.output_dir") from None
+        raise ConfigError(
+            "sweep_resume needs the job's directory: run under Hydra or set paths.output_dir"
+        ) from None
 
 
 def archive_attempt(run_dir: Path) -> Path | None:
     """Move a previous attempt's outputs to ``attempts/<n>/`` (None when there were none)."""
-    items = [p for p in run_dir.iterdir() if p.name not in KEEP and not p.name.endswith(".log")] if run_dir.is_dir() else []
+    items = (
+        [p for p in run_dir.iterdir() if p.name not in KEEP and not p.name.endswith(".log")]
+        if run_dir.is_dir()
+        else []
+    )
     if not items:
         return None
     root = run_dir / ATTEMPTS
-    n = 1 + max((int(p.name) for p in root.iterdir() if p.name.isdigit()), default=0) if root.is_dir() else 1
+    n = (
+        1 + max((int(p.name) for p in root.iterdir() if p.name.isdigit()), default=0)
+        if root.is_dir()
+        else 1
+    )
     dest = root / str(n)
     dest.mkdir(parents=True)
     for p in items:
@@ -196,21 +219,31 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
     else None after preparing the directory for a fresh attempt (see the module docstring)."""
     node = OmegaConf.select(cfg, "sweep_resume", default=None)
     if node and not isinstance(node.get("skip_completed", False), bool):
-        raise ConfigError(f"sweep_resume.skip_completed={node.get('skip_completed')!r} is invalid: true or false")
+        raise ConfigError(
+            f"sweep_resume.skip_completed={node.get('skip_completed')!r} is invalid: true or false"
+        )
     if not node or not node.get("skip_completed", False) or not _is_rank_zero():
-        if _is_rank_zero() and _in_multirun():  # stamp anyway: a re-run with skip_completed then knows this job
+        if (
+            _is_rank_zero() and _in_multirun()
+        ):  # stamp anyway: a re-run with skip_completed then knows this job
             run_dir = run_dir_of(cfg)
             stamp = read_json(run_dir / STAMP) or {}
             fp = fingerprint(cfg, run_dir)
-            _write_stamp(run_dir, fp, flat_config(cfg, run_dir), stamp, stamp.get("fingerprint") == fp)
+            _write_stamp(
+                run_dir, fp, flat_config(cfg, run_dir), stamp, stamp.get("fingerprint") == fp
+            )
         return None
     unknown = sorted(set(node) - {"skip_completed", "incomplete"})
     if unknown:
-        raise ConfigError(f"sweep_resume has unknown key(s) {unknown}; accepted: skip_completed, incomplete")
+        raise ConfigError(
+            f"sweep_resume has unknown key(s) {unknown}; accepted: skip_completed, incomplete"
+        )
     mode = str(node.get("incomplete", "restart"))
     if mode not in INCOMPLETE_MODES:
-        raise ConfigError(f"sweep_resume.incomplete='{mode}' is not known; use one of {', '.join(INCOMPLETE_MODES)} "
-                          "(restart: run an unfinished job again; last: continue it from its checkpoints/last.ckpt)")
+        raise ConfigError(
+            f"sweep_resume.incomplete='{mode}' is not known; use one of {', '.join(INCOMPLETE_MODES)} "
+            "(restart: run an unfinished job again; last: continue it from its checkpoints/last.ckpt)"
+        )
     run_dir = run_dir_of(cfg)
     fp = fingerprint(cfg, run_dir)
     flat = flat_config(cfg, run_dir)
@@ -221,26 +254,47 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
         changed, added_removed = config_changes(stamp["config"], flat)
         if not changed:
             same = True
-            log.info("sweep_resume: %s: config keys added/removed since the job ran (values unchanged): %s",
-                     run_dir, ", ".join(added_removed[:10]) + (" …" if len(added_removed) > 10 else ""))
+            log.info(
+                "sweep_resume: %s: config keys added/removed since the job ran (values unchanged): %s",
+                run_dir,
+                ", ".join(added_removed[:10]) + (" …" if len(added_removed) > 10 else ""),
+            )
         else:
-            log.info("sweep_resume: %s: config values changed since the job ran: %s", run_dir,
-                     ", ".join(f"{k}: {stamp['config'].get(k, '<absent>')!r} -> {flat.get(k, '<absent>')!r}"
-                               for k in changed[:10]))
+            log.info(
+                "sweep_resume: %s: config values changed since the job ran: %s",
+                run_dir,
+                ", ".join(
+                    f"{k}: {stamp['config'].get(k, '<absent>')!r} -> {flat.get(k, '<absent>')!r}"
+                    for k in changed[:10]
+                ),
+            )
     if metrics and metrics.get("status") == "completed" and same:
         monitor = str(cfg.get("optimized_metric") or "val/loss")
         value = metrics.get(f"{monitor}_best", metrics.get(monitor))
         log.info("sweep_resume: %s already completed (%s=%s); skipping", run_dir, monitor, value)
         return Completed(run_dir=run_dir, value=value, metrics=metrics)
-    if metrics and metrics.get("status") == "failed" and same and is_divergence(metrics.get("error")):
+    if (
+        metrics
+        and metrics.get("status") == "failed"
+        and same
+        and is_divergence(metrics.get("error"))
+    ):
         # a divergence is a result (the report counts it): re-running only the failures would bias the diverged share
         log.info("sweep_resume: %s diverged earlier with this config; not repeating it", run_dir)
         raise NonFiniteLossError(
             f"{metrics.get('error')} [stored: this job diverged in an earlier run of the sweep with the same config, "
             f"and sweep_resume does not re-roll a divergence (that would bias the diverged share down); its files stay "
-            f"in {run_dir}. To run it again anyway, delete its metrics.json]")
-    previous = "completed with a different config" if metrics and metrics.get("status") == "completed" else \
-        (f"{metrics.get('status')}: {metrics.get('error')}" if metrics else "interrupted (no metrics.json)")
+            f"in {run_dir}. To run it again anyway, delete its metrics.json]"
+        )
+    previous = (
+        "completed with a different config"
+        if metrics and metrics.get("status") == "completed"
+        else (
+            f"{metrics.get('status')}: {metrics.get('error')}"
+            if metrics
+            else "interrupted (no metrics.json)"
+        )
+    )
     last = run_dir / "checkpoints" / "last.ckpt"
     if mode == "last" and same and last.is_file() and not cfg.get("ckpt_path"):
         log.info("sweep_resume: %s was %s; continuing from %s", run_dir, previous, last)
@@ -250,18 +304,39 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
     else:
         moved = archive_attempt(run_dir)
         if moved is not None:
-            log.info("sweep_resume: %s was %s; its files moved to %s, running it again", run_dir, previous, moved)
+            log.info(
+                "sweep_resume: %s was %s; its files moved to %s, running it again",
+                run_dir,
+                previous,
+                moved,
+            )
     _write_stamp(run_dir, fp, flat, stamp, same)
     return None
 
 
-def _write_stamp(run_dir: Path, fp: str, flat: dict[str, Any], stamp: dict[str, Any], same: bool) -> None:
+def _write_stamp(
+    run_dir: Path, fp: str, flat: dict[str, Any], stamp: dict[str, Any], same: bool
+) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     attempts = int(stamp.get("attempt", 0)) + 1 if same else 1
     now = time.time()
-    first = stamp.get("first_started", stamp.get("started", now))  # when the job first ran here: the report's order
-    atomic_write(run_dir / STAMP, json.dumps({"fingerprint": fp, "attempt": attempts, "started": now,
-                                              "first_started": first, "config": flat}, default=str) + "\n")
+    first = stamp.get(
+        "first_started", stamp.get("started", now)
+    )  # when the job first ran here: the report's order
+    atomic_write(
+        run_dir / STAMP,
+        json.dumps(
+            {
+                "fingerprint": fp,
+                "attempt": attempts,
+                "started": now,
+                "first_started": first,
+                "config": flat,
+            },
+            default=str,
+        )
+        + "\n",
+    )
 
 
 def _in_multirun() -> bool:

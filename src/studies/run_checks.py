@@ -11,6 +11,7 @@
 
 Both are ``ConfigError``\\ s naming the runs and the fix (the report prints them as one line).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,14 @@ from src.errors import ConfigError
 from src.studies.runs import RunRecord, is_ignored
 
 #: overrides that only move files or change the console: two runs differing only in them computed the same thing
-FILE_ONLY_KEYS = ("hydra.", "paths.", "ckpt_path", "sweep_resume.", "trainer.enable_progress_bar",
-                  "trainer.enable_model_summary")
+FILE_ONLY_KEYS = (
+    "hydra.",
+    "paths.",
+    "ckpt_path",
+    "sweep_resume.",
+    "trainer.enable_progress_bar",
+    "trainer.enable_model_summary",
+)
 #: metric names whose unit does not depend on the tokenizer
 PER_BYTE = ("bits_per_byte", "per_byte", "bpb")
 
@@ -45,7 +52,8 @@ def check_duplicates(runs: Sequence[RunRecord]) -> None:
                 f"{seen[key].path} and {run.path} are the same run twice (variant {label}, seed={run.seed}): a copied "
                 "run directory, or a sweep given twice (python -m src.report <dir> <the same sweep re-run>). Counted "
                 "as two seeds they would shrink every interval; give the report one of them (move the other out of "
-                "the directories given)")
+                "the directories given)"
+            )
         seen[key] = run
 
 
@@ -56,7 +64,11 @@ def tokenizer_of(run: RunRecord) -> str | None:
         return None
     name = str(node["name"])
     detail = node.get("path") or node.get("chars")
-    return f"{name}:{json.dumps(detail) if not isinstance(detail, str) else detail}" if detail else name
+    return (
+        f"{name}:{json.dumps(detail) if not isinstance(detail, str) else detail}"
+        if detail
+        else name
+    )
 
 
 def check_units(runs: Sequence[RunRecord], metrics: Sequence[str]) -> None:
@@ -71,8 +83,12 @@ def check_units(runs: Sequence[RunRecord], metrics: Sequence[str]) -> None:
         if tok is not None:
             by_tokenizer.setdefault(tok, []).append(run)
     if len(by_tokenizer) > 1:
-        groups = "; ".join(f"tokenizer={tok}: {len(rs)} run(s), e.g. {rs[0].path}" for tok, rs in by_tokenizer.items())
+        groups = "; ".join(
+            f"tokenizer={tok}: {len(rs)} run(s), e.g. {rs[0].path}"
+            for tok, rs in by_tokenizer.items()
+        )
         raise ConfigError(
             f"the runs were trained with different tokenizers ({groups}); {' and '.join(per_token)} is measured per token "
             "of each run's own tokenizer, so the runs are not in one unit. Report each tokenizer's runs apart, or compare "
-            "a per-byte metric (--metric <benchmark>/bits_per_byte from python -m src.eval tasks=[perplexity])")
+            "a per-byte metric (--metric <benchmark>/bits_per_byte from python -m src.eval tasks=[perplexity])"
+        )

@@ -13,16 +13,16 @@ Figures derived from a run's files join its metrics, so they are reported like a
 ``grad_norm/<stack>.<kind>@<layer>`` (the per-layer gradient norms at the first recorded
 step) and ``grad_norm/<stack>.<kind>.last_over_first`` (last layer / first layer).
 """
+
 from __future__ import annotations
 
 import csv
+import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import json
 
 import yaml
 
@@ -31,8 +31,17 @@ from src.jsonfile import METRICS
 
 #: Overrides that never define a variant (seeds are repeats; protocol.stage labels a job; the rest only
 #: move files around).
-IGNORED_KEYS = ("seed", "hydra.", "paths.", "ckpt_path", "sweep_resume.", "protocol.", "report.",
-                "trainer.enable_progress_bar", "trainer.enable_model_summary")
+IGNORED_KEYS = (
+    "seed",
+    "hydra.",
+    "paths.",
+    "ckpt_path",
+    "sweep_resume.",
+    "protocol.",
+    "report.",
+    "trainer.enable_progress_bar",
+    "trainer.enable_model_summary",
+)
 BUDGET = "budget.json"
 
 
@@ -49,15 +58,21 @@ class RunRecord:
     path: Path
     overrides: dict[str, str]  # key -> value as typed on the command line (leading +/~ dropped)
     config: dict[str, Any]  # .hydra/config.yaml (interpolations unresolved)
-    metrics: dict[str, Any] | None  # metrics.json (plus merged evaluation figures); None: no metrics.json
+    metrics: (
+        dict[str, Any] | None
+    )  # metrics.json (plus merged evaluation figures); None: no metrics.json
     job_num: int = 0
-    first_started: float | None = None  # when the job first ran (src/studies/resume.py stamp), for the sweep order
+    first_started: float | None = (
+        None  # when the job first ran (src/studies/resume.py stamp), for the sweep order
+    )
     val_history: list[Point] = field(default_factory=list)
     train_history: list[Point] = field(default_factory=list)
     grad_norms: dict[str, Any] | None = None
     extrapolation: dict[str, Any] | None = None
     match: dict[str, Any] | None = None
-    budget: dict[str, Any] | None = None  # budget.json: params, FLOPs per token, planned tokens (src/studies/matching.py)
+    budget: dict[str, Any] | None = (
+        None  # budget.json: params, FLOPs per token, planned tokens (src/studies/matching.py)
+    )
     #: an evaluation-time variant's run (src/studies/eval_variants.py): the training run whose weights it scores
     evaluation_of: RunRecord | None = field(default=None, repr=False, compare=False)
 
@@ -95,8 +110,10 @@ def _read_yaml(path: Path) -> Any:
 
 def _damaged(path: Path, what: str) -> DataError:
     run = next((p for p in path.parents if (p / ".hydra").is_dir()), path.parent)
-    return DataError(f"{path}: {what}; the run's record is damaged. Restore the file, or move the run directory {run} "
-                     "out of the directories given to the report (re-run that job to replace it)")
+    return DataError(
+        f"{path}: {what}; the run's record is damaged. Restore the file, or move the run directory {run} "
+        "out of the directories given to the report (re-run that job to replace it)"
+    )
 
 
 def read_object(path: Path) -> dict[str, Any] | None:
@@ -126,11 +143,16 @@ def read_overrides(path: Path) -> list[str]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise _damaged(path, f"cannot be parsed ({type(e).__name__}: {str(e).splitlines()[0]})") from None
+        raise _damaged(
+            path, f"cannot be parsed ({type(e).__name__}: {str(e).splitlines()[0]})"
+        ) from None
     if data is None:
         return []  # Hydra writes "[]" for no overrides; an empty file is read the same way
     if not isinstance(data, list) or not all(isinstance(o, str) for o in data):
-        raise _damaged(path, f"holds {type(data).__name__} {str(data)[:80]!r}, not a list of overrides (key=value)")
+        raise _damaged(
+            path,
+            f"holds {type(data).__name__} {str(data)[:80]!r}, not a list of overrides (key=value)",
+        )
     return data
 
 
@@ -149,7 +171,10 @@ def csv_log_rows(run_dir: Path) -> Iterator[tuple[Path, int, int, dict[str, str]
     ``csv/version_*/metrics.csv``, in version order (a resumed run logs to a new version, so a later
     row for the same step wins); the last row of a file without a final newline (the row a running
     job is writing now) is left out. An unreadable file is a ``DataError`` naming it."""
-    files = sorted(run_dir.glob("csv/version_*/metrics.csv"), key=lambda p: int(p.parent.name.split("_")[-1] or 0))
+    files = sorted(
+        run_dir.glob("csv/version_*/metrics.csv"),
+        key=lambda p: int(p.parent.name.split("_")[-1] or 0),
+    )
     for f in files:
         try:
             text = f.read_text(encoding="utf-8")
@@ -180,8 +205,13 @@ def read_csv_history(run_dir: Path) -> tuple[list[Point], list[Point]]:
             try:
                 into[step + 1] = float(cell)
             except ValueError:
-                raise _damaged(f, f"line {line}, column {key} holds {cell!r}, not a number") from None
-    return ([Point(s, v) for s, v in sorted(val.items())], [Point(s, v) for s, v in sorted(train.items())])
+                raise _damaged(
+                    f, f"line {line}, column {key} holds {cell!r}, not a number"
+                ) from None
+    return (
+        [Point(s, v) for s, v in sorted(val.items())],
+        [Point(s, v) for s, v in sorted(train.items())],
+    )
 
 
 def _eval_figures(run_dir: Path) -> dict[str, Any]:
@@ -222,7 +252,9 @@ def grad_norm_figures(grad_norms: dict[str, Any] | None) -> dict[str, float]:
             for i, v in enumerate(norms):
                 out[f"grad_norm/{stack}.{kind}@{i}"] = float(v)
             if norms[0]:
-                out[f"grad_norm/{stack}.{kind}.last_over_first"] = float(norms[-1]) / float(norms[0])
+                out[f"grad_norm/{stack}.{kind}.last_over_first"] = float(norms[-1]) / float(
+                    norms[0]
+                )
     return out
 
 
@@ -231,23 +263,38 @@ def read_run(run_dir: Path) -> RunRecord:
     overrides = dict(parse_override(o) for o in read_overrides(hydra_dir / "overrides.yaml"))
     config = _read_yaml(hydra_dir / "config.yaml") or {}
     hydra_cfg = _read_yaml(hydra_dir / "hydra.yaml") or {}
-    job_num = (((hydra_cfg.get("hydra") or {}).get("job") or {}).get("num")) if isinstance(hydra_cfg, dict) else None
+    job_num = (
+        (((hydra_cfg.get("hydra") or {}).get("job") or {}).get("num"))
+        if isinstance(hydra_cfg, dict)
+        else None
+    )
     metrics = read_object(run_dir / METRICS)
     extrapolation = read_object(run_dir / "extrapolation.json")
     grad_norms = read_object(run_dir / "grad_norms.json")
     if metrics is not None:
-        derived = {**_eval_figures(run_dir), **grad_norm_figures(grad_norms),
-                   **synthetic_reasons(read_object(run_dir / "synthetic.json"))}
+        derived = {
+            **_eval_figures(run_dir),
+            **grad_norm_figures(grad_norms),
+            **synthetic_reasons(read_object(run_dir / "synthetic.json")),
+        }
         metrics = {**metrics, **{k: v for k, v in derived.items() if k not in metrics}}
     val, train = read_csv_history(run_dir)
     stamp = read_object(run_dir / ".sweep_job.json") or {}
     first = stamp.get("first_started", stamp.get("started"))
-    return RunRecord(path=run_dir, overrides=overrides, config=config if isinstance(config, dict) else {},
-                     metrics=metrics, job_num=int(job_num) if str(job_num).isdigit() else 0,  # '???' outside a multirun
-                     first_started=float(first) if first else None,
-                     val_history=val, train_history=train,
-                     grad_norms=grad_norms, extrapolation=extrapolation,
-                     match=read_object(run_dir / "match_params.json"), budget=read_object(run_dir / BUDGET))
+    return RunRecord(
+        path=run_dir,
+        overrides=overrides,
+        config=config if isinstance(config, dict) else {},
+        metrics=metrics,
+        job_num=int(job_num) if str(job_num).isdigit() else 0,  # '???' outside a multirun
+        first_started=float(first) if first else None,
+        val_history=val,
+        train_history=train,
+        grad_norms=grad_norms,
+        extrapolation=extrapolation,
+        match=read_object(run_dir / "match_params.json"),
+        budget=read_object(run_dir / BUDGET),
+    )
 
 
 def find_run_dirs(roots: Iterable[str | Path]) -> list[Path]:
@@ -257,7 +304,9 @@ def find_run_dirs(roots: Iterable[str | Path]) -> list[Path]:
     for root in roots:
         root = Path(root)
         if not root.exists():
-            raise FileNotFoundError(f"{root} does not exist; give a sweep directory (hydra.sweep.dir) or a run directory")
+            raise FileNotFoundError(
+                f"{root} does not exist; give a sweep directory (hydra.sweep.dir) or a run directory"
+            )
         for cfg in root.rglob(".hydra/config.yaml"):
             found.add(cfg.parent.parent.resolve())
     runs = sorted(found, key=lambda p: (len(p.parts), str(p)))
@@ -271,7 +320,9 @@ def find_run_dirs(roots: Iterable[str | Path]) -> list[Path]:
 def load_runs(roots: Iterable[str | Path]) -> list[RunRecord]:
     runs = [read_run(d) for d in find_run_dirs(roots)]
     if not runs:
-        raise FileNotFoundError(f"no run directories (with .hydra/config.yaml) under {', '.join(map(str, roots))}")
+        raise FileNotFoundError(
+            f"no run directories (with .hydra/config.yaml) under {', '.join(map(str, roots))}"
+        )
     return runs
 
 
@@ -299,7 +350,9 @@ class Variant:
 
     key: tuple[tuple[str, str], ...]  # the variant-defining overrides, sorted
     runs: list[RunRecord]
-    implied: dict[str, str] = field(default_factory=dict)  # varying keys this variant did not override: config values
+    implied: dict[str, str] = field(
+        default_factory=dict
+    )  # varying keys this variant did not override: config values
 
     def values(self) -> dict[str, str]:
         """Override values, plus the config's value for varying keys the variant left at their default."""
@@ -315,7 +368,9 @@ class Variant:
         return [r.seed for r in self.runs]
 
 
-def group_runs(runs: Sequence[RunRecord], ignore: Sequence[str] = IGNORED_KEYS) -> tuple[list[Variant], list[str], dict[str, str]]:
+def group_runs(
+    runs: Sequence[RunRecord], ignore: Sequence[str] = IGNORED_KEYS
+) -> tuple[list[Variant], list[str], dict[str, str]]:
     """(variants in sweep order, the keys that vary between variants, the keys shared by all).
 
     Sweep order: by when each variant's first job first ran (the resume stamp; several sweeps
@@ -334,7 +389,11 @@ def group_runs(runs: Sequence[RunRecord], ignore: Sequence[str] = IGNORED_KEYS) 
             if k not in all_keys:
                 all_keys.append(k)
     varying = [k for k in all_keys if len({dict(v.key).get(k) for v in variants}) > 1]
-    shared = {k: dict(variants[0].key)[k] for k in all_keys if k not in varying and k in dict(variants[0].key)}
+    shared = {
+        k: dict(variants[0].key)[k]
+        for k in all_keys
+        if k not in varying and k in dict(variants[0].key)
+    }
     for v in variants:  # e.g. a follow-up sweep with optim.lr=1e-2 next to runs at the config's lr
         for k in varying:
             if k not in dict(v.key):

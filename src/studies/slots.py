@@ -24,6 +24,7 @@ every slot held waits (``SLOT_WAIT_S``) for one, then fails naming the pids that
 orphaned worker of a sweep stopped by killing its parent rather than its process group: kill it). Outside the
 joblib launcher ``pin_job`` does nothing.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -52,7 +53,9 @@ class Slot:
     index: int  # 0 .. count-1
     count: int  # jobs at once (hydra.launcher.n_jobs, resolved)
     cpus: tuple[int, ...]
-    gpus: tuple[str, ...] | None  # CUDA device ids given to this slot; None on a machine without GPUs
+    gpus: (
+        tuple[str, ...] | None
+    )  # CUDA device ids given to this slot; None on a machine without GPUs
 
 
 _held: tuple[Slot, int] | None = None  # this process's slot and the descriptor of its lock
@@ -112,15 +115,22 @@ def _claim(lock_dir: Path, count: int, wait_s: float | None = None) -> tuple[int
     deadline = time.monotonic() + wait_s
     got = _try_claim(lock_dir, count)
     if got is None and wait_s > 0:
-        log.info("all %d job slots in %s are held (pids %s); waiting up to %.0f s for one to be released", count,
-                 lock_dir, _holders(lock_dir, count), wait_s)
+        log.info(
+            "all %d job slots in %s are held (pids %s); waiting up to %.0f s for one to be released",
+            count,
+            lock_dir,
+            _holders(lock_dir, count),
+            wait_s,
+        )
     while got is None and time.monotonic() < deadline:
         time.sleep(0.2)
         got = _try_claim(lock_dir, count)
     if got is None:
-        raise ConfigError(f"all {count} job slots in {lock_dir} are held by live processes (pids "
-                          f"{_holders(lock_dir, count)}) after {wait_s:.0f} s: more jobs run at once than "
-                          f"hydra.launcher.n_jobs={count}; is another sweep running into the same hydra.sweep.dir?")
+        raise ConfigError(
+            f"all {count} job slots in {lock_dir} are held by live processes (pids "
+            f"{_holders(lock_dir, count)}) after {wait_s:.0f} s: more jobs run at once than "
+            f"hydra.launcher.n_jobs={count}; is another sweep running into the same hydra.sweep.dir?"
+        )
     return got
 
 
@@ -133,13 +143,17 @@ def _visible_gpus() -> list[str]:
     return [str(i) for i in range(torch.cuda.device_count())]  # NVML: does not initialise CUDA
 
 
-def pin_job(hydra_cfg: Any, accelerator: str = "auto", cpu_threads: int | None = None) -> Slot | None:
+def pin_job(
+    hydra_cfg: Any, accelerator: str = "auto", cpu_threads: int | None = None
+) -> Slot | None:
     """Give this process its slot and pin it (module docstring); None outside the joblib launcher."""
     global _held
     found = joblib_slots(hydra_cfg)
     if found is None:
         return None
-    if _held is None:  # a worker's first job; its later jobs keep the slot, the pinning and the devices
+    if (
+        _held is None
+    ):  # a worker's first job; its later jobs keep the slot, the pinning and the devices
         _held = _claim_and_pin(*found, accelerator=accelerator)
     slot = _held[0]
     threads = int(cpu_threads) if cpu_threads else len(slot.cpus)
@@ -147,8 +161,14 @@ def pin_job(hydra_cfg: Any, accelerator: str = "auto", cpu_threads: int | None =
 
     torch.set_num_threads(threads)
     os.environ["OMP_NUM_THREADS"] = str(threads)
-    log.info("job slot %d/%d: CPUs %s, %d torch thread(s)%s", slot.index, slot.count, list(slot.cpus), threads,
-             f", CUDA_VISIBLE_DEVICES={','.join(slot.gpus)}" if slot.gpus is not None else "")
+    log.info(
+        "job slot %d/%d: CPUs %s, %d torch thread(s)%s",
+        slot.index,
+        slot.count,
+        list(slot.cpus),
+        threads,
+        f", CUDA_VISIBLE_DEVICES={','.join(slot.gpus)}" if slot.gpus is not None else "",
+    )
     return slot
 
 
@@ -156,11 +176,18 @@ def _claim_and_pin(count: int, sweep_dir: Path, accelerator: str) -> tuple[Slot,
     cpus = sorted(os.sched_getaffinity(0))
     gpus = _visible_gpus() if accelerator != "cpu" else []
     if gpus and len(gpus) < count:
-        raise ConfigError(f"hydra.launcher.n_jobs={count} jobs at once but {len(gpus)} GPU(s) visible: set "
-                          f"hydra.launcher.n_jobs={len(gpus)} (one GPU per job), or trainer=cpu to run the jobs on "
-                          "CPUs")
+        raise ConfigError(
+            f"hydra.launcher.n_jobs={count} jobs at once but {len(gpus)} GPU(s) visible: set "
+            f"hydra.launcher.n_jobs={len(gpus)} (one GPU per job), or trainer=cpu to run the jobs on "
+            "CPUs"
+        )
     index, fd = _claim(sweep_dir / SLOTS_DIR, count)
-    slot = Slot(index, count, tuple(split(cpus, index, count)), tuple(split(gpus, index, count)) if gpus else None)
+    slot = Slot(
+        index,
+        count,
+        tuple(split(cpus, index, count)),
+        tuple(split(gpus, index, count)) if gpus else None,
+    )
     os.sched_setaffinity(0, slot.cpus)
     if slot.gpus is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(slot.gpus)

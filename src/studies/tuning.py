@@ -16,6 +16,7 @@ largest candidate: the optimum may lie outside the grid.
 Verdict runs: the runs at the chosen candidate in the ``confirm`` stage (``two_stage``), or
 every run at it (``grid``). With nothing tuned every run is a verdict run.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,7 +33,9 @@ from src.studies.runs import RunRecord, Variant, config_value, group_runs
 class Candidate:
     values: dict[str, str]  # tuned key -> canonical value
     runs: list[RunRecord]  # the selection runs at these values
-    score: float | None  # mean selection metric over seeds; inf: a seed diverged; None: nothing to score
+    score: (
+        float | None
+    )  # mean selection metric over seeds; inf: a seed diverged; None: nothing to score
     seeds: list[Any] = field(default_factory=list)  # seeds that entered the score
     note: str = ""
 
@@ -91,12 +94,16 @@ def score_candidate(values: dict[str, str], runs: list[RunRecord], metric: str) 
             continue
         kept.append(value if math.isfinite(value) else math.inf)
         seeds.append(r.seed)
-    score = (math.inf if any(math.isinf(v) for v in kept) else sum(kept) / len(kept)) if kept else None
+    score = (
+        (math.inf if any(math.isinf(v) for v in kept) else sum(kept) / len(kept)) if kept else None
+    )
     note = ("left out: " + "; ".join(left_out)) if left_out else ""
     return Candidate(values, runs, score, seeds, note)
 
 
-def tune_variants(runs: Sequence[RunRecord], protocol: Protocol, ignore: Sequence[str]) -> tuple[list[TunedVariant], list[str], dict[str, str]]:
+def tune_variants(
+    runs: Sequence[RunRecord], protocol: Protocol, ignore: Sequence[str]
+) -> tuple[list[TunedVariant], list[str], dict[str, str]]:
     """(tuned variants in sweep order, the keys that vary between variants, the shared overrides)."""
     keys = list(protocol.tune)
     variants, varying, shared = group_runs(runs, [*ignore, *keys])
@@ -109,29 +116,47 @@ def tune_variants(runs: Sequence[RunRecord], protocol: Protocol, ignore: Sequenc
         by_values: dict[tuple[str, ...], list[RunRecord]] = {}
         for r in selection:
             by_values.setdefault(tuple(tuned_values(r, keys).values()), []).append(r)
-        cands = [score_candidate(dict(zip(keys, vals)), rs, protocol.select)
-                 for vals, rs in sorted(by_values.items(), key=lambda kv: [_order(x) for x in kv[0]])]
+        cands = [
+            score_candidate(dict(zip(keys, vals)), rs, protocol.select)
+            for vals, rs in sorted(by_values.items(), key=lambda kv: [_order(x) for x in kv[0]])
+        ]
         scored = [c for c in cands if c.score is not None and not math.isinf(c.score)]
         chosen = min(scored, key=lambda c: c.score).values if scored else None  # type: ignore[arg-type,return-value]
         if not keys:  # nothing tuned: every run at the one "candidate"
             chosen = {}
         notes = [f"{c.label()}: {c.note}" for c in cands if c.note and keys]
         if unlabelled:
-            notes.append(f"{len(unlabelled)} run(s) without protocol.stage under the two_stage design were not used")
+            notes.append(
+                f"{len(unlabelled)} run(s) without protocol.stage under the two_stage design were not used"
+            )
         if not cands:
             notes.append("no selection runs (stage tune or grid)")
         elif chosen is None:
-            notes.append("no candidate has a finite selection score (every one diverged, failed or never validated): "
-                         "nothing chosen")
+            notes.append(
+                "no candidate has a finite selection score (every one diverged, failed or never validated): "
+                "nothing chosen"
+            )
         edge = []
         if chosen is not None:
             for k in keys:
-                grid = sorted({canonical(x) for x in protocol.tune.get(k) or []} | {c.values[k] for c in cands}, key=_order)
+                grid = sorted(
+                    {canonical(x) for x in protocol.tune.get(k) or []}
+                    | {c.values[k] for c in cands},
+                    key=_order,
+                )
                 if len(grid) >= 2 and chosen[k] in (grid[0], grid[-1]):
                     edge.append(k)
         want = "confirm" if protocol.design == "two_stage" and keys else "grid"
-        verdict = [r for r in v.runs if chosen is not None and stage[id(r)] == want and tuned_values(r, keys) == chosen]
+        verdict = [
+            r
+            for r in v.runs
+            if chosen is not None and stage[id(r)] == want and tuned_values(r, keys) == chosen
+        ]
         if chosen is not None and not verdict and protocol.design == "two_stage":
-            notes.append("the confirm stage has not run at the chosen value (python -m src.study ... --stage confirm)")
-        out.append(TunedVariant(v, cands, chosen, edge, sorted(verdict, key=lambda r: str(r.seed)), notes))
+            notes.append(
+                "the confirm stage has not run at the chosen value (python -m src.study ... --stage confirm)"
+            )
+        out.append(
+            TunedVariant(v, cands, chosen, edge, sorted(verdict, key=lambda r: str(r.seed)), notes)
+        )
     return out, varying, shared

@@ -10,6 +10,7 @@ stays.
 ``final_figures`` and ``run_outputs`` make the entry point's last lines: the final validation and
 test losses with the weights and step they belong to, the run's tokens/s, and its files.
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,11 +35,16 @@ def quiet_third_party() -> None:
     lg = logging.getLogger("lightning.pytorch.utilities.rank_zero")
     if not any(isinstance(f, _DropTip) for f in lg.filters):
         lg.addFilter(_DropTip())
-    warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
-                            module=r"lightning\.pytorch\.utilities\._pytree")
+    warnings.filterwarnings(
+        "ignore",
+        message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+        module=r"lightning\.pytorch\.utilities\._pytree",
+    )
 
 
-def run_outputs(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> list[tuple[str, Path]]:
+def run_outputs(
+    run_dir: str | Path, metrics: dict[str, Any] | None = None
+) -> list[tuple[str, Path]]:
     """(what, path) of what a training run left in ``run_dir``, in reading order."""
     d = Path(run_dir)
     out: list[tuple[str, Path]] = [("run directory", d)]
@@ -47,9 +53,14 @@ def run_outputs(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> l
     for key, what in (("best_ckpt", "best checkpoint"), ("last_ckpt", "last checkpoint")):
         if metrics and metrics.get(key):
             out.append((what, Path(metrics[key])))
-    for pattern, what in (("csv/version_*/metrics.csv", "CSV log"), ("tensorboard/version_*", "TensorBoard"),
-                          ("wandb/offline-run-*", "W&B offline run"), ("wandb/run-*", "W&B run"),
-                          ("mlruns", "MLflow store"), ("samples*.txt", "samples")):
+    for pattern, what in (
+        ("csv/version_*/metrics.csv", "CSV log"),
+        ("tensorboard/version_*", "TensorBoard"),
+        ("wandb/offline-run-*", "W&B offline run"),
+        ("wandb/run-*", "W&B run"),
+        ("mlruns", "MLflow store"),
+        ("samples*.txt", "samples"),
+    ):
         found = sorted(d.glob(pattern))
         if found:
             out.append((what, found[-1]))
@@ -67,13 +78,23 @@ def final_figures(metrics: dict[str, Any]) -> str:
     parts: list[str] = []
     val, best = metrics.get("val/loss"), metrics.get("val/loss_best")
     if isinstance(val, (int, float)):
-        parts.append(f"val/loss {val:.4f}" + (f" (best {best:.4f} at step {metrics['best_step']})"
-                                              if isinstance(best, (int, float)) and metrics.get("best_step") is not None
-                                              and abs(best - val) > 1e-12 else ""))
+        parts.append(
+            f"val/loss {val:.4f}"
+            + (
+                f" (best {best:.4f} at step {metrics['best_step']})"
+                if isinstance(best, (int, float))
+                and metrics.get("best_step") is not None
+                and abs(best - val) > 1e-12
+                else ""
+            )
+        )
     test = metrics.get("test/loss")
     if isinstance(test, (int, float)):
         scored = metrics.get("scored_weights")
-        parts.append(f"test/loss {test:.4f}" + (f" ({scored} weights, step {metrics.get('scored_step')})" if scored else ""))
+        parts.append(
+            f"test/loss {test:.4f}"
+            + (f" ({scored} weights, step {metrics.get('scored_step')})" if scored else "")
+        )
     rate = metrics.get("throughput_tokens_per_s")
     if isinstance(rate, (int, float)):
         parts.append(f"{rate:,.0f} tokens/s")

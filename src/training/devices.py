@@ -12,6 +12,7 @@ devices use ``${grad_accum:<tokens>,${batch_size},${block_size},${.devices},${.n
 the gradient-accumulation steps that make ``batch_size × block_size × world size × steps`` equal
 ``tokens`` (an error when it does not divide).
 """
+
 from __future__ import annotations
 
 from omegaconf import OmegaConf
@@ -23,7 +24,9 @@ def device_precision(accelerator: str = "auto") -> str:
     """``bf16-mixed`` when ``accelerator`` resolves to CUDA GPUs with bfloat16, else ``32``."""
     import torch
 
-    if str(accelerator) not in GPU_ACCELERATORS or torch.cuda.device_count() == 0:  # NVML: CUDA not initialised
+    if (
+        str(accelerator) not in GPU_ACCELERATORS or torch.cuda.device_count() == 0
+    ):  # NVML: CUDA not initialised
         return "32"
     return "bf16-mixed" if torch.cuda.is_bf16_supported() else "32"
 
@@ -42,16 +45,24 @@ def world_size(devices: object = "auto", num_nodes: int = 1, accelerator: str = 
     return per_node * int(num_nodes)
 
 
-def grad_accum(tokens: int, batch_size: int, block_size: int, devices: object = "auto", num_nodes: int = 1,
-               accelerator: str = "auto") -> int:
+def grad_accum(
+    tokens: int,
+    batch_size: int,
+    block_size: int,
+    devices: object = "auto",
+    num_nodes: int = 1,
+    accelerator: str = "auto",
+) -> int:
     """Accumulation steps so that one optimizer step sees ``tokens`` tokens on this machine."""
     world = world_size(devices, num_nodes, accelerator)
     per_pass = int(batch_size) * int(block_size) * world
     steps, rest = divmod(int(tokens), per_pass)
     if rest or steps < 1:
-        raise ValueError(f"{tokens} tokens per step is not a multiple of batch_size={batch_size} x block_size={block_size} "
-                         f"x {world} process(es) = {per_pass}; change batch_size, or set trainer.accumulate_grad_batches "
-                         f"explicitly")
+        raise ValueError(
+            f"{tokens} tokens per step is not a multiple of batch_size={batch_size} x block_size={block_size} "
+            f"x {world} process(es) = {per_pass}; change batch_size, or set trainer.accumulate_grad_batches "
+            f"explicitly"
+        )
     return steps
 
 

@@ -19,6 +19,7 @@ External launchers (SLURM ``srun``, ``torchrun``) start every rank themselves: u
 hydra-submitit-launcher gives all tasks of a job the same directory; with ``torchrun`` pass
 ``hydra.run.dir=...`` explicitly (docs/training.md).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,8 +28,19 @@ import sys
 from collections.abc import Iterator, Sequence
 
 _CONFIG_FLAGS = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd")
-_DROP_HYDRA = ("hydra.run.", "hydra.sweep.", "hydra.launcher", "hydra/launcher", "hydra.sweeper", "hydra/sweeper",
-               "hydra.mode", "hydra.job.name", "hydra.output_subdir", "hydra.job.num", "hydra.job.id")
+_DROP_HYDRA = (
+    "hydra.run.",
+    "hydra.sweep.",
+    "hydra.launcher",
+    "hydra/launcher",
+    "hydra.sweeper",
+    "hydra/sweeper",
+    "hydra.mode",
+    "hydra.job.name",
+    "hydra.output_subdir",
+    "hydra.job.num",
+    "hydra.job.id",
+)
 
 
 def _config_flags(argv: Sequence[str]) -> list[str]:
@@ -47,9 +59,10 @@ def _config_flags(argv: Sequence[str]) -> list[str]:
 
 def hydra_child_command(local_rank: int) -> tuple[list[str], str]:
     """(command, cwd) that starts rank ``local_rank`` of the current Hydra job in the same run dir."""
-    import __main__
     from hydra.core.hydra_config import HydraConfig
     from hydra.utils import get_original_cwd, to_absolute_path
+
+    import __main__
 
     hc = HydraConfig.get()
     if __main__.__spec__ is None:  # python path/to/train.py

@@ -2,6 +2,7 @@
 weights-only checkpoints; ``src.checkpoints.io``), the ``NonFiniteGuard`` and ``Preemption`` callbacks
 (``src.callbacks.nonfinite``, ``src.callbacks.preemption``). docs/reliability.md.
 """
+
 from __future__ import annotations
 
 import logging
@@ -35,15 +36,25 @@ def harden_trainer(trainer: Any, cfg: Mapping[str, Any] | Any) -> Any:
         safe.attach(trainer)
         strategy.checkpoint_io = safe
     else:
-        log.warning("trainer uses %s: checkpoints are not written atomically nor loaded weights-only by "
-                    "SafeCheckpointIO (docs/reliability.md)", type(io).__name__)
+        log.warning(
+            "trainer uses %s: checkpoints are not written atomically nor loaded weights-only by "
+            "SafeCheckpointIO (docs/reliability.md)",
+            type(io).__name__,
+        )
     rel = dict((cfg.get("reliability") if hasattr(cfg, "get") else None) or {})
     if not any(isinstance(c, NonFiniteGuard) for c in trainer.callbacks):
-        guard = NonFiniteGuard(action=str(rel.get("nonfinite", "stop")),
-                               check_every_n_steps=int(rel.get("check_every_n_steps", 50)),
-                               max_consecutive_skips=int(rel.get("max_consecutive_skips", 10)))
-        at = next((i for i, c in enumerate(trainer.callbacks) if isinstance(c, Checkpoint)), len(trainer.callbacks))
-        trainer.callbacks.insert(at, guard)  # before the checkpoint callbacks, like Lightning orders them
+        guard = NonFiniteGuard(
+            action=str(rel.get("nonfinite", "stop")),
+            check_every_n_steps=int(rel.get("check_every_n_steps", 50)),
+            max_consecutive_skips=int(rel.get("max_consecutive_skips", 10)),
+        )
+        at = next(
+            (i for i, c in enumerate(trainer.callbacks) if isinstance(c, Checkpoint)),
+            len(trainer.callbacks),
+        )
+        trainer.callbacks.insert(
+            at, guard
+        )  # before the checkpoint callbacks, like Lightning orders them
     if not any(isinstance(c, Preemption) for c in trainer.callbacks):
         trainer.callbacks.append(Preemption())
     return trainer

@@ -1,5 +1,6 @@
 """Logger factories for the ``logger`` config group where a Lightning logger needs more than its
 constructor (each YAML in conf/logger/ names Lightning's class or one of these)."""
+
 from __future__ import annotations
 
 import os

@@ -8,6 +8,7 @@ re-raised. Hydra's launchers catch it per job (``hydra.core.utils.run_job`` stor
 job's ``JobReturn``), so in a multirun the remaining jobs still run, and the sweep exits with
 the first failure once all jobs are done; every job's ``metrics.json`` says how it ended.
 """
+
 from __future__ import annotations
 
 import logging
@@ -22,17 +23,17 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.utilities.rank_zero import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
-from src.callbacks.summary import ModelSummary, RunSummary
-from src.jsonfile import METRICS, write_json
-from src.errors import Preempted
 from src.callbacks.preemption import preemption_error
-from src.training.console import quiet_third_party
+from src.callbacks.summary import ModelSummary, RunSummary
 from src.echo import mirror_lightning_to_log_file
+from src.errors import Preempted
+from src.jsonfile import METRICS, write_json
+from src.lightning_compat import logged_as_last_fit_step
+from src.provenance import provenance
+from src.training.console import quiet_third_party
 from src.training.distributed import launcher_scope
 from src.training.loggers import close_loggers
 from src.training.setup import Run, build_run, build_trainer
-from src.lightning_compat import logged_as_last_fit_step
-from src.provenance import provenance
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,9 @@ def configure_backends(cfg: DictConfig) -> None:
     """Seed (python, numpy, torch, dataloader workers), CPU threads and float32 matmul precision."""
     pl.seed_everything(int(cfg.seed), workers=True, verbose=False)
     threads = cfg.get("cpu_threads")
-    if threads:  # small models on a few shared cores: OpenMP threads spinning against each other cost ~10x
+    if (
+        threads
+    ):  # small models on a few shared cores: OpenMP threads spinning against each other cost ~10x
         torch.set_num_threads(int(threads))
     if torch.cuda.is_available():
         allow = bool(cfg.get("tf32", True))
@@ -67,7 +70,9 @@ def model_summary(cfg: DictConfig) -> list[pl.Callback]:
 def train(cfg: DictConfig) -> float | None:
     """Fit (and test) one configuration; write metrics.json; return the best ``optimized_metric``."""
     t0 = time.perf_counter()
-    origin = provenance()  # read now, not at the end: a commit or an edit during a long run is not this run's code
+    origin = (
+        provenance()
+    )  # read now, not at the end: a commit or an edit during a long run is not this run's code
     run_dir = output_dir(cfg)
     monitor = str(cfg.get("optimized_metric") or "val/loss")
     summary = RunSummary(monitor=monitor)
@@ -86,9 +91,13 @@ def train(cfg: DictConfig) -> float | None:
             validate_final_weights(trainer, run, summary)
             if cfg.get("test", True):
                 summary.scored = scored_weights(trainer, summary)
-                trainer.test(run.task, datamodule=run.datamodule, ckpt_path=summary.scored[2], verbose=False)
+                trainer.test(
+                    run.task, datamodule=run.datamodule, ckpt_path=summary.scored[2], verbose=False
+                )
         except BaseException as e:
-            stopped = preemption_error(e, trainer)  # SIGTERM / SLURM's signal: Preempted, naming the checkpoint written
+            stopped = preemption_error(
+                e, trainer
+            )  # SIGTERM / SLURM's signal: Preempted, naming the checkpoint written
             _record(run_dir, "failed", stopped or e, run, trainer, summary, t0, origin)
             close_loggers(trainer, failed=True)
             if stopped is not None:
@@ -108,10 +117,18 @@ def validate_final_weights(trainer: pl.Trainer, run: Run, summary: RunSummary) -
     (``trainer.max_steps`` not a multiple of ``val_check_interval``), so the final weights take part
     in the choice of the best ones and the report can say which it scored."""
     last = summary.history[-1][0] if summary.history else None
-    if (trainer.fast_dev_run or not trainer.global_step or last == trainer.global_step or not trainer.limit_val_batches
-            or trainer.interrupted or not summary.history):  # no validation at all: the run asked for none
+    if (
+        trainer.fast_dev_run
+        or not trainer.global_step
+        or last == trainer.global_step
+        or not trainer.limit_val_batches
+        or trainer.interrupted
+        or not summary.history
+    ):  # no validation at all: the run asked for none
         return
-    with logged_as_last_fit_step(trainer):  # its val/* rows at the fit's convention (global_step - 1)
+    with logged_as_last_fit_step(
+        trainer
+    ):  # its val/* rows at the fit's convention (global_step - 1)
         trainer.validate(run.task, datamodule=run.datamodule, verbose=False)
 
 
@@ -127,8 +144,16 @@ def scored_weights(trainer: pl.Trainer, summary: RunSummary) -> tuple[str, int, 
 
 
 @rank_zero_only
-def _record(run_dir: Path, status: str, error: BaseException | None, run: Run | None, trainer: pl.Trainer | None,
-            summary: RunSummary, t0: float, origin: dict[str, Any]) -> None:
+def _record(
+    run_dir: Path,
+    status: str,
+    error: BaseException | None,
+    run: Run | None,
+    trainer: pl.Trainer | None,
+    summary: RunSummary,
+    t0: float,
+    origin: dict[str, Any],
+) -> None:
     if error is None:
         message = None
     elif isinstance(error, Preempted):
@@ -143,14 +168,20 @@ def _record(run_dir: Path, status: str, error: BaseException | None, run: Run | 
     tokens = task.tokens_seen if task is not None else 0
     record["tokens_seen"] = tokens
     record["wall_time_s"] = round(time.perf_counter() - t0, 3)
-    record["throughput_tokens_per_s"] = summary.tokens_per_s  # the one definition (src/callbacks/summary.py)
+    record["throughput_tokens_per_s"] = (
+        summary.tokens_per_s
+    )  # the one definition (src/callbacks/summary.py)
     best = summary.best
     record["best_step"] = best[0] if best is not None else None
     record["global_step"] = int(trainer.global_step) if trainer is not None else 0
-    if summary.scored is not None:  # the weights test/* scored: "best" (by validation) or "final", and their step
+    if (
+        summary.scored is not None
+    ):  # the weights test/* scored: "best" (by validation) or "final", and their step
         record["scored_weights"], record["scored_step"] = summary.scored[0], summary.scored[1]
     record.update(sorted(summary.final.items()))
-    for cb in trainer.callbacks if trainer is not None else []:  # run-level values of a callback (probes' induction step)
+    for cb in (
+        trainer.callbacks if trainer is not None else []
+    ):  # run-level values of a callback (probes' induction step)
         run_record = getattr(cb, "run_record", None)
         if callable(run_record):
             record.update(run_record())
@@ -160,7 +191,9 @@ def _record(run_dir: Path, status: str, error: BaseException | None, run: Run | 
         ck = trainer.checkpoint_callback
         record["best_ckpt"] = ck.best_model_path or None
         record["last_ckpt"] = ck.last_model_path or None
-    record["provenance"] = origin  # the code (as the run started), library versions and device behind these numbers
+    record["provenance"] = (
+        origin  # the code (as the run started), library versions and device behind these numbers
+    )
     try:
         write_json(run_dir / METRICS, record)  # atomic; NaN -> null (schema: docs/CONTRACTS.md)
     except OSError as e:  # never hide the original error behind a failed write

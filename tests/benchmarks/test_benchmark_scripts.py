@@ -3,6 +3,7 @@
 These check structure, never speed: timings on a shared CPU say nothing. The scripts run
 in this process (imports are the slow part); each restores what it changes.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,13 +16,14 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
+
 def _table_rows(out: str, first_column: str) -> list[list[str]]:
     """Rows of the markdown table whose header starts with ``first_column``."""
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(f"| {first_column}"))
     assert set(lines[start + 1]) <= set("|-"), "header separator"
     rows = []
-    for line in lines[start + 2:]:
+    for line in lines[start + 2 :]:
         if not line.startswith("|"):
             break
         rows.append([c.strip() for c in line.strip("|").split("|")])
@@ -54,7 +56,9 @@ def test_train_step_peak_memory_subprocess() -> None:
     from src.models import build_model
 
     args = train_step.parse_args(["--quick"])
-    model = build_model(train_step.gpt2_config_dict(args.layers, args.d_model, args.heads, args.seq_len, args.vocab))
+    model = build_model(
+        train_step.gpt2_config_dict(args.layers, args.d_model, args.heads, args.seq_len, args.vocab)
+    )
     mem = train_step.measure_memory(args, model, who=("ours",))["ours"]
     assert mem["peak"] >= mem["rss_setup"] > mem["rss_imports"] > 0
 
@@ -67,7 +71,9 @@ def test_generate_quick(capsys: pytest.CaptureFixture[str]) -> None:
     _header_ok(out)
     rows = _table_rows(out, "decoder")
     assert [r[0] for r in rows] == ["ours, KV cache", "transformers generate", "ours, no cache"]
-    assert res["same_tokens"], "greedy decoding must agree: ours with/without cache and transformers"
+    assert res["same_tokens"], (
+        "greedy decoding must agree: ours with/without cache and transformers"
+    )
     assert "KV cache vs transformers generate:" in out and "KV cache vs no cache:" in out
 
 
@@ -94,8 +100,9 @@ def test_eval_quick(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(r["max_abs_diff"] < 1e-2 for r in res.values())  # same scores as the peer
 
 
-def test_framework_overhead_quick(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_framework_overhead_quick(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from benchmarks import framework_overhead
 
     monkeypatch.setenv("TRANSFORMER_LAB_CACHE", str(tmp_path))
@@ -103,7 +110,9 @@ def test_framework_overhead_quick(capsys: pytest.CaptureFixture[str], tmp_path: 
     out = capsys.readouterr().out
     _header_ok(out)
     rows = _table_rows(out, "model")
-    assert rows[0][0] == "toy" and rows[0][-2].endswith("%")  # overhead (wall), overhead (CPU), CPU ms/step
+    assert rows[0][0] == "toy" and rows[0][-2].endswith(
+        "%"
+    )  # overhead (wall), overhead (CPU), CPU ms/step
     assert res["toy"]["framework_s"] > 0 and res["toy"]["bare_s"] > 0
     # the profile covers the framework's steady-state steps: our training_step once per step
     prof = {(r[0], r[1].rsplit(":", 1)[0]): r for r in _table_rows(out, "function")}
@@ -114,14 +123,22 @@ def test_framework_overhead_quick(capsys: pytest.CaptureFixture[str], tmp_path: 
 def test_gpu_check_cpu_smoke(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     from benchmarks import gpu_check
 
-    rep = gpu_check.main(["--cpu-smoke", "--no-compile", "--json", str(tmp_path / "gpu_check.json")])
+    rep = gpu_check.main(
+        ["--cpu-smoke", "--no-compile", "--json", str(tmp_path / "gpu_check.json")]
+    )
     out = capsys.readouterr().out
-    assert rep["flash"]["model_flash_only"]["ok"], "our causal path must run with only the flash SDPA kernel"
+    assert rep["flash"]["model_flash_only"]["ok"], (
+        "our causal path must run with only the flash SDPA kernel"
+    )
     assert all("error" not in r for r in rep["train"].values())
     assert "| variant | tokens/s | MFU | peak memory GiB |" in out
     assert (tmp_path / "gpu_check.json").exists()
     top = rep["train"]["eager"]["profile"]  # --no-compile: the eager variant is profiled
-    assert top and all(r["ms_per_step"] > 0 for r in top) and "### Where a step's time goes: eager" in out
+    assert (
+        top
+        and all(r["ms_per_step"] > 0 for r in top)
+        and "### Where a step's time goes: eager" in out
+    )
 
 
 def test_gpu_check_sh_is_valid_bash() -> None:
@@ -135,19 +152,31 @@ def test_gpu_check_sh_without_a_gpu_says_so(tmp_path: Path) -> None:
 
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is visible")
-    r = subprocess.run(["bash", str(REPO_ROOT / "benchmarks" / "gpu_check.sh")], capture_output=True, text=True,
-                       env={**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable}, timeout=300)
+    r = subprocess.run(
+        ["bash", str(REPO_ROOT / "benchmarks" / "gpu_check.sh")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable},
+        timeout=300,
+    )
     assert r.returncode == 3, r.stdout[-2000:] + r.stderr[-2000:]
     assert "gpu_check: no CUDA device visible to torch: nothing measured" in r.stdout
     assert "== 1/2" not in r.stdout and not (tmp_path / "gpu_check.json").exists()
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("RUN_GPU_CHECK_SMOKE"), reason="set RUN_GPU_CHECK_SMOKE=1 (about a minute)")
+@pytest.mark.skipif(
+    not os.environ.get("RUN_GPU_CHECK_SMOKE"), reason="set RUN_GPU_CHECK_SMOKE=1 (about a minute)"
+)
 def test_gpu_check_sh_cpu_smoke(tmp_path: Path) -> None:
     """The whole script at toy size on CPU: compile (aot_eager) and a bf16-mixed Lightning fit."""
-    r = subprocess.run(["bash", str(REPO_ROOT / "benchmarks" / "gpu_check.sh"), "--cpu-smoke"], capture_output=True,
-                       text=True, env={**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable}, timeout=600)
+    r = subprocess.run(
+        ["bash", str(REPO_ROOT / "benchmarks" / "gpu_check.sh"), "--cpu-smoke"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable},
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "fit: status completed" in r.stdout
 
@@ -175,11 +204,15 @@ def test_scaling_quick(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(v > 0 for r in res["seq"] + res["width"] for v in r["tps"].values())
     assert all(r["flops"] > 0 for r in res["seq"])
     assert [r[0] for r in _table_rows(out, "context")] == ["16", "48"]
-    assert all(r["same"] for r in res["decode"]), "greedy decoding must agree with transformers at every context"
+    assert all(r["same"] for r in res["decode"]), (
+        "greedy decoding must agree with transformers at every context"
+    )
     assert "decode: speed ours/transformers" in out
 
 
-def test_nanogpt_side_by_side_skips_cleanly_without_nanogpt(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_nanogpt_side_by_side_skips_cleanly_without_nanogpt(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     from benchmarks import nanogpt_side_by_side
 
     res = nanogpt_side_by_side.main(["--anchor", str(tmp_path / "no-nanogpt")])
@@ -199,9 +232,13 @@ def test_nanogpt_side_by_side_quick(capsys: pytest.CaptureFixture[str]) -> None:
     res = nanogpt_side_by_side.main(["--quick"])
     out = capsys.readouterr().out
     (pair,) = res["pairs"]
-    assert len(pair["nanoGPT"].evals) >= 2 and len(pair["ours"].evals) >= 2  # evaluations at steps 10 and 20
+    assert (
+        len(pair["nanoGPT"].evals) >= 2 and len(pair["ours"].evals) >= 2
+    )  # evaluations at steps 10 and 20
     assert [s for _, s, _ in pair["ours"].evals] == [10, 20]
-    assert all(0 < v < 5 for who in pair.values() for _, _, v in who.evals)  # character-level losses
+    assert all(
+        0 < v < 5 for who in pair.values() for _, _, v in who.evals
+    )  # character-level losses
     assert res["ratio"] > 0 and "time to nanoGPT's loss" in out
     assert [r[1] for r in _table_rows(out, "pair")] == ["nanoGPT", "ours"]
 
@@ -215,18 +252,32 @@ def test_nanogpt_side_by_side_runs_the_experiment_ours_names(tmp_path: Path) -> 
     ours = sbs.commands(default, tmp_path, 0)["ours"]
     assert "experiment=shakespeare_char" in ours and default.target_ratio == 0.8
 
-    args = sbs.parse_args(["--ours", "experiment=shakespeare_char_speedrun compile=false", "--max-iters", "1000"])
+    args = sbs.parse_args(
+        ["--ours", "experiment=shakespeare_char_speedrun compile=false", "--max-iters", "1000"]
+    )
     cmds = sbs.commands(args, tmp_path, 0)
-    assert [c for c in cmds["ours"] if c.startswith("experiment=")] == ["experiment=shakespeare_char_speedrun"]
-    assert "compile=false" in cmds["ours"] and not any(c.startswith(("scheduler.decay_steps", "trainer.max_steps"))
-                                                       for c in cmds["ours"])  # its steps are its own
+    assert [c for c in cmds["ours"] if c.startswith("experiment=")] == [
+        "experiment=shakespeare_char_speedrun"
+    ]
+    assert "compile=false" in cmds["ours"] and not any(
+        c.startswith(("scheduler.decay_steps", "trainer.max_steps")) for c in cmds["ours"]
+    )  # its steps are its own
     assert "--max_iters=1000" in cmds["nanoGPT"] and args.target_ratio == 0.5
 
-    quick = sbs.commands(sbs.parse_args(["--quick", "--ours", "experiment=shakespeare_char_speedrun"]), tmp_path, 0)
+    quick = sbs.commands(
+        sbs.parse_args(["--quick", "--ours", "experiment=shakespeare_char_speedrun"]), tmp_path, 0
+    )
     assert "trainer.max_steps=20" in quick["ours"] and "~callbacks.sample_text" not in quick["ours"]
 
     with pytest.raises(SystemExit, match="experiment= 2 times"):
-        sbs.parse_args(["--ours", "experiment=shakespeare_char experiment=shakespeare_char_speedrun"])
-    assert sbs.parse_args(["--ours", "experiment=quickstart", "--target-ratio", "0.9"]).target_ratio == 0.9
-    with pytest.raises(SystemExit):  # argparse: no default target for an experiment it does not know
+        sbs.parse_args(
+            ["--ours", "experiment=shakespeare_char experiment=shakespeare_char_speedrun"]
+        )
+    assert (
+        sbs.parse_args(["--ours", "experiment=quickstart", "--target-ratio", "0.9"]).target_ratio
+        == 0.9
+    )
+    with pytest.raises(
+        SystemExit
+    ):  # argparse: no default target for an experiment it does not know
         sbs.parse_args(["--ours", "experiment=quickstart"])

@@ -16,6 +16,7 @@ whose job 0 has a bad override (``model.n_head=5`` with d_model 32): it runs in 
 killed runs and doubles as the sweep-failure test. All runs are single-threaded on CPU, where
 the same seed gives bit-identical weights.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,12 +33,20 @@ import torch
 from src.checkpoints.io import safe_torch_load
 
 FAULTS = "+callbacks.faults._target_=tests.faults.FaultInjector"
-BAD_JOB_ERROR = ("ConfigError: model.d_model=32", "model.n_head=5", "divisors of d_model")  # type, key and value, fix
+BAD_JOB_ERROR = (
+    "ConfigError: model.d_model=32",
+    "model.n_head=5",
+    "divisors of d_model",
+)  # type, key and value, fix
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory: pytest.TempPathFactory, procs: SimpleNamespace, tiny: tuple[str, ...],
-          token_cache: str) -> SimpleNamespace:
+def sweep(
+    tmp_path_factory: pytest.TempPathFactory,
+    procs: SimpleNamespace,
+    tiny: tuple[str, ...],
+    token_cache: str,
+) -> SimpleNamespace:
     """Start ``-m model.n_head=5,4`` in the background (job 0 fails, job 1 is the reference run)."""
     root = tmp_path_factory.mktemp("sweep")
     args = [a for a in tiny if not a.startswith("model.n_head=")]
@@ -61,8 +70,9 @@ def _load_all(ckpt_dir: Path) -> dict[str, dict[str, Any]]:
     return {p.name: safe_torch_load(p) for p in sorted(ckpt_dir.glob("*.ckpt"))}
 
 
-def test_sigkill_three_times_then_resume_equals_uninterrupted(tmp_path: Path, procs: SimpleNamespace,
-                                                              tiny: tuple[str, ...], sweep: SimpleNamespace) -> None:
+def test_sigkill_three_times_then_resume_equals_uninterrupted(
+    tmp_path: Path, procs: SimpleNamespace, tiny: tuple[str, ...], sweep: SimpleNamespace
+) -> None:
     run_dir, marker = tmp_path / "run", tmp_path / "marker.json"
     ckpts, last = run_dir / "checkpoints", run_dir / "checkpoints" / "last.ckpt"
     args = [*tiny, FAULTS, f"hydra.run.dir={run_dir}"]
@@ -94,7 +104,9 @@ def test_sigkill_three_times_then_resume_equals_uninterrupted(tmp_path: Path, pr
     assert (info["what"], info["step"]) == ("validation", 16)
     on_disk = _load_all(ckpts)
     assert on_disk["last.ckpt"]["global_step"] == 12
-    assert not list(ckpts.glob(".*.tmp"))  # the stale temporary file went with the next successful save
+    assert not list(
+        ckpts.glob(".*.tmp")
+    )  # the stale temporary file went with the next successful save
 
     # 4. resume to the end
     log = tmp_path / "final.log"
@@ -108,7 +120,11 @@ def test_sigkill_three_times_then_resume_equals_uninterrupted(tmp_path: Path, pr
     reference = safe_torch_load(_finished(sweep).jobs / "1" / "checkpoints" / "last.ckpt")
     assert reference["global_step"] == 16
     assert resumed["state_dict"].keys() == reference["state_dict"].keys()
-    differ = [k for k, v in reference["state_dict"].items() if not torch.equal(v, resumed["state_dict"][k])]
+    differ = [
+        k
+        for k, v in reference["state_dict"].items()
+        if not torch.equal(v, resumed["state_dict"][k])
+    ]
     assert not differ, f"weights differ from the uninterrupted run: {differ}"
 
 

@@ -5,6 +5,7 @@ Runs are in-process tiny CPU runs (``src.training.runner.train`` on composed con
 ``tests.faults.FaultInjector(nan_loss_step=k)`` makes step k's logits NaN, so the loss,
 the gradients and, after the optimizer step, the weights are non-finite.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,27 +16,47 @@ from typing import Any
 import pytest
 import torch
 
-from src.errors import NonFiniteLossError
 from src.checkpoints.io import safe_torch_load
+from src.errors import NonFiniteLossError
 from src.training.runner import train
 
 NAN = ["+callbacks.faults._target_=tests.faults.FaultInjector", "+callbacks.faults.nan_loss_step=6"]
 
 
 def _finite(ckpt: dict[str, Any]) -> bool:
-    return all(torch.isfinite(t).all() for t in ckpt["state_dict"].values() if t.is_floating_point())
+    return all(
+        torch.isfinite(t).all() for t in ckpt["state_dict"].values() if t.is_floating_point()
+    )
 
 
-@pytest.mark.parametrize("check_every", [1, 50], ids=["periodic-check", "checked-at-validation-and-save"])
-def test_nan_loss_stops_and_keeps_last_good_checkpoint(check_every: int, compose: Callable[..., Any],
-                                                       tiny: tuple[str, ...], tmp_path: Path, token_cache: str) -> None:
-    cfg = compose(*tiny, *NAN, f"reliability.check_every_n_steps={check_every}", output_dir=tmp_path)
+@pytest.mark.parametrize(
+    "check_every", [1, 50], ids=["periodic-check", "checked-at-validation-and-save"]
+)
+def test_nan_loss_stops_and_keeps_last_good_checkpoint(
+    check_every: int,
+    compose: Callable[..., Any],
+    tiny: tuple[str, ...],
+    tmp_path: Path,
+    token_cache: str,
+) -> None:
+    cfg = compose(
+        *tiny, *NAN, f"reliability.check_every_n_steps={check_every}", output_dir=tmp_path
+    )
     with pytest.raises(NonFiniteLossError) as info:
         train(cfg)
     last = tmp_path / "checkpoints" / "last.ckpt"
-    text = str(info.value)  # the step, the setting that stopped it, the checkpoint to resume from, the fixes
-    assert "non-finite training loss (NaN/inf) at step 6; the run stopped (reliability.nonfinite=stop)" in text
-    assert f"Last good checkpoint: {last}." in text and "lower optim.lr" in text and "reliability.nonfinite=skip" in text
+    text = str(
+        info.value
+    )  # the step, the setting that stopped it, the checkpoint to resume from, the fixes
+    assert (
+        "non-finite training loss (NaN/inf) at step 6; the run stopped (reliability.nonfinite=stop)"
+        in text
+    )
+    assert (
+        f"Last good checkpoint: {last}." in text
+        and "lower optim.lr" in text
+        and "reliability.nonfinite=skip" in text
+    )
 
     record = json.loads((tmp_path / "metrics.json").read_text())
     assert record["status"] == "failed"
@@ -53,9 +74,12 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(check_every: int, compose
     assert not list((tmp_path / "checkpoints").glob(".*.tmp"))
 
 
-def test_nan_loss_skip_drops_the_update(compose: Callable[..., Any], tiny: tuple[str, ...], tmp_path: Path,
-                                        token_cache: str) -> None:
-    cfg = compose(*tiny, *NAN, "reliability.nonfinite=skip", "trainer.max_steps=8", output_dir=tmp_path)
+def test_nan_loss_skip_drops_the_update(
+    compose: Callable[..., Any], tiny: tuple[str, ...], tmp_path: Path, token_cache: str
+) -> None:
+    cfg = compose(
+        *tiny, *NAN, "reliability.nonfinite=skip", "trainer.max_steps=8", output_dir=tmp_path
+    )
     train(cfg)
     record = json.loads((tmp_path / "metrics.json").read_text())
     assert record["status"] == "completed" and record["global_step"] == 8

@@ -9,6 +9,7 @@ then deletes the marker file so the run goes on and meets the signal at the next
 The uninterrupted reference runs in the background meanwhile. CPU, one thread, same seed:
 bit-identical weights.
 """
+
 from __future__ import annotations
 
 import csv
@@ -27,8 +28,15 @@ import torch
 from src.checkpoints.io import safe_torch_load
 
 FAULTS = "+callbacks.faults._target_=tests.faults.FaultInjector"
-SLURM = {"SLURM_NTASKS": "1", "SLURM_JOB_NAME": "train", "SLURM_JOB_ID": "4242", "SLURM_PROCID": "0",
-         "SLURM_LOCALID": "0", "SLURM_NODEID": "0", "SLURM_NODELIST": "localhost"}
+SLURM = {
+    "SLURM_NTASKS": "1",
+    "SLURM_JOB_NAME": "train",
+    "SLURM_JOB_ID": "4242",
+    "SLURM_PROCID": "0",
+    "SLURM_LOCALID": "0",
+    "SLURM_NODEID": "0",
+    "SLURM_NODELIST": "localhost",
+}
 
 
 def _args(tiny: tuple[str, ...], *drop: str) -> list[str]:
@@ -37,8 +45,12 @@ def _args(tiny: tuple[str, ...], *drop: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory, procs: SimpleNamespace, tiny: tuple[str, ...],
-              token_cache: str) -> SimpleNamespace:
+def reference(
+    tmp_path_factory: pytest.TempPathFactory,
+    procs: SimpleNamespace,
+    tiny: tuple[str, ...],
+    token_cache: str,
+) -> SimpleNamespace:
     """The uninterrupted run, started in the background."""
     root = tmp_path_factory.mktemp("reference")
     log = root / "run.log"
@@ -55,11 +67,20 @@ def _done(ref: SimpleNamespace) -> Path:
     return ref.dir
 
 
-def _signal_at(procs: SimpleNamespace, args: list[str], log: Path, marker: Path, fault: str, sig: int,
-               **env: str) -> tuple[subprocess.CompletedProcess[bytes] | Any, dict[str, Any]]:
+def _signal_at(
+    procs: SimpleNamespace,
+    args: list[str],
+    log: Path,
+    marker: Path,
+    fault: str,
+    sig: int,
+    **env: str,
+) -> tuple[subprocess.CompletedProcess[bytes] | Any, dict[str, Any]]:
     """Run until the fault point, send ``sig``, let the run go on; returns (process, marker info)."""
     marker.unlink(missing_ok=True)
-    proc = procs.start(args, log, TLAB_FAULTS=fault, TLAB_FAULT_MARKER=str(marker), HYDRA_FULL_ERROR="0", **env)
+    proc = procs.start(
+        args, log, TLAB_FAULTS=fault, TLAB_FAULT_MARKER=str(marker), HYDRA_FULL_ERROR="0", **env
+    )
     procs.wait_for(marker, proc, log)
     info = json.loads(marker.read_text())
     os.kill(proc.pid, sig)
@@ -100,37 +121,64 @@ def _fake_scontrol(folder: Path) -> Path:
 
 
 def test_sigterm_slurm_signal_and_validation_then_resume_equals_uninterrupted(
-        tmp_path: Path, procs: SimpleNamespace, tiny: tuple[str, ...], reference: SimpleNamespace) -> None:
+    tmp_path: Path, procs: SimpleNamespace, tiny: tuple[str, ...], reference: SimpleNamespace
+) -> None:
     run_dir, marker = tmp_path / "run", tmp_path / "marker.json"
     last = run_dir / "checkpoints" / "last.ckpt"
     args = [*_args(tiny), f"hydra.run.dir={run_dir}"]
 
     # 1. SIGTERM after optimizer step 6 (no checkpoint since step 4): last.ckpt of step 6, exit 128+15
-    proc, info = _signal_at(procs, args, tmp_path / "1.log", marker, "pause_train_step=6", signal.SIGTERM)
+    proc, info = _signal_at(
+        procs, args, tmp_path / "1.log", marker, "pause_train_step=6", signal.SIGTERM
+    )
     log = (tmp_path / "1.log").read_text()
     assert proc.returncode == 128 + signal.SIGTERM, log[-3000:]
-    message = log.rstrip().splitlines()[-1]  # one line: the signal, the step, the checkpoint, how to resume
-    assert message.startswith(f"preempted by SIGTERM at step 6: wrote {last}") and "Traceback" not in log
+    message = log.rstrip().splitlines()[
+        -1
+    ]  # one line: the signal, the step, the checkpoint, how to resume
+    assert (
+        message.startswith(f"preempted by SIGTERM at step 6: wrote {last}")
+        and "Traceback" not in log
+    )
     assert f"Resume with ckpt_path={last}" in message and "sweep_resume.incomplete=last" in message
     assert safe_torch_load(last)["global_step"] == 6
     record = json.loads((run_dir / "metrics.json").read_text())
-    assert record["status"] == "failed" and record["error"] == f"Preempted: {message}" and record["global_step"] == 6
+    assert (
+        record["status"] == "failed"
+        and record["error"] == f"Preempted: {message}"
+        and record["global_step"] == 6
+    )
 
     # 2. under SLURM (Lightning's SLURMEnvironment, auto-requeue) the pre-timeout SIGUSR1 after step 10:
     #    last.ckpt and Lightning's hpc_ckpt_1.ckpt both of step 10, then `scontrol requeue 4242`
     calls = _fake_scontrol(tmp_path / "bin")
     slurm = {**SLURM, "PATH": f"{calls.parent}{os.pathsep}{os.environ['PATH']}"}
-    proc, _ = _signal_at(procs, [*args, f"ckpt_path={last}"], tmp_path / "2.log", marker, "pause_train_step=10",
-                         signal.SIGUSR1, **slurm)
+    proc, _ = _signal_at(
+        procs,
+        [*args, f"ckpt_path={last}"],
+        tmp_path / "2.log",
+        marker,
+        "pause_train_step=10",
+        signal.SIGUSR1,
+        **slurm,
+    )
     assert proc.returncode == 128 + signal.SIGUSR1, (tmp_path / "2.log").read_text()[-3000:]
     assert safe_torch_load(last)["global_step"] == 10
     assert safe_torch_load(run_dir / "hpc_ckpt_1.ckpt")["global_step"] == 10
     assert calls.read_text().split() == ["requeue", "4242"]
 
     # 3. SIGTERM at the start of the validation of step 12: that validation still runs whole, then last.ckpt
-    proc, info = _signal_at(procs, [*args, f"ckpt_path={last}"], tmp_path / "3.log", marker, "pause_val_step=12",
-                            signal.SIGTERM)
-    assert (info["what"], proc.returncode) == ("validation", 128 + signal.SIGTERM), (tmp_path / "3.log").read_text()[-3000:]
+    proc, info = _signal_at(
+        procs,
+        [*args, f"ckpt_path={last}"],
+        tmp_path / "3.log",
+        marker,
+        "pause_val_step=12",
+        signal.SIGTERM,
+    )
+    assert (info["what"], proc.returncode) == ("validation", 128 + signal.SIGTERM), (
+        tmp_path / "3.log"
+    ).read_text()[-3000:]
     assert safe_torch_load(last)["global_step"] == 12
 
     # 4. resume to the end
@@ -143,16 +191,28 @@ def test_sigterm_slurm_signal_and_validation_then_resume_equals_uninterrupted(
     assert resumed["global_step"] == ref["global_step"] == 16
     assert not _same_weights(ref, resumed), "weights differ from the uninterrupted run"
     got, want = _curves(run_dir), _curves(ref_dir)
-    assert len(want["val/loss"]) == 4 and got == want  # every step logged once, at the same step, same values
+    assert (
+        len(want["val/loss"]) == 4 and got == want
+    )  # every step logged once, at the same step, same values
 
 
-def test_preempted_sweep_job_is_resumed_not_restarted(tmp_path: Path, procs: SimpleNamespace, tiny: tuple[str, ...],
-                                                      reference: SimpleNamespace) -> None:
+def test_preempted_sweep_job_is_resumed_not_restarted(
+    tmp_path: Path, procs: SimpleNamespace, tiny: tuple[str, ...], reference: SimpleNamespace
+) -> None:
     jobs = tmp_path / "jobs"
-    sweep = ["-m", *_args(tiny, "trainer.max_steps="), "trainer.max_steps=16,4", f"hydra.sweep.dir={jobs}",
-             "hydra.sweep.subdir=${hydra.job.num}", "sweep_resume.skip_completed=true", "sweep_resume.incomplete=last"]
+    sweep = [
+        "-m",
+        *_args(tiny, "trainer.max_steps="),
+        "trainer.max_steps=16,4",
+        f"hydra.sweep.dir={jobs}",
+        "hydra.sweep.subdir=${hydra.job.num}",
+        "sweep_resume.skip_completed=true",
+        "sweep_resume.incomplete=last",
+    ]
     marker = tmp_path / "marker.json"
-    proc, _ = _signal_at(procs, sweep, tmp_path / "1.log", marker, "pause_train_step=6", signal.SIGTERM)
+    proc, _ = _signal_at(
+        procs, sweep, tmp_path / "1.log", marker, "pause_train_step=6", signal.SIGTERM
+    )
     assert proc.returncode == 128 + signal.SIGTERM, (tmp_path / "1.log").read_text()[-3000:]
     last = jobs / "0" / "checkpoints" / "last.ckpt"
     assert safe_torch_load(last)["global_step"] == 6
@@ -162,9 +222,14 @@ def test_preempted_sweep_job_is_resumed_not_restarted(tmp_path: Path, procs: Sim
     again = procs.start(sweep, log)
     assert again.wait(timeout=300) == 0, log.read_text()[-3000:]
     text = log.read_text()
-    assert f"continuing from {last}" in text and not (jobs / "0" / "attempts").exists()  # resumed, not restarted
+    assert (
+        f"continuing from {last}" in text and not (jobs / "0" / "attempts").exists()
+    )  # resumed, not restarted
     assert json.loads((jobs / "0" / ".sweep_job.json").read_text())["attempt"] == 2
     for job in ("0", "1"):
         assert json.loads((jobs / job / "metrics.json").read_text())["status"] == "completed"
-    resumed, ref = safe_torch_load(last), safe_torch_load(_done(reference) / "checkpoints" / "last.ckpt")
+    resumed, ref = (
+        safe_torch_load(last),
+        safe_torch_load(_done(reference) / "checkpoints" / "last.ckpt"),
+    )
     assert resumed["global_step"] == 16 and not _same_weights(ref, resumed)

@@ -1,5 +1,6 @@
 """TokenThroughput: timed (synchronising) updates only on logging steps, counts on every step,
 and tokens/s + MFU figures that agree with the counts."""
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,9 @@ from src.checkpoints.load import load_checkpoint
 from tests.training.conftest import TINY, read_csv_metrics, series, train_in_process
 
 
-def test_timed_updates_only_on_logging_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_timed_updates_only_on_logging_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from lightning.fabric.utilities.throughput import Throughput
 
     timed: list[int] = []
@@ -19,16 +22,40 @@ def test_timed_updates_only_on_logging_steps(tmp_path: Path, monkeypatch: pytest
 
     def spy(self, *, time, batches, samples, lengths=None, flops=None):  # noqa: ANN001
         timed.append(batches)
-        return real_update(self, time=time, batches=batches, samples=samples, lengths=lengths, flops=flops)
+        return real_update(
+            self, time=time, batches=batches, samples=samples, lengths=lengths, flops=flops
+        )
 
     monkeypatch.setattr(Throughput, "update", spy)
     run_dir = tmp_path / "run"
-    overrides = [o for o in TINY if not o.startswith(("trainer.max_steps", "trainer.log_every_n_steps", "trainer.val_check_interval"))]
-    train_in_process([*overrides, "trainer.max_steps=12", "trainer.log_every_n_steps=3", "trainer.val_check_interval=12",
-                      "callbacks.throughput.window_size=6", "+callbacks.throughput.peak_tflops=1.0"], run_dir)
+    overrides = [
+        o
+        for o in TINY
+        if not o.startswith(
+            ("trainer.max_steps", "trainer.log_every_n_steps", "trainer.val_check_interval")
+        )
+    ]
+    train_in_process(
+        [
+            *overrides,
+            "trainer.max_steps=12",
+            "trainer.log_every_n_steps=3",
+            "trainer.val_check_interval=12",
+            "callbacks.throughput.window_size=6",
+            "+callbacks.throughput.peak_tflops=1.0",
+        ],
+        run_dir,
+    )
     train_timed = [b for b in timed if b in (3, 6, 9, 12)]
-    assert train_timed[:4] == [3, 6, 9, 12]  # one timed update per logging step, cumulative batch counts
-    assert all(b % 3 == 0 for b in timed if b > 2)  # validation batches (<= 2 per run) aside, none in between
+    assert train_timed[:4] == [
+        3,
+        6,
+        9,
+        12,
+    ]  # one timed update per logging step, cumulative batch counts
+    assert all(
+        b % 3 == 0 for b in timed if b > 2
+    )  # validation batches (<= 2 per run) aside, none in between
 
     rows = read_csv_metrics(run_dir)
     tok_s = series(rows, "train/device/items_per_sec")
@@ -48,7 +75,9 @@ def test_timed_updates_only_on_logging_steps(tmp_path: Path, monkeypatch: pytest
     assert per_token == pytest.approx(6 * (params - 32 * 32) + 12 * 2 * 2 * 16 * 32, rel=0.05)
 
 
-def test_progress_bar_updates_at_most_refresh_rate_per_second(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_progress_bar_updates_at_most_refresh_rate_per_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The training bar's counter and metrics are redrawn at most ``refresh_rate`` times a second,
     and always at the last step; tokens are counted on every batch."""
     from types import SimpleNamespace
@@ -58,7 +87,9 @@ def test_progress_bar_updates_at_most_refresh_rate_per_second(monkeypatch: pytes
     from src.callbacks import throughput
 
     drawn: list[int] = []
-    monkeypatch.setattr(RichProgressBar, "on_train_batch_end", lambda self, tr, pm, out, batch, i: drawn.append(i))
+    monkeypatch.setattr(
+        RichProgressBar, "on_train_batch_end", lambda self, tr, pm, out, batch, i: drawn.append(i)
+    )
     clock = {"t": 100.0}
     monkeypatch.setattr(throughput.time, "perf_counter", lambda: clock["t"])
     bar = throughput.TokensPerSecondBar(refresh_rate=4)  # at most every 0.25 s
@@ -68,5 +99,12 @@ def test_progress_bar_updates_at_most_refresh_rate_per_second(monkeypatch: pytes
         trainer = SimpleNamespace(is_last_batch=False, max_steps=20, global_step=i + 1)
         bar.on_train_batch_end(trainer, module, None, None, i)
         clock["t"] += 0.0625
-    assert drawn == [0, 4, 8, 12, 16, 19]  # the first, then every 0.25 s, and the last step (global_step = max_steps)
+    assert drawn == [
+        0,
+        4,
+        8,
+        12,
+        16,
+        19,
+    ]  # the first, then every 0.25 s, and the last step (global_step = max_steps)
     assert bar._tokens == 200

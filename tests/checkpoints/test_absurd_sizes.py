@@ -2,6 +2,7 @@
 (vocab_size 1e9, n_layer 1e6 …) are refused against the weights stored with them, before anything is
 allocated (``src.models.sizes``): one error naming the key, in well under a second, where they used to
 end in a raw allocation error or minutes of building a million layers."""
+
 from __future__ import annotations
 
 import json
@@ -37,32 +38,60 @@ def test_the_trained_checkpoint_loads(trained: Path) -> None:
     assert load_checkpoint(trained).model is not None
 
 
-@pytest.mark.parametrize(("key", "value"), [("vocab_size", 10**9), ("n_layer", 10**6), ("d_ff", 10**9),
-                                            ("max_seq_len", 10**9), ("d_model", 10**6)])
-def test_an_absurd_size_in_a_checkpoint_is_refused_before_building(trained: Path, tmp_path: Path, key: str,
-                                                                   value: int) -> None:
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("vocab_size", 10**9),
+        ("n_layer", 10**6),
+        ("d_ff", 10**9),
+        ("max_seq_len", 10**9),
+        ("d_model", 10**6),
+    ],
+)
+def test_an_absurd_size_in_a_checkpoint_is_refused_before_building(
+    trained: Path, tmp_path: Path, key: str, value: int
+) -> None:
     path = _edited(trained, tmp_path, key, value)
     t0 = time.monotonic()
     with pytest.raises(CheckpointError) as info:
         load_checkpoint(path)
     assert time.monotonic() - t0 < 5  # nothing built: a million layers took minutes before
     message = str(info.value)
-    assert str(path) in message and f"model.{key}={value}" in message and "nothing was built" in message
+    assert (
+        str(path) in message
+        and f"model.{key}={value}" in message
+        and "nothing was built" in message
+    )
 
 
 def _hf_gpt2(folder: Path) -> Path:
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    cfg = transformers.GPT2Config(vocab_size=64, n_positions=32, n_embd=32, n_layer=2, n_head=4, bos_token_id=0,
-                                  eos_token_id=1)
+    cfg = transformers.GPT2Config(
+        vocab_size=64,
+        n_positions=32,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        bos_token_id=0,
+        eos_token_id=1,
+    )
     transformers.GPT2LMHeadModel(cfg).save_pretrained(folder)
     return folder
 
 
-@pytest.mark.parametrize(("hf_key", "key", "value"), [("vocab_size", "vocab_size", 10**9), ("n_layer", "n_layer", 10**6),
-                                                      ("n_positions", "max_seq_len", 10**9), ("n_inner", "d_ff", 10**9)])
-def test_an_absurd_size_in_a_config_json_is_refused_before_building(tmp_path: Path, hf_key: str, key: str,
-                                                                     value: int) -> None:
+@pytest.mark.parametrize(
+    ("hf_key", "key", "value"),
+    [
+        ("vocab_size", "vocab_size", 10**9),
+        ("n_layer", "n_layer", 10**6),
+        ("n_positions", "max_seq_len", 10**9),
+        ("n_inner", "d_ff", 10**9),
+    ],
+)
+def test_an_absurd_size_in_a_config_json_is_refused_before_building(
+    tmp_path: Path, hf_key: str, key: str, value: int
+) -> None:
     from src.models.hf import from_hf
 
     folder = _hf_gpt2(tmp_path / "gpt2")

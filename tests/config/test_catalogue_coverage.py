@@ -12,6 +12,7 @@ bare TypeError.
   and of callback/logger nodes (a ``TypeError`` when instantiated) each get a message naming the
   key, the value and the fix.
 """
+
 from __future__ import annotations
 
 import ast
@@ -28,36 +29,90 @@ from tests.config import test_error_catalogue as catalogue
 from tests.config.test_error_catalogue import CPU, GPU_BF16, Case
 
 REPO = Path(__file__).resolve().parents[2]
-TYPES = [c for c in vars(errors).values()
-         if isinstance(c, type) and issubclass(c, BaseException) and c.__module__ == errors.__name__]
+TYPES = [
+    c
+    for c in vars(errors).values()
+    if isinstance(c, type) and issubclass(c, BaseException) and c.__module__ == errors.__name__
+]
 
 RUN_VALUE_CASES = [
     # the schedule's horizon defaults to trainer.max_steps: the trainer's own message comes first
-    Case("max_steps-0", ["trainer.max_steps=0"], ConfigError,
-         ("trainer.max_steps=0",), "a positive number of optimizer steps, or -1 (use max_epochs)"),
-    Case("max_epochs-0", ["trainer.max_epochs=0"], ConfigError,
-         ("trainer.max_epochs=0",), "a number of epochs, 1 or more, -1 (no limit: max_steps decides) or null"),
-    Case("cpu-devices-negative", ["trainer=cpu", "trainer.devices=-1"], ConfigError,
-         ("trainer.devices=-1",), "on CPU a number of processes, 1 or more, or auto"),
-    Case("cpu-devices-list", ["trainer=ddp_cpu", "trainer.devices=[0,1]"], ConfigError,
-         ("trainer.devices=[0, 1]",), "on CPU a number of processes, 1 or more, or auto"),
-    Case("gpu-devices-negative", ["trainer=gpu", "trainer.devices=-2"], ConfigError,
-         ("trainer.devices=-2",), "a number of GPUs, 1 or more, a list of GPU indices, -1 (all) or auto",
-         hardware=GPU_BF16),
+    Case(
+        "max_steps-0",
+        ["trainer.max_steps=0"],
+        ConfigError,
+        ("trainer.max_steps=0",),
+        "a positive number of optimizer steps, or -1 (use max_epochs)",
+    ),
+    Case(
+        "max_epochs-0",
+        ["trainer.max_epochs=0"],
+        ConfigError,
+        ("trainer.max_epochs=0",),
+        "a number of epochs, 1 or more, -1 (no limit: max_steps decides) or null",
+    ),
+    Case(
+        "cpu-devices-negative",
+        ["trainer=cpu", "trainer.devices=-1"],
+        ConfigError,
+        ("trainer.devices=-1",),
+        "on CPU a number of processes, 1 or more, or auto",
+    ),
+    Case(
+        "cpu-devices-list",
+        ["trainer=ddp_cpu", "trainer.devices=[0,1]"],
+        ConfigError,
+        ("trainer.devices=[0, 1]",),
+        "on CPU a number of processes, 1 or more, or auto",
+    ),
+    Case(
+        "gpu-devices-negative",
+        ["trainer=gpu", "trainer.devices=-2"],
+        ConfigError,
+        ("trainer.devices=-2",),
+        "a number of GPUs, 1 or more, a list of GPU indices, -1 (all) or auto",
+        hardware=GPU_BF16,
+    ),
     # keys of the nodes nothing else checks: each would be dropped (reliability, resume) or end in a bare TypeError
-    Case("reliability-typo", ["+reliability.nonfinit=skip"], ConfigError,
-         ("reliability.nonfinit='skip'", "conf/reliability/default.yaml"),
-         "(accepted: nonfinite, check_every_n_steps, max_consecutive_skips); fix the spelling"),
-    Case("resume-typo", ["+resume.allow_changes=[model.dropout]"], ConfigError,
-         ("resume.allow_changes=['model.dropout']",), "(accepted: allow_config_change); fix the spelling"),
-    Case("allow-list-not-a-list", ["resume.allow_config_change=model"], CheckpointError,
-         ("resume.allow_config_change='model'",), "e.g. resume.allow_config_change=[model.dropout,data]"),
+    Case(
+        "reliability-typo",
+        ["+reliability.nonfinit=skip"],
+        ConfigError,
+        ("reliability.nonfinit='skip'", "conf/reliability/default.yaml"),
+        "(accepted: nonfinite, check_every_n_steps, max_consecutive_skips); fix the spelling",
+    ),
+    Case(
+        "resume-typo",
+        ["+resume.allow_changes=[model.dropout]"],
+        ConfigError,
+        ("resume.allow_changes=['model.dropout']",),
+        "(accepted: allow_config_change); fix the spelling",
+    ),
+    Case(
+        "allow-list-not-a-list",
+        ["resume.allow_config_change=model"],
+        CheckpointError,
+        ("resume.allow_config_change='model'",),
+        "e.g. resume.allow_config_change=[model.dropout,data]",
+    ),
     # the accepted lists are Lightning's signatures (they change with its version): asserted up to them
-    Case("logger-key-typo", ["logger=csv", "+logger.csv.nme=x"], ConfigError,
-         ("logger.csv.nme='x'", "lightning.pytorch.loggers.CSVLogger"), "(accepted: save_dir, name, "),
-    Case("callback-key-typo", ["+callbacks.model_checkpoint.monitr=val/loss"], ConfigError,
-         ("callbacks.model_checkpoint.monitr='val/loss'", "lightning.pytorch.callbacks.ModelCheckpoint"),
-         "(accepted: dirpath, filename, monitor, "),
+    Case(
+        "logger-key-typo",
+        ["logger=csv", "+logger.csv.nme=x"],
+        ConfigError,
+        ("logger.csv.nme='x'", "lightning.pytorch.loggers.CSVLogger"),
+        "(accepted: save_dir, name, ",
+    ),
+    Case(
+        "callback-key-typo",
+        ["+callbacks.model_checkpoint.monitr=val/loss"],
+        ConfigError,
+        (
+            "callbacks.model_checkpoint.monitr='val/loss'",
+            "lightning.pytorch.callbacks.ModelCheckpoint",
+        ),
+        "(accepted: dirpath, filename, monitor, ",
+    ),
 ]
 
 
@@ -75,8 +130,10 @@ def test_good_device_values_pass(compose: Callable[..., Any]) -> None:
     validate_run_config(compose("trainer=cpu", "trainer.devices=auto"), hardware=CPU)
     validate_run_config(compose("trainer=gpu", "trainer.devices=-1"), hardware=GPU_BF16)
     validate_run_config(compose("trainer=ddp", "trainer.devices=[0,1]"), hardware=GPU_BF16)
-    validate_run_config(compose("trainer.max_epochs=2", "trainer.max_steps=-1", "scheduler.decay_steps=8"),
-                        hardware=CPU)
+    validate_run_config(
+        compose("trainer.max_epochs=2", "trainer.max_steps=-1", "scheduler.decay_steps=8"),
+        hardware=CPU,
+    )
 
 
 # ---------------------------------------------------------------- the types of src/errors.py
@@ -92,7 +149,13 @@ def _constructions() -> dict[str, list[tuple[str, ast.Call]]]:
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if isinstance(node, ast.Call):
                 f = node.func
-                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                name = (
+                    f.id
+                    if isinstance(f, ast.Name)
+                    else f.attr
+                    if isinstance(f, ast.Attribute)
+                    else None
+                )
                 if name in names:
                     found[name].append((f"{path.relative_to(REPO)}:{node.lineno}", node))
     return found
@@ -103,22 +166,33 @@ def test_every_type_is_raised_with_its_finished_message() -> None:
     code (``ConfigError("bad_value", key=...)`` would be a table lookup), no keyword fields
     (``Preempted`` adds its signal number, for the exit status)."""
     calls = _constructions()
-    assert not [n for n, sites in calls.items() if not sites], "types of src/errors.py that nothing raises"
+    assert not [n for n, sites in calls.items() if not sites], (
+        "types of src/errors.py that nothing raises"
+    )
     wrong = []
     for name, sites in calls.items():
         for where, call in sites:
             extra = {k.arg for k in call.keywords} - ({"signum"} if name == "Preempted" else set())
-            n_args = len(call.args) + (1 if name == "Preempted" and "signum" in {k.arg for k in call.keywords} else 0)
+            n_args = len(call.args) + (
+                1 if name == "Preempted" and "signum" in {k.arg for k in call.keywords} else 0
+            )
             first = call.args[0] if call.args else None
-            a_code = isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.isidentifier()
+            a_code = (
+                isinstance(first, ast.Constant)
+                and isinstance(first.value, str)
+                and first.value.isidentifier()
+            )
             if extra or a_code or n_args != (2 if name == "Preempted" else 1):
                 wrong.append(f"{where}: {ast.unparse(call)[:100]}")
-    assert not wrong, "a src.errors type built from a code or fields, not its message:\n" + "\n".join(wrong)
+    assert not wrong, (
+        "a src.errors type built from a code or fields, not its message:\n" + "\n".join(wrong)
+    )
 
 
 @pytest.mark.parametrize("cls", TYPES, ids=lambda c: c.__name__)
-def test_every_type_is_printed_as_its_message(cls: type[BaseException], monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_type_is_printed_as_its_message(
+    cls: type[BaseException], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``clean_errors`` treats each type as ours: one line, ``<Type>: <message>`` (a preemption: its
     message on stderr and exit status 128 + the signal)."""
     from src.cli import CommandError, clean_errors
@@ -137,9 +211,13 @@ def test_every_type_is_printed_as_its_message(cls: type[BaseException], monkeypa
 
 def test_docs_describe_every_type() -> None:
     """docs/reliability.md §3 has a section per type: when it is raised, an example, what to do."""
-    section = (REPO / "docs" / "reliability.md").read_text().split("## 3. ", 1)[1].split("\n## ", 1)[0]
+    section = (
+        (REPO / "docs" / "reliability.md").read_text().split("## 3. ", 1)[1].split("\n## ", 1)[0]
+    )
     headings = {line.strip("# `") for line in section.splitlines() if line.startswith("### ")}
-    assert {t.__name__ for t in TYPES} <= headings, f"undocumented: {sorted({t.__name__ for t in TYPES} - headings)}"
+    assert {t.__name__ for t in TYPES} <= headings, (
+        f"undocumented: {sorted({t.__name__ for t in TYPES} - headings)}"
+    )
 
 
 # ---------------------------------------------------------------- exception classes defined elsewhere
@@ -155,8 +233,14 @@ def exception_classes() -> list[tuple[str, str]]:
         module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if isinstance(node, ast.ClassDef):
-                bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else ""
-                         for b in node.bases]
+                bases = [
+                    b.id
+                    if isinstance(b, ast.Name)
+                    else b.attr
+                    if isinstance(b, ast.Attribute)
+                    else ""
+                    for b in node.bases
+                ]
                 if any(b.endswith(EXCEPTION_BASE) for b in bases):
                     found.append((module, node.name))
     return found
@@ -166,11 +250,19 @@ def test_types_defined_elsewhere_are_the_documented_few() -> None:
     """Every user-facing problem is a type of src/errors.py; a class kept beside its code is listed
     in docs/reliability.md §3's table with why (a caller catches exactly it, or it is how an error
     leaves the program), so a new one is justified there or the suite fails."""
-    section = (REPO / "docs" / "reliability.md").read_text().split("### Errors kept beside their code", 1)[1]
+    section = (
+        (REPO / "docs" / "reliability.md")
+        .read_text()
+        .split("### Errors kept beside their code", 1)[1]
+    )
     section = section.split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     documented = {line.split("`")[1] for line in rows}
-    assert all(line.rstrip(" |").rsplit("|", 1)[1].strip() for line in rows), "a kept type without its reason"
+    assert all(line.rstrip(" |").rsplit("|", 1)[1].strip() for line in rows), (
+        "a kept type without its reason"
+    )
     elsewhere = {name for module, name in exception_classes() if module != errors.__name__}
-    assert elsewhere == documented, (f"defined outside src/errors.py, not in the table: {sorted(elsewhere - documented)}; "
-                                     f"in the table, not defined: {sorted(documented - elsewhere)}")
+    assert elsewhere == documented, (
+        f"defined outside src/errors.py, not in the table: {sorted(elsewhere - documented)}; "
+        f"in the table, not defined: {sorted(documented - elsewhere)}"
+    )

@@ -1,6 +1,7 @@
 """Issue 21 item 14: a YAML alias bomb in a user's experiment config used to hang ``src.train`` with no output
 until memory ran out (OmegaConf copies every alias); now it is one line naming the file and the key, before
 Hydra loads anything (``src.config.yaml_limits``)."""
+
 from __future__ import annotations
 
 import os
@@ -15,18 +16,36 @@ from src.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 BOMB = "# @package _global_\na: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
-    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi")
+)
 
 
 def test_the_bomb_is_one_line_before_hydra_loads_it(tmp_path: Path) -> None:
     (tmp_path / "experiment").mkdir()
     (tmp_path / "experiment" / "bomb.yaml").write_text(BOMB)
-    r = subprocess.run([sys.executable, "-m", "src.train", "--config-dir", str(tmp_path), "experiment=bomb",
-                        f"hydra.run.dir={tmp_path / 'run'}"], cwd=REPO, capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "src.train",
+            "--config-dir",
+            str(tmp_path),
+            "experiment=bomb",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HYDRA_FULL_ERROR": "0"},
+    )
     assert r.returncode == 1, r.stderr[-2000:]
     line = r.stderr.strip().splitlines()[-1]
-    assert str(tmp_path / "experiment" / "bomb.yaml") in line and "key 'g'" in line and "aliases" in line
+    assert (
+        str(tmp_path / "experiment" / "bomb.yaml") in line
+        and "key 'g'" in line
+        and "aliases" in line
+    )
     assert not (tmp_path / "run").exists()
 
 
@@ -45,8 +64,14 @@ def test_every_committed_config_is_far_below_the_limit() -> None:
 
 def test_the_files_a_command_line_names(tmp_path: Path) -> None:
     (tmp_path / "x.yaml").write_text("a: 1\n")
-    found = list(named_files(["model=tiny", "+experiment=quickstart", "-cd", str(tmp_path), "trainer.max_steps=5"]))
-    assert CONF / "model" / "tiny.yaml" in found and CONF / "experiment" / "quickstart.yaml" in found
+    found = list(
+        named_files(
+            ["model=tiny", "+experiment=quickstart", "-cd", str(tmp_path), "trainer.max_steps=5"]
+        )
+    )
+    assert (
+        CONF / "model" / "tiny.yaml" in found and CONF / "experiment" / "quickstart.yaml" in found
+    )
     assert tmp_path / "x.yaml" in found
 
 
@@ -54,8 +79,18 @@ def test_the_study_and_eval_entry_points_check_too(tmp_path: Path) -> None:
     (tmp_path / "experiment").mkdir()
     (tmp_path / "experiment" / "bomb.yaml").write_text(BOMB)
     for module in ("src.study", "src.eval"):
-        args = [f"hydra.searchpath=[file://{tmp_path}]", "experiment=bomb"] + (["--dry-run"] if module == "src.study" else [])
-        r = subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, capture_output=True, text=True, timeout=120,
-                           env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+        args = [f"hydra.searchpath=[file://{tmp_path}]", "experiment=bomb"] + (
+            ["--dry-run"] if module == "src.study" else []
+        )
+        r = subprocess.run(
+            [sys.executable, "-m", module, *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "HYDRA_FULL_ERROR": "0"},
+        )
         assert r.returncode == 1, (module, r.stderr[-2000:])
-        assert str(tmp_path / "experiment" / "bomb.yaml") in r.stderr.strip().splitlines()[-1], module
+        assert str(tmp_path / "experiment" / "bomb.yaml") in r.stderr.strip().splitlines()[-1], (
+            module
+        )

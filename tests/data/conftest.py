@@ -1,4 +1,5 @@
 """Fixtures for the data tests: a private cache directory, the shared public data (when present)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,6 +49,12 @@ def tiny_multi30k(tmp_path: Path) -> Path:
     en = "a man rides a red bike down the busy street".split()
     de = "ein Mann fährt ein rotes Fahrrad die belebte Straße hinunter".split()
     for split, n in (("train", 40), ("val", 9), ("test_2016_flickr", 7)):
-        write_gz_lines(folder / f"{split}.en.gz", [" ".join(en[: 2 + (i * 3) % 8]) + f" {split} {i}." for i in range(n)])
-        write_gz_lines(folder / f"{split}.de.gz", [" ".join(de[: 2 + (i * 5) % 9]) + f" {split} {i}." for i in range(n)])
+        write_gz_lines(
+            folder / f"{split}.en.gz",
+            [" ".join(en[: 2 + (i * 3) % 8]) + f" {split} {i}." for i in range(n)],
+        )
+        write_gz_lines(
+            folder / f"{split}.de.gz",
+            [" ".join(de[: 2 + (i * 5) % 9]) + f" {split} {i}." for i in range(n)],
+        )
     return folder

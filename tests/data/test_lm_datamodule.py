@@ -1,4 +1,5 @@
 """LMDataModule: batch shapes, char fitting, caching, determinism, DDP sharding, resume."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,10 +10,20 @@ from src.data.datamodule import LMDataModule, build_datamodule
 from src.data.tokenizers import build_tokenizer
 
 
-def make(cache_dir: str, tok: str = "char", world_size: int | None = None, rank: int | None = None, **kw) -> LMDataModule:
+def make(
+    cache_dir: str, tok: str = "char", world_size: int | None = None, rank: int | None = None, **kw
+) -> LMDataModule:
     cfg = {"name": "embedded", "cache_dir": cache_dir, **kw.pop("data", {})}
-    dm = build_datamodule(cfg, build_tokenizer({"name": tok}), block_size=kw.pop("block_size", 16),
-                          batch_size=kw.pop("batch_size", 4), seed=kw.pop("seed", 0), rank=rank, world_size=world_size, **kw)
+    dm = build_datamodule(
+        cfg,
+        build_tokenizer({"name": tok}),
+        block_size=kw.pop("block_size", 16),
+        batch_size=kw.pop("batch_size", 4),
+        seed=kw.pop("seed", 0),
+        rank=rank,
+        world_size=world_size,
+        **kw,
+    )
     assert isinstance(dm, LMDataModule)
     dm.prepare_tokenizer()
     dm.prepare_data()
@@ -41,12 +52,16 @@ def test_batches_follow_the_contract(cache_dir: str, tok: str) -> None:
 
 def test_char_tokenizer_is_fitted_before_the_model_and_cached(cache_dir: str) -> None:
     tok = build_tokenizer({"name": "char"})
-    dm = build_datamodule({"name": "embedded", "cache_dir": cache_dir}, tok, block_size=8, batch_size=2, seed=0)
+    dm = build_datamodule(
+        {"name": "embedded", "cache_dir": cache_dir}, tok, block_size=8, batch_size=2, seed=0
+    )
     assert not tok.fitted
     assert dm.prepare_tokenizer() is tok and tok.fitted and tok.vocab_size > 50
     # a second process (another rank) finds the cache and the same vocabulary without re-reading the corpus
     tok2 = build_tokenizer({"name": "char"})
-    dm2 = build_datamodule({"name": "embedded", "cache_dir": cache_dir}, tok2, block_size=8, batch_size=2, seed=0)
+    dm2 = build_datamodule(
+        {"name": "embedded", "cache_dir": cache_dir}, tok2, block_size=8, batch_size=2, seed=0
+    )
     assert dm2.token_dir == dm.token_dir
     dm2.prepare_tokenizer()
     assert tok2.chars == tok.chars
@@ -97,9 +112,13 @@ def test_ddp_ranks_get_distinct_train_batches_and_disjoint_val_windows(cache_dir
     t0, t1 = (next(iter(dm.train_dataloader()))["tokens"] for dm in ranks)
     assert not torch.equal(t0, t1)
     w = [dm._windows("val") for dm in ranks]
-    assert w[0].per_rank == w[1].per_rank == 50  # 101 windows: the last one is dropped, none duplicated
+    assert (
+        w[0].per_rank == w[1].per_rank == 50
+    )  # 101 windows: the last one is dropped, none duplicated
     assert set(w[0].windows.tolist()).isdisjoint(w[1].windows.tolist())
-    assert len(ranks[0].val_dataloader()) == len(ranks[1].val_dataloader()) == 13  # ceil(50 / 4) on every rank
+    assert (
+        len(ranks[0].val_dataloader()) == len(ranks[1].val_dataloader()) == 13
+    )  # ceil(50 / 4) on every rank
     single = make(cache_dir, data={"max_val_windows": 101})._windows("val")
     assert sorted(w[0].windows.tolist() + w[1].windows.tolist()) == single.windows[:100].tolist()
 
@@ -110,7 +129,9 @@ def test_val_windows_cover_the_split_without_overlap(cache_dir: str) -> None:
     val = torch.from_numpy(dm.tokens["val"].astype(np.int64))
     n = (len(val) - 1) // 16
     assert rows.shape == (n, 17)
-    assert torch.equal(rows[:, :-1].reshape(-1), val[: n * 16])  # consecutive windows share exactly one token
+    assert torch.equal(
+        rows[:, :-1].reshape(-1), val[: n * 16]
+    )  # consecutive windows share exactly one token
 
 
 def test_large_vocabularies_are_stored_as_uint32(tmp_path) -> None:
@@ -123,8 +144,14 @@ def test_large_vocabularies_are_stored_as_uint32(tmp_path) -> None:
         def encode(self, text: str) -> list[int]:
             return [70_000 + ord(c) for c in text]
 
-    assert token_dtype(50257) == np.uint16 and token_dtype(65535) == np.uint16 and token_dtype(65536) == np.uint32
-    meta = write_token_dir({"train": ["ab"], "val": ["c"], "test": ["d"]}, Big(), tmp_path, source="t", separate=True)
+    assert (
+        token_dtype(50257) == np.uint16
+        and token_dtype(65535) == np.uint16
+        and token_dtype(65536) == np.uint32
+    )
+    meta = write_token_dir(
+        {"train": ["ab"], "val": ["c"], "test": ["d"]}, Big(), tmp_path, source="t", separate=True
+    )
     assert meta["dtype"] == "uint32"
     assert open_tokens(tmp_path, "train", meta).tolist() == [70_097, 70_098, 99_999]
 

@@ -2,6 +2,7 @@
 folder and remove each other's shards (a raw ``FileNotFoundError`` in one, a corpus of mixed shards at
 worst); now the second stops at once with one line naming the directory, and writes nothing. Two real
 processes; the lock goes with its process, even a killed one."""
+
 from __future__ import annotations
 
 import os
@@ -19,10 +20,24 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _prepare(out: Path, text: Path, cache: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "src.prepare", "data=bin", f"data.dir={out}",
-                             f"data.raw={{name:text,paths:[{text}]}}", f"data.cache_dir={cache}", "num_proc=1",
-                             "shard_docs=200"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "HYDRA_FULL_ERROR": "0", "HF_HUB_OFFLINE": "1"})
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "src.prepare",
+            "data=bin",
+            f"data.dir={out}",
+            f"data.raw={{name:text,paths:[{text}]}}",
+            f"data.cache_dir={cache}",
+            "num_proc=1",
+            "shard_docs=200",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HYDRA_FULL_ERROR": "0", "HF_HUB_OFFLINE": "1"},
+    )
 
 
 HOLD = """
@@ -39,7 +54,11 @@ with one_writer(Path(sys.argv[1]), "data.dir"):
 def test_a_second_prepare_into_the_same_directory_stops_at_once(tmp_path: Path) -> None:
     words = "the quick brown fox jumps over a lazy dog while seven wise owls watch quietly".split()
     text = tmp_path / "big.txt"
-    text.write_text("\n".join(" ".join(words[(i * 7 + j) % len(words)] for j in range(10)) + "." for i in range(2000)))
+    text.write_text(
+        "\n".join(
+            " ".join(words[(i * 7 + j) % len(words)] for j in range(10)) + "." for i in range(2000)
+        )
+    )
     out, marker = tmp_path / "prepared", tmp_path / "held"
     # the first writer: a process inside src.prepare's own one_writer (a real prepare finishes this corpus in a
     # blink, before a second could start); the second: a real python -m src.prepare
@@ -61,4 +80,7 @@ def test_a_second_prepare_into_the_same_directory_stops_at_once(tmp_path: Path) 
     _, err = again.communicate(timeout=300)
     assert again.returncode == 0, err[-2000:]
     meta = read_meta(out)
-    assert meta is not None and len(np.fromfile(out / "train.bin", dtype=np.uint16)) == meta["tokens"]["train"]
+    assert (
+        meta is not None
+        and len(np.fromfile(out / "train.bin", dtype=np.uint16)) == meta["tokens"]["train"]
+    )

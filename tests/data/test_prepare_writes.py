@@ -1,5 +1,6 @@
 """src.prepare writes only into its output directory, and on a real full disk (a tmpfs) ends with
 one line naming the file, leaving no temporary file."""
+
 from __future__ import annotations
 
 import subprocess
@@ -22,10 +23,26 @@ def test_a_full_disk_is_one_line_and_leaves_no_temporary_file(tmp_path: Path) ->
     disk = tmp_path / "disk"
     mount_tmpfs(disk, "400k")
     try:
-        fill(disk, leave=100 * 1024)  # past the output-dir probe (64 KiB), short of the tokens (~200 KB)
+        fill(
+            disk, leave=100 * 1024
+        )  # past the output-dir probe (64 KiB), short of the tokens (~200 KB)
         env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1", "HYDRA_FULL_ERROR": "0"}
-        r = subprocess.run([sys.executable, "-m", "src.prepare", "data=text", f"data.paths=[{corpus}]", "tokenizer=char",
-                            f"out_dir={disk / 'tok'}"], cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "src.prepare",
+                "data=text",
+                f"data.paths=[{corpus}]",
+                "tokenizer=char",
+                f"out_dir={disk / 'tok'}",
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
         assert r.returncode == 1
         assert "WriteError: could not write" in r.stderr and "bytes free there" in r.stderr
         assert "Traceback" not in r.stderr

@@ -5,6 +5,7 @@ before iterating; this proves the batches after a resume equal those of an unint
 iteration, for endless epochs (Lightning fetches one batch ahead) and sized ones (it does not),
 including a checkpoint at an epoch boundary.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,8 +37,13 @@ class Recorder(L.LightningModule):
 
 def datamodule(cache_dir: str, epoch_batches: int | None):
     tok = build_tokenizer({"name": "char"})
-    dm = build_datamodule({"name": "embedded", "cache_dir": cache_dir, "epoch_batches": epoch_batches}, tok,
-                          block_size=8, batch_size=2, seed=7)
+    dm = build_datamodule(
+        {"name": "embedded", "cache_dir": cache_dir, "epoch_batches": epoch_batches},
+        tok,
+        block_size=8,
+        batch_size=2,
+        seed=7,
+    )
     dm.prepare_tokenizer()
     return dm, tok
 
@@ -55,24 +61,40 @@ def uninterrupted(cache_dir: str, epoch_batches: int | None, n: int) -> list[tor
     return out
 
 
-def fit(dm, tok, max_steps: int, ckpt_dir: Path, every: int, ckpt_path: str | None = None) -> list[torch.Tensor]:
+def fit(
+    dm, tok, max_steps: int, ckpt_dir: Path, every: int, ckpt_path: str | None = None
+) -> list[torch.Tensor]:
     model = Recorder(tok.vocab_size)
     trainer = L.Trainer(
-        accelerator="cpu", devices=1, max_steps=max_steps, logger=False, enable_progress_bar=False, enable_model_summary=False,
-        limit_val_batches=0, num_sanity_val_steps=0,
-        callbacks=[ModelCheckpoint(dirpath=ckpt_dir, every_n_train_steps=every, save_top_k=-1, filename="{step}")],
+        accelerator="cpu",
+        devices=1,
+        max_steps=max_steps,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        limit_val_batches=0,
+        num_sanity_val_steps=0,
+        callbacks=[
+            ModelCheckpoint(
+                dirpath=ckpt_dir, every_n_train_steps=every, save_top_k=-1, filename="{step}"
+            )
+        ],
     )
     trainer.fit(model, datamodule=dm, ckpt_path=ckpt_path)
     return model.seen
 
 
 @pytest.mark.parametrize(("epoch_batches", "stop"), [(None, 3), (4, 3), (4, 4)])
-def test_fit_resume_continues_with_the_uninterrupted_batches(tmp_path: Path, cache_dir: str, epoch_batches, stop) -> None:
+def test_fit_resume_continues_with_the_uninterrupted_batches(
+    tmp_path: Path, cache_dir: str, epoch_batches, stop
+) -> None:
     reference = uninterrupted(cache_dir, epoch_batches, 7)
     dm, tok = datamodule(cache_dir, epoch_batches)
     first = fit(dm, tok, stop, tmp_path, every=stop)
     dm2, tok2 = datamodule(cache_dir, epoch_batches)
-    rest = fit(dm2, tok2, 7, tmp_path / "resumed", every=100, ckpt_path=str(tmp_path / f"step={stop}.ckpt"))
+    rest = fit(
+        dm2, tok2, 7, tmp_path / "resumed", every=100, ckpt_path=str(tmp_path / f"step={stop}.ckpt")
+    )
     seen = first + rest
     assert len(seen) == 7
     for k, (got, want) in enumerate(zip(seen, reference)):

@@ -1,5 +1,6 @@
 """Issue 21 item 14: a FIFO or a device given as a data file used to be called "no such file" (and reading
 one would block or never end); it is now named for what it is."""
+
 from __future__ import annotations
 
 import os

@@ -1,6 +1,7 @@
 """The synthetic tasks (src/data/sources/{strings,addition,induction,mqar,selective_copy}.py): every answer
 recomputed here by independent means, deterministic generation across processes, disjoint splits,
 and the bad-input checks of ``check_run`` (key, value and allowed range in each message)."""
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,11 @@ def examples(source: SyntheticSource, split: str = "train", length: int | None =
 @pytest.mark.parametrize("name", ["copy", "reverse", "sort"])
 def test_string_answers(name: str) -> None:
     src = make(name, length=12, alphabet=7)
-    reference = {"copy": lambda s: s, "reverse": lambda s: "".join(reversed(s)),
-                 "sort": lambda s: "".join(sorted(s, key=lambda c: SYMBOLS.index(c)))}[name]
+    reference = {
+        "copy": lambda s: s,
+        "reverse": lambda s: "".join(reversed(s)),
+        "sort": lambda s: "".join(sorted(s, key=lambda c: SYMBOLS.index(c))),
+    }[name]
     for length in (12, 24):
         for ex in examples(src, length=length):
             assert ex.prompt.endswith(SEP) and len(ex.prompt) == length + 1
@@ -64,7 +68,9 @@ def test_induction_answers() -> None:
         cue = ex.prompt[-1]
         first = ex.prompt.index(cue)  # the cue occurs once before the second occurrence
         assert ex.prompt.count(cue) == 2 and first < len(ex.prompt) - 1
-        assert ex.answer == seq[first + 1 : first + 4]  # the tokens after the cue's first occurrence
+        assert (
+            ex.answer == seq[first + 1 : first + 4]
+        )  # the tokens after the cue's first occurrence
         firsts.add(first)
     assert len(firsts) > 5  # drawn afresh: no fixed offset finds the first occurrence
 
@@ -91,67 +97,116 @@ def _fingerprints() -> dict[str, str]:
     out = {}
     for name in TASKS:
         src = SOURCES.get(name)()
-        out[name] = "".join(e.prompt + ">" + e.answer + ";" for split in ("train", "val", "test")
-                            for e in (src.example(split, i, stream=3) for i in range(20)))
+        out[name] = "".join(
+            e.prompt + ">" + e.answer + ";"
+            for split in ("train", "val", "test")
+            for e in (src.example(split, i, stream=3) for i in range(20))
+        )
     return out
 
 
 def test_generation_is_deterministic_across_processes() -> None:
-    code = ("import json; from tests.data.test_synthetic_tasks import _fingerprints; "
-            "print(json.dumps(_fingerprints()))")
-    run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
-                         env={"PYTHONHASHSEED": "123", "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
+    code = (
+        "import json; from tests.data.test_synthetic_tasks import _fingerprints; "
+        "print(json.dumps(_fingerprints()))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONHASHSEED": "123", "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert json.loads(run.stdout.strip().splitlines()[-1]) == _fingerprints()
 
 
-@pytest.mark.parametrize("name, args", [("addition", {"digits": 1}), ("sort", {"length": 4, "alphabet": 4}),
-                                         ("copy", {"length": 8})])
+@pytest.mark.parametrize(
+    "name, args",
+    [("addition", {"digits": 1}), ("sort", {"length": 4, "alphabet": 4}), ("copy", {"length": 8})],
+)
 def test_splits_are_disjoint(name: str, args: dict[str, Any]) -> None:
     """Even where the example space is tiny (100 one-digit sums, 256 strings of 4 of 4 symbols),
     no prompt of one split occurs in another: each prompt belongs to one split by its hash."""
     src = make(name, **args)
-    prompts = {s: {e.prompt for e in examples(src, split=s, n=200)} for s in ("train", "val", "test")}
+    prompts = {
+        s: {e.prompt for e in examples(src, split=s, n=200)} for s in ("train", "val", "test")
+    }
     assert not prompts["train"] & prompts["test"] and not prompts["train"] & prompts["val"]
     assert not prompts["val"] & prompts["test"]
     for split, ps in prompts.items():
         assert all(split_of(p) == split for p in ps)
-    train_again = {src.example("train", i, stream=9).prompt for i in range(200)}  # another run seed's stream
+    train_again = {
+        src.example("train", i, stream=9).prompt for i in range(200)
+    }  # another run seed's stream
     assert not train_again & prompts["test"]
 
 
 def test_streams_differ_and_repeat() -> None:
     src = make("copy")
     assert src.example("train", 5, stream=0) == src.example("train", 5, stream=0)
-    assert [src.example("train", i, stream=0) for i in range(5)] != [src.example("train", i, stream=1) for i in range(5)]
+    assert [src.example("train", i, stream=0) for i in range(5)] != [
+        src.example("train", i, stream=1) for i in range(5)
+    ]
 
 
 def test_default_test_lengths() -> None:
     assert make("copy", length=10).test_lengths == [10, 20, 40]
     assert make("addition", digits=3).test_lengths == [3, 6, 12]
     assert make("mqar", num_pairs=4).test_lengths == [4, 8, 16]
-    assert make("copy", length=10, test_lengths=[30]).test_lengths == [10, 30]  # the training length is always tested
+    assert make("copy", length=10, test_lengths=[30]).test_lengths == [
+        10,
+        30,
+    ]  # the training length is always tested
 
 
-@pytest.mark.parametrize("name, args, key, fragment", [
-    ("mqar", {"num_pairs": 40, "num_keys": 32}, "data.num_pairs=40", "at most data.num_keys=32"),
-    ("mqar", {"num_pairs": 8, "num_keys": 16, "test_lengths": [8, 32]}, "data.test_lengths=[8, 32]", "num_keys=16"),
-    ("mqar", {"num_pairs": 6, "num_keys": 12}, "data.test_lengths (null: 1x, 2x, 4x data.num_pairs=6)=[6, 12, 24]",
-     "at most 12"),
-    ("addition", {"digits": 5}, "[5, 10, 20]", "at most 18 digits"),
-    ("mqar", {"num_queries": 9, "num_pairs": 8}, "data.num_queries=9", "at most data.num_pairs=8"),
-    ("induction", {"length": 6, "segment": 4}, "data.length=6", "2 x data.segment = 8"),
-    ("induction", {"segment": 4, "alphabet": 4}, "data.alphabet=4", "from 5 to"),
-    ("selective_copy", {"length": 3, "num_tokens": 6}, "data.length=3", "num_tokens=6"),
-    ("copy", {"length": 0}, "data.length=0", "at least 1"),
-    ("copy", {"alphabet": 1}, "data.alphabet=1", "from 2 to"),
-    ("sort", {"length": 8, "test_lengths": [4, 16]}, "data.test_lengths=4", "at least 8"),
-    ("addition", {"digits": 0}, "data.digits=0", "from 1 to"),
-    ("addition", {"digits": -2}, "data.digits=-2", "from 1 to"),
-    ("addition", {"reverse_digits": "yes"}, "data.reverse_digits='yes'", "true"),
-    ("sort", {"length": 3, "alphabet": 3, "test_lengths": [3]}, "data.length=3", "too few distinct prompts"),
-    ("copy", {"val_examples": 0}, "data.val_examples=0", "at least 1"),
-])
+@pytest.mark.parametrize(
+    "name, args, key, fragment",
+    [
+        (
+            "mqar",
+            {"num_pairs": 40, "num_keys": 32},
+            "data.num_pairs=40",
+            "at most data.num_keys=32",
+        ),
+        (
+            "mqar",
+            {"num_pairs": 8, "num_keys": 16, "test_lengths": [8, 32]},
+            "data.test_lengths=[8, 32]",
+            "num_keys=16",
+        ),
+        (
+            "mqar",
+            {"num_pairs": 6, "num_keys": 12},
+            "data.test_lengths (null: 1x, 2x, 4x data.num_pairs=6)=[6, 12, 24]",
+            "at most 12",
+        ),
+        ("addition", {"digits": 5}, "[5, 10, 20]", "at most 18 digits"),
+        (
+            "mqar",
+            {"num_queries": 9, "num_pairs": 8},
+            "data.num_queries=9",
+            "at most data.num_pairs=8",
+        ),
+        ("induction", {"length": 6, "segment": 4}, "data.length=6", "2 x data.segment = 8"),
+        ("induction", {"segment": 4, "alphabet": 4}, "data.alphabet=4", "from 5 to"),
+        ("selective_copy", {"length": 3, "num_tokens": 6}, "data.length=3", "num_tokens=6"),
+        ("copy", {"length": 0}, "data.length=0", "at least 1"),
+        ("copy", {"alphabet": 1}, "data.alphabet=1", "from 2 to"),
+        ("sort", {"length": 8, "test_lengths": [4, 16]}, "data.test_lengths=4", "at least 8"),
+        ("addition", {"digits": 0}, "data.digits=0", "from 1 to"),
+        ("addition", {"digits": -2}, "data.digits=-2", "from 1 to"),
+        ("addition", {"reverse_digits": "yes"}, "data.reverse_digits='yes'", "true"),
+        (
+            "sort",
+            {"length": 3, "alphabet": 3, "test_lengths": [3]},
+            "data.length=3",
+            "too few distinct prompts",
+        ),
+        ("copy", {"val_examples": 0}, "data.val_examples=0", "at least 1"),
+    ],
+)
 def test_bad_values_are_refused(name: str, args: dict[str, Any], key: str, fragment: str) -> None:
     with pytest.raises(DataError) as e:
         SOURCES.get(name).check_run(args, block_size=1024, tokenizer="char")
@@ -162,12 +217,18 @@ def test_block_size_too_short_and_tokenizer() -> None:
     with pytest.raises(DataError) as e:
         SOURCES.get("copy").check_run({"length": 16}, block_size=20, tokenizer="char")
     msg = str(e.value)
-    assert "block_size=20" in msg and "data.length=16" in msg and "at least 32" in msg  # 17 + 16 - 1
+    assert (
+        "block_size=20" in msg and "data.length=16" in msg and "at least 32" in msg
+    )  # 17 + 16 - 1
     SOURCES.get("copy").check_run({"length": 16}, block_size=32, tokenizer="char")  # exactly fits
     with pytest.raises(DataError, match="needs tokenizer=char, not tokenizer=gpt2"):
         SOURCES.get("copy").check_run({}, block_size=64, tokenizer="gpt2")
-    with pytest.raises(DataError, match="scored by task=synthetic .*, not task=decoder_translation"):
-        SOURCES.get("copy").check_run({}, block_size=64, tokenizer="char", task="decoder_translation")
+    with pytest.raises(
+        DataError, match="scored by task=synthetic .*, not task=decoder_translation"
+    ):
+        SOURCES.get("copy").check_run(
+            {}, block_size=64, tokenizer="char", task="decoder_translation"
+        )
 
 
 def test_vocabulary_covers_every_example() -> None:
@@ -189,5 +250,7 @@ def test_mqar_interleaved_answers_each_query_then_its_value() -> None:
         pairs, queries, _ = b.prompt.split(SEP)
         table = {pairs[i]: pairs[i + 1] for i in range(0, len(pairs), 2)}
         assert b.answer == "".join(q + table[q] for q in queries) and b.answer[1::2] == a.answer
-    with pytest.raises(DataError, match=r"data.answer_format='inline' is invalid: one of values, interleaved"):
+    with pytest.raises(
+        DataError, match=r"data.answer_format='inline' is invalid: one of values, interleaved"
+    ):
         make("mqar", answer_format="inline", **args)

@@ -1,6 +1,7 @@
 """Fixtures for the evaluation tests: a tiny random transformers GPT-2 saved to disk (the
 vocabulary is GPT-2's, so our offline tokenizer fits it), the same model in transformers
 for reference figures, and the shared benchmark files when they are present."""
+
 from __future__ import annotations
 
 import json
@@ -17,6 +18,7 @@ SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 @pytest.fixture
 def shared_file():
     """``shared_file("lambada/lambada_test.jsonl")``: a file of ../shared/data, or skip the test when absent."""
+
     def get(relative: str) -> Path:
         path = SHARED_DATA / relative
         if not path.exists():
@@ -42,7 +44,9 @@ def tiny_gpt2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     torch.manual_seed(0)
     # a wider init than GPT-2's 0.02 makes the predictions peaked, so greedy checks are not all False
-    config = GPT2Config(vocab_size=50257, n_embd=32, n_layer=2, n_head=2, n_positions=64, initializer_range=0.1)
+    config = GPT2Config(
+        vocab_size=50257, n_embd=32, n_layer=2, n_head=2, n_positions=64, initializer_range=0.1
+    )
     folder = tmp_path_factory.mktemp("tiny_gpt2")
     GPT2LMHeadModel(config).save_pretrained(folder)
     return folder
@@ -64,14 +68,18 @@ def hf_reference():
     class Reference:
         @staticmethod
         @torch.inference_mode()
-        def loglikelihood(model, context: list[int], continuation: list[int], max_len: int = 64) -> tuple[float, bool]:
+        def loglikelihood(
+            model, context: list[int], continuation: list[int], max_len: int = 64
+        ) -> tuple[float, bool]:
             """Σ log p(continuation | context), keeping the last max_len + 1 tokens; and whether it is greedy."""
-            whole = (context + continuation)[-(max_len + 1):]
+            whole = (context + continuation)[-(max_len + 1) :]
             n = len(continuation)
             logits = model(torch.tensor([whole[:-1]]), logits_to_keep=n).logits[0, -n:]  # [n, V]
             logp = logits.log_softmax(-1)
             target = torch.tensor(continuation)
-            return float(logp.gather(-1, target[:, None]).sum()), bool((logp.argmax(-1) == target).all())
+            return float(logp.gather(-1, target[:, None]).sum()), bool(
+                (logp.argmax(-1) == target).all()
+            )
 
         @staticmethod
         @torch.inference_mode()
@@ -87,7 +95,9 @@ def hf_reference():
                 target_ids[:, :-trg_len] = -100
                 logits = model(input_ids).logits  # [1, T, V]
                 labels = target_ids[:, 1:]  # the model's internal shift
-                nll_sum += float(F.cross_entropy(logits[0, :-1], labels[0], ignore_index=-100, reduction="sum"))
+                nll_sum += float(
+                    F.cross_entropy(logits[0, :-1], labels[0], ignore_index=-100, reduction="sum")
+                )
                 n_tokens += int((labels != -100).sum())
                 prev_end = end
                 if end == len(ids):
@@ -108,7 +118,9 @@ def loaded(tiny_gpt2_dir: Path):
 def scorer(loaded):
     from src.evaluation import Scorer
 
-    return Scorer(loaded.model, loaded.tokenizer, batch_size=8, max_batch_tokens=1024, show_progress=False)
+    return Scorer(
+        loaded.model, loaded.tokenizer, batch_size=8, max_batch_tokens=1024, show_progress=False
+    )
 
 
 SENTENCES = [
@@ -127,7 +139,10 @@ def lambada_jsonl(tmp_path: Path) -> Path:
     path = tmp_path / "lambada.jsonl"
     with path.open("w") as f:
         for i in range(60):
-            text = " ".join(SENTENCES[(i + k) % len(SENTENCES)] for k in range(1 + i % 4)) + f" word{i % 7}"
+            text = (
+                " ".join(SENTENCES[(i + k) % len(SENTENCES)] for k in range(1 + i % 4))
+                + f" word{i % 7}"
+            )
             f.write(json.dumps({"text": text}) + "\n")
     return path
 
@@ -139,9 +154,23 @@ def hellaswag_jsonl(tmp_path: Path) -> Path:
     with path.open("w") as f:
         for i in range(60):
             s = SENTENCES[i % len(SENTENCES)]
-            endings = [SENTENCES[(i + k) % len(SENTENCES)].lower()[: 20 + 7 * k] for k in range(1, 5)]
-            f.write(json.dumps({"ind": i, "activity_label": f"Activity {i % 5}", "ctx_a": s, "ctx_b": "then the man",
-                                "ctx": s + " then the man", "endings": endings, "label": str(i % 4)}) + "\n")
+            endings = [
+                SENTENCES[(i + k) % len(SENTENCES)].lower()[: 20 + 7 * k] for k in range(1, 5)
+            ]
+            f.write(
+                json.dumps(
+                    {
+                        "ind": i,
+                        "activity_label": f"Activity {i % 5}",
+                        "ctx_a": s,
+                        "ctx_b": "then the man",
+                        "ctx": s + " then the man",
+                        "endings": endings,
+                        "label": str(i % 4),
+                    }
+                )
+                + "\n"
+            )
     return path
 
 

@@ -1,5 +1,6 @@
 """``python -m src.eval`` / ``src.generate``: configs compose, results equal the reference,
 metrics.json is written, and mistakes are reported with the key to fix."""
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,11 @@ def test_every_task_config_composes_and_builds() -> None:
     cfg = eval_cfg(f"tasks=[{','.join(names)}]")
     tasks = build_benchmarks(cfg.tasks)
     assert sorted(tasks) == names
-    assert list(eval_cfg().tasks) == ["wikitext2", "lambada", "hellaswag"]  # the default selection, in order
+    assert list(eval_cfg().tasks) == [
+        "wikitext2",
+        "lambada",
+        "hellaswag",
+    ]  # the default selection, in order
 
 
 def test_generate_config_composes() -> None:
@@ -37,27 +42,48 @@ def test_generate_config_composes() -> None:
     assert cfg.max_new_tokens > 0 and cfg.pretrained is None
 
 
-def test_eval_perplexity_equals_transformers(tiny_gpt2_dir, hf_model, hf_reference, text_file, tmp_path) -> None:
-    cfg = eval_cfg(f"pretrained={tiny_gpt2_dir}", "tasks=[perplexity]", f"tasks.perplexity.path={text_file}",
-                   "tasks.perplexity.context_length=64", "tasks.perplexity.stride=24")
+def test_eval_perplexity_equals_transformers(
+    tiny_gpt2_dir, hf_model, hf_reference, text_file, tmp_path
+) -> None:
+    cfg = eval_cfg(
+        f"pretrained={tiny_gpt2_dir}",
+        "tasks=[perplexity]",
+        f"tasks.perplexity.path={text_file}",
+        "tasks.perplexity.context_length=64",
+        "tasks.perplexity.stride=24",
+    )
     metrics = evaluate(cfg, tmp_path)
     from src.data.tokenizers import build_tokenizer
 
     ids = build_tokenizer({"name": "gpt2"}).encode(text_file.read_text())
     nll, n = hf_reference.window_nll(hf_model, ids, 64, 24)
     assert metrics["perplexity/ppl"] == pytest.approx(math.exp(nll / n), rel=1e-4)
-    assert metrics["perplexity/bits_per_byte"] == pytest.approx(nll / len(text_file.read_bytes()) / math.log(2), rel=1e-4)
-    assert metrics["perplexity/word_ppl"] == pytest.approx(math.exp(nll / len(text_file.read_text().split())), rel=1e-4)
+    assert metrics["perplexity/bits_per_byte"] == pytest.approx(
+        nll / len(text_file.read_bytes()) / math.log(2), rel=1e-4
+    )
+    assert metrics["perplexity/word_ppl"] == pytest.approx(
+        math.exp(nll / len(text_file.read_text().split())), rel=1e-4
+    )
     written = json.loads((tmp_path / "metrics.json").read_text())
     assert written["status"] == "completed" and written["tasks"]["perplexity"]["tokens_read"] > 0
     assert written["params"] == metrics["params"] and written["family"] == "decoder_only"
 
 
-def test_limit_takes_the_first_examples(tiny_gpt2_dir, lambada_jsonl, hellaswag_jsonl, tmp_path) -> None:
-    cfg = eval_cfg(f"pretrained={tiny_gpt2_dir}", "tasks=[lambada,hellaswag]", f"tasks.lambada.path={lambada_jsonl}",
-                   f"tasks.hellaswag.path={hellaswag_jsonl}", "limit=7")
+def test_limit_takes_the_first_examples(
+    tiny_gpt2_dir, lambada_jsonl, hellaswag_jsonl, tmp_path
+) -> None:
+    cfg = eval_cfg(
+        f"pretrained={tiny_gpt2_dir}",
+        "tasks=[lambada,hellaswag]",
+        f"tasks.lambada.path={lambada_jsonl}",
+        f"tasks.hellaswag.path={hellaswag_jsonl}",
+        "limit=7",
+    )
     metrics = evaluate(cfg)
-    assert metrics["tasks"]["lambada"]["examples"] == 7 and metrics["tasks"]["hellaswag"]["examples"] == 7
+    assert (
+        metrics["tasks"]["lambada"]["examples"] == 7
+        and metrics["tasks"]["hellaswag"]["examples"] == 7
+    )
     assert 0.0 <= metrics["hellaswag/acc_norm"] <= 1.0
 
 
@@ -66,7 +92,9 @@ def test_mistakes_name_the_key_to_fix(tiny_gpt2_dir) -> None:
         evaluate(eval_cfg(f"pretrained={tiny_gpt2_dir}", "tasks=[]"))
     with pytest.raises(ValueError, match="exactly one of pretrained"):
         evaluate(eval_cfg("tasks=[lambada]", f"tasks.lambada.path={tiny_gpt2_dir / 'config.json'}"))
-    with pytest.raises(ValueError, match=r"tasks\.lambada\.path='x' does not exist"):  # checked before any model loads
+    with pytest.raises(
+        ValueError, match=r"tasks\.lambada\.path='x' does not exist"
+    ):  # checked before any model loads
         evaluate(eval_cfg("tasks=[lambada]", "tasks.lambada.path=x"))
     with pytest.raises(ValueError, match=r"tasks\.perplexity\.path"):
         evaluate(eval_cfg(f"pretrained={tiny_gpt2_dir}", "tasks=[perplexity]"))
@@ -74,7 +102,9 @@ def test_mistakes_name_the_key_to_fix(tiny_gpt2_dir) -> None:
         from src.evaluation.loading import pretrained_tokenizer
 
         (tiny_gpt2_dir.parent / "llama").mkdir(exist_ok=True)
-        (tiny_gpt2_dir.parent / "llama" / "config.json").write_text('{"model_type": "llama", "vocab_size": 100}')
+        (tiny_gpt2_dir.parent / "llama" / "config.json").write_text(
+            '{"model_type": "llama", "vocab_size": 100}'
+        )
         pretrained_tokenizer(str(tiny_gpt2_dir.parent / "llama"))
 
 
@@ -83,16 +113,41 @@ def test_cli_end_to_end(tiny_gpt2_dir, lambada_jsonl, tmp_path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     run_dir = tmp_path / "run"
     out = subprocess.run(
-        [sys.executable, "-m", "src.eval", f"pretrained={tiny_gpt2_dir}", "tasks=[lambada]", f"tasks.lambada.path={lambada_jsonl}",
-         "limit=5", "device=cpu", f"hydra.run.dir={run_dir}"],
-        capture_output=True, text=True, env=env, cwd=CONF.parent, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "src.eval",
+            f"pretrained={tiny_gpt2_dir}",
+            "tasks=[lambada]",
+            f"tasks.lambada.path={lambada_jsonl}",
+            "limit=5",
+            "device=cpu",
+            f"hydra.run.dir={run_dir}",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=CONF.parent,
+        timeout=300,
     )
     assert out.returncode == 0, out.stderr
     assert "lambada" in out.stdout and "acc" in out.stdout
     assert json.loads((run_dir / "metrics.json").read_text())["tasks"]["lambada"]["examples"] == 5
     gen = subprocess.run(
-        [sys.executable, "-m", "src.generate", f"pretrained={tiny_gpt2_dir}", "prompt='Hello'", "max_new_tokens=5", "greedy=true"],
-        capture_output=True, text=True, env=env, cwd=CONF.parent, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "src.generate",
+            f"pretrained={tiny_gpt2_dir}",
+            "prompt='Hello'",
+            "max_new_tokens=5",
+            "greedy=true",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=CONF.parent,
+        timeout=300,
     )
     assert gen.returncode == 0, gen.stderr
     assert gen.stdout.startswith("Hello") and len(gen.stdout.strip()) > len("Hello")

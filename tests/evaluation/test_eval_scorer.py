@@ -1,4 +1,5 @@
 """The scorer against transformers: windows, log-likelihoods, batching invariance."""
+
 from __future__ import annotations
 
 import math
@@ -11,7 +12,9 @@ from src.evaluation.scorer import Scorer
 from src.evaluation.windows import sliding_windows
 
 
-@pytest.mark.parametrize("n,ctx,stride", [(200, 64, 32), (200, 64, 64), (65, 64, 16), (10, 64, 32), (130, 48, 17)])
+@pytest.mark.parametrize(
+    "n,ctx,stride", [(200, 64, 32), (200, 64, 64), (65, 64, 16), (10, 64, 32), (130, 48, 17)]
+)
 def test_sliding_windows_score_every_token_once(n: int, ctx: int, stride: int) -> None:
     windows = sliding_windows(n, ctx, stride)
     scored = [t for w in windows for t in range(w.end - w.n_target, w.end)]
@@ -33,11 +36,15 @@ def test_length_batches_respect_budgets() -> None:
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
     for b in batches:
         assert len(b) <= 3 and (len(b) == 1 or len(b) * max(lengths[i] for i in b) <= 100)
-    assert [lengths[b[0]] for b in batches] == sorted((lengths[b[0]] for b in batches), reverse=True)
+    assert [lengths[b[0]] for b in batches] == sorted(
+        (lengths[b[0]] for b in batches), reverse=True
+    )
 
 
 @pytest.mark.parametrize("ctx,stride", [(64, 32), (64, 64), (48, 17)])
-def test_window_nll_matches_transformers(scorer: Scorer, hf_model, hf_reference, text_file, ctx: int, stride: int) -> None:
+def test_window_nll_matches_transformers(
+    scorer: Scorer, hf_model, hf_reference, text_file, ctx: int, stride: int
+) -> None:
     ids = scorer.tokenizer.encode(text_file.read_text())[:300]
     nll, n = scorer.window_nll(ids, ctx, stride)
     ref_nll, ref_n = hf_reference.window_nll(hf_model, ids, ctx, stride)
@@ -45,11 +52,19 @@ def test_window_nll_matches_transformers(scorer: Scorer, hf_model, hf_reference,
     assert math.exp(nll / n) == pytest.approx(math.exp(ref_nll / ref_n), rel=1e-4)
 
 
-def test_loglikelihood_matches_transformers_and_ignores_batching(scorer: Scorer, loaded, hf_model, hf_reference) -> None:
+def test_loglikelihood_matches_transformers_and_ignores_batching(
+    scorer: Scorer, loaded, hf_model, hf_reference
+) -> None:
     tok = loaded.tokenizer
-    texts = ["The cat sat on the", "In 1998, the company moved its headquarters to a small town near the",
-             "Rain fell all night, and by morning the river had risen above the old bridge. " * 3 + "Then"]
-    requests = [scorer.encode_pair(t, c) for t in texts for c in (" mat", " garden and the sea", " x")]
+    texts = [
+        "The cat sat on the",
+        "In 1998, the company moved its headquarters to a small town near the",
+        "Rain fell all night, and by morning the river had risen above the old bridge. " * 3
+        + "Then",
+    ]
+    requests = [
+        scorer.encode_pair(t, c) for t in texts for c in (" mat", " garden and the sea", " x")
+    ]
     batched = scorer.loglikelihood(requests)
     single = Scorer(loaded.model, tok, batch_size=1, show_progress=False).loglikelihood(requests)
     for (ctx, cont), b, s in zip(requests, batched, single):
@@ -80,10 +95,14 @@ def test_empty_context_is_conditioned_on_endoftext(scorer: Scorer, hf_model, hf_
 
 
 def test_generate_matches_transformers_greedy(scorer: Scorer, hf_model) -> None:
-    prompts = [scorer.tokenizer.encode(p) for p in ("The cat sat", "In 1998, the company", "The dog sat")]
+    prompts = [
+        scorer.tokenizer.encode(p) for p in ("The cat sat", "In 1998, the company", "The dog sat")
+    ]
     out = scorer.generate(prompts, max_new_tokens=8)
     for p, o in zip(prompts, out):
         with torch.inference_mode():
-            ref = hf_model.generate(torch.tensor([p]), max_new_tokens=8, do_sample=False, pad_token_id=50256)[0, len(p):]
+            ref = hf_model.generate(
+                torch.tensor([p]), max_new_tokens=8, do_sample=False, pad_token_id=50256
+            )[0, len(p) :]
         ref = ref.tolist()
         assert o == ref[: len(o)] and (len(o) == 8 or ref[len(o)] == 50256)

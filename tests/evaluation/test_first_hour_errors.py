@@ -2,6 +2,7 @@
 exist names the key and the resolved path before any model is loaded; a character outside a
 char-level model's vocabulary names the character and where it is; a missing model source is one
 ConfigError; the results table names its token count for what it counts."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,7 +16,9 @@ from src.evaluation.loading import load_model
 from src.evaluation.suite import metrics_dict, results_table
 
 
-def test_missing_task_path_names_key_and_resolved_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_task_path_names_key_and_resolved_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     with pytest.raises(DataError) as e:
         build_benchmark("perplexity", {"task": "perplexity", "path": "valid.txt"})
@@ -23,7 +26,10 @@ def test_missing_task_path_names_key_and_resolved_path(tmp_path: Path, monkeypat
     assert "tasks.perplexity.path='valid.txt'" in msg
     assert str(tmp_path.resolve() / "valid.txt") in msg  # the resolved path
     (tmp_path / "valid.txt").write_text("some text\n")
-    assert build_benchmark("perplexity", {"task": "perplexity", "path": "valid.txt"}).path == "valid.txt"
+    assert (
+        build_benchmark("perplexity", {"task": "perplexity", "path": "valid.txt"}).path
+        == "valid.txt"
+    )
 
 
 def test_unseen_character_names_character_position_and_line() -> None:
@@ -32,7 +38,9 @@ def test_unseen_character_names_character_position_and_line() -> None:
     with pytest.raises(DataError) as e:
         tok.encode("abc\nab=c€")
     msg = str(e.value)
-    assert "'='" in msg and "U+003D" in msg and "position 6" in msg and "line 2" in msg  # the first unseen one
+    assert (
+        "'='" in msg and "U+003D" in msg and "position 6" in msg and "line 2" in msg
+    )  # the first unseen one
     assert "replace" in msg  # the fix
 
 

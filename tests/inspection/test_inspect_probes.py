@@ -1,5 +1,6 @@
 """``python -m src.inspect probes``: the probe table of a transformers model (random weights, saved with
 ``save_pretrained`` to a temporary directory; never downloaded) and of one of our checkpoints."""
+
 from __future__ import annotations
 
 import re
@@ -40,11 +41,20 @@ def test_gpt2_dir_prints_a_row_per_layer_and_head(tmp_path: Path) -> None:
 
 
 def test_bert_dir_prints_entropy_and_sinks_and_says_what_it_skipped(tmp_path: Path) -> None:
-    cfg = transformers.BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                  intermediate_size=64, max_position_embeddings=64, pad_token_id=0)
+    cfg = transformers.BertConfig(
+        vocab_size=64,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        pad_token_id=0,
+    )
     transformers.BertForMaskedLM(cfg).save_pretrained(tmp_path / "bert")
     console = Console(record=True, width=160)
-    result = run(probes_cfg(f"pretrained={tmp_path / 'bert'}", "batch_size=2", "length=16"), console)
+    result = run(
+        probes_cfg(f"pretrained={tmp_path / 'bert'}", "batch_size=2", "length=16"), console
+    )
     text = console.export_text()
     assert "skipped induction" in text and "does not predict left to right" in text
     assert not result.induction and len(result.entropy[""]) == 2
@@ -57,12 +67,21 @@ def test_probes_is_a_subcommand_and_needs_a_model(capsys: pytest.CaptureFixture[
     assert "set exactly one of pretrained=" in capsys.readouterr().err
 
 
-def test_one_of_our_checkpoints_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_one_of_our_checkpoints_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from tests.training.conftest import TINY, train_in_process
 
     train_in_process([*TINY, "trainer.max_steps=2"], tmp_path / "run")
-    main(["probes", f"ckpt_path={tmp_path / 'run' / 'checkpoints' / 'last.ckpt'}", "batch_size=2", "length=16",
-          f"hydra.run.dir={tmp_path / 'inspect'}"])
+    main(
+        [
+            "probes",
+            f"ckpt_path={tmp_path / 'run' / 'checkpoints' / 'last.ckpt'}",
+            "batch_size=2",
+            "length=16",
+            f"hydra.run.dir={tmp_path / 'inspect'}",
+        ]
+    )
     out = capsys.readouterr().out
     assert "decoder_only, 2 sequences of 16 tokens" in out and "probe/induction_max" in out
     rows = re.findall(r"^│\s+(\d+)\s+│\s+(\d+)\s+│", out, flags=re.M)  # (layer, head) of each row

@@ -1,5 +1,6 @@
 """Model tests build hundreds of tiny models: one intra-op thread each is fastest (two OpenMP threads on
 the shared 2-core machine spin against each other)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

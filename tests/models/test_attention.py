@@ -5,6 +5,7 @@ Q = x·W_Q, K = x·W_K, V = x·W_V with W_V = I. For the third token t2 the scal
 q2·k_j / √4 = (0.5, 0.5, 1.0), so softmax gives (0.27, 0.27, 0.45) and the output is
 0.27·x0 + 0.27·x1 + 0.45·x2 = (0.73, 0.73, 0.27, 0.27).
 """
+
 from __future__ import annotations
 
 import math
@@ -15,7 +16,12 @@ import pytest
 import torch
 
 from src.models import build_model
-from src.models.components.attention import AttentionBias, MultiHeadAttention, explicit_attention, sdpa_attention
+from src.models.components.attention import (
+    AttentionBias,
+    MultiHeadAttention,
+    explicit_attention,
+    sdpa_attention,
+)
 
 X = torch.tensor([[1.0, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]])  # [T=3, C=4]
 W_Q = torch.tensor([[1.0, 0, 0, 0], [0, 1, 0, 0], [1, 0, 1, 0], [0, 1, 0, 1]])
@@ -38,7 +44,9 @@ def test_hand_worked_example_explicit_causal() -> None:
     out, probs = explicit_attention(q, k, v, AttentionBias(is_causal=True))
     # The article's figures, to two decimals.
     torch.testing.assert_close(probs[0, 0, 2], torch.tensor([0.27, 0.27, 0.45]), atol=0.005, rtol=0)
-    torch.testing.assert_close(out[0, 0, 2], torch.tensor([0.73, 0.73, 0.27, 0.27]), atol=0.005, rtol=0)
+    torch.testing.assert_close(
+        out[0, 0, 2], torch.tensor([0.73, 0.73, 0.27, 0.27]), atol=0.005, rtol=0
+    )
     # And exactly.
     torch.testing.assert_close(probs[0, 0, 2], P_T2)
     torch.testing.assert_close(probs[0, 0, 1], P_T1)
@@ -50,7 +58,10 @@ def test_hand_worked_example_explicit_causal() -> None:
 
 @pytest.mark.parametrize(
     "bias",
-    [AttentionBias(is_causal=True), AttentionBias(mask=torch.ones(3, 3, dtype=torch.bool).tril()[None, None])],
+    [
+        AttentionBias(is_causal=True),
+        AttentionBias(mask=torch.ones(3, 3, dtype=torch.bool).tril()[None, None]),
+    ],
     ids=["is_causal", "bool_mask"],
 )
 def test_hand_worked_example_sdpa_matches_explicit(bias: AttentionBias) -> None:
@@ -77,7 +88,9 @@ def example_module() -> MultiHeadAttention:
 def test_hand_worked_example_through_module(need_weights: bool) -> None:
     mha = example_module()
     o = mha(X[None], AttentionBias(is_causal=True), need_weights=need_weights)
-    torch.testing.assert_close(o.out[0, 2], torch.tensor([0.73, 0.73, 0.27, 0.27]), atol=0.005, rtol=0)
+    torch.testing.assert_close(
+        o.out[0, 2], torch.tensor([0.73, 0.73, 0.27, 0.27]), atol=0.005, rtol=0
+    )
     torch.testing.assert_close(o.out[0], torch.stack([X[0], P_T1 @ X, P_T2 @ X]), atol=1e-6, rtol=0)
     if need_weights:
         assert o.probs is not None and o.probs.shape == (1, 1, 3, 3)  # [B, H, T, S]
@@ -107,7 +120,12 @@ def test_gqa_mqa_shapes_and_paths(n_kv_head: int) -> None:
     o_explicit = mha(x, AttentionBias(is_causal=True), need_weights=True)
     o_sdpa = mha(x, AttentionBias(is_causal=True))
     assert o_explicit.out.shape == o_sdpa.out.shape == (B, T, C)
-    assert o_explicit.probs is not None and o_explicit.probs.shape == (B, H, T, T)  # one map per query head
+    assert o_explicit.probs is not None and o_explicit.probs.shape == (
+        B,
+        H,
+        T,
+        T,
+    )  # one map per query head
     torch.testing.assert_close(o_sdpa.out, o_explicit.out, atol=1e-6, rtol=1e-5)
 
 
@@ -120,7 +138,9 @@ def test_gqa_equals_mha_with_shared_kv_heads() -> None:
     wq, wk, wv = gqa.qkv.weight.split([H * D, K * D, K * D])  # [H·D, C], [K·D, C], [K·D, C]
     bq, bk, bv = gqa.qkv.bias.split([H * D, K * D, K * D])
 
-    def repeat(w: torch.Tensor) -> torch.Tensor:  # [K·D, ...] -> [K, D, ...] -> [H, D, ...] -> [H·D, ...]
+    def repeat(
+        w: torch.Tensor,
+    ) -> torch.Tensor:  # [K·D, ...] -> [K, D, ...] -> [H, D, ...] -> [H·D, ...]
         return w.view(K, D, *w.shape[1:]).repeat_interleave(rep, dim=0).reshape(H * D, *w.shape[1:])
 
     with torch.no_grad():
@@ -128,7 +148,9 @@ def test_gqa_equals_mha_with_shared_kv_heads() -> None:
         mha.qkv.bias.copy_(torch.cat([bq, repeat(bk), repeat(bv)]))
         mha.out.load_state_dict(gqa.out.state_dict())
     x = torch.randn(2, 6, C)
-    torch.testing.assert_close(gqa(x, AttentionBias(is_causal=True)).out, mha(x, AttentionBias(is_causal=True)).out)
+    torch.testing.assert_close(
+        gqa(x, AttentionBias(is_causal=True)).out, mha(x, AttentionBias(is_causal=True)).out
+    )
     assert sum(p.numel() for p in gqa.parameters()) < sum(p.numel() for p in mha.parameters())
 
 

@@ -4,6 +4,7 @@
 SDPA runs on its math backend here: on CPU the fused kernels are invisible to the counter, the
 math backend is two counted ``bmm`` over the full T × S grid, which is what the count defines.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,13 +19,24 @@ from tests.conftest import tiny_model_dict
 
 CASES: dict[str, dict[str, Any]] = {
     "decoder_only": {},
-    "decoder_only_rope_gqa_swiglu": {"position": {"name": "rope"}, "n_kv_head": 2, "ffn": {"name": "swiglu"}, "bias": False,
-                                     "tie_embeddings": False, "norm": {"name": "rmsnorm"}},
+    "decoder_only_rope_gqa_swiglu": {
+        "position": {"name": "rope"},
+        "n_kv_head": 2,
+        "ffn": {"name": "swiglu"},
+        "bias": False,
+        "tie_embeddings": False,
+        "norm": {"name": "rmsnorm"},
+    },
     "decoder_only_padded_vocab_alibi": {"vocab_pad_multiple": 64, "position": {"name": "alibi"}},
     "prefix_lm": {"mask": {"name": "prefix_lm"}},
     "encoder_only": {"family": "encoder_only", "norm_placement": "post", "embedding_norm": True},
-    "encoder_decoder": {"family": "encoder_decoder", "n_encoder_layer": 2, "n_decoder_layer": 3,
-                        "position": {"name": "sinusoidal"}, "norm_placement": "post"},
+    "encoder_decoder": {
+        "family": "encoder_decoder",
+        "n_encoder_layer": 2,
+        "n_decoder_layer": 3,
+        "position": {"name": "sinusoidal"},
+        "norm_placement": "post",
+    },
 }
 
 
@@ -41,6 +53,7 @@ def test_forward_flops_match_the_flop_counter(case: str, output_attentions: bool
     B, T = 3, 24
     ids = torch.randint(0, 97, (B, T))
     if model.prompt_is_source:
+
         def run() -> None:
             model(input_ids=ids, decoder_input_ids=ids, output_attentions=output_attentions)
     else:
@@ -48,6 +61,7 @@ def test_forward_flops_match_the_flop_counter(case: str, output_attentions: bool
 
         def run() -> None:
             model(ids, output_attentions=output_attentions, **extra)
+
     expected = counted(run)
     assert expected > 0
     assert model.forward_flops(B, T) == pytest.approx(expected, rel=0.01)

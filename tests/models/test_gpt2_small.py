@@ -3,6 +3,7 @@
 The model is built on the meta device: the module tree and every parameter shape are the
 real ones, but no memory is allocated and no weights are initialised (fast).
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Incremental decoding with the KV cache gives the logits of a full forward pass."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -19,14 +20,21 @@ MakeConfig = Callable[..., dict[str, Any]]
     "overrides",
     [
         {},
-        {"position": {"name": "rope"}, "n_kv_head": 2, "norm": {"name": "rmsnorm"}, "ffn": {"name": "swiglu"}},
+        {
+            "position": {"name": "rope"},
+            "n_kv_head": 2,
+            "norm": {"name": "rmsnorm"},
+            "ffn": {"name": "swiglu"},
+        },
         {"position": {"name": "alibi"}, "n_kv_head": 1},
         {"position": {"name": "sinusoidal"}, "norm_placement": "post"},
     ],
     ids=["gpt2", "llama_gqa", "alibi_mqa", "sinusoidal_post"],
 )
 @pytest.mark.parametrize("preallocated", [True, False])
-def test_decoder_only_cache_matches_full_forward(make_tiny_config: MakeConfig, overrides: dict, preallocated: bool) -> None:
+def test_decoder_only_cache_matches_full_forward(
+    make_tiny_config: MakeConfig, overrides: dict, preallocated: bool
+) -> None:
     model = build_model(make_tiny_config(**overrides)).eval()
     ids = torch.randint(0, 97, (2, 12))
     with torch.no_grad():
@@ -49,13 +57,20 @@ def test_chunked_prefill_matches_full_forward(make_tiny_config: MakeConfig, posi
         chunks = [(0, 5), (5, 8), (8, 9), (9, 12)]
         steps = [model(ids[:, a:b], cache=cache).logits for a, b in chunks]
         cache_e = KVCache(2)  # and the explicit path, which builds the offset mask itself
-        steps_e = [model(ids[:, a:b], cache=cache_e, output_attentions=True).logits for a, b in chunks]
+        steps_e = [
+            model(ids[:, a:b], cache=cache_e, output_attentions=True).logits for a, b in chunks
+        ]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(torch.cat(steps_e, dim=1), full, atol=1e-5, rtol=1e-5)
 
 
 def test_encoder_decoder_cache_matches_full_forward(make_tiny_config: MakeConfig) -> None:
-    cfg = make_tiny_config(family="encoder_decoder", position={"name": "sinusoidal"}, norm_placement="post", decoder_start_token_id=0)
+    cfg = make_tiny_config(
+        family="encoder_decoder",
+        position={"name": "sinusoidal"},
+        norm_placement="post",
+        decoder_start_token_id=0,
+    )
     model = build_model(cfg).eval()
     src = torch.randint(1, 97, (2, 9))
     src_mask = torch.ones(2, 9, dtype=torch.long)
@@ -66,15 +81,24 @@ def test_encoder_decoder_cache_matches_full_forward(make_tiny_config: MakeConfig
         memory = model.encode(src, src_mask)  # [B, S, C], computed once
         cache = KVCache(2, max_length=8)
         steps = [
-            model(encoder_hidden_states=memory, attention_mask=src_mask, decoder_input_ids=tgt[:, t : t + 1], cache=cache).logits
+            model(
+                encoder_hidden_states=memory,
+                attention_mask=src_mask,
+                decoder_input_ids=tgt[:, t : t + 1],
+                cache=cache,
+            ).logits
             for t in range(6)
         ]
-    assert all(kv is not None for kv in cache.cross)  # cross-attention K/V kept after the first step
+    assert all(
+        kv is not None for kv in cache.cross
+    )  # cross-attention K/V kept after the first step
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("family", ["decoder_only", "encoder_decoder"])
-def test_greedy_generation_same_with_and_without_cache(make_tiny_config: MakeConfig, family: str) -> None:
+def test_greedy_generation_same_with_and_without_cache(
+    make_tiny_config: MakeConfig, family: str
+) -> None:
     model = build_model(make_tiny_config(family=family, decoder_start_token_id=0)).eval()
     prompt = torch.randint(1, 97, (2, 5))
     with_cache = generate(model, prompt, 6, use_cache=True)
@@ -99,8 +123,19 @@ def test_prefix_lm_generation_with_cache_matches_full_forward() -> None:
     from src.models.generation import generate
 
     torch.manual_seed(0)
-    model = build_model(dict(family="decoder_only", d_model=32, n_head=4, d_ff=64, n_layer=2, vocab_size=50,
-                             max_seq_len=32, position={"name": "rope"}, mask={"name": "prefix_lm"})).eval()
+    model = build_model(
+        dict(
+            family="decoder_only",
+            d_model=32,
+            n_head=4,
+            d_ff=64,
+            n_layer=2,
+            vocab_size=50,
+            max_seq_len=32,
+            position={"name": "rope"},
+            mask={"name": "prefix_lm"},
+        )
+    ).eval()
     prompt = torch.randint(0, 50, (2, 6))
     prefix = torch.full((2,), 6)
     cached = generate(model, prompt, 10, prefix_length=prefix)
@@ -111,7 +146,9 @@ def test_prefix_lm_generation_with_cache_matches_full_forward() -> None:
         full = model(cached[:, :-1], prefix_length=prefix).logits
         causal_only = model(cached[:, :-1], prefix_length=torch.zeros(2, dtype=torch.long)).logits
     assert not torch.allclose(full[:, :6], causal_only[:, :6])
-    assert torch.equal(full[:, 5:].argmax(-1), cached[:, 6:])  # greedy tokens = argmax of the full forward
+    assert torch.equal(
+        full[:, 5:].argmax(-1), cached[:, 6:]
+    )  # greedy tokens = argmax of the full forward
 
 
 def test_generation_past_a_learned_table_slides_the_window() -> None:
@@ -121,15 +158,26 @@ def test_generation_past_a_learned_table_slides_the_window() -> None:
     from src.models.generation import generate
 
     torch.manual_seed(0)
-    model = build_model(dict(family="decoder_only", d_model=32, n_head=4, d_ff=64, n_layer=2, vocab_size=50,
-                             max_seq_len=16)).eval()
+    model = build_model(
+        dict(
+            family="decoder_only",
+            d_model=32,
+            n_head=4,
+            d_ff=64,
+            n_layer=2,
+            vocab_size=50,
+            max_seq_len=16,
+        )
+    ).eval()
     prompt = torch.randint(0, 50, (2, 4))
     cached = generate(model, prompt, 30)
     uncached = generate(model, prompt, 30, use_cache=False)
     ref = prompt
     with torch.inference_mode():
         for _ in range(30):
-            ref = torch.cat([ref, model(ref[:, -16:]).logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+            ref = torch.cat(
+                [ref, model(ref[:, -16:]).logits[:, -1].argmax(-1, keepdim=True)], dim=1
+            )
     assert cached.shape == (2, 34)
     assert torch.equal(cached, ref) and torch.equal(uncached, ref)
 
@@ -139,11 +187,27 @@ NEW_VARIANTS = {
     "sandwich": {"norm_placement": "sandwich", "position": {"name": "sinusoidal"}},
     "deepnorm": {"norm_placement": "deepnorm", "position": {"name": "rope"}},
     "rezero": {"norm_placement": "rezero", "position": {"name": "alibi"}},
-    "qk_rmsnorm_head": {"qk_norm": {"name": "rmsnorm"}, "position": {"name": "rope"}, "n_kv_head": 2},
-    "qk_layernorm_all": {"qk_norm": {"name": "layernorm", "scope": "all"}, "position": {"name": "none"}},
-    "t5_bias": {"position": {"name": "t5_bias", "num_buckets": 8, "max_distance": 12}, "norm": {"name": "rmsnorm"}},
-    "t5_shape": {"position": {"name": "t5_bias"}, "d_head": 12, "attn_scale": 1.0, "bias": False, "ffn": {"name": "geglu"},
-                 "scale_head": True},
+    "qk_rmsnorm_head": {
+        "qk_norm": {"name": "rmsnorm"},
+        "position": {"name": "rope"},
+        "n_kv_head": 2,
+    },
+    "qk_layernorm_all": {
+        "qk_norm": {"name": "layernorm", "scope": "all"},
+        "position": {"name": "none"},
+    },
+    "t5_bias": {
+        "position": {"name": "t5_bias", "num_buckets": 8, "max_distance": 12},
+        "norm": {"name": "rmsnorm"},
+    },
+    "t5_shape": {
+        "position": {"name": "t5_bias"},
+        "d_head": 12,
+        "attn_scale": 1.0,
+        "bias": False,
+        "ffn": {"name": "geglu"},
+        "scale_head": True,
+    },
     "rope_linear": {"position": {"name": "rope", "scaling": {"name": "linear", "factor": 2.0}}},
     "rope_yarn": {"position": {"name": "rope", "scaling": {"name": "yarn", "factor": 4.0}}},
     "rope_llama3": {"position": {"name": "rope", "scaling": {"name": "llama3", "factor": 4.0}}},
@@ -151,7 +215,9 @@ NEW_VARIANTS = {
 }
 
 
-def decode_logits(model: torch.nn.Module, prompt: torch.Tensor, continuation: torch.Tensor, use_cache: bool) -> torch.Tensor:
+def decode_logits(
+    model: torch.nn.Module, prompt: torch.Tensor, continuation: torch.Tensor, use_cache: bool
+) -> torch.Tensor:
     """The family's own decoding steps (what generate() runs), fed a given continuation [B, n]: logits [B, n, V]."""
     with torch.inference_mode():
         d = model.start_decoding(prompt, continuation.shape[1], use_cache=use_cache)
@@ -172,21 +238,39 @@ def test_new_variants_decode_the_same_with_and_without_the_cache(family: str, va
     cfg = dict(NEW_VARIANTS[variant], max_seq_len=16, family=family, decoder_start_token_id=0)
     model = build_model(make_tiny_config_dict(**cfg)).eval()
     g = torch.Generator().manual_seed(1)
-    with torch.no_grad():  # weights of unit scale and ReZero's gates open, so that every part of every block counts
+    with (
+        torch.no_grad()
+    ):  # weights of unit scale and ReZero's gates open, so that every part of every block counts
         for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * p.shape[-1] ** -0.5 if p.dim() > 1 else 1 + 0.2 * torch.randn(p.shape, generator=g))
+            p.copy_(
+                torch.randn(p.shape, generator=g) * p.shape[-1] ** -0.5
+                if p.dim() > 1
+                else 1 + 0.2 * torch.randn(p.shape, generator=g)
+            )
     prompt, continuation = torch.randint(1, 97, (2, 10)), torch.randint(1, 97, (2, 20))
     cached = decode_logits(model, prompt, continuation, use_cache=True)
-    torch.testing.assert_close(cached, decode_logits(model, prompt, continuation, use_cache=False), atol=1e-5, rtol=1e-5)
-    assert torch.equal(generate(model, prompt, 20), generate(model, prompt, 20, use_cache=False))  # the tokens
+    torch.testing.assert_close(
+        cached, decode_logits(model, prompt, continuation, use_cache=False), atol=1e-5, rtol=1e-5
+    )
+    assert torch.equal(
+        generate(model, prompt, 20), generate(model, prompt, 20, use_cache=False)
+    )  # the tokens
 
 
-def test_a_cache_past_a_dynamic_ropes_original_length_is_refused(make_tiny_config: MakeConfig) -> None:
+def test_a_cache_past_a_dynamic_ropes_original_length_is_refused(
+    make_tiny_config: MakeConfig,
+) -> None:
     """Past its original length a dynamic RoPE rotates every position by the current length's base, so keys
     cached at a shorter length are stale: extending the cache there fails loudly (generate() recomputes)."""
-    model = build_model(make_tiny_config(max_seq_len=16, position={"name": "rope", "scaling": {"name": "dynamic", "factor": 2}}))
+    model = build_model(
+        make_tiny_config(
+            max_seq_len=16, position={"name": "rope", "scaling": {"name": "dynamic", "factor": 2}}
+        )
+    )
     cache = KVCache(2)
     with torch.no_grad():
         model(torch.zeros(1, 16, dtype=torch.long), cache=cache)  # up to the original length: exact
-        with pytest.raises(ValueError, match="KV cache of 17 positions: past model.position's original length 16"):
+        with pytest.raises(
+            ValueError, match="KV cache of 17 positions: past model.position's original length 16"
+        ):
             model(torch.zeros(1, 1, dtype=torch.long), cache=cache)

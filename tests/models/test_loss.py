@@ -1,5 +1,6 @@
 """The cross-entropy with the in-place backward (src.models.components.loss) against
 ``F.cross_entropy``: the same value and, to rounding, the same gradient."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,7 +12,9 @@ from src.models.components.loss import cross_entropy
 from tests.conftest import tiny_model_dict
 
 
-def _both(logits: torch.Tensor, target: torch.Tensor) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
+def _both(
+    logits: torch.Tensor, target: torch.Tensor
+) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
     a = logits.detach().clone().requires_grad_()
     b = logits.detach().clone().requires_grad_()
     la = cross_entropy(a, target)

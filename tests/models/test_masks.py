@@ -1,4 +1,5 @@
 """Masks decide what each output may depend on: causal, bidirectional, prefix LM, padding."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -65,14 +66,18 @@ def test_prefix_lm_mask(make_tiny_config: MakeConfig) -> None:
         expected[:, :p] = True  # everyone sees the whole prefix
         assert torch.equal(visible[b], expected), f"row {b} (prefix {p})"
     # The SDPA path gives the same outputs.
-    torch.testing.assert_close(model(ids, prefix_length=prefix).logits, out.logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        model(ids, prefix_length=prefix).logits, out.logits, atol=1e-5, rtol=1e-5
+    )
     # A prefix token depends on later prefix tokens, but not on tokens after the prefix.
     with torch.no_grad():
         base = model(ids, prefix_length=prefix).logits
         in_prefix = ids.clone()
         in_prefix[:, 2] = (ids[:, 2] + 1) % 97
         after = change_after(ids, 4)
-        assert not torch.allclose(model(in_prefix, prefix_length=prefix).logits[:, 0], base[:, 0], atol=1e-4)
+        assert not torch.allclose(
+            model(in_prefix, prefix_length=prefix).logits[:, 0], base[:, 0], atol=1e-4
+        )
         torch.testing.assert_close(model(after, prefix_length=prefix).logits[:, :5], base[:, :5])
 
 
@@ -83,11 +88,20 @@ def test_prefix_lm_without_prefix_length_raises(make_tiny_config: MakeConfig) ->
 
 
 @pytest.mark.parametrize("position", ["learned", "rope", "sinusoidal"])
-def test_encoder_right_padding_leaves_real_tokens_unchanged(make_tiny_config: MakeConfig, position: str) -> None:
-    cfg = make_tiny_config(family="encoder_only", position={"name": position}, norm_placement="post", embedding_norm=True)
+def test_encoder_right_padding_leaves_real_tokens_unchanged(
+    make_tiny_config: MakeConfig, position: str
+) -> None:
+    cfg = make_tiny_config(
+        family="encoder_only",
+        position={"name": position},
+        norm_placement="post",
+        embedding_norm=True,
+    )
     model = build_model(cfg).eval()
     ids = torch.randint(1, 97, (1, 7))
-    padded = torch.cat([ids, torch.zeros(1, 3, dtype=torch.long)], dim=1)  # [1, 10]: 3 pads on the right
+    padded = torch.cat(
+        [ids, torch.zeros(1, 3, dtype=torch.long)], dim=1
+    )  # [1, 10]: 3 pads on the right
     mask = torch.tensor([[1] * 7 + [0] * 3])
     with torch.no_grad():
         ref = model(ids).logits
@@ -99,7 +113,9 @@ def test_encoder_right_padding_leaves_real_tokens_unchanged(make_tiny_config: Ma
 
 
 @pytest.mark.parametrize("position", ["rope", "alibi", "none"])
-def test_decoder_left_padding_leaves_real_tokens_unchanged(make_tiny_config: MakeConfig, position: str) -> None:
+def test_decoder_left_padding_leaves_real_tokens_unchanged(
+    make_tiny_config: MakeConfig, position: str
+) -> None:
     """Left padding (for batched generation) shifts absolute positions, so this holds for
     relative schemes only; with a learned table the real tokens sit at other positions."""
     model = build_model(make_tiny_config(position={"name": position})).eval()
@@ -115,7 +131,12 @@ def test_decoder_left_padding_leaves_real_tokens_unchanged(make_tiny_config: Mak
 
 
 def test_encoder_decoder_source_padding(make_tiny_config: MakeConfig) -> None:
-    cfg = make_tiny_config(family="encoder_decoder", position={"name": "sinusoidal"}, norm_placement="post", decoder_start_token_id=0)
+    cfg = make_tiny_config(
+        family="encoder_decoder",
+        position={"name": "sinusoidal"},
+        norm_placement="post",
+        decoder_start_token_id=0,
+    )
     model = build_model(cfg).eval()
     src, tgt = torch.randint(1, 97, (1, 6)), torch.randint(1, 97, (1, 4))
     padded = torch.cat([src, torch.zeros(1, 2, dtype=torch.long)], dim=1)

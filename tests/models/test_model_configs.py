@@ -3,14 +3,15 @@
 Files are discovered, not listed, so a new config or group option is tested as soon as it
 lands. Sizes are overridden on the command line as a user would (``model.n_layer=2``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 import torch
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig
@@ -21,7 +22,10 @@ from src.models import build_model
 CONF = Path(__file__).resolve().parents[2] / "conf"
 MODEL_CONFIGS = sorted(p.stem for p in (CONF / "model").glob("*.yaml"))
 GROUP_OPTIONS = sorted(
-    (group.name, p.stem) for group in (CONF / "model").iterdir() if group.is_dir() for p in group.glob("*.yaml")
+    (group.name, p.stem)
+    for group in (CONF / "model").iterdir()
+    if group.is_dir()
+    for p in group.glob("*.yaml")
 )
 TINY = [
     "model.n_layer=2", "model.d_model=32", "model.n_head=4", "model.d_ff=64",
@@ -64,7 +68,14 @@ def smoke(cfg: DictConfig) -> None:
 
 
 def test_model_configs_discovered() -> None:
-    assert {"gpt2_small", "tiny", "llama_small", "bert_base", "transformer_base", "t5_small"} <= set(MODEL_CONFIGS)
+    assert {
+        "gpt2_small",
+        "tiny",
+        "llama_small",
+        "bert_base",
+        "transformer_base",
+        "t5_small",
+    } <= set(MODEL_CONFIGS)
     assert {"position", "norm", "ffn", "mask", "qk_norm"} <= {g for g, _ in GROUP_OPTIONS}
 
 
@@ -76,7 +87,9 @@ def test_each_config_has_its_papers_initialisation() -> None:
     assert cfg.init.name == "xavier"
     model = build_model(compose_model(tiny_overrides("transformer_base")))
     emb = next(m for m in model.modules() if isinstance(m, torch.nn.Embedding))
-    assert abs(float(emb.weight.std()) - 32 ** -0.5) < 0.03  # N(0, d_model^-1/2) at d_model 32, not 0.02
+    assert (
+        abs(float(emb.weight.std()) - 32**-0.5) < 0.03
+    )  # N(0, d_model^-1/2) at d_model 32, not 0.02
 
 
 @pytest.mark.parametrize("model", MODEL_CONFIGS)
@@ -88,7 +101,9 @@ def test_model_config_composes_and_builds(model: str) -> None:
     smoke(cfg)
 
 
-@pytest.mark.parametrize(("group", "option"), GROUP_OPTIONS, ids=[f"{g}={o}" for g, o in GROUP_OPTIONS])
+@pytest.mark.parametrize(
+    ("group", "option"), GROUP_OPTIONS, ids=[f"{g}={o}" for g, o in GROUP_OPTIONS]
+)
 def test_group_option_with_gpt2_small(group: str, option: str) -> None:
     cfg = compose_model([*tiny_overrides("gpt2_small"), f"model/{group}={option}"])
     registered = yaml.safe_load((CONF / "model" / group / f"{option}.yaml").read_text())["name"]
@@ -98,9 +113,16 @@ def test_group_option_with_gpt2_small(group: str, option: str) -> None:
 
 @pytest.mark.parametrize("model", ["bert_base", "transformer_base", "t5_small"])
 @pytest.mark.parametrize(
-    "group_option", [f"model/position={p}" for p in ("learned", "sinusoidal", "rope", "alibi", "none", "t5_bias")]
-    + ["model/norm=rmsnorm", "model/ffn=swiglu", "model/ffn=geglu", "model/qk_norm=rmsnorm", "model/qk_norm=layernorm"]
-    + [f"model.norm_placement={p}" for p in ("pre", "post", "sandwich", "deepnorm", "rezero")]
+    "group_option",
+    [f"model/position={p}" for p in ("learned", "sinusoidal", "rope", "alibi", "none", "t5_bias")]
+    + [
+        "model/norm=rmsnorm",
+        "model/ffn=swiglu",
+        "model/ffn=geglu",
+        "model/qk_norm=rmsnorm",
+        "model/qk_norm=layernorm",
+    ]
+    + [f"model.norm_placement={p}" for p in ("pre", "post", "sandwich", "deepnorm", "rezero")],
 )
 def test_group_options_with_encoder_families(model: str, group_option: str) -> None:
     smoke(compose_model([*tiny_overrides(model), group_option]))
@@ -109,7 +131,9 @@ def test_group_options_with_encoder_families(model: str, group_option: str) -> N
 @pytest.mark.parametrize("scaling", ["linear", "dynamic", "yarn", "llama3"])
 def test_rope_scaling_is_a_key_of_the_rope_option(scaling: str) -> None:
     """``model.position.scaling`` is null in rope.yaml, so a scaling is set on the command line without ``+``."""
-    cfg = compose_model([*tiny_overrides("llama_small"), f"model.position.scaling={{name:{scaling},factor:4}}"])
+    cfg = compose_model(
+        [*tiny_overrides("llama_small"), f"model.position.scaling={{name:{scaling},factor:4}}"]
+    )
     assert cfg.position.scaling.name == scaling
     smoke(cfg)
 

@@ -2,6 +2,7 @@
 (Bachlechner et al. 2020). No reference implementation exists in transformers, so each is checked
 against hand-worked values: DeepNet's α/β table, ReZero's identity at initialisation, sandwich's
 extra norm per sublayer."""
+
 from __future__ import annotations
 
 import math
@@ -10,8 +11,8 @@ import pytest
 import torch
 from torch import nn
 
-from src.inspection.params import parameter_table
 from src.errors import ConfigError
+from src.inspection.params import parameter_table
 from src.models import build_model
 from src.models.components.attention import MultiHeadAttention
 from src.models.components.block import Block
@@ -22,7 +23,12 @@ from tests.conftest import tiny_model_dict
 FAMILIES = {
     "decoder_only": {},
     "encoder_only": {"family": "encoder_only"},
-    "encoder_decoder": {"family": "encoder_decoder", "decoder_start_token_id": 1, "n_encoder_layer": 2, "n_decoder_layer": 3},
+    "encoder_decoder": {
+        "family": "encoder_decoder",
+        "decoder_start_token_id": 1,
+        "n_encoder_layer": 2,
+        "n_decoder_layer": 3,
+    },
 }
 
 # (N encoder layers, M decoder layers, stack) -> (α, β), worked by hand from DeepNet's Table 1 / Figure 2:
@@ -40,7 +46,9 @@ DEEPNET_TABLE = [
 
 
 @pytest.mark.parametrize(("N", "M", "stack", "alpha", "beta"), DEEPNET_TABLE)
-def test_deepnorm_constants_from_the_paper_table(N: int, M: int, stack: str, alpha: float, beta: float) -> None:
+def test_deepnorm_constants_from_the_paper_table(
+    N: int, M: int, stack: str, alpha: float, beta: float
+) -> None:
     a, b = deepnorm_constants(N, M, stack)
     assert (a, b) == (pytest.approx(alpha, abs=1e-4), pytest.approx(beta, abs=1e-4))
 
@@ -49,48 +57,77 @@ def test_deepnorm_builds_each_stack_with_its_own_constants() -> None:
     model = build_model(tiny_model_dict(**FAMILIES["encoder_decoder"], norm_placement="deepnorm"))
     enc = {(r.alpha, r.beta) for r in model.encoder.modules() if isinstance(r, DeepNorm)}
     dec = {(r.alpha, r.beta) for r in model.decoder.modules() if isinstance(r, DeepNorm)}
-    assert enc == {deepnorm_constants(2, 3, "encoder")} and dec == {deepnorm_constants(2, 3, "decoder")}
+    assert enc == {deepnorm_constants(2, 3, "encoder")} and dec == {
+        deepnorm_constants(2, 3, "decoder")
+    }
     only = build_model(tiny_model_dict(norm_placement="deepnorm", n_layer=4))
-    assert {(r.alpha, r.beta) for r in only.modules() if isinstance(r, DeepNorm)} == {((8) ** 0.25, (32) ** -0.25)}
+    assert {(r.alpha, r.beta) for r in only.modules() if isinstance(r, DeepNorm)} == {
+        ((8) ** 0.25, (32) ** -0.25)
+    }
 
 
 def test_deepnorm_forward_is_post_norm_of_the_up_weighted_residual() -> None:
     res = DeepNorm(encoder_layers=0, decoder_layers=4, stack="decoder")
     norm, x = LayerNorm(8), torch.randn(2, 3, 8)
     f = nn.Linear(8, 8)
-    torch.testing.assert_close(res(x, norm, f), norm(8 ** 0.25 * x + f(x)))
+    torch.testing.assert_close(res(x, norm, f), norm(8**0.25 * x + f(x)))
 
 
 def test_deepnorm_initialisation_gains() -> None:
     """Figure 2: xavier_normal_ gain β for the FFN, v and out; gain 1 for q and k (std = gain·√(2/(in+out)))."""
     torch.manual_seed(0)
     C, L = 128, 4
-    model = build_model(tiny_model_dict(norm_placement="deepnorm", d_model=C, n_head=4, d_ff=4 * C, n_layer=L))
+    model = build_model(
+        tiny_model_dict(norm_placement="deepnorm", d_model=C, n_head=4, d_ff=4 * C, n_layer=L)
+    )
     beta = (8 * L) ** -0.25
     block = model.decoder.blocks[0]
     w = block.attn.projection_weights()
     xavier = math.sqrt(2 / (C + C))
     for name, gain in (("q", 1.0), ("k", 1.0), ("v", beta), ("out", beta)):
         assert w[name].std().item() == pytest.approx(gain * xavier, rel=0.05), name
-    assert block.ffn.up.weight.std().item() == pytest.approx(beta * math.sqrt(2 / (C + 4 * C)), rel=0.05)
-    assert block.ffn.down.weight.std().item() == pytest.approx(beta * math.sqrt(2 / (C + 4 * C)), rel=0.05)
-    assert model.tok_embed.weight.std().item() == pytest.approx(0.02, rel=0.05)  # embeddings keep the family's init
+    assert block.ffn.up.weight.std().item() == pytest.approx(
+        beta * math.sqrt(2 / (C + 4 * C)), rel=0.05
+    )
+    assert block.ffn.down.weight.std().item() == pytest.approx(
+        beta * math.sqrt(2 / (C + 4 * C)), rel=0.05
+    )
+    assert model.tok_embed.weight.std().item() == pytest.approx(
+        0.02, rel=0.05
+    )  # embeddings keep the family's init
 
 
 def test_deepnorm_initialises_cross_attention_too() -> None:
     torch.manual_seed(0)
-    model = build_model(tiny_model_dict(**FAMILIES["encoder_decoder"], norm_placement="deepnorm", d_model=128, n_head=4))
+    model = build_model(
+        tiny_model_dict(
+            **FAMILIES["encoder_decoder"], norm_placement="deepnorm", d_model=128, n_head=4
+        )
+    )
     w = model.decoder.blocks[0].cross_attn.projection_weights()
     beta = deepnorm_constants(2, 3, "decoder")[1]
     assert w["k"].std().item() == pytest.approx(math.sqrt(2 / 256), rel=0.05)
     assert w["v"].std().item() == pytest.approx(beta * math.sqrt(2 / 256), rel=0.05)
 
 
-@pytest.mark.parametrize(("overrides", "key"), [
-    ({"family": "encoder_decoder", "decoder_start_token_id": 1, "n_decoder_layer": 0}, "model.n_decoder_layer"),
-    ({"family": "encoder_decoder", "decoder_start_token_id": 1, "n_encoder_layer": 0, "n_decoder_layer": 2},
-     "model.n_encoder_layer"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (
+            {"family": "encoder_decoder", "decoder_start_token_id": 1, "n_decoder_layer": 0},
+            "model.n_decoder_layer",
+        ),
+        (
+            {
+                "family": "encoder_decoder",
+                "decoder_start_token_id": 1,
+                "n_encoder_layer": 0,
+                "n_decoder_layer": 2,
+            },
+            "model.n_encoder_layer",
+        ),
+    ],
+)
 def test_deepnorm_without_the_layer_counts_it_needs_fails(overrides: dict, key: str) -> None:
     with pytest.raises(ConfigError, match=rf"deepnorm needs the number of \w+ layers .*{key}"):
         build_model(tiny_model_dict(norm_placement="deepnorm", **overrides))
@@ -103,13 +140,17 @@ def test_rezero_is_the_identity_at_initialisation(family: str) -> None:
     """α = 0 in every sublayer: each stack returns its embeddings (no final norm), whatever the weights."""
     model = build_model(tiny_model_dict(**FAMILIES[family], norm_placement="rezero")).eval()
     ids = torch.randint(2, 97, (2, 7))
-    assert all(b.attn_norm is None and b.ffn_norm is None for b in model.modules() if isinstance(b, Block))
+    assert all(
+        b.attn_norm is None and b.ffn_norm is None for b in model.modules() if isinstance(b, Block)
+    )
     assert all(s.final_norm is None for s in model.stacks().values())
     with torch.no_grad():
         for name, stack in model.stacks().items():
             x = model.embed(ids)
             embedded = stack.position.add_to_embeddings(x, torch.arange(7))
-            memory = model.encode(ids) if name == "decoder" and family == "encoder_decoder" else None
+            memory = (
+                model.encode(ids) if name == "decoder" and family == "encoder_decoder" else None
+            )
             torch.testing.assert_close(stack(x, memory=memory).hidden, embedded)
 
 
@@ -117,7 +158,11 @@ def test_rezero_gates_learn() -> None:
     model = build_model(tiny_model_dict(norm_placement="rezero"))
     ids = torch.randint(2, 97, (2, 7))
     model(ids, labels=ids).loss.backward()
-    gates = [m.alpha for m in model.modules() if hasattr(m, "alpha") and isinstance(m.alpha, nn.Parameter)]
+    gates = [
+        m.alpha
+        for m in model.modules()
+        if hasattr(m, "alpha") and isinstance(m.alpha, nn.Parameter)
+    ]
     assert len(gates) == 2 * 2 and all(g.grad is not None and g.grad.abs() > 0 for g in gates)
 
 
@@ -128,16 +173,27 @@ def _norms(block: Block) -> int:
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 @pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
 def test_sandwich_has_one_more_norm_per_sublayer_than_pre(family: str, norm: str) -> None:
-    pre, sandwich = (build_model(tiny_model_dict(**FAMILIES[family], norm_placement=p, norm={"name": norm}))
-                     for p in ("pre", "sandwich"))
+    pre, sandwich = (
+        build_model(tiny_model_dict(**FAMILIES[family], norm_placement=p, norm={"name": norm}))
+        for p in ("pre", "sandwich")
+    )
     for name in pre.stacks():
         for a, b in zip(pre.stacks()[name].blocks, sandwich.stacks()[name].blocks):
-            assert _norms(b) == _norms(a) + len(a.sublayers())  # 2 sublayers, 3 with cross-attention
+            assert _norms(b) == _norms(a) + len(
+                a.sublayers()
+            )  # 2 sublayers, 3 with cross-attention
         assert sandwich.stacks()[name].final_norm is not None  # the final norm, as pre-norm
     assert sandwich.num_parameters() - pre.num_parameters() == sum(
-        len(b.sublayers()) * (64 if norm == "layernorm" else 32) for s in pre.stacks().values() for b in s.blocks)
-    rows = [r.component for r in parameter_table(sandwich).rows if r.component.startswith("norms (")]
-    expected = {"encoder_decoder": [f"norms ({norm} ×4)", f"norms ({norm} ×6)"]}.get(family, [f"norms ({norm} ×4)"])
+        len(b.sublayers()) * (64 if norm == "layernorm" else 32)
+        for s in pre.stacks().values()
+        for b in s.blocks
+    )
+    rows = [
+        r.component for r in parameter_table(sandwich).rows if r.component.startswith("norms (")
+    ]
+    expected = {"encoder_decoder": [f"norms ({norm} ×4)", f"norms ({norm} ×6)"]}.get(
+        family, [f"norms ({norm} ×4)"]
+    )
     assert rows == expected  # the inspect table counts the second norms with the block's
 
 
@@ -146,13 +202,20 @@ def test_sandwich_forward_normalises_the_sublayer_output() -> None:
     block = model.decoder.blocks[0]
     x = torch.randn(1, 4, 32)
     f = nn.Linear(32, 32)
-    torch.testing.assert_close(block.ffn_res(x, block.ffn_norm, f), x + block.ffn_res.norm(f(block.ffn_norm(x))))
+    torch.testing.assert_close(
+        block.ffn_res(x, block.ffn_norm, f), x + block.ffn_res.norm(f(block.ffn_norm(x)))
+    )
 
 
 def test_attention_exposes_its_projections_as_views() -> None:
     attn = MultiHeadAttention(32, 4, 2)
     w = attn.projection_weights()
-    assert [tuple(w[k].shape) for k in ("q", "k", "v", "out")] == [(32, 32), (16, 32), (16, 32), (32, 32)]
+    assert [tuple(w[k].shape) for k in ("q", "k", "v", "out")] == [
+        (32, 32),
+        (16, 32),
+        (16, 32),
+        (32, 32),
+    ]
     with torch.no_grad():
         w["v"].zero_()
     assert attn.qkv.weight[48:].abs().sum() == 0 and attn.qkv.weight[:48].abs().sum() > 0

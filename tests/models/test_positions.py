@@ -1,4 +1,5 @@
 """Position schemes: what each one makes the model (in)sensitive to, and their formulas."""
+
 from __future__ import annotations
 
 import math
@@ -19,13 +20,17 @@ from src.models.components.positions import (
     sinusoid_table,
 )
 
-
 MakeConfig = Callable[..., dict[str, Any]]
 
 
 def encoder(make_tiny_config: MakeConfig, position: str) -> torch.nn.Module:
     """A tiny BERT-shaped encoder (post-norm, embedding norm, bidirectional)."""
-    cfg = make_tiny_config(family="encoder_only", position={"name": position}, norm_placement="post", embedding_norm=True)
+    cfg = make_tiny_config(
+        family="encoder_only",
+        position={"name": position},
+        norm_placement="post",
+        embedding_norm=True,
+    )
     return build_model(cfg).eval()
 
 
@@ -62,7 +67,9 @@ def test_rope_scores_depend_only_on_relative_offset(rotary_fraction: float) -> N
     for m, n in [(0, 0), (3, 1), (1, 5), (7, 7)]:
         for s in (1, 10, 123):
             torch.testing.assert_close(score(m + s, n + s), score(m, n), atol=1e-4, rtol=1e-4)
-    assert not torch.allclose(score(3, 1), score(3, 2), atol=1e-3)  # a different offset, a different score
+    assert not torch.allclose(
+        score(3, 1), score(3, 2), atol=1e-3
+    )  # a different offset, a different score
     qr, _ = rope.rotate(q, k, torch.tensor([5]), torch.tensor([5]))
     torch.testing.assert_close(qr.norm(), q.norm())  # a rotation keeps the norm
 
@@ -85,7 +92,9 @@ def test_learned_positions_refuse_long_inputs(make_tiny_config: MakeConfig) -> N
 
 
 @pytest.mark.parametrize("position", ["rope", "alibi", "sinusoidal", "none"])
-def test_relative_and_fixed_positions_accept_long_inputs(make_tiny_config: MakeConfig, position: str) -> None:
+def test_relative_and_fixed_positions_accept_long_inputs(
+    make_tiny_config: MakeConfig, position: str
+) -> None:
     model = build_model(make_tiny_config(max_seq_len=8, position={"name": position})).eval()
     assert model(torch.zeros(1, 20, dtype=torch.long)).logits.shape == (1, 20, 97)
 
@@ -93,10 +102,14 @@ def test_relative_and_fixed_positions_accept_long_inputs(make_tiny_config: MakeC
 def test_alibi_slopes_and_bias() -> None:
     """Press et al. 2022, §3: slopes 2^(-8/n·h) for h = 1..n; -m·|i - j| added to the scores."""
     torch.testing.assert_close(alibi_slopes(8), torch.tensor([2.0 ** -(h + 1) for h in range(8)]))
-    torch.testing.assert_close(alibi_slopes(4), torch.tensor([2.0 ** -(2 * (h + 1)) for h in range(4)]))
+    torch.testing.assert_close(
+        alibi_slopes(4), torch.tensor([2.0 ** -(2 * (h + 1)) for h in range(4)])
+    )
     # 12 heads (not a power of two): the 8-head slopes, then every other slope of the 16-head set.
     s16 = [2.0 ** -(0.5 * (h + 1)) for h in range(16)]
-    torch.testing.assert_close(alibi_slopes(12), torch.tensor([2.0 ** -(h + 1) for h in range(8)] + s16[0::2][:4]))
+    torch.testing.assert_close(
+        alibi_slopes(12), torch.tensor([2.0 ** -(h + 1) for h in range(8)] + s16[0::2][:4])
+    )
 
     alibi = ALiBiPosition(n_head=4)
     bias = alibi.score_bias(torch.arange(5), torch.arange(5))  # [H, T, S]
@@ -114,7 +127,9 @@ def test_alibi_model_attends_less_far_away(make_tiny_config: MakeConfig) -> None
     with torch.no_grad():
         attn.qkv.weight[: 2 * 32].zero_()  # Q and K rows
         attn.qkv.bias[: 2 * 32].zero_()
-    probs = model(torch.randint(0, 97, (1, 6)), output_attentions=True).attentions[0]  # [B, H, T, S]
+    probs = model(torch.randint(0, 97, (1, 6)), output_attentions=True).attentions[
+        0
+    ]  # [B, H, T, S]
     last = probs[0, :, -1]  # [H, S]: how the last token spreads its attention
     assert (last[:, 1:] > last[:, :-1]).all()  # nearer keys get more weight, in every head
     ratio = last[:, -2] / last[:, -1]
@@ -143,6 +158,9 @@ def test_sinusoidal_layouts_match_the_formula() -> None:
 def test_sinusoidal_module_adds_the_table(layout: str) -> None:
     pos = SinusoidalPosition(d_model=8, layout=layout)
     x = torch.zeros(2, 5, 8)
-    torch.testing.assert_close(pos.add_to_embeddings(x, torch.arange(3, 8)), sinusoid_table(8, 8, layout)[3:].expand(2, 5, 8))
+    torch.testing.assert_close(
+        pos.add_to_embeddings(x, torch.arange(3, 8)),
+        sinusoid_table(8, 8, layout)[3:].expand(2, 5, 8),
+    )
     with pytest.raises(ValueError, match="layout='spiral' is not known"):
         SinusoidalPosition(d_model=8, layout="spiral")

@@ -1,4 +1,5 @@
 """Fail loudly: unknown component names list what is registered; unknown keys list what is accepted."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -24,8 +25,12 @@ MakeConfig = Callable[..., dict[str, Any]]
         ("mask", "sliding", "bidirectional, causal, prefix_lm"),
     ],
 )
-def test_unknown_component_name_lists_registered(make_tiny_config: MakeConfig, group: str, bad: str, listed: str) -> None:
-    with pytest.raises(ConfigError, match=f"unknown {group} '{bad}'.*; registered {group}s: {listed}"):
+def test_unknown_component_name_lists_registered(
+    make_tiny_config: MakeConfig, group: str, bad: str, listed: str
+) -> None:
+    with pytest.raises(
+        ConfigError, match=f"unknown {group} '{bad}'.*; registered {group}s: {listed}"
+    ):
         build_model(make_tiny_config(**{group: {"name": bad}}))
 
 
@@ -33,16 +38,24 @@ def test_unknown_family_and_placement(make_tiny_config: MakeConfig) -> None:
     with pytest.raises(ConfigError) as family:
         build_model(make_tiny_config(family="decoder"))
     assert "model.family='decoder' is not known" in str(family.value)  # the key, the value
-    assert all(name in str(family.value) for name in ("decoder_only", "encoder_only", "encoder_decoder"))  # the fix
+    assert all(
+        name in str(family.value) for name in ("decoder_only", "encoder_only", "encoder_decoder")
+    )  # the fix
     with pytest.raises(ConfigError) as placement:
         build_model(make_tiny_config(norm_placement="peri"))
     assert "model.norm_placement='peri' is not known" in str(placement.value)
-    assert all(f"'{name}'" in str(placement.value) for name in ("pre", "post", "sandwich", "deepnorm", "rezero"))
+    assert all(
+        f"'{name}'" in str(placement.value)
+        for name in ("pre", "post", "sandwich", "deepnorm", "rezero")
+    )
 
 
 def test_unknown_top_level_key(make_tiny_config: MakeConfig) -> None:
-    with pytest.raises(ConfigError, match=r"unknown model config key\(s\) \['n_layers'\] \(did you mean model.n_layer"
-                                          r".*\?\); accepted keys: .*n_layer"):
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown model config key\(s\) \['n_layers'\] \(did you mean model.n_layer"
+        r".*\?\); accepted keys: .*n_layer",
+    ):
         build_model(make_tiny_config(n_layers=2))
 
 
@@ -50,16 +63,25 @@ def test_unknown_top_level_key(make_tiny_config: MakeConfig) -> None:
     ("group", "node", "accepts"),
     [
         ("position", {"name": "rope", "base": 500.0}, "accepts: theta, rotary_fraction, scaling"),
-        ("position", {"name": "t5_bias", "buckets": 8}, "accepts: causal, num_buckets, max_distance"),
+        (
+            "position",
+            {"name": "t5_bias", "buckets": 8},
+            "accepts: causal, num_buckets, max_distance",
+        ),
         ("qk_norm", {"name": "rmsnorm", "axis": "head"}, "accepts: eps, scope"),
         ("norm", {"name": "rmsnorm", "bias": False}, "accepts: eps"),
         ("ffn", {"name": "gelu", "approx": "tanh"}, "accepts: approximate"),
         ("position", {"name": "learned", "size": 8}, r"accepts: \(no keys\)"),
     ],
 )
-def test_unknown_component_key(make_tiny_config: MakeConfig, group: str, node: dict, accepts: str) -> None:
+def test_unknown_component_key(
+    make_tiny_config: MakeConfig, group: str, node: dict, accepts: str
+) -> None:
     bad = next(k for k in node if k != "name")
-    with pytest.raises(ConfigError, match=rf"{group} '{node['name']}' got unknown key\(s\) \['{bad}'\].*; it {accepts}"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"{group} '{node['name']}' got unknown key\(s\) \['{bad}'\].*; it {accepts}",
+    ):
         build_model(make_tiny_config(**{group: node}))
 
 
@@ -85,7 +107,9 @@ def test_invalid_sizes_explain_the_fix(make_tiny_config: MakeConfig) -> None:
 
 def test_head_dim_need_not_split_d_model(make_tiny_config: MakeConfig) -> None:
     """T5's d_kv × heads may differ from d_model: with model.d_head the projections are [C -> H·d_head]."""
-    model = build_model(make_tiny_config(d_model=30, n_head=4, d_head=12, n_kv_head=2, position={"name": "rope"}))
+    model = build_model(
+        make_tiny_config(d_model=30, n_head=4, d_head=12, n_kv_head=2, position={"name": "rope"})
+    )
     attn = model.decoder.blocks[0].attn
     assert attn.qkv.weight.shape == (4 * 12 + 2 * 2 * 12, 30) and attn.out.weight.shape == (30, 48)
     assert model(torch.randint(0, 97, (2, 5))).logits.shape == (2, 5, 97)
@@ -110,5 +134,7 @@ def test_registry_refuses_a_second_class_under_one_name() -> None:
 @pytest.mark.parametrize("ffn", ["gelu", "geglu"])
 def test_gelu_form_is_checked_before_building(make_tiny_config: MakeConfig, ffn: str) -> None:
     """Both GELU-based FFNs share one check, run by the config's validation (nothing built yet)."""
-    with pytest.raises(ConfigError, match=r"model.ffn.approximate='fast' is not known; use 'tanh' .* or 'none'"):
+    with pytest.raises(
+        ConfigError, match=r"model.ffn.approximate='fast' is not known; use 'tanh' .* or 'none'"
+    ):
         ModelConfig.from_dict(make_tiny_config(ffn={"name": ffn, "approximate": "fast"}))

@@ -1,5 +1,6 @@
 """Gradient accumulation (Lightning's accumulate_grad_batches): two micro-batches of B give
 the same update as one batch of 2B (same clipping, same AdamW step)."""
+
 from __future__ import annotations
 
 import lightning.pytorch as pl
@@ -22,11 +23,20 @@ def weights(task: LMTask) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in task.model.state_dict().items()}
 
 
-def fit_one_update(batches: list[dict[str, torch.Tensor]], accumulate: int) -> dict[str, torch.Tensor]:
+def fit_one_update(
+    batches: list[dict[str, torch.Tensor]], accumulate: int
+) -> dict[str, torch.Tensor]:
     task = make_task()
     trainer = pl.Trainer(
-        accelerator="cpu", max_steps=1, accumulate_grad_batches=accumulate, gradient_clip_val=0.5, logger=False,
-        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
+        accelerator="cpu",
+        max_steps=1,
+        accumulate_grad_batches=accumulate,
+        gradient_clip_val=0.5,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        limit_val_batches=0,
     )
     trainer.fit(task, train_dataloaders=DataLoader(batches, batch_size=None))
     assert trainer.global_step == 1
@@ -40,7 +50,13 @@ def test_two_micro_batches_equal_one_double_batch() -> None:
     accumulated = fit_one_update([{"tokens": tokens[:4]}, {"tokens": tokens[4:]}], accumulate=2)
     full = fit_one_update([{"tokens": tokens}], accumulate=1)
     for k in full:
-        torch.testing.assert_close(accumulated[k], full[k], rtol=1e-5, atol=1e-6, msg=lambda m: f"{k}: {m}")
-    assert max((full[k] - initial[k]).abs().max().item() for k in full) > 1e-4  # the update moved the weights
-    half_only = fit_one_update([{"tokens": tokens[:4]}], accumulate=1)  # and the comparison can fail
+        torch.testing.assert_close(
+            accumulated[k], full[k], rtol=1e-5, atol=1e-6, msg=lambda m, k=k: f"{k}: {m}"
+        )
+    assert (
+        max((full[k] - initial[k]).abs().max().item() for k in full) > 1e-4
+    )  # the update moved the weights
+    half_only = fit_one_update(
+        [{"tokens": tokens[:4]}], accumulate=1
+    )  # and the comparison can fail
     assert any(not torch.allclose(half_only[k], full[k], atol=1e-6) for k in full)

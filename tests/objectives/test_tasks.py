@@ -1,6 +1,7 @@
 """Each objective on its family: a few steps on one repeated batch bring the loss down;
 label construction (shift, prefix, masking, concatenated pairs) checked by hand; mismatches
 of task, family and data fail at build time."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -25,7 +26,13 @@ def plain_cfg(task: dict[str, Any], **model: Any) -> dict[str, Any]:
         "seed": 0,
         "model": tiny_model_dict(vocab_size=V + 1, **model),  # room for one reserved id
         "task": task,
-        "optim": {"name": "adamw", "lr": 3e-3, "betas": [0.9, 0.99], "weight_decay": 0.0, "fused": "auto"},
+        "optim": {
+            "name": "adamw",
+            "lr": 3e-3,
+            "betas": [0.9, 0.99],
+            "weight_decay": 0.0,
+            "fused": "auto",
+        },
         "scheduler": {"name": "none"},
         "trainer": {"max_steps": 30},
     }
@@ -49,7 +56,13 @@ def pair_batch(B: int = 4, S: int = 7, T: int = 6) -> dict[str, torch.Tensor]:
     return {"src_ids": src, "src_mask": src_mask, "tgt_ids": tgt, "tgt_mask": tgt_mask}
 
 
-def overfit(task_name: str, task_cfg: dict[str, Any], batch: dict[str, torch.Tensor], steps: int = 20, **model: Any) -> list[float]:
+def overfit(
+    task_name: str,
+    task_cfg: dict[str, Any],
+    batch: dict[str, torch.Tensor],
+    steps: int = 20,
+    **model: Any,
+) -> list[float]:
     cls = TASKS.get(task_name)
     cfg = plain_cfg({"name": task_name, **task_cfg}, **model)
     cfg["task"].update(cls.special_ids(cfg["task"], TOK, cfg["model"]).ids)
@@ -73,17 +86,43 @@ def overfit(task_name: str, task_cfg: dict[str, Any], batch: dict[str, torch.Ten
     [
         ("causal_lm", {"prefix_length": None}, "text", {}),
         ("causal_lm", {"prefix_length": 6}, "text", {"mask": {"name": "prefix_lm"}}),
-        ("masked_lm", {"mask_prob": 0.3, "replace_mask": 0.8, "replace_random": 0.1, "mask_token_id": None}, "text",
-         {"family": "encoder_only", "norm_placement": "post", "embedding_norm": True}),
-        ("seq2seq", {"split": 0.5, "decoder_start_token_id": None}, "text", {"family": "encoder_decoder"}),
-        ("seq2seq", {"split": 0.5, "decoder_start_token_id": None}, "pairs", {"family": "encoder_decoder", "pad_token_id": 0}),
+        (
+            "masked_lm",
+            {"mask_prob": 0.3, "replace_mask": 0.8, "replace_random": 0.1, "mask_token_id": None},
+            "text",
+            {"family": "encoder_only", "norm_placement": "post", "embedding_norm": True},
+        ),
+        (
+            "seq2seq",
+            {"split": 0.5, "decoder_start_token_id": None},
+            "text",
+            {"family": "encoder_decoder"},
+        ),
+        (
+            "seq2seq",
+            {"split": 0.5, "decoder_start_token_id": None},
+            "pairs",
+            {"family": "encoder_decoder", "pad_token_id": 0},
+        ),
         ("decoder_translation", {"sep_token_id": None}, "pairs", {}),
         ("decoder_translation", {"sep_token_id": None}, "pairs", {"mask": {"name": "prefix_lm"}}),
     ],
-    ids=["causal", "prefix_lm", "masked_lm", "seq2seq_text", "seq2seq_pairs", "decoder_translation", "dec_trans_prefix"],
+    ids=[
+        "causal",
+        "prefix_lm",
+        "masked_lm",
+        "seq2seq_text",
+        "seq2seq_pairs",
+        "decoder_translation",
+        "dec_trans_prefix",
+    ],
 )
-def test_each_family_learns_a_repeated_batch(task_name: str, task_cfg: dict, batch: str, model: dict) -> None:
-    losses = overfit(task_name, task_cfg, text_batch() if batch == "text" else pair_batch(), **model)
+def test_each_family_learns_a_repeated_batch(
+    task_name: str, task_cfg: dict, batch: str, model: dict
+) -> None:
+    losses = overfit(
+        task_name, task_cfg, text_batch() if batch == "text" else pair_batch(), **model
+    )
     assert losses[-1] < 0.6 * losses[0], losses
 
 
@@ -92,21 +131,40 @@ def test_causal_targets_are_next_tokens_and_prefix_is_unscored() -> None:
     tokens = torch.arange(10)[None]  # [1, 10]
     task = cls(plain_cfg({"name": "causal_lm", "prefix_length": None}), TOK.state_dict())
     prep = task.prepare({"tokens": tokens})
-    targets = task.model.score_labels(prep.labels, 9)  # the family aligns the labels with the 9 logit positions
-    assert torch.equal(prep.inputs["input_ids"], tokens[:, :-1]) and torch.equal(targets, tokens[:, 1:])
-    task = cls(plain_cfg({"name": "causal_lm", "prefix_length": 4}, mask={"name": "prefix_lm"}), TOK.state_dict())
+    targets = task.model.score_labels(
+        prep.labels, 9
+    )  # the family aligns the labels with the 9 logit positions
+    assert torch.equal(prep.inputs["input_ids"], tokens[:, :-1]) and torch.equal(
+        targets, tokens[:, 1:]
+    )
+    task = cls(
+        plain_cfg({"name": "causal_lm", "prefix_length": 4}, mask={"name": "prefix_lm"}),
+        TOK.state_dict(),
+    )
     prep = task.prepare({"tokens": tokens})
     # positions 0..3 see the whole prefix (tokens 0..3); predicting tokens 1..3 would read them
-    assert task.model.score_labels(prep.labels, 9).tolist() == [[IGNORE_INDEX] * 3 + list(range(4, 10))]
+    assert task.model.score_labels(prep.labels, 9).tolist() == [
+        [IGNORE_INDEX] * 3 + list(range(4, 10))
+    ]
     assert prep.inputs["prefix_length"].tolist() == [4]
 
 
 def test_masked_lm_selection_and_80_10_10() -> None:
     cls = TASKS.get("masked_lm")
-    cfg = plain_cfg({"name": "masked_lm", "mask_prob": 0.15, "replace_mask": 0.8, "replace_random": 0.1,
-                     "mask_token_id": None}, family="encoder_only")
+    cfg = plain_cfg(
+        {
+            "name": "masked_lm",
+            "mask_prob": 0.15,
+            "replace_mask": 0.8,
+            "replace_random": 0.1,
+            "mask_token_id": None,
+        },
+        family="encoder_only",
+    )
     ids = cls.special_ids(cfg["task"], TOK, cfg["model"])
-    assert ids.ids == {"mask_token_id": V} and ids.n_reserved == 1  # char has no [MASK]: reserved after the vocab
+    assert (
+        ids.ids == {"mask_token_id": V} and ids.n_reserved == 1
+    )  # char has no [MASK]: reserved after the vocab
     cfg["task"].update(ids.ids)
     task = cls(cfg, TOK.state_dict())
     torch.manual_seed(0)
@@ -136,15 +194,27 @@ def test_concat_pairs_layout() -> None:
 
 def test_seq2seq_teacher_forcing_inputs() -> None:
     cls = TASKS.get("seq2seq")
-    cfg = plain_cfg({"name": "seq2seq", "split": 0.5, "decoder_start_token_id": 2}, family="encoder_decoder", pad_token_id=0)
+    cfg = plain_cfg(
+        {"name": "seq2seq", "split": 0.5, "decoder_start_token_id": 2},
+        family="encoder_decoder",
+        pad_token_id=0,
+    )
     task = cls(cfg, TOK.state_dict())
-    b = {"src_ids": torch.tensor([[5, 6]]), "src_mask": torch.tensor([[1, 1]]),
-         "tgt_ids": torch.tensor([[7, 1, 0]]), "tgt_mask": torch.tensor([[1, 1, 0]])}
+    b = {
+        "src_ids": torch.tensor([[5, 6]]),
+        "src_mask": torch.tensor([[1, 1]]),
+        "tgt_ids": torch.tensor([[7, 1, 0]]),
+        "tgt_mask": torch.tensor([[1, 1, 0]]),
+    }
     prep = task.prepare(b)
-    assert task.model.shift_right(prep.labels).tolist() == [[2, 7, 1]]  # the decoder's teacher-forced inputs
+    assert task.model.shift_right(prep.labels).tolist() == [
+        [2, 7, 1]
+    ]  # the decoder's teacher-forced inputs
     assert prep.labels.tolist() == [[7, 1, -100]]
     prep = task.prepare({"tokens": torch.arange(10)[None]})
-    assert prep.inputs["input_ids"].tolist() == [[0, 1, 2, 3, 4]] and prep.labels.tolist() == [[5, 6, 7, 8, 9]]
+    assert prep.inputs["input_ids"].tolist() == [[0, 1, 2, 3, 4]] and prep.labels.tolist() == [
+        [5, 6, 7, 8, 9]
+    ]
     assert task.model.shift_right(prep.labels).tolist() == [[2, 5, 6, 7, 8]]
 
 
@@ -158,7 +228,10 @@ def test_seq2seq_teacher_forcing_inputs() -> None:
     ],
 )
 def test_task_family_mismatch_is_a_build_error(task_name: str, family: str, match: str) -> None:
-    cfg = plain_cfg({"name": task_name, "mask_token_id": 3, "decoder_start_token_id": 2, "sep_token_id": 3}, family=family)
+    cfg = plain_cfg(
+        {"name": task_name, "mask_token_id": 3, "decoder_start_token_id": 2, "sep_token_id": 3},
+        family=family,
+    )
     with pytest.raises(ConfigError, match=match):
         TASKS.get(task_name)(cfg, TOK.state_dict())
 
@@ -166,15 +239,22 @@ def test_task_family_mismatch_is_a_build_error(task_name: str, family: str, matc
 def test_batch_format_mismatch() -> None:
     with pytest.raises(ConfigError, match="translation pairs fit task=seq2seq"):
         TASKS.get("causal_lm").check_batch_format("pairs", "data=multi30k")
-    with pytest.raises(ConfigError, match="cannot train on data=embedded, which yields text batches"):
+    with pytest.raises(
+        ConfigError, match="cannot train on data=embedded, which yields text batches"
+    ):
         TASKS.get("decoder_translation").check_batch_format("text", "data=embedded")
 
 
 def test_prefix_length_needs_prefix_mask() -> None:
     with pytest.raises(ConfigError, match="task.prefix_length=4 needs model/mask=prefix_lm"):
-        TASKS.get("causal_lm")(plain_cfg({"name": "causal_lm", "prefix_length": 4}), TOK.state_dict())
+        TASKS.get("causal_lm")(
+            plain_cfg({"name": "causal_lm", "prefix_length": 4}), TOK.state_dict()
+        )
     with pytest.raises(ConfigError, match="model/mask=prefix_lm needs task.prefix_length"):
-        TASKS.get("causal_lm")(plain_cfg({"name": "causal_lm", "prefix_length": None}, mask={"name": "prefix_lm"}), None)
+        TASKS.get("causal_lm")(
+            plain_cfg({"name": "causal_lm", "prefix_length": None}, mask={"name": "prefix_lm"}),
+            None,
+        )
 
 
 def test_vocab_follows_tokenizer_or_must_fit() -> None:
@@ -184,6 +264,9 @@ def test_vocab_follows_tokenizer_or_must_fit() -> None:
     assert cfg["model"]["vocab_size"] == V + 1 and cfg["model"]["eos_token_id"] is None
     cfg = plain_cfg({"name": "causal_lm"}) | {"vocab_size_from": "model"}
     cfg["model"]["vocab_size"] = 20
-    with pytest.raises(ConfigError, match=f"tokenizer=char has {V} tokens, more than model.vocab_size=20; "
-                                            f"raise model.vocab_size to at least {V}"):
+    with pytest.raises(
+        ConfigError,
+        match=f"tokenizer=char has {V} tokens, more than model.vocab_size=20; "
+        f"raise model.vocab_size to at least {V}",
+    ):
         resolve_vocab(cfg, TOK, n_reserved=0)

@@ -1,4 +1,5 @@
 """optim=lion: our Lion's steps equal the lion-pytorch package's, with the decay groups."""
+
 from __future__ import annotations
 
 import copy
@@ -18,8 +19,9 @@ def test_steps_equal_lion_pytorch() -> None:
     torch.manual_seed(0)
     ours = build_model(tiny_model_dict(tie_embeddings=False))
     ref = copy.deepcopy(ours)
-    opt = optimizer_config({"name": "lion", "lr": 3e-4, "betas": [0.9, 0.99], "weight_decay": 1.0}).build(
-        ours, torch.device("cpu"))
+    opt = optimizer_config(
+        {"name": "lion", "lr": 3e-4, "betas": [0.9, 0.99], "weight_decay": 1.0}
+    ).build(ours, torch.device("cpu"))
     assert isinstance(opt, Lion)
     ref_opt = ReferenceLion(param_groups(ref, 1.0), lr=3e-4, betas=(0.9, 0.99))
     start = [p.detach().clone() for p in ours.parameters()]
@@ -29,7 +31,7 @@ def test_steps_equal_lion_pytorch() -> None:
             o.zero_grad()
             model(ids, labels=ids).loss.backward()
             o.step()
-    for (name, a), b, s in zip(ours.named_parameters(), ref.parameters(), start):
+    for (name, a), b in zip(ours.named_parameters(), ref.parameters()):
         assert torch.equal(a, b), name
     assert all(not torch.equal(a, s) for a, s in zip(ours.parameters(), start))
     decayed = {id(p) for p in opt.param_groups[0]["params"]}

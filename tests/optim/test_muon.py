@@ -1,5 +1,6 @@
 """optim=muon: PyTorch's Muon on the model's hidden matrices, AdamW on the rest, as one optimiser
 whose state, scheduler and resume behave as one."""
+
 from __future__ import annotations
 
 import copy
@@ -14,8 +15,18 @@ from src.optim import optimizer_config, param_groups, schedule_config
 from src.optim.muon import MuonWithAdamW
 from tests.conftest import tiny_model_dict
 
-MUON = {"name": "muon", "lr": 6e-4, "momentum": 0.95, "nesterov": True, "ns_steps": 5,
-        "adjust_lr_fn": "match_rms_adamw", "weight_decay": 0.1, "adamw_lr": None, "betas": [0.9, 0.95], "eps": 1e-8}
+MUON = {
+    "name": "muon",
+    "lr": 6e-4,
+    "momentum": 0.95,
+    "nesterov": True,
+    "ns_steps": 5,
+    "adjust_lr_fn": "match_rms_adamw",
+    "weight_decay": 0.1,
+    "adamw_lr": None,
+    "betas": [0.9, 0.95],
+    "eps": 1e-8,
+}
 
 
 def _loss_step(model: nn.Module, opt: torch.optim.Optimizer, seed: int) -> None:
@@ -35,8 +46,15 @@ def test_matrices_step_as_torch_muon_and_the_rest_as_adamw(adjust: str) -> None:
     ref = copy.deepcopy(ours)
     opt = optimizer_config({**MUON, "adjust_lr_fn": adjust}).build(ours, torch.device("cpu"))
     hidden = ref.hidden_matrices()
-    ref_muon = torch.optim.Muon(hidden, lr=6e-4, weight_decay=0.1, momentum=0.95, nesterov=True, ns_steps=5,
-                                adjust_lr_fn=adjust)
+    ref_muon = torch.optim.Muon(
+        hidden,
+        lr=6e-4,
+        weight_decay=0.1,
+        momentum=0.95,
+        nesterov=True,
+        ns_steps=5,
+        adjust_lr_fn=adjust,
+    )
     groups = param_groups(ref, 0.1, exclude=hidden)
     ref_adamw = torch.optim.AdamW(groups, lr=6e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
     for seed in range(3):
@@ -49,7 +67,7 @@ def test_matrices_step_as_torch_muon_and_the_rest_as_adamw(adjust: str) -> None:
         ref_muon.step()
         ref_adamw.step()
     before = build_model(tiny_model_dict())  # a fresh init: the steps moved the weights
-    for (name, a), (_, b), (_, c) in zip(ours.named_parameters(), ref.named_parameters(), before.named_parameters()):
+    for (name, a), (_, b) in zip(ours.named_parameters(), ref.named_parameters()):
         assert torch.equal(a, b), name
     assert any(not torch.equal(a, c) for a, c in zip(ours.parameters(), before.parameters()))
 
@@ -75,11 +93,17 @@ def test_hidden_matrices_are_the_attention_and_ffn_weights(family: str) -> None:
     model = build_model(tiny_model_dict(family=family, position={"name": "rope"}))
     names = {id(p): n for n, p in model.named_parameters()}
     hidden = [names[id(p)] for p in model.hidden_matrices()]
-    linear = [f"{n}.weight" for n, m in model.named_modules() if isinstance(m, nn.Linear)
-              and (".attn." in f"{n}." or ".cross_attn." in f"{n}." or ".ffn." in f"{n}.")]
+    linear = [
+        f"{n}.weight"
+        for n, m in model.named_modules()
+        if isinstance(m, nn.Linear)
+        and (".attn." in f"{n}." or ".cross_attn." in f"{n}." or ".ffn." in f"{n}.")
+    ]
     assert sorted(hidden) == sorted(linear) and hidden
     assert all(p.dim() == 2 for p in model.hidden_matrices())
-    assert not any("embed" in n or "norm" in n or n.startswith("head") or "transform" in n for n in hidden)
+    assert not any(
+        "embed" in n or "norm" in n or n.startswith("head") or "transform" in n for n in hidden
+    )
     opt = optimizer_config(MUON).build(model, torch.device("cpu"))
     muon_ids = {id(p) for g in opt.muon.param_groups for p in g["params"]}
     assert muon_ids == {id(p) for p in model.hidden_matrices()}
@@ -93,8 +117,17 @@ def test_hidden_matrices_are_the_attention_and_ffn_weights(family: str) -> None:
 def test_no_hidden_matrices_is_refused() -> None:
     with pytest.raises(ConfigError) as e:
         optimizer_config(MUON).build(nn.Sequential(nn.Linear(4, 4)), torch.device("cpu"))
-    assert "optim=muon" in str(e.value) and "hidden matrices" in str(e.value) and "optim=adamw" in str(e.value)
-    for key, value in (("momentum", 1.0), ("ns_steps", 0), ("adjust_lr_fn", "rms"), ("adamw_lr", -1)):
+    assert (
+        "optim=muon" in str(e.value)
+        and "hidden matrices" in str(e.value)
+        and "optim=adamw" in str(e.value)
+    )
+    for key, value in (
+        ("momentum", 1.0),
+        ("ns_steps", 0),
+        ("adjust_lr_fn", "rms"),
+        ("adamw_lr", -1),
+    ):
         with pytest.raises(ConfigError) as e:
             optimizer_config({**MUON, key: value})
         assert f"optim.{key}={value!r}" in str(e.value)
@@ -106,13 +139,17 @@ def test_scheduler_scales_every_group_and_a_reload_continues() -> None:
     torch.manual_seed(2)
     model = build_model(tiny_model_dict())
     twin = copy.deepcopy(model)
-    sched_cfg = schedule_config({"name": "cosine", "warmup_steps": 2, "decay_steps": 10, "min_lr": 0.0})
+    sched_cfg = schedule_config(
+        {"name": "cosine", "warmup_steps": 2, "decay_steps": 10, "min_lr": 0.0}
+    )
     opt = optimizer_config(MUON).build(model, torch.device("cpu"))
     sched = sched_cfg.build(opt, 6e-4, 10)
     for seed in range(3):
         _loss_step(model, opt, seed)
         sched.step()
-    assert {g["lr"] for g in opt.muon.param_groups + opt.adamw.param_groups} == {opt.param_groups[0]["lr"]}
+    assert {g["lr"] for g in opt.muon.param_groups + opt.adamw.param_groups} == {
+        opt.param_groups[0]["lr"]
+    }
     assert opt.param_groups[0]["lr"] == pytest.approx(6e-4 * sched.lr_lambdas[0](3))
     saved_opt, saved_sched = copy.deepcopy(opt.state_dict()), copy.deepcopy(sched.state_dict())
     twin.load_state_dict(model.state_dict())
@@ -120,8 +157,11 @@ def test_scheduler_scales_every_group_and_a_reload_continues() -> None:
     sched2 = sched_cfg.build(opt2, 6e-4, 10)
     opt2.load_state_dict(saved_opt)
     sched2.load_state_dict(saved_sched)
-    assert isinstance(opt2, MuonWithAdamW) and opt2.muon.state is opt2.state and opt2.adamw.param_groups[0] \
-        is opt2.param_groups[len(opt2.muon.param_groups)]
+    assert (
+        isinstance(opt2, MuonWithAdamW)
+        and opt2.muon.state is opt2.state
+        and opt2.adamw.param_groups[0] is opt2.param_groups[len(opt2.muon.param_groups)]
+    )
     for seed in range(3, 6):
         _loss_step(model, opt, seed)
         sched.step()

@@ -1,5 +1,6 @@
 """Optimisers are a study factor like any other: ``optim=adamw,muon`` sweeps, and the protocol tunes
 each optimiser's own learning rate (src/studies/tuning.py, unchanged)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,18 +35,47 @@ def test_each_optimizer_is_tuned_to_its_own_lr(tmp_path: Path) -> None:
     (conf / "experiment" / "study_optim_factor.yaml").write_text(STUDY.format(sweep=sweep))
     p = plan(["experiment=study_optim_factor", f"hydra.searchpath=[file://{conf}]"])
     (tune,) = tune_commands(p)
-    assert {"optim=adamw,muon", "optim.lr=0.0003,0.003,0.03", "seed=0", "protocol.stage=tune"} <= set(tune)
+    assert {
+        "optim=adamw,muon",
+        "optim.lr=0.0003,0.003,0.03",
+        "seed=0",
+        "protocol.stage=tune",
+    } <= set(tune)
     best = {"adamw": "0.003", "muon": "0.03"}
-    protocol = {**{k: v for k, v in p.protocol.__dict__.items() if k not in ("equivalence_margin", "declared")},
-                "tune": {"optim.lr": [3e-4, 3e-3, 3e-2]}, "seeds": [1, 2], "tune_seeds": [0], "stage": "tune"}
+    protocol = {
+        **{
+            k: v
+            for k, v in p.protocol.__dict__.items()
+            if k not in ("equivalence_margin", "declared")
+        },
+        "tune": {"optim.lr": [3e-4, 3e-3, 3e-2]},
+        "seeds": [1, 2],
+        "tune_seeds": [0],
+        "stage": "tune",
+    }
     for name, chosen in best.items():
         for lr in ("0.0003", "0.003", "0.03"):
             # optim.lr first: fake_runs composes the overrides in order, and the group override replaces its node
-            overrides = ["model/ffn=gelu", f"optim.lr={lr}", f"optim={name}", "seed=0", "protocol.stage=tune"]
-            write_run(sweep, overrides, name=f"model.ffn=gelu,optim={name},optim.lr={lr},seed=0,protocol.stage=tune",
-                      config={"optim": {"name": name, "lr": float(lr)}, "protocol": protocol},
-                      metrics=completed(2.0 if lr == chosen else 2.6, 2.0))
+            overrides = [
+                "model/ffn=gelu",
+                f"optim.lr={lr}",
+                f"optim={name}",
+                "seed=0",
+                "protocol.stage=tune",
+            ]
+            write_run(
+                sweep,
+                overrides,
+                name=f"model.ffn=gelu,optim={name},optim.lr={lr},seed=0,protocol.stage=tune",
+                config={"optim": {"name": name, "lr": float(lr)}, "protocol": protocol},
+                metrics=completed(2.0 if lr == chosen else 2.6, 2.0),
+            )
     confirm = confirm_commands(p)
     assert len(confirm) == 2
     for cmd, (name, chosen) in zip(confirm, best.items()):
-        assert {f"optim={name}", f"optim.lr={float(chosen)}", "seed=1,2", "protocol.stage=confirm"} <= set(cmd), cmd
+        assert {
+            f"optim={name}",
+            f"optim.lr={float(chosen)}",
+            "seed=1,2",
+            "protocol.stage=confirm",
+        } <= set(cmd), cmd

@@ -1,5 +1,6 @@
 """The report writes only into its output directory (real symlinks), keeps a run's text on its
 own line, and on a real full disk (a tmpfs) ends with one line and leaves the old report.md whole."""
+
 from __future__ import annotations
 
 import subprocess
@@ -16,11 +17,18 @@ from tests.reporting.fake_runs import completed, write_run
 REPO = Path(__file__).resolve().parents[2]
 
 
-def sweep(root: Path, ffn_overrides: tuple[str, ...] = ("model/ffn=gelu", "model/ffn=relu")) -> Path:
+def sweep(
+    root: Path, ffn_overrides: tuple[str, ...] = ("model/ffn=gelu", "model/ffn=relu")
+) -> Path:
     for i, ffn in enumerate(ffn_overrides):
         for seed in (0, 1):
-            write_run(root, [ffn, f"seed={seed}"], metrics=completed(3.0 + 0.1 * i + 0.01 * seed, 3.1 + 0.1 * i),
-                      val_history=[(10, 3.5), (20, 3.0)], name=f"{i}_{seed}")
+            write_run(
+                root,
+                [ffn, f"seed={seed}"],
+                metrics=completed(3.0 + 0.1 * i + 0.01 * seed, 3.1 + 0.1 * i),
+                val_history=[(10, 3.5), (20, 3.0)],
+                name=f"{i}_{seed}",
+            )
     return root
 
 
@@ -39,7 +47,9 @@ def test_symlinks_in_the_sweep_directory_are_replaced_never_written_through(tmp_
 
 
 def test_override_text_cannot_add_lines_to_the_report(tmp_path: Path) -> None:
-    root = sweep(tmp_path / "sweep", ("model/ffn=gelu", "model/ffn=relu\n# INJECTED HEADING\x1b[31m"))
+    root = sweep(
+        tmp_path / "sweep", ("model/ffn=gelu", "model/ffn=relu\n# INJECTED HEADING\x1b[31m")
+    )
     text = make_report([root]).markdown.read_text()
     assert "# INJECTED" not in text.splitlines()[1:] and "\x1b" not in text
     assert "relu\\n# INJECTED HEADING\\x1b[31m" in text  # shown, escaped, on the variant's own line
@@ -53,7 +63,10 @@ def test_many_run_directories_are_named_by_their_parent_and_count(tmp_path: Path
     assert len(runs) == 4
     md = make_report(runs, tmp_path / "out").markdown.read_text()
     first = md.splitlines()[2]
-    assert first.startswith("4 runs in 2 variants from 4 run directories under `") and f"`{root}/`" in first
+    assert (
+        first.startswith("4 runs in 2 variants from 4 run directories under `")
+        and f"`{root}/`" in first
+    )
     assert not any(f"`{r}`" in first for r in runs)
     md = make_report(runs[:2], tmp_path / "out2").markdown.read_text()
     assert all(f"`{r}`" in md.splitlines()[2] for r in runs[:2])
@@ -71,8 +84,13 @@ def full_sweep(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_a_full_disk_is_one_line_and_the_old_report_stays(full_sweep: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "src.report", str(full_sweep)], cwd=REPO, capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "src.report", str(full_sweep)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 2, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
     assert "could not write" in r.stderr and "No space left on device" in r.stderr

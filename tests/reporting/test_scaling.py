@@ -1,6 +1,7 @@
 """The scaling analysis on runs with known answers: power laws E + A·N^-α recovered from synthetic
 losses, the crossing of two curves found where the algebra puts it, and a sweep directory laid out
 as python -m src.study writes one (two stages, arms x sizes) analysed end to end by the CLI."""
+
 from __future__ import annotations
 
 import csv
@@ -10,14 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from src.studies.power_law import PowerLaw, PowerLawError, bootstrap_fit, crossings, fit_power_law
 from src.report import main as report_main
+from src.studies.power_law import PowerLaw, PowerLawError, bootstrap_fit, crossings, fit_power_law
 from tests.reporting.fake_runs import completed, write_run
 
 
 def scaling_main(argv: list[str]) -> dict:
     """``python -m src.report scaling <argv>``."""
     return report_main(["scaling", *argv])
+
 
 SIZES = (1e4, 4e4, 1.6e5, 6.4e5)
 ALPHA = 0.3
@@ -61,8 +63,12 @@ def test_one_seed_per_size_has_no_interval_and_two_sizes_are_refused() -> None:
 def test_crossing_of_two_fitted_curves_is_where_the_algebra_puts_it() -> None:
     exact = crossings(PRE, POST, 1e2, 1e8)
     assert len(exact) == 1 and exact[0] == pytest.approx(CROSS, rel=1e-6)
-    fitted = crossings(bootstrap_fit(noisy(PRE, 0.005, rng_seed=1), 0).law,
-                       bootstrap_fit(noisy(POST, 0.005, rng_seed=2), 0).law, 1e2, 1e8)
+    fitted = crossings(
+        bootstrap_fit(noisy(PRE, 0.005, rng_seed=1), 0).law,
+        bootstrap_fit(noisy(POST, 0.005, rng_seed=2), 0).law,
+        1e2,
+        1e8,
+    )
     assert len(fitted) == 1 and fitted[0] == pytest.approx(CROSS, rel=0.15)
     parallel = PowerLaw(E=PRE.E + 0.1, A=PRE.A, alpha=ALPHA)  # always 0.1 above: never crosses
     assert crossings(PRE, parallel, 1e2, 1e8) == []
@@ -73,9 +79,15 @@ ARM, SIZE = "experiment/study_scaling/arm", "experiment/study_scaling/size"
 NAMES = ("l2_d32", "l2_d48", "l3_d64", "l4_d80")
 LRS = ("0.001", "0.003", "0.01")
 CHOSEN = {"pre_learned": "0.003", "post_learned": "0.001"}  # the lowest val/loss in the tune stage
-PROTOCOL = {"factors": [ARM, SIZE], "tune": {"optim.lr": [1e-3, 3e-3, 1e-2]}, "design": "two_stage",
-            "tune_seeds": [0], "seeds": [1, 2, 3], "baseline": f"{ARM}=pre_learned,{SIZE}=l4_d80",
-            "comparisons": "one_factor"}
+PROTOCOL = {
+    "factors": [ARM, SIZE],
+    "tune": {"optim.lr": [1e-3, 3e-3, 1e-2]},
+    "design": "two_stage",
+    "tune_seeds": [0],
+    "seeds": [1, 2, 3],
+    "baseline": f"{ARM}=pre_learned,{SIZE}=l4_d80",
+    "comparisons": "one_factor",
+}
 
 
 def scaling_sweep(root: Path) -> Path:
@@ -88,14 +100,22 @@ def scaling_sweep(root: Path) -> Path:
             variant = [f"+{ARM}={arm}", f"+{SIZE}={name}"]
             for lr in LRS:
                 val = law(n) + (0.0 if lr == CHOSEN[arm] else 0.3)
-                write_run(root, [*variant, f"optim.lr={lr}", "protocol.stage=tune", "seed=0"],
-                          config={"protocol": {**PROTOCOL, "stage": "tune"}}, metrics=completed(val, 9.0),
-                          budget={"params": n})
+                write_run(
+                    root,
+                    [*variant, f"optim.lr={lr}", "protocol.stage=tune", "seed=0"],
+                    config={"protocol": {**PROTOCOL, "stage": "tune"}},
+                    metrics=completed(val, 9.0),
+                    budget={"params": n},
+                )
             for seed in (1, 2, 3):
                 loss = float(law(n) + rng.normal(0.0, 0.004))
-                write_run(root, [*variant, f"optim.lr={CHOSEN[arm]}", "protocol.stage=confirm", f"seed={seed}"],
-                          config={"protocol": {**PROTOCOL, "stage": "confirm"}}, metrics=completed(loss + 0.01, loss),
-                          budget={"params": n})
+                write_run(
+                    root,
+                    [*variant, f"optim.lr={CHOSEN[arm]}", "protocol.stage=confirm", f"seed={seed}"],
+                    config={"protocol": {**PROTOCOL, "stage": "confirm"}},
+                    metrics=completed(loss + 0.01, loss),
+                    budget={"params": n},
+                )
     return root
 
 
@@ -105,26 +125,48 @@ def rows(path: Path) -> list[dict[str, str]]:
 
 
 def test_sweep_directory_end_to_end(tmp_path: Path) -> None:
-    files = scaling_main([str(scaling_sweep(tmp_path / "sweep")), "--out", str(tmp_path / "out"), "--boot", "200"])
-    assert set(files) == {"scaling.md", "scaling.csv", "scaling_points.csv", "scaling_crossings.csv", "scaling.png"}
+    files = scaling_main(
+        [str(scaling_sweep(tmp_path / "sweep")), "--out", str(tmp_path / "out"), "--boot", "200"]
+    )
+    assert set(files) == {
+        "scaling.md",
+        "scaling.csv",
+        "scaling_points.csv",
+        "scaling_crossings.csv",
+        "scaling.png",
+    }
     assert all(p.exists() and p.stat().st_size > 0 for p in files.values())
     points = rows(files["scaling_points.csv"])
     assert len(points) == 2 * 4 * 3  # confirm runs only, at the chosen learning rate
-    assert {(p["arm"], p["chosen"]) for p in points} == {(a, f"optim.lr={lr}") for a, lr in CHOSEN.items()}
-    assert all(float(p["loss"]) < 4 for p in points) and {p["seed"] for p in points} == {"1", "2", "3"}
+    assert {(p["arm"], p["chosen"]) for p in points} == {
+        (a, f"optim.lr={lr}") for a, lr in CHOSEN.items()
+    }
+    assert all(float(p["loss"]) < 4 for p in points) and {p["seed"] for p in points} == {
+        "1",
+        "2",
+        "3",
+    }
     fits = {r["arm"]: r for r in rows(files["scaling.csv"])}
     assert list(fits) == ["pre_learned", "post_learned"]  # the baseline arm first
     for arm, law in (("pre_learned", PRE), ("post_learned", POST)):
         r = fits[arm]
-        assert float(r["alpha"]) == pytest.approx(law.alpha, abs=0.03) and float(r["E"]) == pytest.approx(law.E, abs=0.06)
+        assert float(r["alpha"]) == pytest.approx(law.alpha, abs=0.03) and float(
+            r["E"]
+        ) == pytest.approx(law.E, abs=0.06)
         assert float(r["alpha_ci_low"]) < float(r["alpha"]) < float(r["alpha_ci_high"])
-        assert int(r["n_sizes"]) == 4 and float(r["params_min"]) == SIZES[0] and float(r["params_max"]) == SIZES[-1]
+        assert (
+            int(r["n_sizes"]) == 4
+            and float(r["params_min"]) == SIZES[0]
+            and float(r["params_max"]) == SIZES[-1]
+        )
     (cross,) = rows(files["scaling_crossings.csv"])
     (at,) = [float(x) for x in cross["crossing_params"].split(";")]
     assert at == pytest.approx(CROSS, rel=0.15) and cross["inside_range"] == "True"
     assert float(cross["boot_share_inside"]) > 0.9
     text = files["scaling.md"].read_text()
-    assert f"size factor `{SIZE}`" in text  # found without --size: the key along which N changes 64x
+    assert (
+        f"size factor `{SIZE}`" in text
+    )  # found without --size: the key along which N changes 64x
     assert "| l2_d32 | 1e+04 | post_learned < pre_learned |" in text
     assert "| l4_d80 | 6.4e+05 | pre_learned < post_learned |" in text
     assert "The ranking **changes** across the range." in text
@@ -132,7 +174,9 @@ def test_sweep_directory_end_to_end(tmp_path: Path) -> None:
 
 def test_size_key_that_does_not_vary_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as e:
-        scaling_main([str(scaling_sweep(tmp_path / "sweep")), "--size", "model.n_layer", "--boot", "0"])
+        scaling_main(
+            [str(scaling_sweep(tmp_path / "sweep")), "--size", "model.n_layer", "--boot", "0"]
+        )
     assert e.value.code == 2
 
 
@@ -141,9 +185,15 @@ def test_ranking_that_holds_is_said_to_hold(tmp_path: Path) -> None:
     for arm, law in (("pre_learned", PRE), ("post_learned", PowerLaw(PRE.E + 0.1, PRE.A, ALPHA))):
         for name, n in zip(NAMES, SIZES):
             for seed in (1, 2):
-                write_run(root, [f"+{ARM}={arm}", f"+{SIZE}={name}", f"seed={seed}"],
-                          metrics=completed(law(n), law(n) + 0.001 * seed), budget={"params": n})
-    files = scaling_main([str(root), "--size", SIZE, "--boot", "50", "--out", str(tmp_path / "out")])
+                write_run(
+                    root,
+                    [f"+{ARM}={arm}", f"+{SIZE}={name}", f"seed={seed}"],
+                    metrics=completed(law(n), law(n) + 0.001 * seed),
+                    budget={"params": n},
+                )
+    files = scaling_main(
+        [str(root), "--size", SIZE, "--boot", "50", "--out", str(tmp_path / "out")]
+    )
     text = files["scaling.md"].read_text()
     assert "is the same at every size" in text and "none within ×100 of the range" in text
     (cross,) = rows(files["scaling_crossings.csv"])
@@ -155,14 +205,20 @@ def test_a_crossing_within_ten_times_beyond_the_largest_size_is_named(tmp_path: 
     """Issue 29 asks whether the fitted curves would cross within 10x beyond the largest size: two laws built to
     cross at 2.5e6 (3.9x the largest size, 6.4e5) are reported as crossing there, not inside the range."""
     target = 2.5e6
-    post = PowerLaw(E=PRE.E + 0.2, A=PRE.A - 0.2 * target ** ALPHA, alpha=ALPHA)
+    post = PowerLaw(E=PRE.E + 0.2, A=PRE.A - 0.2 * target**ALPHA, alpha=ALPHA)
     root = tmp_path / "sweep"
     for arm, law in (("pre_learned", PRE), ("post_learned", post)):
         for name, n in zip(NAMES, SIZES):
             for seed in (1, 2, 3):
-                write_run(root, [f"+{ARM}={arm}", f"+{SIZE}={name}", f"seed={seed}"],
-                          metrics=completed(law(n), law(n) + 1e-4 * seed), budget={"params": n})
-    files = scaling_main([str(root), "--size", SIZE, "--boot", "100", "--out", str(tmp_path / "out")])
+                write_run(
+                    root,
+                    [f"+{ARM}={arm}", f"+{SIZE}={name}", f"seed={seed}"],
+                    metrics=completed(law(n), law(n) + 1e-4 * seed),
+                    budget={"params": n},
+                )
+    files = scaling_main(
+        [str(root), "--size", SIZE, "--boot", "100", "--out", str(tmp_path / "out")]
+    )
     (cross,) = rows(files["scaling_crossings.csv"])
     (at,) = [float(x) for x in cross["crossing_params"].split(";")]
     assert at == pytest.approx(target, rel=0.05)

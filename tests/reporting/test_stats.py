@@ -1,5 +1,6 @@
 """The report's statistics against known answers: hand computations, Student's t tables,
 published power figures and a published Holm example."""
+
 from __future__ import annotations
 
 import math
@@ -25,7 +26,9 @@ def test_welch_matches_hand_computation() -> None:
     assert (r.ci_low, r.ci_high) == (pytest.approx(-3.5 - half), pytest.approx(-3.5 + half))
 
 
-@pytest.mark.parametrize(("n", "t_crit"), [(2, 4.303), (6, 2.228)])  # Student's t, two-sided 5%, df 2 and 10
+@pytest.mark.parametrize(
+    ("n", "t_crit"), [(2, 4.303), (6, 2.228)]
+)  # Student's t, two-sided 5%, df 2 and 10
 def test_welch_p_at_tabulated_critical_values(n: int, t_crit: float) -> None:
     """Equal sizes and spreads give df = 2(n-1); a mean difference at the critical t gives p = 0.05."""
     a = [i - (n - 1) / 2 for i in range(n)]
@@ -44,10 +47,16 @@ def test_t_interval_against_the_t_table() -> None:
     mean, sd = sum(xs) / 6, float(np.std(xs, ddof=1))
     assert (s.mean, s.std, s.n) == (pytest.approx(mean), pytest.approx(sd), 6)
     half = 2.571 * sd / math.sqrt(6)
-    assert s.ci_low == pytest.approx(mean - half, abs=1e-4) and s.ci_high == pytest.approx(mean + half, abs=1e-4)
-    lo, hi = stats.t.interval(0.95, 5, loc=mean, scale=sd / math.sqrt(6))  # scipy's own, on the same numbers
+    assert s.ci_low == pytest.approx(mean - half, abs=1e-4) and s.ci_high == pytest.approx(
+        mean + half, abs=1e-4
+    )
+    lo, hi = stats.t.interval(
+        0.95, 5, loc=mean, scale=sd / math.sqrt(6)
+    )  # scipy's own, on the same numbers
     assert (s.ci_low, s.ci_high) == (pytest.approx(lo), pytest.approx(hi))
-    assert summarize([3.0]).ci_low is None and summarize([3.0, 3.0]).ci_low == 3.0  # no spread: the mean itself
+    assert (
+        summarize([3.0]).ci_low is None and summarize([3.0, 3.0]).ci_low == 3.0
+    )  # no spread: the mean itself
 
 
 def test_tost_is_two_one_sided_welch_tests() -> None:
@@ -59,7 +68,9 @@ def test_tost_is_two_one_sided_welch_tests() -> None:
     p_upper = stats.t.cdf((d - margin) / se, df)  # H0: Δ >= +margin
     p = tost(a, b, margin)
     assert p == pytest.approx(max(p_lower, p_upper)) and p < 0.01  # equivalent within ±0.05
-    assert tost([x + 0.04 for x in a], b, margin) > 0.05  # a shift near the margin: not shown equivalent
+    assert (
+        tost([x + 0.04 for x in a], b, margin) > 0.05
+    )  # a shift near the margin: not shown equivalent
     assert tost(a, b, 0.0) is None and tost([1.0], b, margin) is None
 
 
@@ -74,12 +85,18 @@ def test_minimum_detectable_effect() -> None:
     base = np.array([-1.0, 1.0] * 13)
     base /= base.std(ddof=1)  # n = 26, sd = 1 per side
     mde = minimum_detectable_effect(base, base + 5.0)  # the spreads, not the means, set it
-    assert mde is not None and 0.78 < mde < 0.8  # just below d = 0.8, which has power 0.807 at n = 26
+    assert (
+        mde is not None and 0.78 < mde < 0.8
+    )  # just below d = 0.8, which has power 0.807 at n = 26
     assert power_at(mde, math.sqrt(2 / 26), 50, 0.05) == pytest.approx(0.8, abs=1e-9)
     big = np.array([-1.0, 1.0] * 500)
     se = math.sqrt(2 * big.var(ddof=1) / 1000)
-    assert minimum_detectable_effect(big, big) == pytest.approx((1.959964 + 0.841621) * se, rel=2e-3)  # normal limit
-    assert minimum_detectable_effect([1.0, 1.0], [2.0, 2.0]) is None  # no spread: nothing to base it on
+    assert minimum_detectable_effect(big, big) == pytest.approx(
+        (1.959964 + 0.841621) * se, rel=2e-3
+    )  # normal limit
+    assert (
+        minimum_detectable_effect([1.0, 1.0], [2.0, 2.0]) is None
+    )  # no spread: nothing to base it on
 
 
 def test_holm_on_published_examples() -> None:
@@ -99,18 +116,34 @@ def test_verdicts() -> None:
         compare("test/loss", "same", "base", [x + 0.001 for x in tight], tight, margin=0.02),
         compare("test/loss", "noisy", "base", [1.5, 2.6, 2.0, 1.2, 2.9], tight, margin=0.02),
         compare("translation/bleu", "higher bleu", "base", [x + 5 for x in tight], tight),
-        compare("grad_norm/decoder.ffn.last_over_first", "ratio", "base", [x + 1 for x in tight], tight),
+        compare(
+            "grad_norm/decoder.ffn.last_over_first", "ratio", "base", [x + 1 for x in tight], tight
+        ),
         compare("test/loss", "one seed", "base", [2.0], tight, margin=0.02),
     ]
     m = decide(comps, alpha=0.05)
     assert m == 6  # the one-seed comparison has no test
-    assert [c.verdict for c in comps] == ["worse", "better", "equivalent", "inconclusive", "better", "higher",
-                                          "inconclusive"]
+    assert [c.verdict for c in comps] == [
+        "worse",
+        "better",
+        "equivalent",
+        "inconclusive",
+        "better",
+        "higher",
+        "inconclusive",
+    ]
     assert comps[-1].reason == "1 seed on one side" and comps[-1].p_holm is None
     assert comps[0].p_holm == pytest.approx(min(1.0, sorted_rank_p(comps, comps[0])))
     assert all(c.mde is not None and c.mde > 0 for c in comps[:-1])
-    assert direction("test/loss") == "lower" and direction("val/acc") == "higher" and direction("grad_norm/x") is None
-    assert margin_for("test/loss", 0.02, "test/loss") == 0.02 and margin_for("translation/bleu", 0.02, "test/loss") is None
+    assert (
+        direction("test/loss") == "lower"
+        and direction("val/acc") == "higher"
+        and direction("grad_norm/x") is None
+    )
+    assert (
+        margin_for("test/loss", 0.02, "test/loss") == 0.02
+        and margin_for("translation/bleu", 0.02, "test/loss") is None
+    )
     assert margin_for("translation/bleu", {"*/bleu": 0.5}, "test/loss") == 0.5
 
 
@@ -123,7 +156,8 @@ def sorted_rank_p(comps: list, c) -> float:
 
 # ---------------------------------------------------------------- the paired design (same seeds, same batches)
 def test_paired_test_is_scipys_ttest_rel_and_its_tost_and_mde_match_hand_computations() -> None:
-    from scipy import optimize, stats as st
+    from scipy import optimize
+    from scipy import stats as st
 
     from src.reporting.stats import paired_minimum_detectable_effect, paired_t_test, paired_tost
 
@@ -132,11 +166,20 @@ def test_paired_test_is_scipys_ttest_rel_and_its_tost_and_mde_match_hand_computa
     d = np.subtract(a, b)
     test = paired_t_test(a, b)
     ref = st.ttest_rel(a, b)
-    assert test is not None and test.p == pytest.approx(ref.pvalue) and test.t == pytest.approx(ref.statistic)
+    assert (
+        test is not None
+        and test.p == pytest.approx(ref.pvalue)
+        and test.t == pytest.approx(ref.statistic)
+    )
     n, se = len(d), np.std(d, ddof=1) / math.sqrt(len(d))
     half = st.t.ppf(0.975, n - 1) * se
-    assert (test.ci_low, test.ci_high) == (pytest.approx(d.mean() - half), pytest.approx(d.mean() + half))
-    assert test.n == 5 and test.df == 4 and test.correlation == pytest.approx(np.corrcoef(a, b)[0, 1])
+    assert (test.ci_low, test.ci_high) == (
+        pytest.approx(d.mean() - half),
+        pytest.approx(d.mean() + half),
+    )
+    assert (
+        test.n == 5 and test.df == 4 and test.correlation == pytest.approx(np.corrcoef(a, b)[0, 1])
+    )
     # TOST by hand: the two one-sided tests on the differences, H0 Δ <= -m and H0 Δ >= +m
     m = 0.1
     lower = st.t.sf((d.mean() + m) / se, n - 1)
@@ -145,8 +188,9 @@ def test_paired_test_is_scipys_ttest_rel_and_its_tost_and_mde_match_hand_computa
     # MDE by hand: the root of the noncentral-t power at n - 1 df and the differences' standard error
     crit = st.t.ppf(1 - 0.05 / 2, n - 1)
     power = lambda e: st.nct.sf(crit, n - 1, e / se) + st.nct.cdf(-crit, n - 1, e / se)  # noqa: E731
-    assert paired_minimum_detectable_effect(a, b) == pytest.approx(optimize.brentq(lambda e: power(e) - 0.8, 0, 6 * se),
-                                                                   rel=1e-6)
+    assert paired_minimum_detectable_effect(a, b) == pytest.approx(
+        optimize.brentq(lambda e: power(e) - 0.8, 0, 6 * se), rel=1e-6
+    )
     assert paired_t_test([1.0, 2.0], [0.5, 1.5]) is None  # no spread in the differences: no test
 
 
@@ -159,7 +203,9 @@ def _seeded_sweep(root, seeds_a, seeds_b, offset, delta, data_b=None):  # noqa: 
         for s in seeds:
             v = 2.0 + offset[s] + effect + (noise[s] if ffn == "swiglu" else 0.0)
             config = {"data": data_b} if (ffn == "swiglu" and data_b) else {}
-            write_run(root, [f"model/ffn={ffn}", f"seed={s}"], config=config, metrics=completed(v, v))
+            write_run(
+                root, [f"model/ffn={ffn}", f"seed={s}"], config=config, metrics=completed(v, v)
+            )
     return root
 
 
@@ -168,15 +214,26 @@ def test_a_shared_per_seed_offset_cancels_in_the_paired_test(tmp_path) -> None: 
 
     from src.reporting.build import make_report
 
-    offset = {1: 0.00, 2: 0.15, 3: -0.12, 4: 0.08, 5: -0.05}  # seed noise far larger than the effect
+    offset = {
+        1: 0.00,
+        2: 0.15,
+        3: -0.12,
+        4: 0.08,
+        5: -0.05,
+    }  # seed noise far larger than the effect
     sweep = _seeded_sweep(tmp_path / "sweep", [1, 2, 3, 4, 5], [1, 2, 3, 4, 5], offset, delta=-0.03)
     files = make_report([sweep], tmp_path / "out", baseline="model/ffn=gelu")
     c = files.report.rows[[r.label for r in files.report.rows].index("model/ffn=swiglu")].comparison
-    a = [2.0 + offset[s] - 0.03 + {1: 0.004, 2: -0.003, 3: 0.001, 4: -0.002, 5: 0.0}[s] for s in range(1, 6)]
+    a = [
+        2.0 + offset[s] - 0.03 + {1: 0.004, 2: -0.003, 3: 0.001, 4: -0.002, 5: 0.0}[s]
+        for s in range(1, 6)
+    ]
     b = [2.0 + offset[s] for s in range(1, 6)]
     welch = st.ttest_ind(a, b, equal_var=False).pvalue
     assert c.test == "paired" and c.pairs == 5 and c.correlation > 0.99
-    assert c.p == pytest.approx(st.ttest_rel(a, b).pvalue) and c.p < 1e-3 < 0.5 < welch  # Welch sees only seed noise
+    assert (
+        c.p == pytest.approx(st.ttest_rel(a, b).pvalue) and c.p < 1e-3 < 0.5 < welch
+    )  # Welch sees only seed noise
     assert c.verdict == "better"
     md = files.markdown.read_text()
     assert "paired t-test" in md and "| model/ffn=swiglu | model/ffn=gelu | paired | 5 |" in md
@@ -195,7 +252,9 @@ def test_mismatched_seeds_or_batches_fall_back_to_welch_and_say_why(tmp_path) ->
     assert c.test == "welch" and c.p == pytest.approx(st.ttest_ind(a, b, equal_var=False).pvalue)
     assert "seeds differ" in c.pairing_note and "1" in c.pairing_note and "5" in c.pairing_note
     # forced: paired on the one shared seed is not possible, and it says so
-    forced = make_report([sweep], tmp_path / "out2", baseline="model/ffn=gelu", pairing="paired").report.comparisons[0]
+    forced = make_report(
+        [sweep], tmp_path / "out2", baseline="model/ffn=gelu", pairing="paired"
+    ).report.comparisons[0]
     assert forced.test == "welch" and "1 shared seed" in forced.pairing_note
     # the same seeds but another block size: other batches, so no pairing
     other = _seeded_sweep(tmp_path / "data", [1, 2, 3], [1, 2, 3], offset, delta=-0.03)
@@ -213,17 +272,29 @@ def test_a_saturated_metric_takes_the_paired_tests_limit() -> None:
     same values have no test at all."""
     seeds = ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5])
     assert stats.ttest_rel([1.0] * 5, [0.0] * 5).pvalue == 0.0  # the limit this follows
-    comps = [compare("test/exact_match", "solves", "base", [1.0] * 5, [0.0] * 5, margin=0.05, seeds=seeds),
-             compare("test/exact_match", "both fail", "base", [0.0] * 5, [0.0] * 5, margin=0.05, seeds=seeds),
-             compare("test/exact_match", "off by 0.1", "base", [0.1] * 5, [0.0] * 5, margin=0.05, seeds=seeds),
-             compare("test/exact_match", "unpaired", "base", [1.0] * 5, [0.0] * 5, margin=0.05)]
+    comps = [
+        compare(
+            "test/exact_match", "solves", "base", [1.0] * 5, [0.0] * 5, margin=0.05, seeds=seeds
+        ),
+        compare(
+            "test/exact_match", "both fail", "base", [0.0] * 5, [0.0] * 5, margin=0.05, seeds=seeds
+        ),
+        compare(
+            "test/exact_match", "off by 0.1", "base", [0.1] * 5, [0.0] * 5, margin=0.05, seeds=seeds
+        ),
+        compare("test/exact_match", "unpaired", "base", [1.0] * 5, [0.0] * 5, margin=0.05),
+    ]
     decide(comps)
     solves, fail, off, unpaired = comps
     assert solves.test == "paired, no spread" and solves.p == 0.0 and solves.verdict == "better"
     assert (solves.delta_ci_low, solves.delta_ci_high, solves.pairs) == (1.0, 1.0, 5)
     assert fail.p == 1.0 and fail.p_tost == 0.0 and fail.verdict == "equivalent"
     assert off.verdict == "better" and off.p_tost == 1.0
-    assert unpaired.test == "" and unpaired.reason == "no seed spread" and unpaired.verdict == "inconclusive"
+    assert (
+        unpaired.test == ""
+        and unpaired.reason == "no seed spread"
+        and unpaired.verdict == "inconclusive"
+    )
 
 
 def test_no_test_says_whether_runs_are_missing_or_their_numbers_are() -> None:

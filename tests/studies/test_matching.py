@@ -1,4 +1,5 @@
 """The matched-size solver (src.studies.matching) hits its target within tolerance."""
+
 from __future__ import annotations
 
 import json
@@ -8,41 +9,63 @@ from typing import Any
 import pytest
 
 from src.errors import ConfigError
-from src.studies.matching import apply_match_params, count_parameters, match_model
 from src.models import build_model
+from src.studies.matching import apply_match_params, count_parameters, match_model
 
 
 def test_count_on_meta_equals_real_model(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
-    for cfg in (make_tiny_config(), make_tiny_config(ffn={"name": "swiglu"}),
-                make_tiny_config(family="encoder_decoder", position={"name": "sinusoidal"})):
+    for cfg in (
+        make_tiny_config(),
+        make_tiny_config(ffn={"name": "swiglu"}),
+        make_tiny_config(family="encoder_decoder", position={"name": "sinusoidal"}),
+    ):
         assert count_parameters(cfg) == build_model(cfg).num_parameters()
 
 
-def test_swiglu_matches_gelu_at_two_thirds_width(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
+def test_swiglu_matches_gelu_at_two_thirds_width(
+    make_tiny_config: Callable[..., dict[str, Any]],
+) -> None:
     gelu = make_tiny_config(d_ff=128)
-    solved, r = match_model(dict(gelu, ffn={"name": "swiglu"}), {"ffn": {"name": "gelu"}}, tolerance=0.01)
+    solved, r = match_model(
+        dict(gelu, ffn={"name": "swiglu"}), {"ffn": {"name": "gelu"}}, tolerance=0.01
+    )
     assert r.reference_params == count_parameters(gelu)
     assert abs(count_parameters(solved) - r.reference_params) <= 0.01 * r.reference_params
     assert r.params == count_parameters(solved) and r.solved == {"d_ff": solved["d_ff"]}
-    assert solved["d_ff"] == pytest.approx(128 * 2 / 3, abs=3)  # Shazeer 2020: ~2/3 of the GELU width
+    assert solved["d_ff"] == pytest.approx(
+        128 * 2 / 3, abs=3
+    )  # Shazeer 2020: ~2/3 of the GELU width
 
 
-def test_no_position_table_gets_a_wider_ffn(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
+def test_no_position_table_gets_a_wider_ffn(
+    make_tiny_config: Callable[..., dict[str, Any]],
+) -> None:
     learned = make_tiny_config()
-    solved, r = match_model(dict(learned, position={"name": "none"}), {"position": {"name": "learned"}}, tolerance=0.005)
+    solved, r = match_model(
+        dict(learned, position={"name": "none"}), {"position": {"name": "learned"}}, tolerance=0.005
+    )
     assert solved["d_ff"] > learned["d_ff"] and abs(r.rel_error) <= 0.005
 
 
-def test_encoder_decoder_matches_decoder_only(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
+def test_encoder_decoder_matches_decoder_only(
+    make_tiny_config: Callable[..., dict[str, Any]],
+) -> None:
     dec = make_tiny_config(n_layer=4, d_ff=128, mask={"name": "causal"})
     encdec = dict(dec, family="encoder_decoder", mask=None)
-    solved, r = match_model(encdec, {"family": "decoder_only", "mask": {"name": "causal"}}, solve="layers")
+    solved, r = match_model(
+        encdec, {"family": "decoder_only", "mask": {"name": "causal"}}, solve="layers"
+    )
     assert r.reference_params == count_parameters(dec)
-    assert (solved["n_encoder_layer"], solved["n_decoder_layer"]) == (2, 2)  # the split nearest the configured width
+    assert (solved["n_encoder_layer"], solved["n_decoder_layer"]) == (
+        2,
+        2,
+    )  # the split nearest the configured width
     assert abs(r.rel_error) <= 0.01
 
 
-def test_named_reference_keeps_the_run_vocabulary(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
+def test_named_reference_keeps_the_run_vocabulary(
+    make_tiny_config: Callable[..., dict[str, Any]],
+) -> None:
     run = make_tiny_config(d_model=768, n_head=12, n_layer=12, max_seq_len=1024, vocab_size=50257)
     solved, r = match_model(run, "gpt2_small", tolerance=1e-4)
     assert r.reference_params == 124_439_808  # GPT-2 small exactly (conf/model/gpt2_small.yaml)
@@ -55,20 +78,40 @@ def test_errors_are_explicit(make_tiny_config: Callable[..., dict[str, Any]]) ->
         match_model(cfg, "no_such_model")
     with pytest.raises(ConfigError, match="solve='width'"):
         match_model(cfg, {"d_ff": 100}, solve="width")
-    with pytest.raises(ConfigError, match="tolerance"):  # 64-multiples cannot hit a 1-unit change within 0.01%
+    with pytest.raises(
+        ConfigError, match="tolerance"
+    ):  # 64-multiples cannot hit a 1-unit change within 0.01%
         match_model(cfg, {"d_ff": 65}, multiple_of=64, tolerance=1e-4)
 
 
-def test_apply_match_params_updates_the_plain_config(tmp_path, make_tiny_config: Callable[..., dict[str, Any]]) -> None:
-    plain = {"model": make_tiny_config(ffn={"name": "swiglu"}), "paths": {"output_dir": str(tmp_path)},
-             "match_params": {"reference": {"ffn": {"name": "gelu"}}, "solve": "d_ff", "tolerance": 0.01, "multiple_of": 1}}
+def test_apply_match_params_updates_the_plain_config(
+    tmp_path, make_tiny_config: Callable[..., dict[str, Any]]
+) -> None:
+    plain = {
+        "model": make_tiny_config(ffn={"name": "swiglu"}),
+        "paths": {"output_dir": str(tmp_path)},
+        "match_params": {
+            "reference": {"ffn": {"name": "gelu"}},
+            "solve": "d_ff",
+            "tolerance": 0.01,
+            "multiple_of": 1,
+        },
+    }
     r = apply_match_params(plain)
     assert r is not None and plain["model"]["d_ff"] == r.solved["d_ff"] != 64
     saved = json.loads((tmp_path / "match_params.json").read_text())
-    assert saved["params"] == count_parameters(plain["model"]) and saved["reference_params"] == r.reference_params
-    assert apply_match_params({"model": make_tiny_config(), "match_params": {"reference": None}}) is None
+    assert (
+        saved["params"] == count_parameters(plain["model"])
+        and saved["reference_params"] == r.reference_params
+    )
+    assert (
+        apply_match_params({"model": make_tiny_config(), "match_params": {"reference": None}})
+        is None
+    )
     with pytest.raises(ConfigError, match="unknown key"):
-        apply_match_params({"model": make_tiny_config(), "match_params": {"reference": "tiny", "tol": 1}})
+        apply_match_params(
+            {"model": make_tiny_config(), "match_params": {"reference": "tiny", "tol": 1}}
+        )
 
 
 # --------------------------------------------------------------------------- budgets and FLOPs matching
@@ -84,8 +127,12 @@ def _budget(tmp_path, *overrides: str):
 def test_budget_is_the_models_own_count(tmp_path) -> None:
     run, b = _budget(tmp_path, "trainer.max_steps=100")
     assert b.shape == {"batch_size": 4, "seq_len": 32} and b.tokens_per_step == 4 * 32
-    assert b.flops_per_step == run.task.model.training_flops(batch_size=4, seq_len=32)  # one formula, the model's
-    assert b.flops_per_token == b.flops_per_step / 128 and b.params == run.task.model.num_parameters()
+    assert b.flops_per_step == run.task.model.training_flops(
+        batch_size=4, seq_len=32
+    )  # one formula, the model's
+    assert (
+        b.flops_per_token == b.flops_per_step / 128 and b.params == run.task.model.num_parameters()
+    )
     assert b.to_dict()["planned_flops"] == 100 * b.flops_per_step and b.match == "none"
     _, acc = _budget(tmp_path, "trainer.accumulate_grad_batches=2")
     assert acc.tokens_per_step == 2 * b.tokens_per_step and acc.flops_per_token == b.flops_per_token
@@ -98,9 +145,15 @@ def test_flops_matching_gives_equal_training_flops(tmp_path) -> None:
     _, deep = _budget(tmp_path, "model.n_layer=3", "model.d_ff=96", "trainer.max_steps=100")
     assert deep.flops_per_step > 1.3 * ref.flops_per_step
     steps = solve_steps(ref, deep, "flops")
-    assert steps < 100 and abs(steps * deep.flops_per_step - 100 * ref.flops_per_step) <= 0.01 * 100 * ref.flops_per_step
+    assert (
+        steps < 100
+        and abs(steps * deep.flops_per_step - 100 * ref.flops_per_step)
+        <= 0.01 * 100 * ref.flops_per_step
+    )
     assert solve_steps(ref, deep, "tokens") == 100 and solve_steps(ref, deep, "params") == 100
-    _, long = _budget(tmp_path, "block_size=16", "trainer.max_steps=100")  # half the tokens per step
+    _, long = _budget(
+        tmp_path, "block_size=16", "trainer.max_steps=100"
+    )  # half the tokens per step
     assert solve_steps(ref, long, "tokens") == 200
     with pytest.raises(ConfigError, match="protocol.match='compute'"):
         solve_steps(ref, deep, "compute")
@@ -118,11 +171,24 @@ def test_flops_per_step_of_the_families_study(tmp_path) -> None:
         pytest.skip("Multi30k not in ../shared/data")
     budgets = {}
     for family in ("decoder_only", "encoder_decoder"):
-        cfg = compose_train(["experiment=study_families", f"+experiment/study_families={family}",
-                             f"paths.data_dir={SHARED_DATA}", "trainer.max_steps=300"], tmp_path / family)
+        cfg = compose_train(
+            [
+                "experiment=study_families",
+                f"+experiment/study_families={family}",
+                f"paths.data_dir={SHARED_DATA}",
+                "trainer.max_steps=300",
+            ],
+            tmp_path / family,
+        )
         budgets[family] = run_budget(build_run(cfg))
     dec, encdec = budgets["decoder_only"], budgets["encoder_decoder"]
-    assert abs(dec.params - encdec.params) <= 0.01 * dec.params and dec.match == encdec.match == "params"
+    assert (
+        abs(dec.params - encdec.params) <= 0.01 * dec.params
+        and dec.match == encdec.match == "params"
+    )
     assert 1.6 < dec.flops_per_step / encdec.flops_per_step < 2.4
     steps = solve_steps(dec, encdec, "flops")
-    assert abs(steps * encdec.flops_per_step - 300 * dec.flops_per_step) <= 0.01 * 300 * dec.flops_per_step
+    assert (
+        abs(steps * encdec.flops_per_step - 300 * dec.flops_per_step)
+        <= 0.01 * 300 * dec.flops_per_step
+    )

@@ -4,6 +4,7 @@ Everything is CPU-sized: a 2-layer, 32-dim character-level model on the embedded
 (Python's help texts, no download). The token cache goes to a per-session temporary
 directory (TRANSFORMER_LAB_CACHE), also for subprocesses.
 """
+
 from __future__ import annotations
 
 import csv
@@ -28,11 +29,26 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 
 # a 2-layer 32-dim char-level GPT; 4-step runs, validation every 2 steps on 2 batches
 TINY = [
-    "model=tiny", "model.d_model=32", "model.n_layer=2", "model.n_head=2", "model.d_ff=64", "model.max_seq_len=32",
-    "tokenizer=char", "data=embedded", "trainer=cpu", "batch_size=4", "block_size=32",
-    "trainer.max_steps=4", "trainer.val_check_interval=2", "trainer.limit_val_batches=2", "trainer.limit_test_batches=2",
-    "trainer.log_every_n_steps=1", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false",
-    "scheduler.warmup_steps=1", "callbacks.progress_bar=null",
+    "model=tiny",
+    "model.d_model=32",
+    "model.n_layer=2",
+    "model.n_head=2",
+    "model.d_ff=64",
+    "model.max_seq_len=32",
+    "tokenizer=char",
+    "data=embedded",
+    "trainer=cpu",
+    "batch_size=4",
+    "block_size=32",
+    "trainer.max_steps=4",
+    "trainer.val_check_interval=2",
+    "trainer.limit_val_batches=2",
+    "trainer.limit_test_batches=2",
+    "trainer.log_every_n_steps=1",
+    "trainer.enable_progress_bar=false",
+    "trainer.enable_model_summary=false",
+    "scheduler.warmup_steps=1",
+    "callbacks.progress_bar=null",
 ]
 
 
@@ -61,13 +77,17 @@ def compose_train(overrides: Sequence[str], run_dir: Path | str) -> DictConfig:
     """conf/train.yaml composed in-process, with Hydra's runtime set so ${hydra:...} resolves."""
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose("train", overrides=[*overrides, f"hydra.run.dir={run_dir}"], return_hydra_config=True)
+        cfg = compose(
+            "train", overrides=[*overrides, f"hydra.run.dir={run_dir}"], return_hydra_config=True
+        )
     with open_dict(cfg):
         cfg.hydra.runtime.output_dir = str(run_dir)
         cfg.hydra.job.num = 0
     HydraConfig.instance().set_config(cfg)
     with open_dict(cfg):
-        del cfg["hydra"]  # as @hydra.main hands it to the task function (the ${hydra:...} resolver reads HydraConfig)
+        del cfg[
+            "hydra"
+        ]  # as @hydra.main hands it to the task function (the ${hydra:...} resolver reads HydraConfig)
     return cfg
 
 
@@ -77,12 +97,26 @@ def train_in_process(overrides: Sequence[str], run_dir: Path) -> float | None:
     return train(compose_train(overrides, run_dir))
 
 
-def run_cli(args: Sequence[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    args: Sequence[str], cwd: Path, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
     """``python -m src.train <args>`` in ``cwd`` (offline, one thread per process)."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": str(REPO), "HYDRA_FULL_ERROR": "1"}
-    return subprocess.run([sys.executable, "-m", "src.train", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(REPO),
+        "HYDRA_FULL_ERROR": "1",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "src.train", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def read_csv_metrics(run_dir: Path) -> list[dict[str, Any]]:

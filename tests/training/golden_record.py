@@ -25,9 +25,7 @@ MODEL_CASES: dict[str, dict[str, Any]] = {
         norm={"name": "rmsnorm", "eps": 1e-5},
         ffn={"name": "swiglu"},
     ),
-    "decoder_only_alibi_post": tiny_model_dict(
-        position={"name": "alibi"}, norm_placement="post"
-    ),
+    "decoder_only_alibi_post": tiny_model_dict(position={"name": "alibi"}, norm_placement="post"),
     "encoder_only": tiny_model_dict(family="encoder_only", mask=None),
     "encoder_decoder": tiny_model_dict(
         family="encoder_decoder",
@@ -62,9 +60,7 @@ def model_figures(name: str) -> dict[str, float]:
 
     torch.manual_seed(0)
     model = build_model(MODEL_CASES[name])
-    model.train(
-        False
-    )  # dropout is 0; eval mode keeps the figure free of any train-only path
+    model.train(False)  # dropout is 0; eval mode keeps the figure free of any train-only path
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(0, 97, (2, 16), generator=g)  # [B, T]
     inputs: dict[str, torch.Tensor] = {"input_ids": ids, "labels": ids}
@@ -82,9 +78,7 @@ def model_figures(name: str) -> dict[str, float]:
     out.loss.backward()
     opt.step()
     figures["loss_after_step"] = model(**inputs).loss.item()
-    figures["params_sum_after_step"] = sum(
-        p.double().sum().item() for p in model.parameters()
-    )
+    figures["params_sum_after_step"] = sum(p.double().sum().item() for p in model.parameters())
     return figures
 
 

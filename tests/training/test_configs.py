@@ -1,12 +1,12 @@
 """Every option of every config group of conf/train.yaml composes; struct mode catches typos;
 callbacks, loggers and CPU trainers instantiate."""
+
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import ConfigCompositionException
@@ -15,9 +15,28 @@ from omegaconf import OmegaConf
 
 from tests.training.conftest import CONF, compose_train
 
-TOP_GROUPS = ["model", "data", "tokenizer", "task", "trainer", "optim", "scheduler", "logger", "callbacks", "paths", "hydra"]
-TOP_GROUPS += [g for g in ("reliability",) if (CONF / g).is_dir()]  # groups other parts add to train.yaml
-MODEL_SUBGROUPS = ["model/position", "model/norm", "model/ffn", "model/mask"]  # with the default model (gpt2_small)
+TOP_GROUPS = [
+    "model",
+    "data",
+    "tokenizer",
+    "task",
+    "trainer",
+    "optim",
+    "scheduler",
+    "logger",
+    "callbacks",
+    "paths",
+    "hydra",
+]
+TOP_GROUPS += [
+    g for g in ("reliability",) if (CONF / g).is_dir()
+]  # groups other parts add to train.yaml
+MODEL_SUBGROUPS = [
+    "model/position",
+    "model/norm",
+    "model/ffn",
+    "model/mask",
+]  # with the default model (gpt2_small)
 
 
 def options(group: str) -> list[str]:
@@ -31,7 +50,11 @@ def zipped(groups: list[str]) -> list[list[str]]:
     return [[f"{g}={options(g)[i % len(options(g))]}" for g in groups] for i in range(n)]
 
 
-CASES = zipped(TOP_GROUPS) + zipped(MODEL_SUBGROUPS) + [[f"experiment={e}"] for e in options("experiment")]
+CASES = (
+    zipped(TOP_GROUPS)
+    + zipped(MODEL_SUBGROUPS)
+    + [[f"experiment={e}"] for e in options("experiment")]
+)
 
 
 def test_every_group_has_options() -> None:
@@ -59,7 +82,11 @@ def test_slurm_launcher_config(tmp_path: Path) -> None:
     compose_train(["hydra/launcher=submitit_slurm", "hydra.launcher.partition=gpu"], tmp_path)
     launcher = HydraConfig.get().launcher
     assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")
-    assert launcher.partition == "gpu" and launcher.tasks_per_node == 1 and "submitit_folder" in launcher
+    assert (
+        launcher.partition == "gpu"
+        and launcher.tasks_per_node == 1
+        and "submitit_folder" in launcher
+    )
 
 
 @pytest.mark.parametrize("option", options("callbacks"))
@@ -72,7 +99,11 @@ def test_callbacks_instantiate(option: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("option", options("logger"))
 def test_loggers_instantiate(option: str, tmp_path: Path) -> None:
     needs = {"tensorboard": "tensorboard", "wandb": "wandb"}.get(option)
-    if needs and importlib.util.find_spec(needs) is None and not (needs == "tensorboard" and importlib.util.find_spec("tensorboardX")):
+    if (
+        needs
+        and importlib.util.find_spec(needs) is None
+        and not (needs == "tensorboard" and importlib.util.find_spec("tensorboardX"))
+    ):
         pytest.skip(f"{needs} is not installed (optional logger)")
     cfg = compose_train([f"logger={option}"], tmp_path)
     for name, node in (cfg.logger or {}).items():

@@ -8,6 +8,7 @@
 * ``hydra/launcher=submitit_local``: 2 jobs through submitit's local executor;
 * without a plugin: one line naming the extra to install.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -25,7 +26,11 @@ from src.studies.plugins import PLUGINS, missing_plugin
 from src.studies.slots import split
 
 slow = pytest.mark.slow
-QUIET = ["callbacks.progress_bar=null", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false"]
+QUIET = [
+    "callbacks.progress_bar=null",
+    "trainer.enable_progress_bar=false",
+    "trainer.enable_model_summary=false",
+]
 
 
 def job_dirs(sweep: Path) -> list[Path]:
@@ -39,11 +44,25 @@ def metrics(job: Path) -> dict[str, Any]:
 @slow
 def test_optuna_sweeper_reports_the_best_trial(tmp_path: Path, run_entry_point: Any) -> None:
     sweep = tmp_path / "optuna"
-    r = run_entry_point("src.train", [
-        "-m", "experiment=quickstart", *QUIET, "~callbacks.sample_text", "trainer.max_steps=4",
-        "trainer.val_check_interval=2", "trainer.limit_val_batches=2", "trainer.limit_test_batches=1",
-        "hydra/sweeper=optuna", "hydra.sweeper.n_trials=3", "hydra.sweeper.sampler.seed=7",
-        "optim.lr=tag(log,interval(1e-4,1e-2))", f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
+    r = run_entry_point(
+        "src.train",
+        [
+            "-m",
+            "experiment=quickstart",
+            *QUIET,
+            "~callbacks.sample_text",
+            "trainer.max_steps=4",
+            "trainer.val_check_interval=2",
+            "trainer.limit_val_batches=2",
+            "trainer.limit_test_batches=1",
+            "hydra/sweeper=optuna",
+            "hydra.sweeper.n_trials=3",
+            "hydra.sweeper.sampler.seed=7",
+            "optim.lr=tag(log,interval(1e-4,1e-2))",
+            f"hydra.sweep.dir={sweep}",
+        ],
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     trials = job_dirs(sweep)
     assert len(trials) == 3
@@ -51,7 +70,11 @@ def test_optuna_sweeper_reports_the_best_trial(tmp_path: Path, run_entry_point: 
     for t in trials:
         m = metrics(t)
         assert m["status"] == "completed"
-        (lr,) = [o for o in yaml.safe_load((t / ".hydra" / "overrides.yaml").read_text()) if o.startswith("optim.lr=")]
+        (lr,) = [
+            o
+            for o in yaml.safe_load((t / ".hydra" / "overrides.yaml").read_text())
+            if o.startswith("optim.lr=")
+        ]
         assert 1e-4 <= float(lr.split("=")[1]) <= 1e-2
         best_by_trial[t.name] = m["val/loss_best"]
     result = yaml.safe_load((sweep / "optimization_results.yaml").read_text())
@@ -82,16 +105,29 @@ def _most_at_once(intervals: list[tuple[float, float, str]]) -> int:
 
 
 @slow
-def test_joblib_launcher_two_at_a_time_and_resume(tmp_path: Path, run_entry_point: Any, tiny_run: tuple[str, ...]) -> None:
+def test_joblib_launcher_two_at_a_time_and_resume(
+    tmp_path: Path, run_entry_point: Any, tiny_run: tuple[str, ...]
+) -> None:
     sweep = tmp_path / "joblib"
-    args = ["-m", *tiny_run, "trainer.max_steps=16", "trainer.val_check_interval=8", "seed=1,2,3,4",
-            "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "hydra.sweep.subdir=seed${seed}",
-            "sweep_resume.skip_completed=true", f"hydra.sweep.dir={sweep}"]
+    args = [
+        "-m",
+        *tiny_run,
+        "trainer.max_steps=16",
+        "trainer.val_check_interval=8",
+        "seed=1,2,3,4",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "hydra.sweep.subdir=seed${seed}",
+        "sweep_resume.skip_completed=true",
+        f"hydra.sweep.dir={sweep}",
+    ]
     r = run_entry_point("src.train", args, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     jobs = job_dirs(sweep)
     assert [j.name for j in jobs] == ["seed1", "seed2", "seed3", "seed4"]
-    assert all(metrics(j)["status"] == "completed" and metrics(j)["global_step"] == 16 for j in jobs)
+    assert all(
+        metrics(j)["status"] == "completed" and metrics(j)["global_step"] == 16 for j in jobs
+    )
     intervals = _intervals(jobs)
     assert _most_at_once(intervals) == 2  # two at once (n_jobs), never three
     for a in intervals:  # jobs that overlapped held different slots and CPUs
@@ -115,23 +151,43 @@ def test_joblib_launcher_two_at_a_time_and_resume(tmp_path: Path, run_entry_poin
     assert f"{held} is in use by another running job" in r.stderr
     after = {j.name: (j / "metrics.json").stat().st_mtime_ns for j in jobs}
     assert [n for n in after if after[n] != before[n]] == ["seed3"]
-    assert all("already completed" in (sweep / n / "train.log").read_text() for n in ("seed1", "seed2"))
+    assert all(
+        "already completed" in (sweep / n / "train.log").read_text() for n in ("seed1", "seed2")
+    )
     assert metrics(sweep / "seed3")["status"] == "completed"
     assert json.loads((sweep / "seed3" / ".sweep_job.json").read_text())["attempt"] == 2
     assert not (held / "attempts").exists() and metrics(held)["status"] == "completed"
 
 
 @slow
-def test_submitit_local_launcher(tmp_path: Path, run_entry_point: Any, tiny_run: tuple[str, ...]) -> None:
+def test_submitit_local_launcher(
+    tmp_path: Path, run_entry_point: Any, tiny_run: tuple[str, ...]
+) -> None:
     sweep = tmp_path / "submitit"
-    r = run_entry_point("src.train", [
-        "-m", *tiny_run, "seed=1,2", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10",
-        "hydra.launcher.cpus_per_task=1", "hydra.launcher.gpus_per_node=0", f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
+    r = run_entry_point(
+        "src.train",
+        [
+            "-m",
+            *tiny_run,
+            "seed=1,2",
+            "hydra/launcher=submitit_local",
+            "hydra.launcher.timeout_min=10",
+            "hydra.launcher.cpus_per_task=1",
+            "hydra.launcher.gpus_per_node=0",
+            f"hydra.sweep.dir={sweep}",
+        ],
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     jobs = job_dirs(sweep)
-    assert [j.name for j in jobs] == ["seed=1", "seed=2"]  # named by the swept override (src/config/sweep_dirs.py)
+    assert [j.name for j in jobs] == [
+        "seed=1",
+        "seed=2",
+    ]  # named by the swept override (src/config/sweep_dirs.py)
     assert all(metrics(j)["status"] == "completed" and metrics(j)["global_step"] == 4 for j in jobs)
-    results = sorted((sweep / ".submitit").glob("*/*_result.pkl"))  # submitit ran them: its own records
+    results = sorted(
+        (sweep / ".submitit").glob("*/*_result.pkl")
+    )  # submitit ran them: its own records
     assert len(results) == 2
     for p in results:
         status, value = pickle.loads(p.read_bytes())
@@ -142,19 +198,36 @@ def test_missing_plugin_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name.startswith("hydra_plugins.hydra_submitit") else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: (
+            None if name.startswith("hydra_plugins.hydra_submitit") else real(name, *a)
+        ),
+    )
     message = missing_plugin(["-m", "model.n_layer=2,4", "hydra/launcher=submitit_slurm"])
     assert message is not None
     assert "hydra-submitit-launcher" in message and "pip install -e '.[slurm]'" in message
-    assert missing_plugin(["hydra/launcher=joblib", "hydra/sweeper=optuna"]) is None  # installed by .[dev]
-    assert {o.split("=")[1] for o in PLUGINS} == {"joblib", "submitit_slurm", "submitit_local", "optuna"}
+    assert (
+        missing_plugin(["hydra/launcher=joblib", "hydra/sweeper=optuna"]) is None
+    )  # installed by .[dev]
+    assert {o.split("=")[1] for o in PLUGINS} == {
+        "joblib",
+        "submitit_slurm",
+        "submitit_local",
+        "optuna",
+    }
 
 
 def test_slots_split_the_machine() -> None:
     assert [split(list(range(8)), k, 4) for k in range(4)] == [[0, 1], [2, 3], [4, 5], [6, 7]]
     assert [split(list(range(5)), k, 2) for k in range(2)] == [[0, 1, 2], [3, 4]]
-    assert [split(["0", "1"], k, 4) for k in range(4)] == [["0"], ["1"], ["0"], ["1"]]  # CPUs shared round robin
+    assert [split(["0", "1"], k, 4) for k in range(4)] == [
+        ["0"],
+        ["1"],
+        ["0"],
+        ["1"],
+    ]  # CPUs shared round robin
 
 
 def test_our_errors_survive_pickling() -> None:
@@ -168,7 +241,11 @@ def test_our_errors_survive_pickling() -> None:
     types = [getattr(importlib.import_module(module), name) for module, name in exception_classes()]
     assert errors.ConfigError in types and errors.Preempted in types and len(types) > 6
     for cls in types:
-        e = cls("model.n_head=5: a message", 10) if cls is errors.Preempted else cls("model.n_head=5: a message")
+        e = (
+            cls("model.n_head=5: a message", 10)
+            if cls is errors.Preempted
+            else cls("model.n_head=5: a message")
+        )
         back = pickle.loads(pickle.dumps(e))
         assert type(back) is cls and str(back) == str(e) == "model.n_head=5: a message"
     back = pickle.loads(pickle.dumps(errors.Preempted("preempted by SIGUSR1 at step 3", signum=10)))
@@ -234,15 +311,22 @@ def test_joblib_slot_pins_cpus_and_gpus(tmp_path: Path) -> None:
     cpus = sorted(os.sched_getaffinity(0))
 
     def pin(n_jobs: int, accelerator: str = "auto") -> dict[str, Any]:
-        out = subprocess.run([sys.executable, "-c", PIN, str(tmp_path), str(n_jobs), accelerator], env=env,
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", PIN, str(tmp_path), str(n_jobs), accelerator],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         return json.loads(out.strip().splitlines()[-1])
 
     try:
         got = pin(4)
         assert got["index"] == 1 and got["cuda"] == "2,3"
         assert got["cpus"] == split(cpus, 1, 4) and got["threads"] == str(len(split(cpus, 1, 4)))
-        assert "hydra.launcher.n_jobs=8" in pin(16)["error"]  # 16 jobs, 8 GPUs: one GPU each is impossible
+        assert (
+            "hydra.launcher.n_jobs=8" in pin(16)["error"]
+        )  # 16 jobs, 8 GPUs: one GPU each is impossible
         cpu_only = pin(16, accelerator="cpu")  # CPU jobs: GPUs not handed out
         assert cpu_only["cuda"] == "0,1,2,3,4,5,6,7" and cpu_only["index"] == 1
     finally:

@@ -4,6 +4,7 @@ One 4-step run of ``python -m src.train logger=[csv,tensorboard,wandb,mlflow]`` 
 form Hydra allows for a config group); each test then reads its own logger's files back with
 that logger's own reader and finds ``train/loss`` and ``val/loss`` at the steps they were logged.
 """
+
 from __future__ import annotations
 
 import csv
@@ -19,14 +20,25 @@ STEPS = 4  # trainer.max_steps in the tiny run; validation at steps 2 and 4
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory, tiny_run: tuple[str, ...], run_entry_point: Any) -> tuple[Path, Any]:
+def run(
+    tmp_path_factory: pytest.TempPathFactory, tiny_run: tuple[str, ...], run_entry_point: Any
+) -> tuple[Path, Any]:
     tmp = tmp_path_factory.mktemp("loggers")
     run_dir = tmp / "run"
-    overrides = [o for o in tiny_run if not o.startswith("logger=") and o != "trainer.enable_model_summary=false"]
-    r = run_entry_point("src.train", [*overrides, f"logger=[{','.join(LOGGERS)}]", f"hydra.run.dir={run_dir}"],
-                        cwd=tmp)
+    overrides = [
+        o
+        for o in tiny_run
+        if not o.startswith("logger=") and o != "trainer.enable_model_summary=false"
+    ]
+    r = run_entry_point(
+        "src.train",
+        [*overrides, f"logger=[{','.join(LOGGERS)}]", f"hydra.run.dir={run_dir}"],
+        cwd=tmp,
+    )
     assert r.returncode == 0, r.stderr[-4000:]
-    assert sorted(p.name for p in tmp.iterdir()) == ["run"]  # every logger wrote inside the run directory
+    assert sorted(p.name for p in tmp.iterdir()) == [
+        "run"
+    ]  # every logger wrote inside the run directory
     return run_dir, r
 
 
@@ -35,7 +47,13 @@ def logged_run(run: tuple[Path, Any]) -> Path:
     return run[0]
 
 
-NOISE = ("💡", "litlogger", "LeafSpec", "Total FLOPs: 0", "Trainer already configured with model summary")
+NOISE = (
+    "💡",
+    "litlogger",
+    "LeafSpec",
+    "Total FLOPs: 0",
+    "Trainer already configured with model summary",
+)
 
 
 def test_console_ends_with_where_results_went(run: tuple[Path, Any]) -> None:
@@ -47,17 +65,28 @@ def test_console_ends_with_where_results_went(run: tuple[Path, Any]) -> None:
         assert noise not in console, noise
     assert "Training FLOPs per token (forward + backward, T=32)" in console  # the model's own count
     lines = r.stdout.strip().splitlines()
-    tail = lines[lines.index("run completed; outputs:") + 1:]
+    tail = lines[lines.index("run completed; outputs:") + 1 :]
     listed = {what: Path(path.strip()) for what, path in (line.split(":", 1) for line in tail)}
     assert listed["run directory"] == run_dir and listed["metrics"] == run_dir / "metrics.json"
-    assert set(listed) == {"run directory", "metrics", "best checkpoint", "last checkpoint", "CSV log", "TensorBoard",
-                           "W&B offline run", "MLflow store"}
+    assert set(listed) == {
+        "run directory",
+        "metrics",
+        "best checkpoint",
+        "last checkpoint",
+        "CSV log",
+        "TensorBoard",
+        "W&B offline run",
+        "MLflow store",
+    }
     assert all(p.exists() for p in listed.values())
     # the final losses and the run's one tokens/s figure, as metrics.json records them
     metrics = json.loads((run_dir / "metrics.json").read_text())
     final = lines[lines.index("run completed; outputs:") - 1]
     assert final.startswith("final: ") and f"val/loss {metrics['val/loss']:.4f}" in final
-    assert f"test/loss {metrics['test/loss']:.4f} ({metrics['scored_weights']} weights, step {STEPS})" in final
+    assert (
+        f"test/loss {metrics['test/loss']:.4f} ({metrics['scored_weights']} weights, step {STEPS})"
+        in final
+    )
     assert f"{metrics['throughput_tokens_per_s']:,.0f} tokens/s" in final
 
 
@@ -65,9 +94,14 @@ def test_train_log_holds_the_console_log(run: tuple[Path, Any]) -> None:
     """train.log has Lightning's lines, the model summary and the last lines, not just our log records."""
     run_dir, r = run
     log = (run_dir / "train.log").read_text()
-    for line in ("GPU available: False", "`Trainer.fit` stopped: `max_steps=4` reached.",
-                 "Training FLOPs per token (forward + backward, T=32)", "final: val/loss", "run completed; outputs:",
-                 f"metrics:         {run_dir / 'metrics.json'}"):
+    for line in (
+        "GPU available: False",
+        "`Trainer.fit` stopped: `max_steps=4` reached.",
+        "Training FLOPs per token (forward + backward, T=32)",
+        "final: val/loss",
+        "run completed; outputs:",
+        f"metrics:         {run_dir / 'metrics.json'}",
+    ):
         assert line in log, line
 
 
@@ -84,7 +118,12 @@ def test_csv_logger(logged_run: Path) -> None:
     with open(path) as f:
         rows = list(csv.DictReader(f))
     # Lightning's loggers count steps from 0 (the first optimizer step is logged at step 0)
-    _check({k: {int(r["step"]) + 1: float(r[k]) for r in rows if r.get(k)} for k in ("train/loss", "val/loss")})
+    _check(
+        {
+            k: {int(r["step"]) + 1: float(r[k]) for r in rows if r.get(k)}
+            for k in ("train/loss", "val/loss")
+        }
+    )
 
 
 def test_tensorboard_logger(logged_run: Path) -> None:
@@ -101,14 +140,20 @@ def test_tensorboard_logger(logged_run: Path) -> None:
 def test_mlflow_logger(logged_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mlflow.tracking import MlflowClient
 
-    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # reading a file store too (src/training/loggers.py)
+    monkeypatch.setenv(
+        "MLFLOW_ALLOW_FILE_STORE", "true"
+    )  # reading a file store too (src/training/loggers.py)
 
     client = MlflowClient(tracking_uri=f"file:{logged_run / 'mlruns'}")
     (experiment,) = [e for e in client.search_experiments() if e.name == "transformer-lab"]
     (run,) = client.search_runs([experiment.experiment_id])
     assert run.info.status == "FINISHED"
-    _check({k: {m.step + 1: m.value for m in client.get_metric_history(run.info.run_id, k)}
-            for k in ("train/loss", "val/loss")})
+    _check(
+        {
+            k: {m.step + 1: m.value for m in client.get_metric_history(run.info.run_id, k)}
+            for k in ("train/loss", "val/loss")
+        }
+    )
     assert run.data.params["cfg/model/n_layer"] == "2"  # the task's hyperparameters went with it
 
 
@@ -126,7 +171,9 @@ def _wandb_records(run_file: Path) -> list[Any]:
     assert data[:4] == b":W&B", data[:8]
     records, pos, buf = [], header, b""
     while pos + header <= len(data):
-        if block - pos % block < header:  # a block's tail too short for a chunk header is zero padding
+        if (
+            block - pos % block < header
+        ):  # a block's tail too short for a chunk header is zero padding
             pos += block - pos % block
             continue
         _crc, length, kind = struct.unpack("<IHB", data[pos : pos + header])
@@ -145,10 +192,20 @@ def test_wandb_logger_offline(logged_run: Path) -> None:
     (offline,) = logged_run.glob("wandb/offline-run-*")  # offline: nothing was sent anywhere
     (run_file,) = offline.glob("run-*.wandb")
     records = _wandb_records(run_file)
-    rows = [{item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in r.history.item}
-            for r in records if r.WhichOneof("record_type") == "history"]
-    steps = {k: {int(r["trainer/global_step"]) + 1: float(r[k]) for r in rows if k in r}
-             for k in ("train/loss", "val/loss")}
+    rows = [
+        {
+            item.key or "/".join(item.nested_key): json.loads(item.value_json)
+            for item in r.history.item
+        }
+        for r in records
+        if r.WhichOneof("record_type") == "history"
+    ]
+    steps = {
+        k: {int(r["trainer/global_step"]) + 1: float(r[k]) for r in rows if k in r}
+        for k in ("train/loss", "val/loss")
+    }
     _check(steps)
     exits = [r.exit for r in records if r.WhichOneof("record_type") == "exit"]
-    assert [e.exit_code for e in exits] == [0]  # the run was finished (src.training.loggers.close_loggers)
+    assert [e.exit_code for e in exits] == [
+        0
+    ]  # the run was finished (src.training.loggers.close_loggers)

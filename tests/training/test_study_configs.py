@@ -1,5 +1,6 @@
 """Every study config composes, defines its sweep and a fixed sweep directory, declares a protocol
 (docs/studies.md) over exactly the variants it sweeps, and builds its model."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,13 +10,15 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import src.studies  # noqa: F401  (the ${sweep_subdir:} resolver)
-from src.studies.protocol import Protocol, as_number
-from src.studies.runs import parse_override
 from src.studies.matching import count_parameters, reference_config
+from src.studies.protocol import Protocol, as_number
 from src.studies.resume import job_dirname
+from src.studies.runs import parse_override
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
-STUDIES = sorted(p.stem for p in (CONF / "experiment").glob("study_*.yaml") if p.stem != "study_common")
+STUDIES = sorted(
+    p.stem for p in (CONF / "experiment").glob("study_*.yaml") if p.stem != "study_common"
+)
 FAMILIES = sorted(p.stem for p in (CONF / "experiment" / "study_families").glob("*.yaml"))
 
 
@@ -35,11 +38,15 @@ def swept_values(key: str, value: object) -> list[str]:
 @pytest.mark.parametrize("study", STUDIES)
 def test_study_composes_with_a_sweep(study: str) -> None:
     cfg = _compose(f"experiment={study}")
-    assert cfg.hydra.sweep.dir.startswith("outputs/studies/") and "unnamed" not in cfg.hydra.sweep.dir
+    assert (
+        cfg.hydra.sweep.dir.startswith("outputs/studies/") and "unnamed" not in cfg.hydra.sweep.dir
+    )
     raw = OmegaConf.to_container(cfg.hydra.sweep, resolve=False)
     assert raw["subdir"] == "${sweep_subdir:${hydra.job.override_dirname}}"
     params = cfg.hydra.sweeper.params
-    assert params is not None and "seed" not in params  # seeds come from the protocol (python -m src.study)
+    assert (
+        params is not None and "seed" not in params
+    )  # seeds come from the protocol (python -m src.study)
     assert cfg.sweep_resume.skip_completed is True
     variants = [parse_override(k)[0] for k in params]
     assert variants, f"{study} sweeps nothing"
@@ -49,14 +56,24 @@ def test_study_composes_with_a_sweep(study: str) -> None:
     ratios = [b / a for a, b in zip(lrs, lrs[1:])]
     assert 3 <= len(lrs) <= 5 and all(r > 1.5 for r in ratios) and max(ratios) / min(ratios) < 1.2
     assert len(protocol.seeds) >= 3 and (protocol.design == "grid" or protocol.tune_seeds)
-    assert set(protocol.seeds).isdisjoint(protocol.tune_seeds)  # confirm seeds never repeat a tuning run
-    assert protocol.metric.startswith("test/") and protocol.select.startswith("val/") and protocol.baseline
+    assert set(protocol.seeds).isdisjoint(
+        protocol.tune_seeds
+    )  # confirm seeds never repeat a tuning run
+    assert (
+        protocol.metric.startswith("test/")
+        and protocol.select.startswith("val/")
+        and protocol.baseline
+    )
     baseline = dict(x.split("=", 1) for x in protocol.baseline.split(","))
     for key, value in baseline.items():
         swept = {parse_override(k)[0]: swept_values(k, v) for k, v in params.items()}
-        assert value in swept[key], f"{study}: protocol.baseline {key}={value} is not one of the swept values"
+        assert value in swept[key], (
+            f"{study}: protocol.baseline {key}={value} is not one of the swept values"
+        )
     callbacks = OmegaConf.to_container(cfg.callbacks, resolve=False)
-    assert callbacks["ngram_reference"]["_target_"] == "src.callbacks.ngram_reference.NgramReference"
+    assert (
+        callbacks["ngram_reference"]["_target_"] == "src.callbacks.ngram_reference.NgramReference"
+    )
     model = OmegaConf.to_container(cfg.model, resolve=False)
     model["max_seq_len"] = int(cfg.block_size)
     model["vocab_size"] = 2000
@@ -72,7 +89,9 @@ def test_family_variants_match_parameters(variant: str) -> None:
     ref = cfg.match_params.reference
     if ref is not None:
         target = count_parameters(reference_config(OmegaConf.to_container(ref), model))
-        assert target == count_parameters(dict(model, family="decoder_only", mask={"name": "causal"}))
+        assert target == count_parameters(
+            dict(model, family="decoder_only", mask={"name": "causal"})
+        )
 
 
 def test_job_dirname() -> None:

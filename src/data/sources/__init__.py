@@ -3,18 +3,18 @@
 Importing this package registers every source; ``build_source(cfg)`` builds one from a
 config node and fails loudly on unknown names or keys.
 """
+
 from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
 from typing import Any
 
+from src.data.sources.base import LMSource, PairSource, Source
 from src.errors import DataError, did_you_mean
 from src.registry import Registry
-from src.data.sources.base import LMSource, PairSource, Source
 
 SOURCES: Registry[Source] = Registry("source", package="src.data.sources")
-
 
 
 #: keys of a data config node that configure batching (the datamodule), by source kind; the rest build the source
@@ -23,9 +23,18 @@ DATAMODULE_KEYS: dict[str, tuple[str, ...]] = {
     "pairs": ("epoch_batches", "val_batch_size", "max_src_len", "max_tgt_len", "bucket_batches"),
 }
 DATAMODULE_KEYS["bin"] = DATAMODULE_KEYS["lm"]
-DATAMODULE_KEYS["synthetic"] = ("epoch_batches", "val_batch_size", "train_min_length")  # generated tasks (src/data/synthetic)
+DATAMODULE_KEYS["synthetic"] = (
+    "epoch_batches",
+    "val_batch_size",
+    "train_min_length",
+)  # generated tasks (src/data/synthetic)
 #: the batches each source kind yields: text windows {"tokens"} or pairs {"src_ids", "src_mask", "tgt_ids", "tgt_mask"}
-BATCH_FORMATS: dict[str, str] = {"lm": "text", "bin": "text", "pairs": "pairs", "synthetic": "pairs"}
+BATCH_FORMATS: dict[str, str] = {
+    "lm": "text",
+    "bin": "text",
+    "pairs": "pairs",
+    "synthetic": "pairs",
+}
 
 
 def split_config(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -50,14 +59,18 @@ def check_source(cfg: Mapping[str, Any]) -> tuple[type[Source], dict[str, Any]]:
     accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
     unknown = sorted(k for k in node if k not in accepted)
     if unknown:
-        raise DataError(f"data={name} got unknown key(s) {unknown}{did_you_mean(unknown, accepted, 'data.')}; it "
-                        f"accepts: {', '.join(accepted)}")
+        raise DataError(
+            f"data={name} got unknown key(s) {unknown}{did_you_mean(unknown, accepted, 'data.')}; it "
+            f"accepts: {', '.join(accepted)}"
+        )
     return cls, node
 
 
 def _unknown_source(name: Any) -> DataError:
-    return DataError(f"unknown data source '{name}'; registered sources: {', '.join(SOURCES.names())} "
-                     "(data=<name> picks conf/data/<name>.yaml)")
+    return DataError(
+        f"unknown data source '{name}'; registered sources: {', '.join(SOURCES.names())} "
+        "(data=<name> picks conf/data/<name>.yaml)"
+    )
 
 
 def build_source(cfg: Mapping[str, Any]) -> Source:
@@ -66,5 +79,14 @@ def build_source(cfg: Mapping[str, Any]) -> Source:
     return cls(**node)
 
 
-__all__ = ["SOURCES", "DATAMODULE_KEYS", "BATCH_FORMATS", "Source", "LMSource", "PairSource", "build_source", "check_source",
-           "split_config"]
+__all__ = [
+    "SOURCES",
+    "DATAMODULE_KEYS",
+    "BATCH_FORMATS",
+    "Source",
+    "LMSource",
+    "PairSource",
+    "build_source",
+    "check_source",
+    "split_config",
+]

@@ -11,6 +11,7 @@ produce each digit after the ones it depends on; Lee et al. 2023 ("Teaching Arit
 Transformers", arXiv:2307.03381) find that reversed output is learned far faster. Addition is one
 of the length-generalization tasks of Kazemnejad et al. 2023 (arXiv:2305.19466).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -19,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from src.data.sources import SOURCES
-from src.data.synthetic.base import Example, SyntheticSource, integer, fail
+from src.data.synthetic.base import Example, SyntheticSource, fail, integer
 
 MAX_DIGITS = 18  # operands stay below 2**63 (numpy's integers)
 
@@ -30,17 +31,33 @@ class Addition(SyntheticSource):
     min_length: ClassVar[int] = 1
     paper: ClassVar[str] = "Kazemnejad et al. 2023; Lee et al. 2023 (reversed digits)"
 
-    def __init__(self, *, digits: int = 3, reverse_digits: bool = True, seed: int = 0,
-                 test_lengths: Sequence[int] | None = None, val_examples: int = 256, test_examples: int = 256,
-                 cache_dir: str | None = None) -> None:
-        super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples,
-                         cache_dir=cache_dir)
+    def __init__(
+        self,
+        *,
+        digits: int = 3,
+        reverse_digits: bool = True,
+        seed: int = 0,
+        test_lengths: Sequence[int] | None = None,
+        val_examples: int = 256,
+        test_examples: int = 256,
+        cache_dir: str | None = None,
+    ) -> None:
+        super().__init__(
+            seed=seed,
+            test_lengths=test_lengths,
+            val_examples=val_examples,
+            test_examples=test_examples,
+            cache_dir=cache_dir,
+        )
         self.digits, self.reverse_digits = int(digits), bool(reverse_digits)
 
     def sample(self, rng: np.random.Generator, length: int) -> Example:
         a, b = (int(x) for x in rng.integers(0, 10**length, size=2))
         order = (lambda s: s[::-1]) if self.reverse_digits else (lambda s: s)
-        return Example(f"{order(str(a).zfill(length))}+{order(str(b).zfill(length))}=", order(str(a + b).zfill(length + 1)))
+        return Example(
+            f"{order(str(a).zfill(length))}+{order(str(b).zfill(length))}=",
+            order(str(a + b).zfill(length + 1)),
+        )
 
     def vocabulary(self) -> str:
         return "0123456789+="
@@ -49,7 +66,11 @@ class Addition(SyntheticSource):
     def check_task(cls, args: Mapping[str, Any]) -> None:
         integer("digits", args.get("digits", 3), 1, MAX_DIGITS, why="digits per operand")
         if not isinstance(args.get("reverse_digits", True), bool):
-            raise fail("reverse_digits", args["reverse_digits"], "true (least significant digit first) or false")
+            raise fail(
+                "reverse_digits",
+                args["reverse_digits"],
+                "true (least significant digit first) or false",
+            )
 
     @classmethod
     def length_limit(cls, args: Mapping[str, Any]) -> tuple[int, str] | None:

@@ -12,6 +12,7 @@ verdicts read test (docs/studies.md), so a held-out fraction of 0 for test is re
 A source only reads; tokenizing, caching and batching live in ``src.data.cache`` and
 ``src.data.datamodule``.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -28,7 +29,9 @@ from src.files import atomic_path
 
 DEFAULT_CACHE_DIR = "~/.cache/transformer-lab"
 SPLITS = ("train", "val", "test")
-_HASH_CONTENT_LIMIT = 64 * 2**20  # files up to this size are keyed by content, bigger ones by (size, mtime)
+_HASH_CONTENT_LIMIT = (
+    64 * 2**20
+)  # files up to this size are keyed by content, bigger ones by (size, mtime)
 
 
 class Source:
@@ -79,8 +82,10 @@ def decode_bytes(data: bytes, path: str | Path, encoding: str = "utf-8") -> str:
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as e:
-        raise DataError(f"{path}: bytes at offset {e.start} are not valid {encoding} ({e.reason}); convert the file to "
-                        f"{encoding} or set data.encoding to its encoding") from None
+        raise DataError(
+            f"{path}: bytes at offset {e.start} are not valid {encoding} ({e.reason}); convert the file to "
+            f"{encoding} or set data.encoding to its encoding"
+        ) from None
 
 
 def read_text(path: str | Path, encoding: str = "utf-8") -> str:
@@ -105,9 +110,13 @@ def file_kind(p: Path) -> str:
         mode = p.stat().st_mode
     except OSError:
         return "no such file"
-    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+    for test, kind in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return kind
     return "not a regular file"
@@ -120,7 +129,9 @@ def require_file(path: str | Path, key: str, fix: str) -> Path:
     if not p.is_file():
         kind = file_kind(p)
         if kind != "no such file":  # a FIFO or a device: reading it would block or never end
-            raise DataError(f"data.{key}='{path}' is {kind}, not a regular file; copy its content to a file first. {fix}")
+            raise DataError(
+                f"data.{key}='{path}' is {kind}, not a regular file; copy its content to a file first. {fix}"
+            )
         raise DataError(f"data.{key}='{path}': no such file. {fix}")
     return p
 
@@ -144,13 +155,19 @@ def check_fractions(**fractions: float) -> None:
     """Each fraction in [0, 1), their sum below 1, and ``test_fraction`` (when given) above 0."""
     for key, value in fractions.items():
         if not 0.0 <= float(value) < 1.0:
-            raise DataError(f"data.{key}={value} must be in [0, 1) and the held-out fractions must sum below 1")
+            raise DataError(
+                f"data.{key}={value} must be in [0, 1) and the held-out fractions must sum below 1"
+            )
     if "test_fraction" in fractions and float(fractions["test_fraction"]) <= 0.0:
-        raise DataError(f"data.test_fraction={fractions['test_fraction']!r} is invalid: every source needs a test split "
-                        "distinct from val (verdicts read test, selection reads val); use e.g. 0.05")
+        raise DataError(
+            f"data.test_fraction={fractions['test_fraction']!r} is invalid: every source needs a test split "
+            "distinct from val (verdicts read test, selection reads val); use e.g. 0.05"
+        )
     if sum(fractions.values()) >= 1.0:
-        raise DataError(f"data.{' + '.join(fractions)}={sum(fractions.values())} must be in [0, 1) and the held-out "
-                        "fractions must sum below 1")
+        raise DataError(
+            f"data.{' + '.join(fractions)}={sum(fractions.values())} must be in [0, 1) and the held-out "
+            "fractions must sum below 1"
+        )
 
 
 def cut_documents(docs: Sequence[str], fractions: Sequence[float]) -> list[list[str]]:
@@ -185,13 +202,17 @@ def split_text(text: str, val_fraction: float, test_fraction: float) -> dict[str
     return {"train": train, "val": val, "test": test}
 
 
-def split_documents(docs: Sequence[tuple[str, str]], val_fraction: float, test_fraction: float) -> dict[str, list[str]]:
+def split_documents(
+    docs: Sequence[tuple[str, str]], val_fraction: float, test_fraction: float
+) -> dict[str, list[str]]:
     """Assign whole documents ``(key, text)`` to splits by a stable hash of their key, so
     the split never depends on the order, the platform or Python's hash seed."""
     out: dict[str, list[str]] = {"train": [], "val": [], "test": []}
     for key, text in docs:
         u = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big") / 2.0**64
-        split = "val" if u < val_fraction else "test" if u < val_fraction + test_fraction else "train"
+        split = (
+            "val" if u < val_fraction else "test" if u < val_fraction + test_fraction else "train"
+        )
         out[split].append(text)
     return out
 
@@ -199,7 +220,9 @@ def split_documents(docs: Sequence[tuple[str, str]], val_fraction: float, test_f
 # ---------------------------------------------------------------- downloading
 
 
-def download(url: str, dest: Path, *, what: str, key: str, sha256: str | None = None, timeout: float = 30.0) -> Path:
+def download(
+    url: str, dest: Path, *, what: str, key: str, sha256: str | None = None, timeout: float = 30.0
+) -> Path:
     """Fetch ``url`` to ``dest`` (atomically); on failure say where to put the file instead."""
     with atomic_path(dest, suffix=".part") as tmp:
         try:
@@ -207,12 +230,16 @@ def download(url: str, dest: Path, *, what: str, key: str, sha256: str | None = 
                 while chunk := r.read(1 << 20):
                     f.write(chunk)
         except OSError as e:  # URLError, timeouts, refused connections, DNS failures
-            raise DataError(f"could not download {what} from {url} ({getattr(e, 'reason', e)}). Put the file at {dest} "
-                            f"or pass data.{key}=/path/to/{dest.name}; without internet, data=embedded works "
-                            "offline") from None
+            raise DataError(
+                f"could not download {what} from {url} ({getattr(e, 'reason', e)}). Put the file at {dest} "
+                f"or pass data.{key}=/path/to/{dest.name}; without internet, data=embedded works "
+                "offline"
+            ) from None
         if sha256 is not None:
             actual = hashlib.sha256(tmp.read_bytes()).hexdigest()
             if actual != sha256:
-                raise DataError(f"{url}: sha256 {actual} does not match the expected {sha256} for {what}; delete the "
-                                f"file and retry, or pass data.{key}= a good copy")
+                raise DataError(
+                    f"{url}: sha256 {actual} does not match the expected {sha256} for {what}; delete the "
+                    f"file and retry, or pass data.{key}= a good copy"
+                )
     return dest

@@ -8,6 +8,7 @@ a few hundred to 60 k characters), and each piece is assigned to train/val/test 
 stable hash of ``topic/index``, so the split is deterministic and close to the fractions.
 The text differs slightly between Python versions; the cache key includes its hash.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -46,15 +47,28 @@ class Embedded(LMSource):
     """Python's bundled documentation topics, one document per piece of a topic."""
 
     def __init__(
-        self, cache_dir: str | None = None, val_fraction: float = 0.1, test_fraction: float = 0.1, piece_chars: int = 4000
+        self,
+        cache_dir: str | None = None,
+        val_fraction: float = 0.1,
+        test_fraction: float = 0.1,
+        piece_chars: int = 4000,
     ) -> None:
         super().__init__(cache_dir)
         check_fractions(val_fraction=val_fraction, test_fraction=test_fraction)
-        self.val_fraction, self.test_fraction, self.piece_chars = val_fraction, test_fraction, piece_chars
+        self.val_fraction, self.test_fraction, self.piece_chars = (
+            val_fraction,
+            test_fraction,
+            piece_chars,
+        )
 
     def fingerprint(self) -> dict[str, Any]:
         digest = hashlib.blake2b(json.dumps(topics()).encode(), digest_size=16).hexdigest()
-        return {"topics": digest, "val": self.val_fraction, "test": self.test_fraction, "piece_chars": self.piece_chars}
+        return {
+            "topics": digest,
+            "val": self.val_fraction,
+            "test": self.test_fraction,
+            "piece_chars": self.piece_chars,
+        }
 
     def splits(self) -> dict[str, Sequence[str]]:
         return split_documents(pieces(self.piece_chars), self.val_fraction, self.test_fraction)

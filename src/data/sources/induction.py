@@ -15,6 +15,7 @@ arXiv:2209.11895), which a one-layer attention-only model cannot form. The segme
 distinct and never occur in the filler, so the earlier occurrence is unambiguous. The
 extrapolation version is Gu & Dao 2023 (Mamba, arXiv:2312.00752) Table 2.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -32,11 +33,25 @@ class Induction(SyntheticSource):
     min_length: ClassVar[int] = 4
     paper: ClassVar[str] = "Olsson et al. 2022 (induction heads); Gu & Dao 2023 (extrapolation)"
 
-    def __init__(self, *, length: int = 32, segment: int = 8, alphabet: int = 16, seed: int = 0,
-                 test_lengths: Sequence[int] | None = None, val_examples: int = 256, test_examples: int = 256,
-                 cache_dir: str | None = None) -> None:
-        super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples,
-                         cache_dir=cache_dir)
+    def __init__(
+        self,
+        *,
+        length: int = 32,
+        segment: int = 8,
+        alphabet: int = 16,
+        seed: int = 0,
+        test_lengths: Sequence[int] | None = None,
+        val_examples: int = 256,
+        test_examples: int = 256,
+        cache_dir: str | None = None,
+    ) -> None:
+        super().__init__(
+            seed=seed,
+            test_lengths=test_lengths,
+            val_examples=val_examples,
+            test_examples=test_examples,
+            cache_dir=cache_dir,
+        )
         self.length, self.segment, self.alphabet = int(length), int(segment), int(alphabet)
 
     def sample(self, rng: np.random.Generator, length: int) -> Example:
@@ -44,7 +59,9 @@ class Induction(SyntheticSource):
         perm = rng.permutation(self.alphabet)
         seg, filler = perm[:k], perm[k:]  # distinct segment symbols; the filler never holds one
         seq = filler[rng.integers(0, len(filler), size=length)]
-        first = int(rng.integers(0, length - 2 * k + 1))  # the first occurrence, anywhere before the second
+        first = int(
+            rng.integers(0, length - 2 * k + 1)
+        )  # the first occurrence, anywhere before the second
         seq[first : first + k] = seg
         seq[length - k :] = seg  # the second occurrence ends the sequence
         text = "".join(symbol(int(i)) for i in seq)
@@ -55,11 +72,22 @@ class Induction(SyntheticSource):
 
     @classmethod
     def check_task(cls, args: Mapping[str, Any]) -> None:
-        k = integer("segment", args.get("segment", 8), 2, why="tokens of the repeated segment: its first is the cue, "
-                                                               "the rest the answer")
-        integer("alphabet", args.get("alphabet", 16), k + 1, len(SYMBOLS),
-                why=f"distinct symbols: the segment's {k} plus at least one filler symbol")
+        k = integer(
+            "segment",
+            args.get("segment", 8),
+            2,
+            why="tokens of the repeated segment: its first is the cue, the rest the answer",
+        )
+        integer(
+            "alphabet",
+            args.get("alphabet", 16),
+            k + 1,
+            len(SYMBOLS),
+            why=f"distinct symbols: the segment's {k} plus at least one filler symbol",
+        )
         length = args.get("length", 32)
         if isinstance(length, int) and not isinstance(length, bool) and length < 2 * k:
-            raise fail("length", length, f"at least 2 x data.segment = {2 * k}: the segment occurs twice")
+            raise fail(
+                "length", length, f"at least 2 x data.segment = {2 * k}: the segment occurs twice"
+            )
         integer("length", length, cls.min_length, why="tokens per sequence")

@@ -19,6 +19,7 @@ symbols, and the values from ``data.num_values`` other symbols (with repeats), s
 through the key. Zoology places each query's value right after it; here the queries come together
 and the values form the answer, so the prompt holds no answer token.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -38,11 +39,27 @@ class MQAR(SyntheticSource):
     min_length: ClassVar[int] = 1
     paper: ClassVar[str] = "Arora et al. 2023 (Zoology, MQAR)"
 
-    def __init__(self, *, num_pairs: int = 8, num_queries: int = 4, num_keys: int = 32, num_values: int = 16,
-                 answer_format: str = "values", seed: int = 0, test_lengths: Sequence[int] | None = None, val_examples: int = 256,
-                 test_examples: int = 256, cache_dir: str | None = None) -> None:
-        super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples,
-                         cache_dir=cache_dir)
+    def __init__(
+        self,
+        *,
+        num_pairs: int = 8,
+        num_queries: int = 4,
+        num_keys: int = 32,
+        num_values: int = 16,
+        answer_format: str = "values",
+        seed: int = 0,
+        test_lengths: Sequence[int] | None = None,
+        val_examples: int = 256,
+        test_examples: int = 256,
+        cache_dir: str | None = None,
+    ) -> None:
+        super().__init__(
+            seed=seed,
+            test_lengths=test_lengths,
+            val_examples=val_examples,
+            test_examples=test_examples,
+            cache_dir=cache_dir,
+        )
         self.num_pairs, self.num_queries = int(num_pairs), int(num_queries)
         self.num_keys, self.num_values = int(num_keys), int(num_values)
         self.answer_format = str(answer_format)
@@ -50,8 +67,12 @@ class MQAR(SyntheticSource):
     def sample(self, rng: np.random.Generator, length: int) -> Example:
         keys = rng.choice(self.num_keys, size=length, replace=False)  # distinct keys
         values = rng.integers(0, self.num_values, size=length)
-        asked = rng.choice(length, size=self.num_queries, replace=False)  # which pairs are queried, in query order
-        pairs = "".join(symbol(int(k)) + symbol(self.num_keys + int(v)) for k, v in zip(keys, values))
+        asked = rng.choice(
+            length, size=self.num_queries, replace=False
+        )  # which pairs are queried, in query order
+        pairs = "".join(
+            symbol(int(k)) + symbol(self.num_keys + int(v)) for k, v in zip(keys, values)
+        )
         queries = "".join(symbol(int(keys[i])) for i in asked)
         answers = [symbol(self.num_keys + int(values[i])) for i in asked]
         if self.answer_format == "interleaved":  # q1 v1 q2 v2 ...
@@ -64,17 +85,40 @@ class MQAR(SyntheticSource):
     @classmethod
     def check_task(cls, args: Mapping[str, Any]) -> None:
         keys = integer("num_keys", args.get("num_keys", 32), 1, len(SYMBOLS) - 2, why="key symbols")
-        integer("num_values", args.get("num_values", 16), 2, len(SYMBOLS) - keys,
-                why=f"value symbols, besides the {keys} key symbols ({len(SYMBOLS)} symbols in all)")
-        pairs = integer("num_pairs", args.get("num_pairs", 8), 1, keys,
-                        why=f"the keys of an example are distinct, so at most data.num_keys={keys} pairs")
-        integer("num_queries", args.get("num_queries", 4), 1, pairs, why=f"queried keys, at most data.num_pairs={pairs}")
+        integer(
+            "num_values",
+            args.get("num_values", 16),
+            2,
+            len(SYMBOLS) - keys,
+            why=f"value symbols, besides the {keys} key symbols ({len(SYMBOLS)} symbols in all)",
+        )
+        pairs = integer(
+            "num_pairs",
+            args.get("num_pairs", 8),
+            1,
+            keys,
+            why=f"the keys of an example are distinct, so at most data.num_keys={keys} pairs",
+        )
+        integer(
+            "num_queries",
+            args.get("num_queries", 4),
+            1,
+            pairs,
+            why=f"queried keys, at most data.num_pairs={pairs}",
+        )
         fmt = args.get("answer_format", "values")
         if fmt not in ANSWER_FORMATS:
-            raise fail("answer_format", fmt, f"one of {', '.join(ANSWER_FORMATS)} (values: the values alone; "
-                                              "interleaved: each query key, then its value)")
+            raise fail(
+                "answer_format",
+                fmt,
+                f"one of {', '.join(ANSWER_FORMATS)} (values: the values alone; "
+                "interleaved: each query key, then its value)",
+            )
 
     @classmethod
     def length_limit(cls, args: Mapping[str, Any]) -> tuple[int, str] | None:
         keys = args.get("num_keys", 32)
-        return keys, f"the keys of an example are distinct, so at most data.num_keys={keys} pairs (or raise num_keys)"
+        return (
+            keys,
+            f"the keys of an example are distinct, so at most data.num_keys={keys} pairs (or raise num_keys)",
+        )

@@ -4,6 +4,7 @@ Files ``{train,val,test_2016_flickr}.{en,de}.gz`` (29,000 / 1,014 / 1,000 lines,
 sentence per line, line i of ``.en`` translates line i of ``.de``). ``path`` is a folder
 holding them; otherwise they are downloaded once into ``<cache_dir>/multi30k``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,15 +31,24 @@ class Multi30k(PairSource):
     """Pairs ``src_lang -> tgt_lang`` (``en -> de`` by default; swap for ``de -> en``)."""
 
     def __init__(
-        self, path: str | None = None, src_lang: str = "en", tgt_lang: str = "de", url: str = URL, cache_dir: str | None = None
+        self,
+        path: str | None = None,
+        src_lang: str = "en",
+        tgt_lang: str = "de",
+        url: str = URL,
+        cache_dir: str | None = None,
     ) -> None:
         super().__init__(cache_dir)
         langs = {"en", "de"}
         for key, lang in (("src_lang", src_lang), ("tgt_lang", tgt_lang)):
             if lang not in langs:
-                raise DataError(f"data.{key}={lang!r} is invalid: Multi30k task 1 has 'en' and 'de'")
+                raise DataError(
+                    f"data.{key}={lang!r} is invalid: Multi30k task 1 has 'en' and 'de'"
+                )
         if src_lang == tgt_lang:
-            raise DataError(f"data.tgt_lang={tgt_lang!r} is invalid: choose a target language other than src_lang")
+            raise DataError(
+                f"data.tgt_lang={tgt_lang!r} is invalid: choose a target language other than src_lang"
+            )
         self.path, self.src_lang, self.tgt_lang, self.url = path, src_lang, tgt_lang, url
 
     def file(self, split: str, lang: str) -> Path:
@@ -46,21 +56,35 @@ class Multi30k(PairSource):
         if self.path is not None:
             folder = Path(self.path).expanduser()
             if folder.is_file():
-                raise DataError(f"data.path='{folder}' is a file, not a directory; data.path must be a folder with "
-                                f"{', '.join(SHA256)}; leave it unset to download them")
+                raise DataError(
+                    f"data.path='{folder}' is a file, not a directory; data.path must be a folder with "
+                    f"{', '.join(SHA256)}; leave it unset to download them"
+                )
             p = folder / name
             if not p.is_file():
-                raise DataError(f"data.path='{p}': no such file. data.path must be a folder with {', '.join(SHA256)}; "
-                                "leave it unset to download them")
+                raise DataError(
+                    f"data.path='{p}': no such file. data.path must be a folder with {', '.join(SHA256)}; "
+                    "leave it unset to download them"
+                )
             return p
         dest = self.cache_dir / "multi30k" / name
         if dest.is_file():
             return dest
-        return download(f"{self.url}/{name}", dest, what=f"multi30k {name}", key="path", sha256=SHA256.get(name) if self.url == URL else None)
+        return download(
+            f"{self.url}/{name}",
+            dest,
+            what=f"multi30k {name}",
+            key="path",
+            sha256=SHA256.get(name) if self.url == URL else None,
+        )
 
     def fingerprint(self) -> dict[str, Any]:
         return {
-            "files": [file_fingerprint(self.file(s, lang)) for s in SPLIT_FILES for lang in (self.src_lang, self.tgt_lang)],
+            "files": [
+                file_fingerprint(self.file(s, lang))
+                for s in SPLIT_FILES
+                for lang in (self.src_lang, self.tgt_lang)
+            ],
         }
 
     def pairs(self) -> dict[str, tuple[list[str], list[str]]]:
@@ -69,7 +93,9 @@ class Multi30k(PairSource):
             sp, tp = self.file(split, self.src_lang), self.file(split, self.tgt_lang)
             src, tgt = read_lines(sp), read_lines(tp)
             if len(src) != len(tgt):
-                raise DataError(f"{sp} has {len(src)} lines but {tp} has {len(tgt)}; translation files must align line "
-                                "by line")
+                raise DataError(
+                    f"{sp} has {len(src)} lines but {tp} has {len(tgt)}; translation files must align line "
+                    "by line"
+                )
             out[split] = (src, tgt)
         return out

@@ -9,6 +9,7 @@ Kazemnejad et al. 2023, "The Impact of Positional Encoding on Length Generalizat
 Transformers" (arXiv:2305.19466), copy / reverse / sort among its tasks; Delétang et al. 2023,
 "Neural Networks and the Chomsky Hierarchy" (arXiv:2207.02098), duplicate / reverse string.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -26,11 +27,24 @@ class StringTask(SyntheticSource):
     length_key: ClassVar[str] = "length"
     min_length: ClassVar[int] = 1
 
-    def __init__(self, *, length: int = 16, alphabet: int = 10, seed: int = 0, test_lengths: Sequence[int] | None = None,
-                 val_examples: int = 256, test_examples: int = 256,
-                 cache_dir: str | None = None) -> None:
-        super().__init__(seed=seed, test_lengths=test_lengths, val_examples=val_examples, test_examples=test_examples,
-                         cache_dir=cache_dir)
+    def __init__(
+        self,
+        *,
+        length: int = 16,
+        alphabet: int = 10,
+        seed: int = 0,
+        test_lengths: Sequence[int] | None = None,
+        val_examples: int = 256,
+        test_examples: int = 256,
+        cache_dir: str | None = None,
+    ) -> None:
+        super().__init__(
+            seed=seed,
+            test_lengths=test_lengths,
+            val_examples=val_examples,
+            test_examples=test_examples,
+            cache_dir=cache_dir,
+        )
         self.length, self.alphabet = int(length), int(alphabet)
 
     def transform(self, s: str) -> str:
@@ -46,8 +60,13 @@ class StringTask(SyntheticSource):
     @classmethod
     def check_task(cls, args: Mapping[str, Any]) -> None:
         integer("length", args.get("length", 16), cls.min_length, why="symbols per string")
-        integer("alphabet", args.get("alphabet", 10), 2, len(SYMBOLS), why="distinct symbols: one symbol makes every "
-                                                                          "answer the same")
+        integer(
+            "alphabet",
+            args.get("alphabet", 10),
+            2,
+            len(SYMBOLS),
+            why="distinct symbols: one symbol makes every answer the same",
+        )
 
 
 @SOURCES.register("copy")

@@ -18,6 +18,7 @@ A task declares ``length_key``: the key that sets its size and that ``data.test_
 (``length``, ``digits`` or ``num_pairs``). The values are checked once, when the run config is
 validated (``check_run``); constructors trust them.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -46,7 +47,10 @@ def symbol(i: int) -> str:
 
 def split_of(prompt: str) -> str:
     """The split a prompt belongs to, by a stable hash (the same on every machine and Python)."""
-    u = int.from_bytes(hashlib.blake2b(prompt.encode("utf-8"), digest_size=8).digest(), "big") / 2.0**64
+    u = (
+        int.from_bytes(hashlib.blake2b(prompt.encode("utf-8"), digest_size=8).digest(), "big")
+        / 2.0**64
+    )
     return "test" if u < HELD_OUT else "val" if u < 2 * HELD_OUT else "train"
 
 
@@ -64,8 +68,17 @@ def fail(key: str, value: Any, fix: str) -> DataError:
 
 def integer(key: str, value: Any, low: int, high: int | None = None, why: str = "") -> int:
     """``value`` as an int in [low, high], else a DataError naming the key, the range and why."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-        bound = f"an integer from {low} to {high}" if high is not None else f"an integer, at least {low}"
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < low
+        or (high is not None and value > high)
+    ):
+        bound = (
+            f"an integer from {low} to {high}"
+            if high is not None
+            else f"an integer, at least {low}"
+        )
         raise fail(key, value, bound + (f" ({why})" if why else ""))
     return value
 
@@ -79,9 +92,18 @@ class SyntheticSource(Source):
     min_length: ClassVar[int] = 1
     paper: ClassVar[str] = ""
 
-    def __init__(self, *, seed: int = 0, test_lengths: Sequence[int] | None = None, val_examples: int = 256,
-                 test_examples: int = 256, cache_dir: str | None = None) -> None:
-        super().__init__(cache_dir=cache_dir)  # examples are never stored; a study's n-gram references cache there
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        test_lengths: Sequence[int] | None = None,
+        val_examples: int = 256,
+        test_examples: int = 256,
+        cache_dir: str | None = None,
+    ) -> None:
+        super().__init__(
+            cache_dir=cache_dir
+        )  # examples are never stored; a study's n-gram references cache there
         self.seed = int(seed)
         self.val_examples, self.test_examples = int(val_examples), int(test_examples)
         self._test_lengths = None if test_lengths is None else [int(n) for n in test_lengths]
@@ -120,22 +142,34 @@ class SyntheticSource(Source):
         ex = self.sample(np.random.default_rng(0), length)
         return len(ex.prompt), len(ex.answer)
 
-    def example(self, split: str, index: int, length: int | None = None, stream: int = 0) -> Example:
+    def example(
+        self, split: str, index: int, length: int | None = None, stream: int = 0
+    ) -> Example:
         """Example ``index`` of ``split`` at ``length`` (default: the training length); ``stream`` separates
         the training streams of different run seeds. Redraws until the prompt belongs to ``split``."""
         length = self.train_length if length is None else int(length)
-        rng = np.random.default_rng([self.seed, SPLIT_CODES[split], int(stream), int(index), length])
+        rng = np.random.default_rng(
+            [self.seed, SPLIT_CODES[split], int(stream), int(index), length]
+        )
         for _ in range(MAX_DRAWS):
             ex = self.sample(rng, length)
             if split_of(ex.prompt) == split:
                 return ex
-        raise DataError(f"data={self.name} with data.{self.length_key}={length} has too few distinct prompts to give "
-                        f"the {split} split any ({MAX_DRAWS} draws found none); raise data.{self.length_key}")
+        raise DataError(
+            f"data={self.name} with data.{self.length_key}={length} has too few distinct prompts to give "
+            f"the {split} split any ({MAX_DRAWS} draws found none); raise data.{self.length_key}"
+        )
 
     def fingerprint(self) -> dict[str, Any]:
         """The task's name and keys (what determines every example)."""
-        return {"name": self.name, **{k: v for k, v in vars(self).items() if not k.startswith("_")
-                                      and isinstance(v, (int, float, str, bool))}}
+        return {
+            "name": self.name,
+            **{
+                k: v
+                for k, v in vars(self).items()
+                if not k.startswith("_") and isinstance(v, (int, float, str, bool))
+            },
+        }
 
     def check_train_min_length(self, value: int | None) -> None:
         """``data.train_min_length`` (the smallest size of a training batch, ``SyntheticDataModule``): null, or
@@ -144,30 +178,50 @@ class SyntheticSource(Source):
         if value is None:
             return
         name, key, train = self.registry_name, self.length_key, self.train_length  # type: ignore[attr-defined]
-        integer("train_min_length", value, self.min_length, train,
-                why=f"the smallest data.{key} of a training batch: from data={name}'s smallest, {self.min_length}, to "
-                    f"the training data.{key}={train}; null trains every batch at {train}")
+        integer(
+            "train_min_length",
+            value,
+            self.min_length,
+            train,
+            why=f"the smallest data.{key} of a training batch: from data={name}'s smallest, {self.min_length}, to "
+            f"the training data.{key}={train}; null trains every batch at {train}",
+        )
         try:
             type(self).check_task({**self.fingerprint(), key: value})
             self.example("train", 0, length=value)
         except DataError as e:
-            raise fail("train_min_length", value, f"data={name} at data.{key}={value} is not a valid task ({e}); raise "
-                                                  "data.train_min_length") from e
+            raise fail(
+                "train_min_length",
+                value,
+                f"data={name} at data.{key}={value} is not a valid task ({e}); raise "
+                "data.train_min_length",
+            ) from e
 
     # ------------------------------------------------------------ validation (once, with the run config)
     @classmethod
-    def check_run(cls, args: Mapping[str, Any], *, block_size: int, tokenizer: str | None,
-                  task: str | None = "synthetic", train_min_length: int | None = None) -> None:
+    def check_run(
+        cls,
+        args: Mapping[str, Any],
+        *,
+        block_size: int,
+        tokenizer: str | None,
+        task: str | None = "synthetic",
+        train_min_length: int | None = None,
+    ) -> None:
         """Every value of the data node, the tokenizer and objective it needs, and the training example
         against ``block_size``: a DataError naming the key, the value and the allowed range. Called by
         ``src.config.validate``; ``train_min_length`` is the datamodule's ``data.train_min_length``."""
         name = cls.registry_name  # type: ignore[attr-defined]
         if task != "synthetic":
-            raise DataError(f"data={name} is scored by task=synthetic (answer-only loss, exact match, one test set per "
-                            f"length), not task={task}; conf/data/{name}.yaml selects it: remove the task override")
+            raise DataError(
+                f"data={name} is scored by task=synthetic (answer-only loss, exact match, one test set per "
+                f"length), not task={task}; conf/data/{name}.yaml selects it: remove the task override"
+            )
         if tokenizer != "char":
-            raise DataError(f"data={name} writes one character per symbol and needs tokenizer=char, not "
-                            f"tokenizer={tokenizer} (conf/data/{name}.yaml selects char; remove the tokenizer override)")
+            raise DataError(
+                f"data={name} writes one character per symbol and needs tokenizer=char, not "
+                f"tokenizer={tokenizer} (conf/data/{name}.yaml selects char; remove the tokenizer override)"
+            )
         integer("seed", args.get("seed", 0), 0, why="the seed of the validation and test examples")
         for key in ("val_examples", "test_examples"):
             integer(key, args.get(key, 256), 1, why="examples per evaluation set")
@@ -178,24 +232,46 @@ class SyntheticSource(Source):
             raise fail(cls.length_key, train, f"data={name} needs at least {cls.min_length}")
         lengths = args.get("test_lengths")
         if lengths is not None:
-            if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or not lengths:
-                raise fail("test_lengths", lengths, f"a list of {cls.length_key} values, e.g. [{train}, {2 * train}], "
-                                                    "or null for 1x, 2x, 4x the training length")
+            if (
+                isinstance(lengths, (str, bytes))
+                or not isinstance(lengths, Sequence)
+                or not lengths
+            ):
+                raise fail(
+                    "test_lengths",
+                    lengths,
+                    f"a list of {cls.length_key} values, e.g. [{train}, {2 * train}], "
+                    "or null for 1x, 2x, 4x the training length",
+                )
             for n in lengths:
-                integer("test_lengths", n, train, why=f"each test length at least the training data.{cls.length_key}="
-                                                      f"{train}: shorter inputs are not a generalisation test")
+                integer(
+                    "test_lengths",
+                    n,
+                    train,
+                    why=f"each test length at least the training data.{cls.length_key}="
+                    f"{train}: shorter inputs are not a generalisation test",
+                )
         limit = cls.length_limit(args)
         if limit is not None and max(source.test_lengths) > limit[0]:
-            given = "data.test_lengths" if lengths is not None else (f"data.test_lengths (null: 1x, 2x, 4x data."
-                                                                     f"{cls.length_key}={train})")
-            raise DataError(f"{given}={source.test_lengths} goes beyond {limit[0]}: {limit[1]}; give data.test_lengths "
-                            f"at most {limit[0]}")
+            given = (
+                "data.test_lengths"
+                if lengths is not None
+                else (f"data.test_lengths (null: 1x, 2x, 4x data.{cls.length_key}={train})")
+            )
+            raise DataError(
+                f"{given}={source.test_lengths} goes beyond {limit[0]}: {limit[1]}; give data.test_lengths "
+                f"at most {limit[0]}"
+            )
         for split, n in [("val", train), *(("test", n) for n in source.test_lengths)]:
-            source.example(split, 0, length=n)  # DataError: an example space too small to give every split a prompt
+            source.example(
+                split, 0, length=n
+            )  # DataError: an example space too small to give every split a prompt
         source.check_train_min_length(train_min_length)
         prompt, answer = source.sizes(train)
         if prompt + answer - 1 > block_size:
-            raise DataError(f"block_size={block_size} is too short for data={name} at data.{cls.length_key}={train}: "
-                            f"an example is {prompt} prompt + {answer} answer tokens, which the model reads as "
-                            f"{prompt + answer - 1}; raise block_size (model.max_seq_len) to at least "
-                            f"{prompt + answer - 1} or lower data.{cls.length_key}")
+            raise DataError(
+                f"block_size={block_size} is too short for data={name} at data.{cls.length_key}={train}: "
+                f"an example is {prompt} prompt + {answer} answer tokens, which the model reads as "
+                f"{prompt + answer - 1}; raise block_size (model.max_seq_len) to at least "
+                f"{prompt + answer - 1} or lower data.{cls.length_key}"
+            )

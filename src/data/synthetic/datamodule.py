@@ -20,6 +20,7 @@ still has one shape and no padding. Validation holds
 
 The tokenizer is ``char`` fitted on the task's ``vocabulary()``, so each symbol is one id.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -30,7 +31,13 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from src.data.batches import BatchStream, EvalStream, ResumableLoader, SizedBatchStream, resolve_rank
+from src.data.batches import (
+    BatchStream,
+    EvalStream,
+    ResumableLoader,
+    SizedBatchStream,
+    resolve_rank,
+)
 from src.data.synthetic.base import Example, SyntheticSource
 from src.data.tokenizers import Tokenizer
 from src.errors import DataError
@@ -52,8 +59,13 @@ def collate(examples: Sequence[Example], length: int, ids: dict[str, int]) -> Ba
     """Examples of one shape -> a pair batch (see the module docstring)."""
     src = torch.tensor([[ids[c] for c in ex.prompt] for ex in examples], dtype=torch.long)  # [B, P]
     tgt = torch.tensor([[ids[c] for c in ex.answer] for ex in examples], dtype=torch.long)  # [B, A]
-    return {"src_ids": src, "src_mask": torch.ones_like(src), "tgt_ids": tgt, "tgt_mask": torch.ones_like(tgt),
-            "length": torch.full((len(examples),), int(length), dtype=torch.long)}
+    return {
+        "src_ids": src,
+        "src_mask": torch.ones_like(src),
+        "tgt_ids": tgt,
+        "tgt_mask": torch.ones_like(tgt),
+        "length": torch.full((len(examples),), int(length), dtype=torch.long),
+    }
 
 
 LENGTH_STREAM = 1  # batch sizes draw from rng([run seed, 1, i]); examples from 5-part seeds (SyntheticSource.example)
@@ -63,9 +75,24 @@ class TrainBatches:
     """Training batch ``i`` of ``rank``: a pure function of (seed, rank, i). ``min_length`` (None: the
     training size) is the smallest size a batch is drawn at."""
 
-    def __init__(self, source: SyntheticSource, ids: dict[str, int], batch_size: int, seed: int, rank: int,
-                 world_size: int, min_length: int | None = None) -> None:
-        self.source, self.ids, self.B, self.seed, self.rank, self.W = source, ids, batch_size, seed, rank, world_size
+    def __init__(
+        self,
+        source: SyntheticSource,
+        ids: dict[str, int],
+        batch_size: int,
+        seed: int,
+        rank: int,
+        world_size: int,
+        min_length: int | None = None,
+    ) -> None:
+        self.source, self.ids, self.B, self.seed, self.rank, self.W = (
+            source,
+            ids,
+            batch_size,
+            seed,
+            rank,
+            world_size,
+        )
         self.min_length = source.train_length if min_length is None else int(min_length)
 
     def length(self, i: int) -> int:
@@ -73,19 +100,31 @@ class TrainBatches:
         top = self.source.train_length
         if self.min_length >= top:
             return top
-        return int(np.random.default_rng([self.seed, LENGTH_STREAM, i]).integers(self.min_length, top + 1))
+        return int(
+            np.random.default_rng([self.seed, LENGTH_STREAM, i]).integers(self.min_length, top + 1)
+        )
 
     def __call__(self, i: int) -> Batch:
         first, n = (i * self.W + self.rank) * self.B, self.length(i)
-        examples = [self.source.example("train", first + j, length=n, stream=self.seed) for j in range(self.B)]
+        examples = [
+            self.source.example("train", first + j, length=n, stream=self.seed)
+            for j in range(self.B)
+        ]
         return collate(examples, n, self.ids)
 
 
 class EvalBatches:
     """Fixed evaluation examples of one split and length, this rank's strided share, in batches."""
 
-    def __init__(self, examples: Sequence[Example], length: int, ids: dict[str, int], batch_size: int, rank: int,
-                 world_size: int) -> None:
+    def __init__(
+        self,
+        examples: Sequence[Example],
+        length: int,
+        ids: dict[str, int],
+        batch_size: int,
+        rank: int,
+        world_size: int,
+    ) -> None:
         per_rank = len(examples) // world_size
         self.examples = [examples[k] for k in range(rank, per_rank * world_size, world_size)]
         self.length, self.ids, self.B = length, ids, batch_size
@@ -100,19 +139,35 @@ class EvalBatches:
 class SyntheticDataModule(L.LightningDataModule):
     """A synthetic task (``SyntheticSource``) -> pair batches; see the module docstring."""
 
-    def __init__(self, source: SyntheticSource, tokenizer: Tokenizer, *, block_size: int, batch_size: int, seed: int = 0,
-                 num_workers: int = 0, pin_memory: bool = False, epoch_batches: int | None = None,
-                 val_batch_size: int | None = None, train_min_length: int | None = None, rank: int | None = None,
-                 world_size: int | None = None) -> None:
+    def __init__(
+        self,
+        source: SyntheticSource,
+        tokenizer: Tokenizer,
+        *,
+        block_size: int,
+        batch_size: int,
+        seed: int = 0,
+        num_workers: int = 0,
+        pin_memory: bool = False,
+        epoch_batches: int | None = None,
+        val_batch_size: int | None = None,
+        train_min_length: int | None = None,
+        rank: int | None = None,
+        world_size: int | None = None,
+    ) -> None:
         super().__init__()
-        self.train_min_length = train_min_length  # checked with the run config (SyntheticSource.check_run)
+        self.train_min_length = (
+            train_min_length  # checked with the run config (SyntheticSource.check_run)
+        )
         self.source, self.tokenizer = source, tokenizer
         self.block_size, self.batch_size, self.seed = int(block_size), int(batch_size), int(seed)
         self.val_batch_size = int(val_batch_size or batch_size)
         self.num_workers, self.pin_memory = int(num_workers), bool(pin_memory)
         self.epoch_batches = None if epoch_batches is None else int(epoch_batches)
         self._rank, self._world_size = rank, world_size
-        self.vocab_size: int | None = None  # set by the run (src.training.setup); the ids are the tokenizer's
+        self.vocab_size: int | None = (
+            None  # set by the run (src.training.setup); the ids are the tokenizer's
+        )
         self.ids: dict[str, int] = {}
         self.examples: dict[tuple[str, int], list[Example]] = {}
         self._last_train_loader: ResumableLoader | None = None
@@ -123,7 +178,9 @@ class SyntheticDataModule(L.LightningDataModule):
 
     def rank_world(self) -> tuple[int, int]:
         rank, world = resolve_rank(getattr(self, "trainer", None))
-        return (self._rank if self._rank is not None else rank), (self._world_size if self._world_size is not None else world)
+        return (self._rank if self._rank is not None else rank), (
+            self._world_size if self._world_size is not None else world
+        )
 
     def prepare_tokenizer(self) -> Tokenizer:
         """Fit ``char`` on the task's symbols (a given vocabulary must hold them all); build the symbol -> id map."""
@@ -132,12 +189,16 @@ class SyntheticDataModule(L.LightningDataModule):
             tok.fit(vocab)  # type: ignore[attr-defined]
         stoi = getattr(tok, "stoi", None)
         if stoi is None:
-            raise DataError(f"data={self.source.name} needs tokenizer=char (one id per symbol), not "
-                            f"tokenizer={tok.name}")
+            raise DataError(
+                f"data={self.source.name} needs tokenizer=char (one id per symbol), not "
+                f"tokenizer={tok.name}"
+            )
         missing = sorted(set(vocab) - set(stoi))
         if missing:
-            raise DataError(f"data={self.source.name} uses the symbols {''.join(missing)!r}, which tokenizer.chars does "
-                            f"not hold; set tokenizer.chars=null to fit it on the task")
+            raise DataError(
+                f"data={self.source.name} uses the symbols {''.join(missing)!r}, which tokenizer.chars does "
+                f"not hold; set tokenizer.chars=null to fit it on the task"
+            )
         self.ids = {c: int(stoi[c]) for c in vocab}
         return tok
 
@@ -146,35 +207,58 @@ class SyntheticDataModule(L.LightningDataModule):
             self.prepare_tokenizer()
         src = self.source
         if ("val", src.train_length) not in self.examples:
-            self.examples[("val", src.train_length)] = [src.example("val", k) for k in range(src.val_examples)]
+            self.examples[("val", src.train_length)] = [
+                src.example("val", k) for k in range(src.val_examples)
+            ]
         for n in src.test_lengths:
             if ("test", n) not in self.examples:
-                self.examples[("test", n)] = [src.example("test", k, length=n) for k in range(src.test_examples)]
+                self.examples[("test", n)] = [
+                    src.example("test", k, length=n) for k in range(src.test_examples)
+                ]
 
     def reference_corpus(self) -> AnswerCorpus:
         """The answers of the first training examples of the run's stream, as token ids."""
-        answers = (self.source.example("train", i, stream=self.seed).answer for i in range(REFERENCE_EXAMPLES))
+        answers = (
+            self.source.example("train", i, stream=self.seed).answer
+            for i in range(REFERENCE_EXAMPLES)
+        )
         return AnswerCorpus([np.array([self.ids[c] for c in a], dtype=np.int64) for a in answers])
 
     def train_dataloader(self) -> ResumableLoader:
         rank, world = self.rank_world()
-        make = TrainBatches(self.source, self.ids, self.batch_size, self.seed, rank, world, self.train_min_length)
-        start = self._last_train_loader.batches_consumed if self._last_train_loader is not None else 0
+        make = TrainBatches(
+            self.source, self.ids, self.batch_size, self.seed, rank, world, self.train_min_length
+        )
+        start = (
+            self._last_train_loader.batches_consumed if self._last_train_loader is not None else 0
+        )
         epoch = self.epoch_batches
         stream = SizedBatchStream(make, epoch, start) if epoch else BatchStream(make, None, start)
-        lookahead = 1 if epoch is None and getattr(self, "trainer", None) is not None else 0  # as LMDataModule
-        loader = ResumableLoader(stream, num_workers=self.num_workers, pin_memory=self.pin_memory, lookahead=lookahead)
+        lookahead = (
+            1 if epoch is None and getattr(self, "trainer", None) is not None else 0
+        )  # as LMDataModule
+        loader = ResumableLoader(
+            stream, num_workers=self.num_workers, pin_memory=self.pin_memory, lookahead=lookahead
+        )
         self._last_train_loader = loader
         return loader
 
     def _eval(self, split: str, length: int) -> DataLoader:
         rank, world = self.rank_world()
-        batches = EvalBatches(self.examples[(split, length)], length, self.ids, self.val_batch_size, rank, world)
+        batches = EvalBatches(
+            self.examples[(split, length)], length, self.ids, self.val_batch_size, rank, world
+        )
         if not batches.examples:
-            raise DataError(f"data={self.source.name}: data.{split}_examples={len(self.examples[(split, length)])} is "
-                            f"fewer than the world size {world}; raise it")
-        return DataLoader(EvalStream(batches, len(batches)), batch_size=None, num_workers=self.num_workers,
-                          pin_memory=self.pin_memory)
+            raise DataError(
+                f"data={self.source.name}: data.{split}_examples={len(self.examples[(split, length)])} is "
+                f"fewer than the world size {world}; raise it"
+            )
+        return DataLoader(
+            EvalStream(batches, len(batches)),
+            batch_size=None,
+            num_workers=self.num_workers,
+            pin_memory=self.pin_memory,
+        )
 
     def val_dataloader(self) -> DataLoader:
         return self._eval("val", self.source.train_length)

@@ -13,26 +13,27 @@ and returns its metrics. New benchmarks are usually one small subclass:
   (exp of the mean negative log-likelihood per example), as the harness's
   ``loglikelihood`` output type.
 """
+
 from __future__ import annotations
 
 import itertools
 import math
-from pathlib import Path
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from scipy import stats
 
-from src.evaluation.scorer import Scorer
 from src.errors import ConfigError, DataError
+from src.evaluation.scorer import Scorer
 from src.registry import Registry
 
 T = TypeVar("T")
 
 
 class BenchmarkRegistry(Registry["Benchmark"]):
-    def get(self, name: str) -> type["Benchmark"]:
+    def get(self, name: str) -> type[Benchmark]:
         if name not in self._discover():
             raise ConfigError(
                 f"unknown evaluation task type '{name}'; registered: {', '.join(self.names())}. Add one with "
@@ -100,18 +101,28 @@ class MultipleChoiceBenchmark(Benchmark):
 
     def run(self, scorer: Scorer, limit: int | None = None) -> BenchmarkResult:
         docs = take(self.examples(), limit)
-        requests = [scorer.encode_pair(d.context, self.target_delimiter + c) for d in docs for c in d.choices]
+        requests = [
+            scorer.encode_pair(d.context, self.target_delimiter + c)
+            for d in docs
+            for c in d.choices
+        ]
         scores = iter(scorer.loglikelihood(requests, description=self.name or "multiple choice"))
         acc, acc_norm = [], []
         for d in docs:
             lls = [next(scores).logprob for _ in d.choices]
             acc.append(float(max(range(len(lls)), key=lambda i: lls[i]) == d.label))
-            normed = [ll / max(len(c), 1) for ll, c in zip(lls, d.choices)]  # per character, as the harness
+            normed = [
+                ll / max(len(c), 1) for ll, c in zip(lls, d.choices)
+            ]  # per character, as the harness
             acc_norm.append(float(max(range(len(normed)), key=lambda i: normed[i]) == d.label))
         n = max(len(docs), 1)
         return BenchmarkResult(
-            metrics={"acc": sum(acc) / n, "acc_stderr": stderr_of_mean(acc),
-                     "acc_norm": sum(acc_norm) / n, "acc_norm_stderr": stderr_of_mean(acc_norm)},
+            metrics={
+                "acc": sum(acc) / n,
+                "acc_stderr": stderr_of_mean(acc),
+                "acc_norm": sum(acc_norm) / n,
+                "acc_norm_stderr": stderr_of_mean(acc_norm),
+            },
             examples=len(docs),
         )
 
@@ -137,9 +148,12 @@ class CompletionBenchmark(Benchmark):
         nll = -sum(s.logprob for s in scores)
         n_target = sum(s.n_tokens for s in scores)
         return BenchmarkResult(
-            metrics={"acc": sum(acc) / n, "acc_stderr": stderr_of_mean(acc),
-                     "ppl": math.exp(nll / n),  # per example (the harness's definition)
-                     "token_ppl": math.exp(nll / max(n_target, 1))},  # per target token
+            metrics={
+                "acc": sum(acc) / n,
+                "acc_stderr": stderr_of_mean(acc),
+                "ppl": math.exp(nll / n),  # per example (the harness's definition)
+                "token_ppl": math.exp(nll / max(n_target, 1)),
+            },  # per target token
             examples=len(docs),
         )
 
@@ -148,7 +162,9 @@ def build_benchmark(name: str, cfg: Mapping[str, Any]) -> Benchmark:
     """A task from its config entry ``tasks.<name>`` (the ``task`` key names the type)."""
     node = dict(cfg)
     if "task" not in node:
-        raise ConfigError(f"tasks.{name} needs a 'task' key naming its type (one of: {', '.join(BENCHMARKS.names())})")
+        raise ConfigError(
+            f"tasks.{name} needs a 'task' key naming its type (one of: {', '.join(BENCHMARKS.names())})"
+        )
     node["name"] = node.pop("task")
     try:
         cls, kwargs = BENCHMARKS.resolve(node)  # what BENCHMARKS.build does before it constructs
@@ -168,6 +184,8 @@ def check_input_path(key: str, path: Any) -> None:
         return
     given = Path(str(path)).expanduser()
     if not given.exists():
-        raise DataError(f"{key}='{path}' does not exist (resolved to {given.resolve()}; a relative path is read from "
-                        f"the directory the command ran in, {Path.cwd()}); give the file's absolute path or a path "
-                        "relative to that directory")
+        raise DataError(
+            f"{key}='{path}' does not exist (resolved to {given.resolve()}; a relative path is read from "
+            f"the directory the command ran in, {Path.cwd()}); give the file's absolute path or a path "
+            "relative to that directory"
+        )

@@ -16,6 +16,7 @@ Two file formats are read (``path``):
   This matches the harness's query for the usual ActivityNet item ("… on a roof. he" ->
   "… on a roof. He") and may differ in a few WikiHow items.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -23,8 +24,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from src.evaluation.inputs import load_hf_dataset, looks_like_jsonl, open_text, read_jsonl
 from src.evaluation.benchmarks.base import BENCHMARKS, MultipleChoice, MultipleChoiceBenchmark
+from src.evaluation.inputs import load_hf_dataset, looks_like_jsonl, open_text, read_jsonl
 
 
 def preprocess(text: str) -> str:
@@ -63,7 +64,9 @@ def read_text_format(path: str) -> Iterator[MultipleChoice]:
     with open_text(path) as f:
         for n, item in enumerate(iter(lambda: [line for line in itertools.islice(f, 6)], [])):
             if len(item) < 6:
-                raise ValueError(f"{path}: item {n} is cut short ({len(item)} of 6 lines: query, label, 4 endings)")
+                raise ValueError(
+                    f"{path}: item {n} is cut short ({len(item)} of 6 lines: query, label, 4 endings)"
+                )
             query, label, *endings = (line.rstrip("\n") for line in item)
             if label.strip() not in ("0", "1", "2", "3"):
                 raise ValueError(f"{path}:{6 * n + 2}: expected a gold label 0-3, found {label!r}")
@@ -78,9 +81,19 @@ def read_text_format(path: str) -> Iterator[MultipleChoice]:
 class HellaSwag(MultipleChoiceBenchmark):
     """Source: ``path`` (either format, optionally compressed) or the ``dataset`` download."""
 
-    def __init__(self, path: str | None = None, dataset: str = "Rowan/hellaswag", dataset_config: str | None = None,
-                 split: str = "validation") -> None:
-        self.path, self.dataset, self.dataset_config, self.split = path, dataset, dataset_config, split
+    def __init__(
+        self,
+        path: str | None = None,
+        dataset: str = "Rowan/hellaswag",
+        dataset_config: str | None = None,
+        split: str = "validation",
+    ) -> None:
+        self.path, self.dataset, self.dataset_config, self.split = (
+            path,
+            dataset,
+            dataset_config,
+            split,
+        )
 
     def examples(self) -> Iterator[MultipleChoice]:
         if self.path:

@@ -6,12 +6,13 @@ context = the passage without its last word (and without that word's leading spa
 target = " " + last word. ``acc``: every target BPE token is the greedy prediction;
 ``ppl``: exp of the mean over passages of the target's total negative log-likelihood.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from src.evaluation.inputs import load_hf_dataset, read_jsonl
 from src.evaluation.benchmarks.base import BENCHMARKS, Completion, CompletionBenchmark
+from src.evaluation.inputs import load_hf_dataset, read_jsonl
 
 
 def split_last_word(text: str) -> Completion:
@@ -25,12 +26,28 @@ class Lambada(CompletionBenchmark):
     """Source: ``path`` (``lambada_test.jsonl``, records ``{"text": …}``) or the
     ``dataset`` / ``dataset_config`` / ``split`` download."""
 
-    def __init__(self, path: str | None = None, dataset: str = "EleutherAI/lambada_openai",
-                 dataset_config: str | None = "default", split: str = "test", text_field: str = "text") -> None:
-        self.path, self.dataset, self.dataset_config, self.split, self.text_field = path, dataset, dataset_config, split, text_field
+    def __init__(
+        self,
+        path: str | None = None,
+        dataset: str = "EleutherAI/lambada_openai",
+        dataset_config: str | None = "default",
+        split: str = "test",
+        text_field: str = "text",
+    ) -> None:
+        self.path, self.dataset, self.dataset_config, self.split, self.text_field = (
+            path,
+            dataset,
+            dataset_config,
+            split,
+            text_field,
+        )
 
     def records(self) -> Iterator[str]:
-        rows = read_jsonl(self.path) if self.path else load_hf_dataset(self.dataset, self.dataset_config, self.split, self.key)
+        rows = (
+            read_jsonl(self.path)
+            if self.path
+            else load_hf_dataset(self.dataset, self.dataset_config, self.split, self.key)
+        )
         for row in rows:
             yield row[self.text_field]
 

@@ -12,6 +12,7 @@ compares across tokenizers), ``word_ppl`` (exp of Σ NLL / whitespace-separated 
 figure word-level benchmarks such as WikiText and PTB quote). An encoder-only masked LM
 reports the same figures as ``pseudo_*`` (pseudo-log-likelihood, Salazar et al. 2020).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -19,9 +20,15 @@ from typing import Any
 
 import torch
 
-from src.evaluation.scorer import Scorer
-from src.evaluation.inputs import DETOKENIZERS, load_hf_dataset, looks_like_jsonl, open_text, read_jsonl
 from src.evaluation.benchmarks.base import BENCHMARKS, Benchmark, BenchmarkResult, take
+from src.evaluation.inputs import (
+    DETOKENIZERS,
+    load_hf_dataset,
+    looks_like_jsonl,
+    open_text,
+    read_jsonl,
+)
+from src.evaluation.scorer import Scorer
 from src.evaluation.windows import perplexity_metrics
 
 
@@ -55,8 +62,15 @@ class Perplexity(Benchmark):
         detokenizer: str | None = None,
     ) -> None:
         if detokenizer is not None and detokenizer not in DETOKENIZERS:
-            raise ValueError(f"detokenizer='{detokenizer}' is not known; use null or one of {sorted(DETOKENIZERS)}")
-        self.path, self.dataset, self.dataset_config, self.split = path, dataset, dataset_config, split
+            raise ValueError(
+                f"detokenizer='{detokenizer}' is not known; use null or one of {sorted(DETOKENIZERS)}"
+            )
+        self.path, self.dataset, self.dataset_config, self.split = (
+            path,
+            dataset,
+            dataset_config,
+            split,
+        )
         self.source = dict(source) if source else None
         self.text_field, self.joiner = text_field, joiner
         self.context_length, self.stride, self.detokenizer = context_length, stride, detokenizer
@@ -79,8 +93,10 @@ class Perplexity(Benchmark):
             rows = take((r[self.text_field] for r in ds), limit)
             text = self.joiner.join(rows)
         else:
-            raise ValueError(f"{self.key} has no text source; set {self.key}.path=<text file>, {self.key}.source={{name: ...}} "
-                             f"or {self.key}.dataset=<name>")
+            raise ValueError(
+                f"{self.key} has no text source; set {self.key}.path=<text file>, {self.key}.source={{name: ...}} "
+                f"or {self.key}.dataset=<name>"
+            )
         if self.detokenizer:
             text = DETOKENIZERS[self.detokenizer](text)
         return text, len(rows)
@@ -95,11 +111,17 @@ class Perplexity(Benchmark):
 
         src = self._build_source()
         if not isinstance(src, LMSource):
-            raise ValueError(f"{self.key}.source names '{src.name}', which is not a text (language-modelling) source")
+            raise ValueError(
+                f"{self.key}.source names '{src.name}', which is not a text (language-modelling) source"
+            )
         splits = src.splits()
         if self.split not in splits and not (self.split == "test" and "val" in splits):
-            raise ValueError(f"{self.key}.split='{self.split}' is not one of the source's splits {sorted(splits)}")
-        return list(splits.get(self.split, splits.get("val", [])))  # a source without test: val doubles as test
+            raise ValueError(
+                f"{self.key}.split='{self.split}' is not one of the source's splits {sorted(splits)}"
+            )
+        return list(
+            splits.get(self.split, splits.get("val", []))
+        )  # a source without test: val doubles as test
 
     def _bin_tokens(self, scorer: Scorer, limit: int | None, context_length: int) -> Any | None:
         """Tokens of a pre-tokenized ``bin`` / ``openwebtext`` source (``{split}.bin``), or None
@@ -114,11 +136,15 @@ class Perplexity(Benchmark):
             return None
         meta = read_meta(src.dir)
         if meta is None:
-            raise FileNotFoundError(f"{src.dir} has no meta.json; run python -m src.prepare data={src.name} first")
+            raise FileNotFoundError(
+                f"{src.dir} has no meta.json; run python -m src.prepare data={src.name} first"
+            )
         state = meta.get("tokenizer")
         if state is not None and state != scorer.tokenizer.state_dict():
-            raise ValueError(f"{src.dir} was tokenized with {state}, but the model's tokenizer is "
-                             f"{scorer.tokenizer.state_dict()}; prepare the data with the model's tokenizer")
+            raise ValueError(
+                f"{src.dir} was tokenized with {state}, but the model's tokenizer is "
+                f"{scorer.tokenizer.state_dict()}; prepare the data with the model's tokenizer"
+            )
         tokens = open_tokens(src.dir, self.split, meta)
         return tokens if limit is None else tokens[: limit * context_length]
 
@@ -133,12 +159,25 @@ class Perplexity(Benchmark):
         else:
             text, n_rows = self.text(limit)
             tokens = scorer.tokenizer.encode(text)
-        nll, n = scorer.window_nll(tokens, context_length, stride, description=self.name or "perplexity")
+        nll, n = scorer.window_nll(
+            tokens, context_length, stride, description=self.name or "perplexity"
+        )
         if n == 0:
-            raise ValueError(f"{self.key}: the text has {len(tokens)} token(s); at least 2 are needed to score one")
-        metrics = perplexity_metrics(nll, n, n_bytes=len(text.encode("utf-8")) if text is not None else None,
-                                     n_words=len(text.split()) if text is not None else None)
-        if scorer.is_masked_lm:  # pseudo-log-likelihood: not comparable with a causal model's figures
+            raise ValueError(
+                f"{self.key}: the text has {len(tokens)} token(s); at least 2 are needed to score one"
+            )
+        metrics = perplexity_metrics(
+            nll,
+            n,
+            n_bytes=len(text.encode("utf-8")) if text is not None else None,
+            n_words=len(text.split()) if text is not None else None,
+        )
+        if (
+            scorer.is_masked_lm
+        ):  # pseudo-log-likelihood: not comparable with a causal model's figures
             metrics = {f"pseudo_{k}": v for k, v in metrics.items()}
-        return BenchmarkResult(metrics=metrics, examples=n_rows,
-                          details={"tokens_scored": n, "context_length": context_length, "stride": stride})
+        return BenchmarkResult(
+            metrics=metrics,
+            examples=n_rows,
+            details={"tokens_scored": n, "context_length": context_length, "stride": stride},
+        )

@@ -4,6 +4,7 @@ lookup (``src.registry``), so a variant in a new file needs no import line.
 Notation used in shape comments throughout: B batch, T query length, S key length,
 H query heads, K key/value heads, D head dim, C model dim (d_model), F FFN dim, V vocab.
 """
+
 from src.models.components.ffn import FFNS
 from src.models.components.init import INITS
 from src.models.components.masks import MASKS
@@ -13,4 +14,13 @@ from src.models.components.qk_norm import QK_NORMS
 from src.models.components.residual import PLACEMENTS
 from src.models.components.rope_scaling import ROPE_SCALINGS
 
-__all__ = ["FFNS", "INITS", "MASKS", "NORMS", "POSITIONS", "PLACEMENTS", "QK_NORMS", "ROPE_SCALINGS"]
+__all__ = [
+    "FFNS",
+    "INITS",
+    "MASKS",
+    "NORMS",
+    "POSITIONS",
+    "PLACEMENTS",
+    "QK_NORMS",
+    "ROPE_SCALINGS",
+]

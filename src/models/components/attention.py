@@ -20,6 +20,7 @@ does not scale: Mesh TensorFlow folds it into the initialisation of Q). A QK-nor
 (``model/qk_norm``, ``components/qk_norm.py``) normalises the projected q and k before the
 position's ``rotate``.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,7 +57,12 @@ class AttentionOutput:
 
 
 def explicit_attention(
-    q: Tensor, k: Tensor, v: Tensor, bias: AttentionBias, dropout: float = 0.0, training: bool = False,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    bias: AttentionBias,
+    dropout: float = 0.0,
+    training: bool = False,
     scale: float | None = None,
 ) -> tuple[Tensor, Tensor]:
     """q: [B, H, T, D], k/v: [B, H, S, D] -> (out [B, H, T, D], probs [B, H, T, S]); ``scale`` None = 1/√D."""
@@ -77,12 +83,25 @@ def explicit_attention(
     return out, probs
 
 
-def sdpa_attention(q: Tensor, k: Tensor, v: Tensor, bias: AttentionBias, dropout: float = 0.0, training: bool = False,
-                   scale: float | None = None) -> Tensor:
+def sdpa_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    bias: AttentionBias,
+    dropout: float = 0.0,
+    training: bool = False,
+    scale: float | None = None,
+) -> Tensor:
     """Same contract as ``explicit_attention`` without the probabilities; K/V heads may be fewer."""
     gqa = k.shape[1] != q.shape[1]
     return F.scaled_dot_product_attention(
-        q, k, v, attn_mask=bias.mask, dropout_p=dropout if training else 0.0, is_causal=bias.is_causal, enable_gqa=gqa,
+        q,
+        k,
+        v,
+        attn_mask=bias.mask,
+        dropout_p=dropout if training else 0.0,
+        is_causal=bias.is_causal,
+        enable_gqa=gqa,
         scale=scale,
     )
 
@@ -94,8 +113,19 @@ class MultiHeadAttention(nn.Module):
     projects Q from the decoder and K, V (fused) from the encoder memory.
     """
 
-    def __init__(self, d_model: int, n_head: int, n_kv_head: int, bias: bool = True, dropout: float = 0.0, cross: bool = False,
-                 *, head_dim: int | None = None, scale: float | None = None, qk_norm: QKNorm | None = None) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        n_head: int,
+        n_kv_head: int,
+        bias: bool = True,
+        dropout: float = 0.0,
+        cross: bool = False,
+        *,
+        head_dim: int | None = None,
+        scale: float | None = None,
+        qk_norm: QKNorm | None = None,
+    ) -> None:
         super().__init__()
         self.n_head, self.n_kv_head = n_head, n_kv_head
         self.head_dim = d_model // n_head if head_dim is None else head_dim
@@ -113,25 +143,49 @@ class MultiHeadAttention(nn.Module):
         self.k_norm = qk_norm.build(n_kv_head) if qk_norm is not None else None
 
     @classmethod
-    def check_args(cls, *, d_model: int, n_head: int, n_kv_head: int | None, head_dim: int | None = None,
-                   scale: float | None = None, **_: object) -> None:
+    def check_args(
+        cls,
+        *,
+        d_model: int,
+        n_head: int,
+        n_kv_head: int | None,
+        head_dim: int | None = None,
+        scale: float | None = None,
+        **_: object,
+    ) -> None:
         """Head counts that split ``d_model`` (``n_kv_head`` None = ``n_head``) unless ``head_dim`` is
         given; a positive ``head_dim`` and a positive, finite ``scale``."""
-        if head_dim is not None and (isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 1):
-            raise ConfigError(f"model.d_head={head_dim!r} must be a positive integer (channels per head), or null for "
-                              f"d_model / n_head")
-        if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < math.inf):
-            raise ConfigError(f"model.attn_scale={scale!r} must be a positive number (scores = scale · q·k), or null for "
-                              f"1/√d_head (T5 uses 1.0)")
+        if head_dim is not None and (
+            isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 1
+        ):
+            raise ConfigError(
+                f"model.d_head={head_dim!r} must be a positive integer (channels per head), or null for "
+                f"d_model / n_head"
+            )
+        if scale is not None and (
+            isinstance(scale, bool)
+            or not isinstance(scale, (int, float))
+            or not 0 < scale < math.inf
+        ):
+            raise ConfigError(
+                f"model.attn_scale={scale!r} must be a positive number (scores = scale · q·k), or null for "
+                f"1/√d_head (T5 uses 1.0)"
+            )
         if head_dim is None and d_model % n_head:
             raise ConfigError(
                 f"model.d_model={d_model} is not divisible by model.n_head={n_head}; "
                 f"choose n_head among the divisors of d_model (e.g. {d_model // 64 or 1} for 64-dim heads)"
             )
-        if n_kv_head is not None and (isinstance(n_kv_head, bool) or not isinstance(n_kv_head, int) or n_kv_head < 1
-                                      or n_kv_head > n_head):
-            raise ConfigError(f"model.n_kv_head={n_kv_head!r} is invalid: use null (= n_head: multi-head), 1 (multi-query) "
-                              f"or a divisor of model.n_head={n_head}")
+        if n_kv_head is not None and (
+            isinstance(n_kv_head, bool)
+            or not isinstance(n_kv_head, int)
+            or n_kv_head < 1
+            or n_kv_head > n_head
+        ):
+            raise ConfigError(
+                f"model.n_kv_head={n_kv_head!r} is invalid: use null (= n_head: multi-head), 1 (multi-query) "
+                f"or a divisor of model.n_head={n_head}"
+            )
         if n_head % (n_kv_head or n_head):
             raise ConfigError(
                 f"model.n_head={n_head} is not divisible by model.n_kv_head={n_kv_head}; "
@@ -154,7 +208,9 @@ class MultiHeadAttention(nn.Module):
         return x.view(B, T, n, self.head_dim).transpose(1, 2)  # [B, T, n·D] -> [B, n, T, D]
 
     def _project_kv(self, src: Tensor) -> tuple[Tensor, Tensor]:
-        k, v = self.kv(src).split(self.n_kv_head * self.head_dim, dim=-1)  # [B, S, 2·K·D] -> 2 × [B, S, K·D]
+        k, v = self.kv(src).split(
+            self.n_kv_head * self.head_dim, dim=-1
+        )  # [B, S, 2·K·D] -> 2 × [B, S, K·D]
         if self.k_norm is not None:
             k = self.k_norm(k)
         return self._heads(k, self.n_kv_head), self._heads(v, self.n_kv_head)
@@ -185,7 +241,9 @@ class MultiHeadAttention(nn.Module):
         B, T, C = x.shape
         if self.cross:
             q = self.q(x)  # [B, T, H·D]
-            q = self._heads(q if self.q_norm is None else self.q_norm(q), self.n_head)  # [B, H, T, D]
+            q = self._heads(
+                q if self.q_norm is None else self.q_norm(q), self.n_head
+            )  # [B, H, T, D]
             if cache is not None and cache.cross[layer_idx] is not None:
                 k, v = cache.cross[layer_idx]  # type: ignore[misc]
             else:
@@ -194,12 +252,27 @@ class MultiHeadAttention(nn.Module):
                 if cache is not None:
                     cache.cross[layer_idx] = (k, v)
         else:
-            q, k, v = self.qkv(x).split([self.n_head * self.head_dim, self.n_kv_head * self.head_dim, self.n_kv_head * self.head_dim], dim=-1)
-            if self.q_norm is not None:  # QK-norm on [B, T, H·D] and [B, T, K·D], before the rotation
+            q, k, v = self.qkv(x).split(
+                [
+                    self.n_head * self.head_dim,
+                    self.n_kv_head * self.head_dim,
+                    self.n_kv_head * self.head_dim,
+                ],
+                dim=-1,
+            )
+            if (
+                self.q_norm is not None
+            ):  # QK-norm on [B, T, H·D] and [B, T, K·D], before the rotation
                 q, k = self.q_norm(q), self.k_norm(k)  # type: ignore[misc]
-            q, k, v = self._heads(q, self.n_head), self._heads(k, self.n_kv_head), self._heads(v, self.n_kv_head)
+            q, k, v = (
+                self._heads(q, self.n_head),
+                self._heads(k, self.n_kv_head),
+                self._heads(v, self.n_kv_head),
+            )
             if position is not None:
-                q, k = position.rotate(q, k, positions, positions)  # the new tokens, at their own positions
+                q, k = position.rotate(
+                    q, k, positions, positions
+                )  # the new tokens, at their own positions
             if cache is not None:
                 k, v = cache.update(layer_idx, k, v)  # [B, K, offset+T, D]
 
@@ -212,5 +285,7 @@ class MultiHeadAttention(nn.Module):
             y, probs = explicit_attention(q, k, v, bias, p, self.training, self.scale)
         else:
             y = sdpa_attention(q, k, v, bias, p, self.training, self.scale)
-        y = y.transpose(1, 2).reshape(B, T, self.n_head * self.head_dim)  # [B, H, T, D] -> [B, T, H·D]
+        y = y.transpose(1, 2).reshape(
+            B, T, self.n_head * self.head_dim
+        )  # [B, H, T, D] -> [B, T, H·D]
         return AttentionOutput(out=self.out_dropout(self.out(y)), probs=probs)

@@ -8,6 +8,7 @@
     x ─┬─ norm? ─ FFN ─────── (+) ─┐      each [·] is a residual sublayer whose norm sits
        └────────────────────────┘      where its placement puts it (residual.py)
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -52,7 +53,9 @@ class Block(nn.Module):
         if cross_attention:
             self.cross_res = make_residual()
             self.cross_norm = make_norm() if self.cross_res.uses_norm else None
-            self.cross_attn = MultiHeadAttention(d_model, n_head, n_kv_head, bias, dropout, cross=True, **attention)
+            self.cross_attn = MultiHeadAttention(
+                d_model, n_head, n_kv_head, bias, dropout, cross=True, **attention
+            )
         self.ffn_res = make_residual()
         self.ffn_norm = make_norm() if self.ffn_res.uses_norm else None
         self.ffn = make_ffn()
@@ -89,7 +92,15 @@ class Block(nn.Module):
         probs: list[Tensor] = []
 
         def self_attn(h: Tensor) -> Tensor:
-            o = self.attn(h, self_bias, position=position, positions=positions, cache=cache, layer_idx=layer_idx, need_weights=need_weights)
+            o = self.attn(
+                h,
+                self_bias,
+                position=position,
+                positions=positions,
+                cache=cache,
+                layer_idx=layer_idx,
+                need_weights=need_weights,
+            )
             if o.probs is not None:
                 probs.append(o.probs)
             return o.out
@@ -98,7 +109,14 @@ class Block(nn.Module):
         if hasattr(self, "cross_attn"):
 
             def cross_attn(h: Tensor) -> Tensor:
-                o = self.cross_attn(h, memory_bias, memory=memory, cache=cache, layer_idx=layer_idx, need_weights=need_weights)
+                o = self.cross_attn(
+                    h,
+                    memory_bias,
+                    memory=memory,
+                    cache=cache,
+                    layer_idx=layer_idx,
+                    need_weights=need_weights,
+                )
                 if o.probs is not None:
                     probs.append(o.probs)
                 return o.out
@@ -111,7 +129,9 @@ class Block(nn.Module):
 @dataclass
 class StackOutput:
     hidden: Tensor  # [B, T, C] after the final norm (if any)
-    attentions: list[Tensor] = field(default_factory=list)  # per layer [B, H, T, S] (self, then cross)
+    attentions: list[Tensor] = field(
+        default_factory=list
+    )  # per layer [B, H, T, S] (self, then cross)
 
 
 def build_bias(
@@ -128,12 +148,20 @@ def build_bias(
     positions: [T] query indices; key_positions: [S]; key_padding: [B, S] (1 = real token).
     """
     T, S = positions.shape[0], key_positions.shape[0]
-    if mask is not None and mask.causal and key_padding is None and score_bias is None and prefix_length is None:
+    if (
+        mask is not None
+        and mask.causal
+        and key_padding is None
+        and score_bias is None
+        and prefix_length is None
+    ):
         if T == S:
             return AttentionBias(is_causal=True)  # kernel's own causal mask (flash-eligible)
         if T == 1:
             return AttentionBias()  # one new token sees the whole cache
-    allowed = mask.allowed(positions, key_positions, prefix_length) if mask is not None else None  # [1|B, T, S]
+    allowed = (
+        mask.allowed(positions, key_positions, prefix_length) if mask is not None else None
+    )  # [1|B, T, S]
     if allowed is not None:
         allowed = allowed[:, None]  # [1|B, T, S] -> [1|B, 1, T, S]
     if key_padding is not None:
@@ -201,17 +229,31 @@ class Stack(nn.Module):
             x = self.embed_norm(x)
         x = self.dropout(x)
         self_bias = build_bias(
-            self.mask, positions, key_positions, key_padding, prefix_length,
-            self.position.score_bias(positions, key_positions), x.dtype,
+            self.mask,
+            positions,
+            key_positions,
+            key_padding,
+            prefix_length,
+            self.position.score_bias(positions, key_positions),
+            x.dtype,
         )
         memory_bias = None
         if memory is not None or (cache is not None and cache.cross[0] is not None):
-            memory_bias = build_bias(None, positions, positions, memory_padding, None, None, x.dtype)
+            memory_bias = build_bias(
+                None, positions, positions, memory_padding, None, None, x.dtype
+            )
         attentions: list[Tensor] = []
         for i, block in enumerate(self.blocks):
             x, probs = block(
-                x, self_bias, position=self.position, positions=positions, memory=memory,
-                memory_bias=memory_bias, cache=cache, layer_idx=i, need_weights=need_weights,
+                x,
+                self_bias,
+                position=self.position,
+                positions=positions,
+                memory=memory,
+                memory_bias=memory_bias,
+                cache=cache,
+                layer_idx=i,
+                need_weights=need_weights,
             )
             attentions.extend(probs)
         if self.final_norm is not None:

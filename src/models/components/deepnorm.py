@@ -17,6 +17,7 @@ projections. α and β depend on the depths, N encoder and M decoder layers (Fig
 Bounding the model update by the depth lets post-norm (better final quality than pre-norm, Liu
 et al. 2020) train at 1,000 layers without warmup trouble.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -53,29 +54,51 @@ class DeepNorm(Residual):
         self.alpha, self.beta = deepnorm_constants(encoder_layers, decoder_layers, stack)
 
     @classmethod
-    def check_args(cls, *, encoder_layers: int | None = None, decoder_layers: int | None = None,
-                   stack: str | None = None, **_: object) -> None:
+    def check_args(
+        cls,
+        *,
+        encoder_layers: int | None = None,
+        decoder_layers: int | None = None,
+        stack: str | None = None,
+        **_: object,
+    ) -> None:
         """α and β need the depth of every stack the family has (N for an encoder, M for a decoder)."""
         depths = {"encoder": encoder_layers, "decoder": decoder_layers}
         if stack not in depths:
-            raise ConfigError(f"model.norm_placement=deepnorm needs its stack ('encoder' or 'decoder'), got {stack!r}")
-        needed = [s for s, n in depths.items() if s == stack or n]  # its own stack, and the other one if present
+            raise ConfigError(
+                f"model.norm_placement=deepnorm needs its stack ('encoder' or 'decoder'), got {stack!r}"
+            )
+        needed = [
+            s for s, n in depths.items() if s == stack or n
+        ]  # its own stack, and the other one if present
         for s in needed:
             n = depths[s]
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                key = ("model.n_layer (or model.n_encoder_layer)" if s == "encoder"
-                       else "model.n_layer (or model.n_decoder_layer)")
-                raise ConfigError(f"model.norm_placement=deepnorm needs the number of {s} layers (DeepNet's α and β "
-                                  f"are functions of the depths), got {n!r}: set {key} to a positive integer")
+                key = (
+                    "model.n_layer (or model.n_encoder_layer)"
+                    if s == "encoder"
+                    else "model.n_layer (or model.n_decoder_layer)"
+                )
+                raise ConfigError(
+                    f"model.norm_placement=deepnorm needs the number of {s} layers (DeepNet's α and β "
+                    f"are functions of the depths), got {n!r}: set {key} to a positive integer"
+                )
 
-    def forward(self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+    def forward(
+        self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]
+    ) -> Tensor:
         return norm(self.alpha * x + sublayer(x))  # type: ignore[misc]
 
     def init_sublayer(self, sublayer: nn.Module) -> None:
         """Figure 2: Xavier-normal with gain β for the FFN and the attention's v and out, gain 1 for q and k."""
         if isinstance(sublayer, MultiHeadAttention):
-            weights = [(w, 1.0 if name in ("q", "k") else self.beta) for name, w in sublayer.projection_weights().items()]
+            weights = [
+                (w, 1.0 if name in ("q", "k") else self.beta)
+                for name, w in sublayer.projection_weights().items()
+            ]
         else:  # an FFN: every matrix
-            weights = [(m.weight, self.beta) for m in sublayer.modules() if isinstance(m, nn.Linear)]
+            weights = [
+                (m.weight, self.beta) for m in sublayer.modules() if isinstance(m, nn.Linear)
+            ]
         for weight, gain in weights:
             nn.init.xavier_normal_(weight, gain=gain)  # in place, also on a view of the fused qkv

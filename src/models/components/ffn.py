@@ -1,4 +1,5 @@
 """Position-wise feed-forward networks, registered by name (``model/ffn=gelu|relu|silu|swiglu|geglu``)."""
+
 from __future__ import annotations
 
 from torch import Tensor, nn
@@ -8,15 +9,20 @@ from src.errors import ConfigError
 from src.registry import Registry
 
 FFNS: Registry[nn.Module] = Registry("ffn", conf="model/ffn", package="src.models.components")
-GELU_FORMS = ("tanh", "none")  # F.gelu's approximate: tanh = GPT-2's / T5 v1.1's gelu_new, none = the erf form
+GELU_FORMS = (
+    "tanh",
+    "none",
+)  # F.gelu's approximate: tanh = GPT-2's / T5 v1.1's gelu_new, none = the erf form
 
 
 def check_gelu_form(*, approximate: str = "tanh", **_: object) -> None:
     """``check_args`` of the GELU-based FFNs (run by ``FFNS.check`` before anything is built, and by their
     constructors)."""
     if approximate not in GELU_FORMS:
-        raise ConfigError(f"model.ffn.approximate={approximate!r} is not known; use 'tanh' (GPT-2, T5 v1.1's "
-                          f"gelu_new) or 'none' (the exact erf form, BERT)")
+        raise ConfigError(
+            f"model.ffn.approximate={approximate!r} is not known; use 'tanh' (GPT-2, T5 v1.1's "
+            f"gelu_new) or 'none' (the exact erf form, BERT)"
+        )
 
 
 class MLP(nn.Module):
@@ -46,7 +52,14 @@ class GeluMLP(MLP):
     display = "GELU"
     check_args = staticmethod(check_gelu_form)
 
-    def __init__(self, d_model: int, d_ff: int, bias: bool = True, dropout: float = 0.0, approximate: str = "tanh") -> None:
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        bias: bool = True,
+        dropout: float = 0.0,
+        approximate: str = "tanh",
+    ) -> None:
         super().__init__(d_model, d_ff, bias, dropout)
         self.approximate = approximate
 
@@ -107,7 +120,14 @@ class GeGLU(SwiGLU):
     check_args = staticmethod(check_gelu_form)
     formula = "down(gelu(gate·x) ⊙ up·x)"
 
-    def __init__(self, d_model: int, d_ff: int, bias: bool = False, dropout: float = 0.0, approximate: str = "tanh") -> None:
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        bias: bool = False,
+        dropout: float = 0.0,
+        approximate: str = "tanh",
+    ) -> None:
         super().__init__(d_model, d_ff, bias, dropout)
         self.approximate = approximate
 

@@ -10,6 +10,7 @@ Xavier, ReZero's zero gate), which the family does after the scheme (``Transform
   Xiong et al. 2020, whose Theorem 1 assumes Xavier-initialised weights): Glorot & Bengio 2010
   uniform for every linear layer, zero biases, embeddings N(0, d_model^-1/2), no residual scaling.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,7 +21,7 @@ from torch import nn
 from src.errors import ConfigError
 from src.registry import Registry
 
-INITS: Registry["Init"] = Registry("init", conf="model/init", package="src.models.components")
+INITS: Registry[Init] = Registry("init", conf="model/init", package="src.models.components")
 
 #: the output projections of the residual branches (the names inside a Block)
 RESIDUAL_OUTPUTS = ("attn.out", "ffn.down")
@@ -48,12 +49,18 @@ class GPT2Init(Init):
     @staticmethod
     def check_args(std: float = 0.02, **_: object) -> None:
         if not (isinstance(std, (int, float)) and std > 0):
-            raise ConfigError(f"model.init_std={std!r} must be a positive number (the GPT-2 init's standard deviation)")
+            raise ConfigError(
+                f"model.init_std={std!r} must be a positive number (the GPT-2 init's standard deviation)"
+            )
 
     def apply(self, model: nn.Module, n_residual: int) -> None:
         for name, module in model.named_modules():
             if isinstance(module, nn.Linear):
-                s = self.std / math.sqrt(n_residual) if name.endswith(RESIDUAL_OUTPUTS) else self.std
+                s = (
+                    self.std / math.sqrt(n_residual)
+                    if name.endswith(RESIDUAL_OUTPUTS)
+                    else self.std
+                )
                 nn.init.normal_(module.weight, 0.0, s)
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)

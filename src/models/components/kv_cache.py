@@ -4,6 +4,7 @@ Each layer's keys and values are written into a preallocated buffer [B, K, L, D]
 decoding step costs one slice write instead of a concatenation of the whole history.
 Cross-attention keys/values (encoder-decoder) are computed once and kept in ``cross``.
 """
+
 from __future__ import annotations
 
 import torch
@@ -28,7 +29,9 @@ class KVCache:
             self._v[layer] = v if prev_v is None else torch.cat([prev_v, v], dim=2)
             return self._k[layer], self._v[layer]  # type: ignore[return-value]
         if end > self.max_length:
-            raise ValueError(f"KV cache holds {self.max_length} positions; generation asked for {end}")
+            raise ValueError(
+                f"KV cache holds {self.max_length} positions; generation asked for {end}"
+            )
         if self._k[layer] is None:
             B, K, _, D = k.shape
             self._k[layer] = k.new_empty(B, K, self.max_length, D)

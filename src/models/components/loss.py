@@ -14,6 +14,7 @@ largest tensors of a training step (N = B·T rows), so this saves memory and tim
 
 Inside ``torch.compile`` the plain ``F.cross_entropy`` is used: the compiler fuses it.
 """
+
 from __future__ import annotations
 
 import torch
@@ -27,7 +28,9 @@ class _CrossEntropy(torch.autograd.Function):
     def forward(ctx, logits: Tensor, target: Tensor, ignore_index: int) -> Tensor:  # type: ignore[override]
         """logits [N, V] (any float dtype), target [N] -> mean loss over the scored rows (float32)."""
         logp = torch.log_softmax(logits, dim=-1, dtype=torch.float32)  # [N, V]
-        loss = F.nll_loss(logp, target, ignore_index=ignore_index)  # exactly F.cross_entropy's value
+        loss = F.nll_loss(
+            logp, target, ignore_index=ignore_index
+        )  # exactly F.cross_entropy's value
         valid = target != ignore_index  # [N]
         ctx.save_for_backward(logp, torch.where(valid, target, 0), valid)
         ctx.logits_dtype = logits.dtype

@@ -5,13 +5,16 @@ A mask says which key positions each query may attend to; padding is handled apa
 three: a causal decoder, a prefix LM (bidirectional over the prefix, causal after it) and
 an encoder-decoder.
 """
+
 from __future__ import annotations
 
 from torch import Tensor
 
 from src.registry import Registry
 
-MASKS: Registry["AttentionMask"] = Registry("mask", conf="model/mask", package="src.models.components")
+MASKS: Registry[AttentionMask] = Registry(
+    "mask", conf="model/mask", package="src.models.components"
+)
 
 
 class AttentionMask:
@@ -22,7 +25,9 @@ class AttentionMask:
     needs_prefix_length: bool = False
     display: str = ""  # the kind of self-attention, as diagrams name it
 
-    def allowed(self, q_pos: Tensor, k_pos: Tensor, prefix_length: Tensor | None = None) -> Tensor | None:
+    def allowed(
+        self, q_pos: Tensor, k_pos: Tensor, prefix_length: Tensor | None = None
+    ) -> Tensor | None:
         """Boolean [1 or B, T, S] (True = may attend), or None when every key is visible."""
         return None
 

@@ -1,4 +1,5 @@
 """Normalisation layers, registered by name (``model/norm=layernorm|rmsnorm``)."""
+
 from __future__ import annotations
 
 import torch

@@ -15,6 +15,7 @@ relative-bias table is shared across layers). A constructor asks for the context
 name: ``d_model``, ``n_head``, ``head_dim``, ``max_seq_len``, and ``causal`` (whether the stack's
 attention is causal, e.g. for bucketing relative distances one-sided in a decoder).
 """
+
 from __future__ import annotations
 
 import math
@@ -28,7 +29,9 @@ from src.errors import ConfigError
 from src.models.components.rope_scaling import ROPE_SCALINGS, RopeScaling, base_inv_freq
 from src.registry import Registry, or_list
 
-POSITIONS: Registry["Position"] = Registry("position", conf="model/position", package="src.models.components")
+POSITIONS: Registry[Position] = Registry(
+    "position", conf="model/position", package="src.models.components"
+)
 
 
 class PositionLimitError(ValueError):
@@ -110,7 +113,11 @@ class LearnedPosition(Position):
     def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
         # Stack checks offset + T on the host before calling; this tensor check is for other
         # callers, and only on CPU (elsewhere int() would be a host-device sync every step).
-        if positions.device.type == "cpu" and positions.numel() and not torch.compiler.is_compiling():
+        if (
+            positions.device.type == "cpu"
+            and positions.numel()
+            and not torch.compiler.is_compiling()
+        ):
             self.check_length(int(positions.max()) + 1)
         return x + self.table(positions)  # [T, C] or [B, T, C] broadcasts over B
 
@@ -143,7 +150,9 @@ class SinusoidalPosition(Position):
     def __init__(self, d_model: int, layout: str = "interleaved", base: float = 10000.0) -> None:
         super().__init__()
         if layout not in ("interleaved", "concat"):
-            raise ValueError(f"position.layout='{layout}' is not known; use 'interleaved' or 'concat'")
+            raise ValueError(
+                f"position.layout='{layout}' is not known; use 'interleaved' or 'concat'"
+            )
         self.d_model, self.layout, self.base = d_model, layout, base
         self._table: Tensor = torch.empty(0)  # grown on demand; not part of the state dict
 
@@ -188,38 +197,72 @@ class RotaryPosition(Position):
 
     in_attention = "RoPE rotates Q, K"
 
-    def __init__(self, head_dim: int, max_seq_len: int | None = None, theta: float = 10000.0,
-                 rotary_fraction: float = 1.0, scaling: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        head_dim: int,
+        max_seq_len: int | None = None,
+        theta: float = 10000.0,
+        rotary_fraction: float = 1.0,
+        scaling: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__()
         rot = rotated_width(head_dim, rotary_fraction)
         self.head_dim, self.rot_dim, self.theta = head_dim, rot, theta
         self.scaling = build_scaling(scaling, max_seq_len)
-        self.follows_length = self.scaling is not None and self.scaling.follows_length  # dynamic NTK
-        if self.follows_length:  # below the original length the frequencies are fixed, so the cache is exact there
+        self.follows_length = (
+            self.scaling is not None and self.scaling.follows_length
+        )  # dynamic NTK
+        if (
+            self.follows_length
+        ):  # below the original length the frequencies are fixed, so the cache is exact there
             self.cache_limit = self.scaling.original  # type: ignore[union-attr]
-        self.attention_factor = 1.0 if self.scaling is None else self.scaling.attention_factor  # YaRN's temperature
-        inv_freq = base_inv_freq(theta, rot) if self.scaling is None else self.scaling.inv_freq(theta, rot)  # [R/2]
+        self.attention_factor = (
+            1.0 if self.scaling is None else self.scaling.attention_factor
+        )  # YaRN's temperature
+        inv_freq = (
+            base_inv_freq(theta, rot) if self.scaling is None else self.scaling.inv_freq(theta, rot)
+        )  # [R/2]
         self.register_buffer("inv_freq", inv_freq, persistent=False)
         # (q positions, k positions, dtype, cos/sin of q, cos/sin of k) of the last call: every layer of a forward
         # passes the same position tensors, so cos/sin are computed once per forward, not 2·L times
-        self._memo: tuple[Tensor, Tensor, torch.dtype, tuple[Tensor, Tensor], tuple[Tensor, Tensor]] | None = None
+        self._memo: (
+            tuple[Tensor, Tensor, torch.dtype, tuple[Tensor, Tensor], tuple[Tensor, Tensor]] | None
+        ) = None
 
     @classmethod
-    def check_args(cls, *, head_dim: int, rotary_fraction: float = 1.0, d_model: int | None = None,
-                   n_head: int | None = None, scaling: Mapping[str, Any] | None = None, max_seq_len: int | None = None,
-                   **_: object) -> int:
+    def check_args(
+        cls,
+        *,
+        head_dim: int,
+        rotary_fraction: float = 1.0,
+        d_model: int | None = None,
+        n_head: int | None = None,
+        scaling: Mapping[str, Any] | None = None,
+        max_seq_len: int | None = None,
+        **_: object,
+    ) -> int:
         """Channels are rotated in pairs: the head dimension must be even; ``scaling`` must build.
         Returns the rotated width."""
         rot = rotated_width(head_dim, rotary_fraction)
         if head_dim % 2:
-            split = f"d_model/n_head = {d_model}/{n_head} = {head_dim}" if d_model and n_head else f"head_dim = {head_dim}"
-            raise ConfigError(f"model/position=rope needs an even head dimension, but {split}; "
-                              f"change model.n_head or model.d_model")
+            split = (
+                f"d_model/n_head = {d_model}/{n_head} = {head_dim}"
+                if d_model and n_head
+                else f"head_dim = {head_dim}"
+            )
+            raise ConfigError(
+                f"model/position=rope needs an even head dimension, but {split}; "
+                f"change model.n_head or model.d_model"
+            )
         if rot <= 0:
-            raise ConfigError(f"model.position.rotary_fraction={rotary_fraction} rotates no channel pair of a "
-                              f"{head_dim}-dim head; use a fraction in (0, 1] with at least 2 channels")
+            raise ConfigError(
+                f"model.position.rotary_fraction={rotary_fraction} rotates no channel pair of a "
+                f"{head_dim}-dim head; use a fraction in (0, 1] with at least 2 channels"
+            )
         if rot == 2 and scaling is not None and scaling.get("name") == "dynamic":
-            raise ConfigError("model.position.scaling=dynamic needs at least 4 rotated channels (its exponent is R/(R-2))")
+            raise ConfigError(
+                "model.position.scaling=dynamic needs at least 4 rotated channels (its exponent is R/(R-2))"
+            )
         build_scaling(scaling, max_seq_len)
         return rot
 
@@ -240,7 +283,9 @@ class RotaryPosition(Position):
             cos, sin = cos[:, None], sin[:, None]
         return cos, sin
 
-    def _rotate_one(self, x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:  # not ``_apply``: nn.Module's hook for .to()
+    def _rotate_one(
+        self, x: Tensor, cos: Tensor, sin: Tensor
+    ) -> Tensor:  # not ``_apply``: nn.Module's hook for .to()
         if self.rot_dim == self.head_dim:
             return x * cos + rotate_half(x) * sin
         x_rot, x_pass = x[..., : self.rot_dim], x[..., self.rot_dim :]
@@ -248,11 +293,18 @@ class RotaryPosition(Position):
 
     def rotate(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
         memo = self._memo
-        if (memo is not None and memo[0] is q_pos and memo[1] is k_pos and memo[2] == q.dtype
-                and memo[3][0].device == self.inv_freq.device):
+        if (
+            memo is not None
+            and memo[0] is q_pos
+            and memo[1] is k_pos
+            and memo[2] == q.dtype
+            and memo[3][0].device == self.inv_freq.device
+        ):
             cq, ck = memo[3], memo[4]
         else:
-            inv_freq = self._freqs(k_pos)  # dynamic: the frequencies of the current length, for q and k alike
+            inv_freq = self._freqs(
+                k_pos
+            )  # dynamic: the frequencies of the current length, for q and k alike
             cq = self._cos_sin(q_pos, inv_freq, q.dtype)
             ck = cq if k_pos is q_pos else self._cos_sin(k_pos, inv_freq, q.dtype)
             if not torch.compiler.is_compiling():  # compiled graphs dedupe it themselves
@@ -265,23 +317,33 @@ def build_scaling(scaling: Mapping[str, Any] | None, max_seq_len: int | None) ->
     if scaling is None:
         return None
     if not isinstance(scaling, Mapping):
-        raise ConfigError(f"model.position.scaling={scaling!r} must be a mapping such as {{name: yarn, factor: 4}}")
+        raise ConfigError(
+            f"model.position.scaling={scaling!r} must be a mapping such as {{name: yarn, factor: 4}}"
+        )
     node = dict(scaling)
     name = node.get("name")
     if name not in ROPE_SCALINGS:
-        raise ConfigError(f"model.position.scaling.name={name!r} is not a RoPE scaling type; use "
-                          f"{or_list(ROPE_SCALINGS.in_order(), quote=True)} (transformers' rope_type)")
+        raise ConfigError(
+            f"model.position.scaling.name={name!r} is not a RoPE scaling type; use "
+            f"{or_list(ROPE_SCALINGS.in_order(), quote=True)} (transformers' rope_type)"
+        )
     if "factor" not in node:
-        raise ConfigError(f"model.position.scaling ({name}) needs a factor: the ratio of the longest context to the "
-                          f"training length (e.g. model.position.scaling.factor=4)")
+        raise ConfigError(
+            f"model.position.scaling ({name}) needs a factor: the ratio of the longest context to the "
+            f"training length (e.g. model.position.scaling.factor=4)"
+        )
     try:
-        cls, kwargs = ROPE_SCALINGS.resolve(node, max_seq_len=max_seq_len)  # ROPE_SCALINGS.build, before it constructs
+        cls, kwargs = ROPE_SCALINGS.resolve(
+            node, max_seq_len=max_seq_len
+        )  # ROPE_SCALINGS.build, before it constructs
     except ConfigError as e:  # an unknown key: say which node
         raise ConfigError(f"model.position.scaling: {e}") from None
     try:
         return cls(**kwargs)
     except TypeError as e:  # e.g. max_seq_len unknown to a caller building the position alone
-        raise ConfigError(f"model.position.scaling ({name}): {e}; give original_max_seq_len") from None
+        raise ConfigError(
+            f"model.position.scaling ({name}): {e}; give original_max_seq_len"
+        ) from None
 
 
 def alibi_slopes(n_head: int) -> Tensor:

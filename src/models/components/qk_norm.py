@@ -13,6 +13,7 @@ Both act on the projections before RoPE rotates them (``MultiHeadAttention`` app
 after splitting q, k, v). A registered class here is a *choice*: ``build(n_heads)`` makes the norm
 of one projection (``None`` for ``none``), so an attention without QK-norm holds no extra module.
 """
+
 from __future__ import annotations
 
 from typing import Any, ClassVar
@@ -23,7 +24,9 @@ from src.errors import ConfigError
 from src.models.components.norms import NORMS
 from src.registry import Registry
 
-QK_NORMS: Registry["QKNorm"] = Registry("qk_norm", conf="model/qk_norm", package="src.models.components")
+QK_NORMS: Registry[QKNorm] = Registry(
+    "qk_norm", conf="model/qk_norm", package="src.models.components"
+)
 SCOPES = ("head", "all")
 
 
@@ -37,7 +40,9 @@ class ProjectionNorm(nn.Module):
     def forward(self, x: Tensor) -> Tensor:  # [B, T, n·D] -> [B, T, n·D]
         if self.scope == "all":
             return self.norm(x)
-        return self.norm(x.unflatten(-1, (self.n_heads, self.head_dim))).flatten(-2)  # via [B, T, n, D]
+        return self.norm(x.unflatten(-1, (self.n_heads, self.head_dim))).flatten(
+            -2
+        )  # via [B, T, n, D]
 
 
 class QKNorm:
@@ -67,8 +72,10 @@ class _NormedQK(QKNorm):
     @classmethod
     def check_args(cls, *, scope: str = "head", **_: object) -> None:
         if scope not in SCOPES:
-            raise ConfigError(f"model.qk_norm.scope='{scope}' is not known; use 'head' (each head's channels: ViT-22B, "
-                              f"Qwen 3) or 'all' (the whole projection of all heads: OLMo 2)")
+            raise ConfigError(
+                f"model.qk_norm.scope='{scope}' is not known; use 'head' (each head's channels: ViT-22B, "
+                f"Qwen 3) or 'all' (the whole projection of all heads: OLMo 2)"
+            )
 
     def build(self, n_heads: int) -> nn.Module:
         width = self.head_dim if self.scope == "head" else n_heads * self.head_dim
@@ -97,5 +104,7 @@ class LayerQKNorm(_NormedQK):
 
     norm_name = "layernorm"
 
-    def __init__(self, head_dim: int, bias: bool = True, eps: float = 1e-5, scope: str = "head") -> None:
+    def __init__(
+        self, head_dim: int, bias: bool = True, eps: float = 1e-5, scope: str = "head"
+    ) -> None:
         super().__init__(head_dim, scope, eps=eps, bias=bias)

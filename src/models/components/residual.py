@@ -29,6 +29,7 @@ The sublayer's own norm (``attn_norm``, ``cross_norm``, ``ffn_norm`` in the bloc
 checkpoints and the Hugging Face adapters use) is built by the block when ``uses_norm`` and
 handed to ``forward``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -38,7 +39,7 @@ from torch import Tensor, nn
 
 from src.registry import Registry
 
-PLACEMENTS: Registry["Residual"] = Registry("norm_placement", package="src.models.components")
+PLACEMENTS: Registry[Residual] = Registry("norm_placement", package="src.models.components")
 
 
 class Residual(nn.Module):
@@ -55,7 +56,9 @@ class Residual(nn.Module):
     residual: ClassVar[str] = "residual"
     title: ClassVar[str] = ""
 
-    def forward(self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+    def forward(
+        self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]
+    ) -> Tensor:
         """x: [B, T, C] -> [B, T, C]."""
         raise NotImplementedError
 
@@ -73,7 +76,9 @@ class PreNorm(Residual):
     title = "pre-norm"
     drawing = ("norm", "sublayer", "add")
 
-    def forward(self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+    def forward(
+        self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]
+    ) -> Tensor:
         return x + sublayer(norm(x))  # type: ignore[misc]
 
 
@@ -83,5 +88,7 @@ class PostNorm(Residual):
     title = "post-norm"
     drawing = ("sublayer", "add", "norm")
 
-    def forward(self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+    def forward(
+        self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]
+    ) -> Tensor:
         return norm(x + sublayer(x))  # type: ignore[misc]

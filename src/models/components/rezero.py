@@ -9,6 +9,7 @@ initialisation, so the signal and its gradient pass unchanged through any depth,
 trains without warmup or normalisation. One α per sublayer (the paper has one per residual
 connection); the configured ``model/norm`` is not used by the blocks.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -30,5 +31,7 @@ class ReZero(Residual):
         super().__init__()
         self.alpha = nn.Parameter(torch.zeros(()))
 
-    def forward(self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+    def forward(
+        self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]
+    ) -> Tensor:
         return x + self.alpha * sublayer(x)

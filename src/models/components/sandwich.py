@@ -10,6 +10,7 @@ each residual branch to keep the branch's output scale bounded in deep fp16 trai
 norm (``<sublayer>_res.norm``), so a sandwich block has exactly one more norm per sublayer than
 a pre-norm block.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -29,7 +30,9 @@ class SandwichNorm(Residual):
         super().__init__()
         self.norm = make_norm()  # the second norm, on the sublayer's output
 
-    def forward(self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+    def forward(
+        self, x: Tensor, norm: nn.Module | None, sublayer: Callable[[Tensor], Tensor]
+    ) -> Tensor:
         return x + self.norm(sublayer(norm(x)))  # type: ignore[misc]
 
     def norms(self) -> list[nn.Module]:

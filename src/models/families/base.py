@@ -16,6 +16,7 @@ it holds (no ``isinstance`` on a family outside ``src/models/families``)::
     prompt_is_source                   a prompt is read by an encoder; the output does not repeat it
                                        and begins with start_tokens(batch, device)
 """
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,8 @@ from torch import Tensor, nn
 
 from src.models.components.block import Block, Stack
 from src.models.components.ffn import FFNS
-from src.models.components.init import INITS
 from src.models.components.flops import linear_flops
+from src.models.components.init import INITS
 from src.models.components.loss import cross_entropy
 from src.models.components.masks import MASKS, AttentionMask
 from src.models.components.norms import NORMS
@@ -39,7 +40,7 @@ from src.models.config import ModelConfig
 from src.models.outputs import AttentionProbs, Decoding
 from src.registry import Registry
 
-FAMILIES: Registry["TransformerModel"] = Registry("family", package="src.models.families")
+FAMILIES: Registry[TransformerModel] = Registry("family", package="src.models.families")
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class StackLayout:
     mask: str  # the registered mask of its self-attention
     cross: bool = False  # reads the previous stack's output (memory) through cross-attention
     then: str | None = None  # a module between the stack and the head ("MLM transform")
+
 
 IGNORE_INDEX = -100  # label value that is not scored (transformers' convention)
 
@@ -83,24 +85,39 @@ class TransformerModel(nn.Module):
         return MASKS.build(node) if node else None
 
     @classmethod
-    def residual_context(cls, config: ModelConfig, n_layer: int, stack: str, cross_attention: bool) -> dict[str, Any]:
+    def residual_context(
+        cls, config: ModelConfig, n_layer: int, stack: str, cross_attention: bool
+    ) -> dict[str, Any]:
         """What a placement's constructor may ask for (``residual.py``), for one of the family's stacks."""
         depths = {s.name: s.n_layer for s in cls.layout(config)}
-        return dict(config.component_context(), n_layer=n_layer, n_sublayers=3 if cross_attention else 2, stack=stack,
-                    encoder_layers=depths.get("encoder", 0), decoder_layers=depths.get("decoder", 0))
+        return dict(
+            config.component_context(),
+            n_layer=n_layer,
+            n_sublayers=3 if cross_attention else 2,
+            stack=stack,
+            encoder_layers=depths.get("encoder", 0),
+            decoder_layers=depths.get("decoder", 0),
+        )
 
     @classmethod
     def check_placement(cls, config: ModelConfig) -> None:
         """The placement's own checks (``check_args``) for each stack, without building (DeepNorm needs the depths)."""
         for s in cls.layout(config):
-            PLACEMENTS.check({"name": config.norm_placement}, **cls.residual_context(config, s.n_layer, s.name, s.cross))
+            PLACEMENTS.check(
+                {"name": config.norm_placement},
+                **cls.residual_context(config, s.n_layer, s.name, s.cross),
+            )
 
-    def make_stack(self, n_layer: int, mask: AttentionMask | None, stack: str, cross_attention: bool = False) -> Stack:
+    def make_stack(
+        self, n_layer: int, mask: AttentionMask | None, stack: str, cross_attention: bool = False
+    ) -> Stack:
         """``stack``: "encoder" or "decoder" (placements and positions may depend on it)."""
         c = self.config
         context = c.component_context()
         placement = PLACEMENTS.get(c.norm_placement)
-        residual_context = dict(self.residual_context(c, n_layer, stack, cross_attention), make_norm=self.make_norm)
+        residual_context = dict(
+            self.residual_context(c, n_layer, stack, cross_attention), make_norm=self.make_norm
+        )
 
         def make_residual():  # -> Residual, one per sublayer
             return PLACEMENTS.build({"name": c.norm_placement}, **residual_context)
@@ -110,11 +127,25 @@ class TransformerModel(nn.Module):
 
         qk_norm = QK_NORMS.build(c.qk_norm, **context)
         blocks = [
-            Block(c.d_model, c.n_head, c.kv_heads, self.make_norm, make_ffn, make_residual, c.bias, c.dropout, cross_attention,
-                  head_dim=c.d_head, attn_scale=c.attn_scale, qk_norm=qk_norm)
+            Block(
+                c.d_model,
+                c.n_head,
+                c.kv_heads,
+                self.make_norm,
+                make_ffn,
+                make_residual,
+                c.bias,
+                c.dropout,
+                cross_attention,
+                head_dim=c.d_head,
+                attn_scale=c.attn_scale,
+                qk_norm=qk_norm,
+            )
             for _ in range(n_layer)
         ]
-        position = POSITIONS.build(c.position, **context, causal=bool(mask is not None and mask.causal))
+        position = POSITIONS.build(
+            c.position, **context, causal=bool(mask is not None and mask.causal)
+        )
         return Stack(
             blocks,
             position,
@@ -160,7 +191,9 @@ class TransformerModel(nn.Module):
                     f"the tokenizer's vocabulary is larger than the model's"
                 )
         else:
-            torch._assert_async(input_ids.max() < V, f"a token id is out of range for model.vocab_size={V}")
+            torch._assert_async(
+                input_ids.max() < V, f"a token id is out of range for model.vocab_size={V}"
+            )
 
     def embed(self, input_ids: Tensor) -> Tensor:
         self.check_ids(input_ids)
@@ -177,7 +210,9 @@ class TransformerModel(nn.Module):
             logits = logits[..., : self.config.vocab_size]  # padded rows are never predicted
         return logits
 
-    def hidden_states(self, input_ids: Tensor, attention_mask: Tensor | None = None, **inputs: Any) -> Tensor:
+    def hidden_states(
+        self, input_ids: Tensor, attention_mask: Tensor | None = None, **inputs: Any
+    ) -> Tensor:
         """The forward up to the final norm, without the head: [B, T] -> [B, T, C]."""
         raise NotImplementedError
 
@@ -186,13 +221,17 @@ class TransformerModel(nn.Module):
         """``labels`` as the forward takes them -> the target of each of the ``length`` logit
         positions [B, length] (IGNORE_INDEX = not scored). Here: already aligned (no shift)."""
         if labels.shape[1] != length:
-            raise ValueError(f"labels {tuple(labels.shape)} do not align with {length} logit positions")
+            raise ValueError(
+                f"labels {tuple(labels.shape)} do not align with {length} logit positions"
+            )
         return labels
 
     def loss(self, logits: Tensor, labels: Tensor) -> Tensor:
         """Mean cross-entropy over the scored tokens; logits [B, T, V], labels as the forward takes them."""
         target = self.score_labels(labels, logits.shape[1])
-        return cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE_INDEX)
+        return cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE_INDEX
+        )
 
     # -- FLOPs ------------------------------------------------------------------------------
     def forward_flops(self, batch_size: int, seq_len: int) -> int:
@@ -210,8 +249,15 @@ class TransformerModel(nn.Module):
         return linear_flops(self.head, n_tokens)
 
     # -- generation ---------------------------------------------------------------------------
-    def start_decoding(self, input_ids: Tensor, max_new_tokens: int, *, attention_mask: Tensor | None = None,
-                       prefix_length: Tensor | None = None, use_cache: bool = True) -> Decoding:
+    def start_decoding(
+        self,
+        input_ids: Tensor,
+        max_new_tokens: int,
+        *,
+        attention_mask: Tensor | None = None,
+        prefix_length: Tensor | None = None,
+        use_cache: bool = True,
+    ) -> Decoding:
         """The prompt prepared for ``decode_step`` (see ``src.models.generation.generate``)."""
         raise ValueError(f"a {self.config.family} model cannot generate text")
 
@@ -225,17 +271,28 @@ class TransformerModel(nn.Module):
 
     def start_tokens(self, batch: int, device: torch.device) -> Tensor:
         """[B, 1]: the first token of an output that does not repeat its prompt (``prompt_is_source``)."""
-        raise ValueError(f"a {self.config.family} model continues its prompt; it has no start token")
+        raise ValueError(
+            f"a {self.config.family} model continues its prompt; it has no start token"
+        )
 
     # -- introspection --------------------------------------------------------------------------
-    def attention_probs(self, input_ids: Tensor, *, decoder_input_ids: Tensor | None = None,
-                        prefix_length: Tensor | None = None) -> list[AttentionProbs]:
+    def attention_probs(
+        self,
+        input_ids: Tensor,
+        *,
+        decoder_input_ids: Tensor | None = None,
+        prefix_length: Tensor | None = None,
+    ) -> list[AttentionProbs]:
         """The probabilities of every attention layer, in forward order (the explicit path)."""
         if decoder_input_ids is not None:
-            raise ValueError(f"decoder_input_ids / target apply to encoder-decoder models; a {self.config.family} "
-                             f"model reads only input_ids (text)")
+            raise ValueError(
+                f"decoder_input_ids / target apply to encoder-decoder models; a {self.config.family} "
+                f"model reads only input_ids (text)"
+            )
         out = self(input_ids, prefix_length=prefix_length, output_attentions=True)
-        return [AttentionProbs("self", i, p, input_ids, input_ids) for i, p in enumerate(out.attentions)]
+        return [
+            AttentionProbs("self", i, p, input_ids, input_ids) for i, p in enumerate(out.attentions)
+        ]
 
     def stacks(self) -> dict[str, Stack]:
         """The model's stacks by attribute name (``decoder``; ``encoder`` and ``decoder``)."""
@@ -249,14 +306,22 @@ class TransformerModel(nn.Module):
     @property
     def max_positions(self) -> int | None:
         """The rows of the smallest learned position table (None: any length is accepted)."""
-        rows = [s.position.max_positions for s in self.stacks().values() if s.position.max_positions is not None]
+        rows = [
+            s.position.max_positions
+            for s in self.stacks().values()
+            if s.position.max_positions is not None
+        ]
         return min(rows) if rows else None
 
     @property
     def cache_limit(self) -> int | None:
         """The longest sequence whose KV cache stays exact (None: any): a dynamic-NTK RoPE rotates every
         position by the current length's frequencies past its original length (``Position.cache_limit``)."""
-        limits = [s.position.cache_limit for s in self.stacks().values() if s.position.cache_limit is not None]
+        limits = [
+            s.position.cache_limit
+            for s in self.stacks().values()
+            if s.position.cache_limit is not None
+        ]
         return min(limits) if limits else None
 
     def hidden_matrices(self) -> list[nn.Parameter]:

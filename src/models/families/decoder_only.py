@@ -9,6 +9,7 @@ scored against ``labels[t+1]`` (the last position is not scored). A training win
 tokens can also be passed whole (``labels`` [B, T+1], nanoGPT's ``x, y``): every position is
 scored. ``score_labels`` is the one place that shifts.
 """
+
 from __future__ import annotations
 
 import torch
@@ -33,7 +34,14 @@ class DecoderOnly(TransformerModel):
 
     @classmethod
     def layout(cls, config: ModelConfig) -> list[StackLayout]:
-        return [StackLayout("decoder", "token ids [B, T]", config.n_layer, (config.mask or {}).get("name", cls.default_mask))]
+        return [
+            StackLayout(
+                "decoder",
+                "token ids [B, T]",
+                config.n_layer,
+                (config.mask or {}).get("name", cls.default_mask),
+            )
+        ]
 
     def forward(
         self,
@@ -59,30 +67,58 @@ class DecoderOnly(TransformerModel):
             cache=cache,
             need_weights=output_attentions,
         )
-        logits = self.logits(out.hidden[:, -logits_to_keep:] if logits_to_keep else out.hidden)  # [B, T|n, V]
+        logits = self.logits(
+            out.hidden[:, -logits_to_keep:] if logits_to_keep else out.hidden
+        )  # [B, T|n, V]
         loss = self.loss(logits, labels) if labels is not None else None
-        return ModelOutput(logits=logits, loss=loss, hidden_states=out.hidden, attentions=out.attentions, cache=cache)
+        return ModelOutput(
+            logits=logits,
+            loss=loss,
+            hidden_states=out.hidden,
+            attentions=out.attentions,
+            cache=cache,
+        )
 
-    def hidden_states(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
-                      prefix_length: Tensor | None = None) -> Tensor:
-        return self.decoder(self.embed(input_ids), key_padding=attention_mask, prefix_length=prefix_length).hidden
+    def hidden_states(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        *,
+        prefix_length: Tensor | None = None,
+    ) -> Tensor:
+        return self.decoder(
+            self.embed(input_ids), key_padding=attention_mask, prefix_length=prefix_length
+        ).hidden
 
     def score_labels(self, labels: Tensor, length: int) -> Tensor:
         # Shift the labels, not the logits: logits[:, :-1] would copy [B, T-1, V] forward and
         # scatter it back in backward.
         target = labels[:, 1:]  # [B, T-1] or [B, T]
         if target.shape[1] == length - 1:
-            return F.pad(target, (0, 1), value=IGNORE_INDEX)  # the last position has nothing to predict
+            return F.pad(
+                target, (0, 1), value=IGNORE_INDEX
+            )  # the last position has nothing to predict
         if target.shape[1] != length:
-            raise ValueError(f"labels {tuple(labels.shape)} fit neither {length} positions nor a window of {length + 1}")
+            raise ValueError(
+                f"labels {tuple(labels.shape)} fit neither {length} positions nor a window of {length + 1}"
+            )
         return target
 
     def forward_flops(self, batch_size: int, seq_len: int) -> int:
-        return self.decoder.forward_flops(batch_size, seq_len) + self.head_flops(batch_size * seq_len)
+        return self.decoder.forward_flops(batch_size, seq_len) + self.head_flops(
+            batch_size * seq_len
+        )
 
     # -- generation: continue the prompt ------------------------------------------------------
-    def start_decoding(self, input_ids: Tensor, max_new_tokens: int, *, attention_mask: Tensor | None = None,
-                       prefix_length: Tensor | None = None, use_cache: bool = True) -> Decoding:
+    def start_decoding(
+        self,
+        input_ids: Tensor,
+        max_new_tokens: int,
+        *,
+        attention_mask: Tensor | None = None,
+        prefix_length: Tensor | None = None,
+        use_cache: bool = True,
+    ) -> Decoding:
         """A prefix-LM decoder reads the whole prompt as its bidirectional prefix unless told
         otherwise. A learned position table has no row past its end: generation then continues
         from the last ``max_seq_len`` tokens without the cache (nanoGPT's ``idx[:, -block_size:]``).
@@ -93,23 +129,38 @@ class DecoderOnly(TransformerModel):
         window = self.max_positions
         max_len = T + max_new_tokens if window is None else min(T + max_new_tokens, window)
         cache = KVCache(len(self.decoder.blocks), max_length=max_len) if use_cache else None
-        return Decoding(input_ids, input_ids, cache, attention_mask=attention_mask, prefix_length=prefix_length,
-                        window=window, cache_limit=self.cache_limit)
+        return Decoding(
+            input_ids,
+            input_ids,
+            cache,
+            attention_mask=attention_mask,
+            prefix_length=prefix_length,
+            window=window,
+            cache_limit=self.cache_limit,
+        )
 
     def decode_step(self, d: Decoding) -> Tensor:
         seq, mask, prefix = d.sequences, d.attention_mask, d.prefix_length
-        if mask is not None and seq.shape[1] > mask.shape[1]:  # the padding mask grows over generated tokens
-            mask = torch.cat([mask, mask.new_ones(seq.shape[0], seq.shape[1] - mask.shape[1])], dim=1)
-        if d.window is not None and seq.shape[1] > d.window:  # past the table: slide the window, no cache
+        if (
+            mask is not None and seq.shape[1] > mask.shape[1]
+        ):  # the padding mask grows over generated tokens
+            mask = torch.cat(
+                [mask, mask.new_ones(seq.shape[0], seq.shape[1] - mask.shape[1])], dim=1
+            )
+        if (
+            d.window is not None and seq.shape[1] > d.window
+        ):  # past the table: slide the window, no cache
             d.cache = None
             shift = seq.shape[1] - d.window
-            seq, mask = seq[:, -d.window:], None if mask is None else mask[:, -d.window:]
+            seq, mask = seq[:, -d.window :], None if mask is None else mask[:, -d.window :]
             prefix = None if prefix is None else (prefix - shift).clamp(min=0)
         if d.cache is not None and d.cache_limit is not None and seq.shape[1] > d.cache_limit:
             d.cache = None  # past a dynamic RoPE's original length every rotation changes: recompute the prefix
         ids = d.fresh if d.cache is not None else seq
-        out = self(ids, attention_mask=mask, cache=d.cache, logits_to_keep=1, prefix_length=prefix)  # head at the end only
+        out = self(
+            ids, attention_mask=mask, cache=d.cache, logits_to_keep=1, prefix_length=prefix
+        )  # head at the end only
         return out.logits[:, -1]  # [B, V]
 
     def new_tokens(self, sequences: Tensor, input_ids: Tensor) -> Tensor:
-        return sequences[:, input_ids.shape[1]:]  # the output repeats the prompt, as transformers
+        return sequences[:, input_ids.shape[1] :]  # the output repeats the prompt, as transformers

@@ -5,6 +5,7 @@
     ids ─ tok_embed ─ (+positions) ─ [embedding norm] ─ blocks × N ─ [final norm]
         ─ transform (dense, GELU, norm) ─ decoder (tied to tok_embed, + bias) ─ logits
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -48,7 +49,15 @@ class EncoderOnly(TransformerModel):
     @classmethod
     def layout(cls, config: ModelConfig) -> list[StackLayout]:
         mask = (config.mask or {}).get("name", cls.default_mask)
-        return [StackLayout("encoder", "token ids [B, T]", config.n_layer, mask, then="MLM transform<br/>dense, GELU, {norm}")]
+        return [
+            StackLayout(
+                "encoder",
+                "token ids [B, T]",
+                config.n_layer,
+                mask,
+                then="MLM transform<br/>dense, GELU, {norm}",
+            )
+        ]
 
     def forward(
         self,
@@ -62,15 +71,31 @@ class EncoderOnly(TransformerModel):
     ) -> ModelOutput:
         """input_ids: [B, T]; attention_mask: [B, T]; labels: [B, T] with -100 where not masked (no shift)."""
         if cache is not None:
-            raise ValueError("an encoder_only model has no incremental decoding; call it without cache")
-        out = self.encoder(self.embed(input_ids), key_padding=attention_mask, prefix_length=prefix_length, need_weights=output_attentions)
+            raise ValueError(
+                "an encoder_only model has no incremental decoding; call it without cache"
+            )
+        out = self.encoder(
+            self.embed(input_ids),
+            key_padding=attention_mask,
+            prefix_length=prefix_length,
+            need_weights=output_attentions,
+        )
         logits = self.logits(out.hidden)  # [B, T, V]
         loss = self.loss(logits, labels) if labels is not None else None
-        return ModelOutput(logits=logits, loss=loss, hidden_states=out.hidden, attentions=out.attentions)
+        return ModelOutput(
+            logits=logits, loss=loss, hidden_states=out.hidden, attentions=out.attentions
+        )
 
-    def hidden_states(self, input_ids: Tensor, attention_mask: Tensor | None = None, *,
-                      prefix_length: Tensor | None = None) -> Tensor:
-        return self.encoder(self.embed(input_ids), key_padding=attention_mask, prefix_length=prefix_length).hidden
+    def hidden_states(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        *,
+        prefix_length: Tensor | None = None,
+    ) -> Tensor:
+        return self.encoder(
+            self.embed(input_ids), key_padding=attention_mask, prefix_length=prefix_length
+        ).hidden
 
     def logits(self, hidden: Tensor) -> Tensor:
         """The MLM head: transform, then the tied decoder: [..., C] -> [..., V]."""
@@ -78,7 +103,13 @@ class EncoderOnly(TransformerModel):
 
     def forward_flops(self, batch_size: int, seq_len: int) -> int:
         n = batch_size * seq_len
-        return self.encoder.forward_flops(batch_size, seq_len) + linear_flops(self.transform, n) + self.head_flops(n)
+        return (
+            self.encoder.forward_flops(batch_size, seq_len)
+            + linear_flops(self.transform, n)
+            + self.head_flops(n)
+        )
 
     def start_decoding(self, input_ids: Tensor, max_new_tokens: int, **kwargs: Any) -> Decoding:
-        raise ValueError("an encoder_only (masked LM) model cannot generate text; use a decoder_only or encoder_decoder model")
+        raise ValueError(
+            "an encoder_only (masked LM) model cannot generate text; use a decoder_only or encoder_decoder model"
+        )

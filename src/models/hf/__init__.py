@@ -19,9 +19,28 @@ One state-dict adapter per external format (as torchtitan), chosen by the checkp
 No code from a checkpoint is ever run (there is no ``trust_remote_code``): we read
 config.json and tensors only.
 """
+
 from src.models.hf.adapter import ADAPTERS, Adapter, get_adapter
 from src.models.hf.architecture import ANY, Architecture
-from src.models.hf.convert import config_from_hf, convert_from_hf, convert_to_hf, export_adapter, from_hf, to_hf
+from src.models.hf.convert import (
+    config_from_hf,
+    convert_from_hf,
+    convert_to_hf,
+    export_adapter,
+    from_hf,
+    to_hf,
+)
 
-__all__ = ["ADAPTERS", "ANY", "Adapter", "Architecture", "config_from_hf", "convert_from_hf",
-           "convert_to_hf", "export_adapter", "from_hf", "get_adapter", "to_hf"]
+__all__ = [
+    "ADAPTERS",
+    "ANY",
+    "Adapter",
+    "Architecture",
+    "config_from_hf",
+    "convert_from_hf",
+    "convert_to_hf",
+    "export_adapter",
+    "from_hf",
+    "get_adapter",
+    "to_hf",
+]

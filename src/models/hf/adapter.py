@@ -8,6 +8,7 @@ maps to our ``ModelConfig`` (``config``), which rules pair our tensors with thei
 configs it can hold (``arch``, an ``Architecture``), and how to write the transformers
 config and model class back (``hf_config``, ``hf_model_class``).
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -27,12 +28,20 @@ def special_tokens(hf: Any, bos: bool = True) -> dict[str, int | None]:
     (Llama 3); our config holds one: the first. ``bos=False``: a config without one (T5)."""
     eos = hf.eos_token_id
     eos = eos[0] if isinstance(eos, (list, tuple)) and eos else eos
-    return {"pad_token_id": hf.pad_token_id, "bos_token_id": hf.bos_token_id if bos else None, "eos_token_id": eos}
+    return {
+        "pad_token_id": hf.pad_token_id,
+        "bos_token_id": hf.bos_token_id if bos else None,
+        "eos_token_id": eos,
+    }
 
 
 def special_tokens_to_hf(c: ModelConfig) -> dict[str, int | None]:
     """The reverse of ``special_tokens``: our ids as transformers config keys."""
-    return {"pad_token_id": c.pad_token_id, "bos_token_id": c.bos_token_id, "eos_token_id": c.eos_token_id}
+    return {
+        "pad_token_id": c.pad_token_id,
+        "bos_token_id": c.bos_token_id,
+        "eos_token_id": c.eos_token_id,
+    }
 
 
 class Adapter(ABC):

@@ -3,6 +3,7 @@
 ``to_hf`` asks each candidate format's ``Architecture`` for the ways a config differs from
 it; a config no format holds is refused with every difference named by its config key.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -59,13 +60,38 @@ ANY: Any = _Any()
 
 #: Component groups of ModelConfig and their registries (for constructor defaults); a group
 #: ModelConfig gains later is added here, so that a format can give a node pattern for it.
-GROUPS: dict[str, Registry[Any]] = {"position": POSITIONS, "norm": NORMS, "ffn": FFNS, "mask": MASKS, "qk_norm": QK_NORMS}
+GROUPS: dict[str, Registry[Any]] = {
+    "position": POSITIONS,
+    "norm": NORMS,
+    "ffn": FFNS,
+    "mask": MASKS,
+    "qk_norm": QK_NORMS,
+}
 
 #: ModelConfig keys every format maps in both directions (the round-trip tests check them), plus
 #: the label ``name`` and ``vocab_pad_multiple`` (its padding rows are cut on export).
-CARRIED = frozenset({"vocab_size", "d_model", "n_layer", "n_encoder_layer", "n_decoder_layer", "n_head", "n_kv_head",
-                     "d_ff", "max_seq_len", "dropout", "tie_embeddings", "init_std", "pad_token_id", "bos_token_id",
-                     "eos_token_id", "decoder_start_token_id", "name", "vocab_pad_multiple"})
+CARRIED = frozenset(
+    {
+        "vocab_size",
+        "d_model",
+        "n_layer",
+        "n_encoder_layer",
+        "n_decoder_layer",
+        "n_head",
+        "n_kv_head",
+        "d_ff",
+        "max_seq_len",
+        "dropout",
+        "tie_embeddings",
+        "init_std",
+        "pad_token_id",
+        "bos_token_id",
+        "eos_token_id",
+        "decoder_start_token_id",
+        "name",
+        "vocab_pad_multiple",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -90,31 +116,53 @@ class Architecture:
     embedding_norm: Any = False
     scale_embeddings: Any = False
     gqa: bool = False  # n_kv_head < n_head allowed
-    more: Mapping[str, Any] = field(default_factory=dict)  # other keys: the value needed, ANY, or a node pattern
+    more: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # other keys: the value needed, ANY, or a node pattern
 
     def problems(self, c: ModelConfig) -> list[str]:
         """Each way ``c`` differs from this architecture, named by its config key."""
-        p = [f"model.{k}={getattr(c, k)!r} (needs {want!r})" for k, want in
-             (("family", self.family), ("norm_placement", self.norm_placement)) if getattr(c, k) != want]
-        for group, pattern in (("position", self.position), ("norm", self.norm), ("ffn", self.ffn), ("mask", self.mask)):
+        p = [
+            f"model.{k}={getattr(c, k)!r} (needs {want!r})"
+            for k, want in (("family", self.family), ("norm_placement", self.norm_placement))
+            if getattr(c, k) != want
+        ]
+        for group, pattern in (
+            ("position", self.position),
+            ("norm", self.norm),
+            ("ffn", self.ffn),
+            ("mask", self.mask),
+        ):
             node = getattr(c, group)
             if pattern is not None and node is not None:
                 p += _node_problems(group, node, pattern)
         if self.ffn is None and ffn_to_hf(c) is None:
             p.append(f"model/ffn={c.ffn} (no transformers activation_function for it)")
-        wants = {"bias": self.bias, "embedding_norm": self.embedding_norm, "scale_embeddings": self.scale_embeddings,
-                 **self.more}
+        wants = {
+            "bias": self.bias,
+            "embedding_norm": self.embedding_norm,
+            "scale_embeddings": self.scale_embeddings,
+            **self.more,
+        }
         for k, want in wants.items():
-            if isinstance(want, Mapping):  # a component node added later (in GROUPS), e.g. more={"qk_norm": {...}}
+            if isinstance(
+                want, Mapping
+            ):  # a component node added later (in GROUPS), e.g. more={"qk_norm": {...}}
                 p += _node_problems(k, getattr(c, k) or {"name": None}, want)
             elif want is not ANY and getattr(c, k) != want:
                 p.append(f"model.{k}={getattr(c, k)!r} (needs {want!r})")
-        p += [] if self.gqa or c.kv_heads == c.n_head else [f"model.n_kv_head={c.n_kv_head} (needs n_head: no GQA)"]
+        p += (
+            []
+            if self.gqa or c.kv_heads == c.n_head
+            else [f"model.n_kv_head={c.n_kv_head} (needs n_head: no GQA)"]
+        )
         known = CARRIED | {f.name for f in dataclasses.fields(self)} | set(self.more)
         for f in dataclasses.fields(c):
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
             if f.name not in known and getattr(c, f.name) != default:
-                p.append(f"model.{f.name}={getattr(c, f.name)!r} (this format has no field for it; needs {default!r})")
+                p.append(
+                    f"model.{f.name}={getattr(c, f.name)!r} (this format has no field for it; needs {default!r})"
+                )
         return p
 
 
@@ -123,7 +171,9 @@ def _node_problems(group: str, node: Mapping[str, Any], pattern: Mapping[str, An
         return [f"model/{group}={node['name']} (needs {pattern['name']})"]
     p = []
     for key in sorted((set(node) | set(pattern)) - {"name"}):
-        want = pattern.get(key, setting(GROUPS[group], {"name": node["name"]}, key))  # unset: the default
+        want = pattern.get(
+            key, setting(GROUPS[group], {"name": node["name"]}, key)
+        )  # unset: the default
         if want is not ANY and setting(GROUPS[group], node, key) != want:
             p.append(f"model.{group}.{key}={setting(GROUPS[group], node, key)!r} (needs {want!r})")
     return p

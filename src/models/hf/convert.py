@@ -7,6 +7,7 @@ and every checkpoint tensor is consumed by a rule, verified as a tied copy, or m
 the adapter's ``dropped`` patterns, each with its reason (logged). On export the tensors are
 checked, names and shapes, against the transformers model class built on the meta device.
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,9 +24,9 @@ from src.models.builder import build_model
 from src.models.config import ModelConfig
 from src.models.families import TransformerModel
 from src.models.hf.adapter import ADAPTERS, Adapter, get_adapter
-from src.models.sizes import check_sizes_fit, weight_count
 from src.models.hf.files import read_config, read_tensors, resolve, write_checkpoint
 from src.models.hf.rules import Checkpoint
+from src.models.sizes import check_sizes_fit, weight_count
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +40,10 @@ def _hf_config_object(hf_config: Any) -> Any:
     model_type = hf_config.get("model_type")
     get_adapter(model_type)  # fail on unsupported types before transformers does
     if "auto_map" in d:
-        raise HFConversionError(f"config has auto_map {d['auto_map']}: custom (remote) code is never run; "
-                                f"only the built-in {model_type} architecture is converted")
+        raise HFConversionError(
+            f"config has auto_map {d['auto_map']}: custom (remote) code is never run; "
+            f"only the built-in {model_type} architecture is converted"
+        )
     from transformers import AutoConfig
 
     return AutoConfig.for_model(model_type, **d)
@@ -62,14 +65,25 @@ def config_from_hf(hf_config: Any) -> ModelConfig:
 def _normalize_keys(tensors: Mapping[str, Tensor], adapter: Adapter) -> dict[str, Tensor]:
     """Rename to the task model's key layout: add the base-model prefix when the checkpoint is
     a bare base model (the original ``gpt2`` repo stores ``h.0…``), and TF-era LayerNorm names."""
-    out = {re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", k)): v
-           for k, v in tensors.items()}
+    out = {
+        re.sub(
+            r"LayerNorm\.gamma$",
+            "LayerNorm.weight",
+            re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", k),
+        ): v
+        for k, v in tensors.items()
+    }
     if not any(k.startswith(adapter.prefix) for k in out):
-        out = {k if k.startswith(adapter.outside_prefix) else adapter.prefix + k: v for k, v in out.items()}
+        out = {
+            k if k.startswith(adapter.outside_prefix) else adapter.prefix + k: v
+            for k, v in out.items()
+        }
     return out
 
 
-def convert_from_hf(tensors: Mapping[str, Tensor], cfg: ModelConfig, model_type: str) -> dict[str, Tensor]:
+def convert_from_hf(
+    tensors: Mapping[str, Tensor], cfg: ModelConfig, model_type: str
+) -> dict[str, Tensor]:
     """Hugging Face state dict -> our state dict (strict: every checkpoint tensor accounted for)."""
     adapter = get_adapter(model_type)
     ckpt = Checkpoint(_normalize_keys(tensors, adapter), model_type)
@@ -98,33 +112,49 @@ def convert_from_hf(tensors: Mapping[str, Tensor], cfg: ModelConfig, model_type:
 def export_adapter(cfg: ModelConfig, model_type: str | None = None) -> Adapter:
     """``model_type``'s adapter, else the first (by name) of ``cfg``'s family that holds it
     exactly; refuses with every candidate's reasons when none does."""
-    candidates = [get_adapter(model_type)] if model_type else [
-        a for a in map(get_adapter, ADAPTERS.names()) if a.family == cfg.family]
+    candidates = (
+        [get_adapter(model_type)]
+        if model_type
+        else [a for a in map(get_adapter, ADAPTERS.names()) if a.family == cfg.family]
+    )
     problems = {a.model_type: a.export_problems(cfg) for a in candidates}
     fitting = [a for a in candidates if not problems[a.model_type]]
     if not fitting:
-        detail = "; ".join(f"{t}: {', '.join(p)}" for t, p in problems.items()) or f"no adapter for family {cfg.family}"
-        raise HFConversionError(f"this model cannot be written as a transformers checkpoint ({detail})")
+        detail = (
+            "; ".join(f"{t}: {', '.join(p)}" for t, p in problems.items())
+            or f"no adapter for family {cfg.family}"
+        )
+        raise HFConversionError(
+            f"this model cannot be written as a transformers checkpoint ({detail})"
+        )
     return fitting[0]
 
 
-def convert_to_hf(state_dict: Mapping[str, Tensor], cfg: ModelConfig, adapter: Adapter,
-                  hf_config: Any) -> dict[str, Tensor]:
+def convert_to_hf(
+    state_dict: Mapping[str, Tensor], cfg: ModelConfig, adapter: Adapter, hf_config: Any
+) -> dict[str, Tensor]:
     """Our state dict -> the Hugging Face tensors to save (tied ones once, as ``save_pretrained``).
 
     Strict both ways: every tensor of ours goes through a rule or a tied copy, and the result is
     checked, names and shapes, against ``adapter.hf_model_class()(hf_config)`` on the meta device."""
     ours = {k: v.detach().cpu() for k, v in state_dict.items()}
-    for key in ("tok_embed.weight", "head.weight", "head.bias"):  # drop vocab_pad_multiple padding rows
+    for key in (
+        "tok_embed.weight",
+        "head.weight",
+        "head.bias",
+    ):  # drop vocab_pad_multiple padding rows
         if key in ours:
             ours[key] = ours[key][: cfg.vocab_size]
     rules, copies = adapter.rules(cfg), adapter.copies(cfg)
     used = {r.ours for r in rules if r.ours is not None} | set(copies.values())
     used |= {"head.weight"} if cfg.tie_embeddings else set()  # the tied head is tok_embed
-    if left := sorted(set(ours) - used):  # e.g. a variant's weights (QK-norm) the format has no place for
+    if left := sorted(
+        set(ours) - used
+    ):  # e.g. a variant's weights (QK-norm) the format has no place for
         raise HFConversionError(
             f"our tensors {left[:10]} have no rule in the {adapter.model_type} adapter: writing would silently lose "
-            f"them. Add rules to src/models/hf/formats/{adapter.model_type}.py, or refuse this config in its arch")
+            f"them. Add rules to src/models/hf/formats/{adapter.model_type}.py, or refuse this config in its arch"
+        )
     hf: dict[str, Tensor] = {}
     for rule in rules:
         hf.update(rule.save(ours[rule.ours] if rule.ours is not None else None))  # type: ignore[arg-type]
@@ -136,8 +166,10 @@ def convert_to_hf(state_dict: Mapping[str, Tensor], cfg: ModelConfig, adapter: A
     missing, unexpected = sorted(set(reference) - set(hf)), sorted(set(hf) - set(reference))
     wrong = [k for k in reference if k in hf and tuple(hf[k].shape) != tuple(reference[k].shape)]
     if missing or unexpected or wrong:
-        raise HFConversionError(f"{adapter.model_type} export does not match transformers' model: missing {missing}, "
-                                f"unexpected {unexpected}, wrong shape {wrong}")
+        raise HFConversionError(
+            f"{adapter.model_type} export does not match transformers' model: missing {missing}, "
+            f"unexpected {unexpected}, wrong shape {wrong}"
+        )
     seen: set[int] = set()
     tensors = {}
     for key, ref in reference.items():  # tied parameters are written once
@@ -159,14 +191,20 @@ def from_hf(name_or_path: str | Path, *, dtype: torch.dtype | None = None) -> Tr
     cfg.name = Path(str(name_or_path)).name or cfg.name
     tensors = read_tensors(folder)
     # config.json's sizes against the weight files, before anything is allocated (src/models/sizes.py)
-    check_sizes_fit(cfg, weight_count(tensors.values()), where=f"{folder / 'config.json'} (as converted)",
-                    error=HFConversionError)
+    check_sizes_fit(
+        cfg,
+        weight_count(tensors.values()),
+        where=f"{folder / 'config.json'} (as converted)",
+        error=HFConversionError,
+    )
     ours = convert_from_hf(tensors, cfg, hf_dict["model_type"])
     model = build_model(cfg)
     try:
         model.load_state_dict(ours, strict=True)  # every parameter of ours filled, nothing extra
     except RuntimeError as e:
-        raise HFConversionError(f"converted {hf_dict['model_type']} weights do not fit our model: {e}") from e
+        raise HFConversionError(
+            f"converted {hf_dict['model_type']} weights do not fit our model: {e}"
+        ) from e
     if dtype is not None:
         model.to(dtype)
     return model.eval()
@@ -181,4 +219,6 @@ def to_hf(model: TransformerModel, out_dir: str | Path, *, model_type: str | Non
     adapter = export_adapter(model.config, model_type)
     hf_config = adapter.hf_config(model.config)
     hf_config.architectures = [adapter.hf_model_class().__name__]
-    return write_checkpoint(out_dir, convert_to_hf(model.state_dict(), model.config, adapter, hf_config), hf_config)
+    return write_checkpoint(
+        out_dir, convert_to_hf(model.state_dict(), model.config, adapter, hf_config), hf_config
+    )

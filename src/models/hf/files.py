@@ -3,6 +3,7 @@
 Only config.json and tensors are read: no code from a checkpoint is ever run (no
 ``trust_remote_code``), and pickled ``.bin`` weights are opened with ``weights_only=True``.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,15 +25,27 @@ def resolve(name_or_path: str | Path) -> Path:
     if path.is_dir():
         return path
     if path.exists():
-        raise HFConversionError(f"{path} is a file; pass the checkpoint directory (config.json + weights)")
+        raise HFConversionError(
+            f"{path} is a file; pass the checkpoint directory (config.json + weights)"
+        )
     from huggingface_hub import snapshot_download
 
     try:
         # weights in one file, or shards listed in an index (model-00001-of-00002.safetensors …)
-        safetensors = ["config.json", "model.safetensors", "model.safetensors.index.json", "model-*-of-*.safetensors"]
+        safetensors = [
+            "config.json",
+            "model.safetensors",
+            "model.safetensors.index.json",
+            "model-*-of-*.safetensors",
+        ]
         folder = Path(snapshot_download(str(name_or_path), allow_patterns=safetensors))
         if not any(folder.glob("model*.safetensors*")):  # older repos only have pickled weights
-            pickled = ["config.json", "pytorch_model.bin", "pytorch_model.bin.index.json", "pytorch_model-*-of-*.bin"]
+            pickled = [
+                "config.json",
+                "pytorch_model.bin",
+                "pytorch_model.bin.index.json",
+                "pytorch_model-*-of-*.bin",
+            ]
             folder = Path(snapshot_download(str(name_or_path), allow_patterns=pickled))
     except Exception as e:  # offline, unknown repo, gated …
         raise HFConversionError(
@@ -47,8 +60,10 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise HFConversionError(f"{path} cannot be read as JSON ({type(e).__name__}: {e}); the model directory is "
-                                "damaged or incomplete: download or copy it again") from None
+        raise HFConversionError(
+            f"{path} cannot be read as JSON ({type(e).__name__}: {e}); the model directory is "
+            "damaged or incomplete: download or copy it again"
+        ) from None
 
 
 def read_config(folder: Path) -> dict[str, Any]:
@@ -57,7 +72,9 @@ def read_config(folder: Path) -> dict[str, Any]:
         raise HFConversionError(f"{folder} has no config.json")
     config = _read_json(folder / "config.json")
     if not isinstance(config, dict):
-        raise HFConversionError(f"{folder / 'config.json'} holds a JSON {type(config).__name__}, not an object")
+        raise HFConversionError(
+            f"{folder / 'config.json'} holds a JSON {type(config).__name__}, not an object"
+        )
     return config
 
 
@@ -70,8 +87,10 @@ def _load_safetensors(path: Path) -> dict[str, Tensor]:
     try:
         return load_file(path)
     except (SafetensorError, OSError, ValueError) as e:
-        raise HFConversionError(f"{path} is not a valid safetensors file ({type(e).__name__}: {e}): its header does not "
-                                "match its data, or the file is cut short; download or copy it again") from None
+        raise HFConversionError(
+            f"{path} is not a valid safetensors file ({type(e).__name__}: {e}): its header does not "
+            "match its data, or the file is cut short; download or copy it again"
+        ) from None
 
 
 def _load_pickled(path: Path) -> dict[str, Tensor]:
@@ -85,19 +104,27 @@ def _load_pickled(path: Path) -> dict[str, Tensor]:
         raise HFConversionError(
             f"{path} holds {what} besides tensors; unpickling it could run code, so it is never loaded with "
             "weights_only=False here. Use the model's model.safetensors, or convert the file to safetensors on a "
-            "machine where you trust it") from None
+            "machine where you trust it"
+        ) from None
     except (RuntimeError, OSError, EOFError) as e:  # a torn zip: PytorchStreamReader failed …
-        raise HFConversionError(f"{path} cannot be read as a PyTorch weights file ({type(e).__name__}: "
-                                f"{str(e).splitlines()[0]}); download or copy it again") from None
+        raise HFConversionError(
+            f"{path} cannot be read as a PyTorch weights file ({type(e).__name__}: "
+            f"{str(e).splitlines()[0]}); download or copy it again"
+        ) from None
 
 
 def read_tensors(folder: Path) -> dict[str, Tensor]:
     """model.safetensors (possibly sharded), else pytorch_model.bin (possibly sharded)."""
+
     def shards(index: Path) -> list[Path]:
         data = _read_json(index)
         weight_map = data.get("weight_map") if isinstance(data, dict) else None
-        if not isinstance(weight_map, dict) or not all(isinstance(f, str) and "/" not in f for f in weight_map.values()):
-            raise HFConversionError(f"{index} has no weight_map of tensor name -> shard file in this directory")
+        if not isinstance(weight_map, dict) or not all(
+            isinstance(f, str) and "/" not in f for f in weight_map.values()
+        ):
+            raise HFConversionError(
+                f"{index} has no weight_map of tensor name -> shard file in this directory"
+            )
         return [folder / f for f in sorted(set(weight_map.values()))]
 
     if (folder / "model.safetensors").exists():
@@ -105,7 +132,9 @@ def read_tensors(folder: Path) -> dict[str, Tensor]:
     elif (folder / "model.safetensors.index.json").exists():
         files, load = shards(folder / "model.safetensors.index.json"), _load_safetensors
     else:
-        load = _load_pickled  # weights_only=True: unpickling a .bin can run arbitrary code otherwise
+        load = (
+            _load_pickled  # weights_only=True: unpickling a .bin can run arbitrary code otherwise
+        )
         if (folder / "pytorch_model.bin").exists():
             files = [folder / "pytorch_model.bin"]
         elif (folder / "pytorch_model.bin.index.json").exists():

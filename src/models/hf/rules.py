@@ -4,6 +4,7 @@ A format's adapter lists rules; the same list converts in both directions (``loa
 from a ``Checkpoint``, ``save`` gives the Hugging Face tensors back). ``Checkpoint`` hands
 each tensor out at most once, so whatever no rule takes is visible as a leftover.
 """
+
 from __future__ import annotations
 
 import re
@@ -94,11 +95,15 @@ class Fused:
         parts = [ckpt.take(k) for k in self.theirs]
         got = tuple(p.shape[0] for p in parts)
         if got != self.sizes:
-            raise HFConversionError(f"{self.theirs} have {got} rows, but our {self.ours} expects {self.sizes}")
+            raise HFConversionError(
+                f"{self.theirs} have {got} rows, but our {self.ours} expects {self.sizes}"
+            )
         return torch.cat(parts, dim=0)  # n × [rows_i, C] -> [Σ rows_i, C]
 
     def save(self, x: Tensor) -> dict[str, Tensor]:
-        return dict(zip(self.theirs, x.split(list(self.sizes), dim=0)))  # [Σ rows_i, C] -> n × [rows_i, C]
+        return dict(
+            zip(self.theirs, x.split(list(self.sizes), dim=0))
+        )  # [Σ rows_i, C] -> n × [rows_i, C]
 
 
 @dataclass(frozen=True)
@@ -133,9 +138,13 @@ class Constant:
 
     def load(self, ckpt: Checkpoint) -> None:
         t = ckpt.take_optional(self.theirs)
-        atol = 1e-4 if t is not None and t.dtype == torch.float32 else 1e-2  # half-precision checkpoints round
+        atol = (
+            1e-4 if t is not None and t.dtype == torch.float32 else 1e-2
+        )  # half-precision checkpoints round
         if t is not None and not torch.allclose(t.float(), self.value.float(), atol=atol, rtol=0):
-            raise HFConversionError(f"{ckpt.model_type} tensor '{self.theirs}' differs from what we compute: {self.why}")
+            raise HFConversionError(
+                f"{ckpt.model_type} tensor '{self.theirs}' differs from what we compute: {self.why}"
+            )
 
     def save(self, x: None) -> dict[str, Tensor]:
         return {self.theirs: self.value}
@@ -150,7 +159,9 @@ def linear(ours: str, theirs: str, bias: bool, rule: type[Same] = Same) -> list[
     return out + [Same(f"{ours}.bias", f"{theirs}.bias")] if bias else out
 
 
-def fused_linear(ours: str, theirs: tuple[str, ...], sizes: tuple[int, ...], bias: bool) -> list[Rule]:
+def fused_linear(
+    ours: str, theirs: tuple[str, ...], sizes: tuple[int, ...], bias: bool
+) -> list[Rule]:
     """Our one projection from several of theirs, weights and biases stacked alike."""
     out: list[Rule] = [Fused(f"{ours}.weight", tuple(f"{t}.weight" for t in theirs), sizes)]
     return out + [Fused(f"{ours}.bias", tuple(f"{t}.bias" for t in theirs), sizes)] if bias else out

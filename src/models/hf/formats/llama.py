@@ -6,6 +6,7 @@ are copied without permutation. ``rope_parameters`` (transformers 5; ``rope_scal
 type linear, dynamic, yarn or llama3 map to ``model.position.scaling`` (``ROPE_KEYS``), and a
 ``head_dim`` other than hidden_size / heads to ``model.d_head``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,11 +25,22 @@ from src.models.hf.rules import Rule, Same, fused_linear, linear, qkv_sizes
 ROPE_KEYS: dict[str, dict[str, str]] = {
     "linear": {"factor": "factor"},
     "dynamic": {"factor": "factor"},
-    "yarn": {"factor": "factor", "original_max_seq_len": "original_max_position_embeddings", "beta_fast": "beta_fast",
-             "beta_slow": "beta_slow", "attention_factor": "attention_factor", "mscale": "mscale",
-             "mscale_all_dim": "mscale_all_dim", "truncate": "truncate"},
-    "llama3": {"factor": "factor", "original_max_seq_len": "original_max_position_embeddings",
-               "low_freq_factor": "low_freq_factor", "high_freq_factor": "high_freq_factor"},
+    "yarn": {
+        "factor": "factor",
+        "original_max_seq_len": "original_max_position_embeddings",
+        "beta_fast": "beta_fast",
+        "beta_slow": "beta_slow",
+        "attention_factor": "attention_factor",
+        "mscale": "mscale",
+        "mscale_all_dim": "mscale_all_dim",
+        "truncate": "truncate",
+    },
+    "llama3": {
+        "factor": "factor",
+        "original_max_seq_len": "original_max_position_embeddings",
+        "low_freq_factor": "low_freq_factor",
+        "high_freq_factor": "high_freq_factor",
+    },
 }
 
 
@@ -36,30 +48,63 @@ ROPE_KEYS: dict[str, dict[str, str]] = {
 class LlamaAdapter(Adapter):
     """LlamaForCausalLM; transformers 4 (``rope_theta``) and 5 (``rope_parameters``) configs both read."""
 
-    arch = Architecture("decoder_only", "pre", position={"name": "rope", "theta": ANY, "scaling": ANY},
-                        norm={"name": "rmsnorm", "eps": ANY}, ffn={"name": "swiglu"}, mask={"name": "causal"}, bias=ANY,
-                        gqa=True, more={"d_head": ANY})
+    arch = Architecture(
+        "decoder_only",
+        "pre",
+        position={"name": "rope", "theta": ANY, "scaling": ANY},
+        norm={"name": "rmsnorm", "eps": ANY},
+        ffn={"name": "swiglu"},
+        mask={"name": "causal"},
+        bias=ANY,
+        gqa=True,
+        more={"d_head": ANY},
+    )
     prefix, outside_prefix = "model.", ("lm_head.",)
-    dropped = ((r"rotary_emb\.inv_freq$", "RoPE frequencies of older checkpoints; recomputed from rope_theta"),)
+    dropped = (
+        (
+            r"rotary_emb\.inv_freq$",
+            "RoPE frequencies of older checkpoints; recomputed from rope_theta",
+        ),
+    )
 
     def config(self, hf: Any) -> ModelConfig:
         rope = dict(getattr(hf, "rope_parameters", None) or {})
         if not rope:  # transformers 4.x: rope_theta and rope_scaling at top level
             scaling = getattr(hf, "rope_scaling", None) or {}
-            rope = {**scaling, "rope_type": scaling.get("rope_type", scaling.get("type", "default")), "rope_theta": hf.rope_theta}
-        self.need(hf.hidden_act == "silu", f"hidden_act={hf.hidden_act!r} is not supported (our swiglu uses SiLU)")
+            rope = {
+                **scaling,
+                "rope_type": scaling.get("rope_type", scaling.get("type", "default")),
+                "rope_theta": hf.rope_theta,
+            }
+        self.need(
+            hf.hidden_act == "silu",
+            f"hidden_act={hf.hidden_act!r} is not supported (our swiglu uses SiLU)",
+        )
         head_dim = getattr(hf, "head_dim", None) or hf.hidden_size // hf.num_attention_heads
-        self.need(bool(hf.attention_bias) == bool(getattr(hf, "mlp_bias", False)),
-                  f"attention_bias={hf.attention_bias} with mlp_bias={getattr(hf, 'mlp_bias', False)}: our model.bias sets both at once")
+        self.need(
+            bool(hf.attention_bias) == bool(getattr(hf, "mlp_bias", False)),
+            f"attention_bias={hf.attention_bias} with mlp_bias={getattr(hf, 'mlp_bias', False)}: our model.bias sets both at once",
+        )
         return ModelConfig(
-            family="decoder_only", vocab_size=hf.vocab_size, d_model=hf.hidden_size, n_layer=hf.num_hidden_layers,
-            n_head=hf.num_attention_heads, n_kv_head=hf.num_key_value_heads or hf.num_attention_heads,
+            family="decoder_only",
+            vocab_size=hf.vocab_size,
+            d_model=hf.hidden_size,
+            n_layer=hf.num_hidden_layers,
+            n_head=hf.num_attention_heads,
+            n_kv_head=hf.num_key_value_heads or hf.num_attention_heads,
             d_head=None if head_dim * hf.num_attention_heads == hf.hidden_size else head_dim,
-            d_ff=hf.intermediate_size, max_seq_len=hf.max_position_embeddings, dropout=float(hf.attention_dropout),
-            bias=bool(hf.attention_bias), tie_embeddings=bool(getattr(hf, "tie_word_embeddings", False)),
-            norm_placement="pre", position=self.position(rope, hf.max_position_embeddings),
-            norm={"name": "rmsnorm", "eps": hf.rms_norm_eps}, ffn={"name": "swiglu"}, mask={"name": "causal"},
-            init_std=hf.initializer_range, **special_tokens(hf),
+            d_ff=hf.intermediate_size,
+            max_seq_len=hf.max_position_embeddings,
+            dropout=float(hf.attention_dropout),
+            bias=bool(hf.attention_bias),
+            tie_embeddings=bool(getattr(hf, "tie_word_embeddings", False)),
+            norm_placement="pre",
+            position=self.position(rope, hf.max_position_embeddings),
+            norm={"name": "rmsnorm", "eps": hf.rms_norm_eps},
+            ffn={"name": "swiglu"},
+            mask={"name": "causal"},
+            init_std=hf.initializer_range,
+            **special_tokens(hf),
         )
 
     def position(self, rope: dict[str, Any], max_positions: int) -> dict[str, Any]:
@@ -68,12 +113,17 @@ class LlamaAdapter(Adapter):
         node: dict[str, Any] = {"name": "rope", "theta": float(rope["rope_theta"])}
         if kind == "default":
             return node
-        self.need(kind in ROPE_KEYS, f"rope scaling {rope} (rope_type={kind!r}) is not supported; supported rope types: "
-                                     f"default, {', '.join(ROPE_KEYS)}")
+        self.need(
+            kind in ROPE_KEYS,
+            f"rope scaling {rope} (rope_type={kind!r}) is not supported; supported rope types: "
+            f"default, {', '.join(ROPE_KEYS)}",
+        )
         scaling: dict[str, Any] = {"name": kind}
         for ours, theirs in ROPE_KEYS[kind].items():
             value = rope.get(theirs)
-            if value is not None and not (ours == "original_max_seq_len" and value == max_positions):  # the default
+            if value is not None and not (
+                ours == "original_max_seq_len" and value == max_positions
+            ):  # the default
                 scaling[ours] = value
         return {**node, "scaling": scaling}
 
@@ -84,7 +134,9 @@ class LlamaAdapter(Adapter):
             a = h + "self_attn."
             r += linear(o + "attn_norm", h + "input_layernorm", False)
             # GQA: q_proj has H·D rows, k_proj and v_proj K·D each; stacked as [q | k | v]
-            r += fused_linear(o + "attn.qkv", (a + "q_proj", a + "k_proj", a + "v_proj"), qkv_sizes(c), c.bias)
+            r += fused_linear(
+                o + "attn.qkv", (a + "q_proj", a + "k_proj", a + "v_proj"), qkv_sizes(c), c.bias
+            )
             r += linear(o + "attn.out", a + "o_proj", c.bias)
             r += linear(o + "ffn_norm", h + "post_attention_layernorm", False)
             r += linear(o + "ffn.gate", h + "mlp.gate_proj", c.bias)
@@ -101,16 +153,30 @@ class LlamaAdapter(Adapter):
     def hf_kwargs(self, c: ModelConfig) -> dict[str, Any]:
         """The transformers config keys Llama-like formats share."""
         return dict(
-            vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.d_ff, num_hidden_layers=c.n_layer,
-            num_attention_heads=c.n_head, num_key_value_heads=c.kv_heads, head_dim=c.head_dim, hidden_act="silu",
-            max_position_embeddings=c.max_seq_len, rms_norm_eps=setting(NORMS, c.norm, "eps"),
-            rope_parameters=self.rope_parameters(c), attention_bias=c.bias, attention_dropout=c.dropout,
-            initializer_range=c.init_std, tie_word_embeddings=c.tie_embeddings, **special_tokens_to_hf(c),
+            vocab_size=c.vocab_size,
+            hidden_size=c.d_model,
+            intermediate_size=c.d_ff,
+            num_hidden_layers=c.n_layer,
+            num_attention_heads=c.n_head,
+            num_key_value_heads=c.kv_heads,
+            head_dim=c.head_dim,
+            hidden_act="silu",
+            max_position_embeddings=c.max_seq_len,
+            rms_norm_eps=setting(NORMS, c.norm, "eps"),
+            rope_parameters=self.rope_parameters(c),
+            attention_bias=c.bias,
+            attention_dropout=c.dropout,
+            initializer_range=c.init_std,
+            tie_word_embeddings=c.tie_embeddings,
+            **special_tokens_to_hf(c),
         )
 
     def rope_parameters(self, c: ModelConfig) -> dict[str, Any]:
         """Our ``position`` node -> transformers 5 ``rope_parameters``."""
-        params: dict[str, Any] = {"rope_type": "default", "rope_theta": float(setting(POSITIONS, c.position, "theta"))}
+        params: dict[str, Any] = {
+            "rope_type": "default",
+            "rope_theta": float(setting(POSITIONS, c.position, "theta")),
+        }
         scaling = c.position.get("scaling")
         if scaling:
             params["rope_type"] = scaling["name"]
@@ -123,9 +189,14 @@ class LlamaAdapter(Adapter):
     def export_problems(self, c: ModelConfig) -> list[str]:
         p = super().export_problems(c)
         scaling = c.position.get("scaling") or {}
-        if scaling.get("name") == "dynamic" and scaling.get("original_max_seq_len", c.max_seq_len) != c.max_seq_len:
-            p.append(f"model.position.scaling.original_max_seq_len={scaling['original_max_seq_len']} (transformers' "
-                     f"dynamic rope scales from max_position_embeddings = model.max_seq_len={c.max_seq_len})")
+        if (
+            scaling.get("name") == "dynamic"
+            and scaling.get("original_max_seq_len", c.max_seq_len) != c.max_seq_len
+        ):
+            p.append(
+                f"model.position.scaling.original_max_seq_len={scaling['original_max_seq_len']} (transformers' "
+                f"dynamic rope scales from max_position_embeddings = model.max_seq_len={c.max_seq_len})"
+            )
         return p
 
     def hf_model_class(self) -> type[nn.Module]:

@@ -14,6 +14,7 @@ transformers 5 always ties T5's head in the config object (``tie_word_embeddings
 keeps the v1.0/v1.1 distinction in ``scale_decoder_outputs``, which is what ``config`` reads: scaled
 means tied, unscaled means untied with its own ``lm_head.weight``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,7 +50,8 @@ class UntiedHead(Same):
             raise HFConversionError(
                 "model_type 't5': scale_decoder_outputs=False (T5 v1.1) but the checkpoint has no lm_head.weight: its "
                 "head is tied to `shared` without the d_model^-0.5 scale (transformers 5 ties T5 heads by default). "
-                "v1.1 / flan-T5 checkpoints store their own lm_head; save the model with config.tie_word_embeddings=False")
+                "v1.1 / flan-T5 checkpoints store their own lm_head; save the model with config.tie_word_embeddings=False"
+            )
         return t
 
 
@@ -57,33 +59,72 @@ class UntiedHead(Same):
 class T5Adapter(Adapter):
     """T5ForConditionalGeneration; ``encoder/decoder.embed_tokens`` (and a tied ``lm_head``) are copies of ``shared``."""
 
-    arch = Architecture("encoder_decoder", "pre", position={"name": "t5_bias", "num_buckets": ANY, "max_distance": ANY},
-                        norm={"name": "rmsnorm", "eps": ANY}, ffn={"name": "relu"}, bias=False,
-                        more={"d_head": ANY, "attn_scale": 1.0, "scale_head": ANY})
+    arch = Architecture(
+        "encoder_decoder",
+        "pre",
+        position={"name": "t5_bias", "num_buckets": ANY, "max_distance": ANY},
+        norm={"name": "rmsnorm", "eps": ANY},
+        ffn={"name": "relu"},
+        bias=False,
+        more={"d_head": ANY, "attn_scale": 1.0, "scale_head": ANY},
+    )
     prefix, outside_prefix = "", ()
 
     def config(self, hf: Any) -> ModelConfig:
         proj = hf.feed_forward_proj
-        self.need(proj in FFN_PROJ, f"feed_forward_proj={proj!r} is not supported; supported: {sorted(FFN_PROJ)}")
-        self.need(hf.is_encoder_decoder, "is_encoder_decoder=False (a T5 encoder or decoder alone) is not supported")
-        scaled = bool(getattr(hf, "scale_decoder_outputs", getattr(hf, "tie_word_embeddings", True)))
+        self.need(
+            proj in FFN_PROJ,
+            f"feed_forward_proj={proj!r} is not supported; supported: {sorted(FFN_PROJ)}",
+        )
+        self.need(
+            hf.is_encoder_decoder,
+            "is_encoder_decoder=False (a T5 encoder or decoder alone) is not supported",
+        )
+        scaled = bool(
+            getattr(hf, "scale_decoder_outputs", getattr(hf, "tie_word_embeddings", True))
+        )
         return ModelConfig(
-            family="encoder_decoder", vocab_size=hf.vocab_size, d_model=hf.d_model, n_layer=hf.num_layers,
-            n_encoder_layer=hf.num_layers, n_decoder_layer=hf.num_decoder_layers, n_head=hf.num_heads, d_head=hf.d_kv,
-            attn_scale=1.0, d_ff=hf.d_ff, max_seq_len=int(getattr(hf, "n_positions", None) or 512),
-            dropout=float(hf.dropout_rate), bias=False, tie_embeddings=scaled, scale_head=scaled, norm_placement="pre",
-            position={"name": "t5_bias", "num_buckets": hf.relative_attention_num_buckets,
-                      "max_distance": hf.relative_attention_max_distance},
-            norm={"name": "rmsnorm", "eps": hf.layer_norm_epsilon}, ffn=dict(FFN_PROJ[proj]), mask=None,
-            pad_token_id=hf.pad_token_id, bos_token_id=None, eos_token_id=special_tokens(hf, bos=False)["eos_token_id"],
-            decoder_start_token_id=getattr(hf, "decoder_start_token_id", None) or hf.pad_token_id,  # T5 starts from <pad>
+            family="encoder_decoder",
+            vocab_size=hf.vocab_size,
+            d_model=hf.d_model,
+            n_layer=hf.num_layers,
+            n_encoder_layer=hf.num_layers,
+            n_decoder_layer=hf.num_decoder_layers,
+            n_head=hf.num_heads,
+            d_head=hf.d_kv,
+            attn_scale=1.0,
+            d_ff=hf.d_ff,
+            max_seq_len=int(getattr(hf, "n_positions", None) or 512),
+            dropout=float(hf.dropout_rate),
+            bias=False,
+            tie_embeddings=scaled,
+            scale_head=scaled,
+            norm_placement="pre",
+            position={
+                "name": "t5_bias",
+                "num_buckets": hf.relative_attention_num_buckets,
+                "max_distance": hf.relative_attention_max_distance,
+            },
+            norm={"name": "rmsnorm", "eps": hf.layer_norm_epsilon},
+            ffn=dict(FFN_PROJ[proj]),
+            mask=None,
+            pad_token_id=hf.pad_token_id,
+            bos_token_id=None,
+            eos_token_id=special_tokens(hf, bos=False)["eos_token_id"],
+            decoder_start_token_id=getattr(hf, "decoder_start_token_id", None)
+            or hf.pad_token_id,  # T5 starts from <pad>
         )
 
     def rules(self, c: ModelConfig) -> list[Rule]:
         r: list[Rule] = [Same("tok_embed.weight", "shared.weight")]
         gated = c.ffn["name"] in ("geglu", "swiglu")
         for stack, n in (("encoder", c.encoder_layers), ("decoder", c.decoder_layers)):
-            r.append(Same(f"{stack}.position.table.weight", f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight"))
+            r.append(
+                Same(
+                    f"{stack}.position.table.weight",
+                    f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                )
+            )
             for i in range(n):
                 h, o = f"{stack}.block.{i}.layer.", f"{stack}.blocks.{i}."
                 a = h + "0.SelfAttention."
@@ -91,17 +132,23 @@ class T5Adapter(Adapter):
                 r += fused_linear(o + "attn.qkv", (a + "q", a + "k", a + "v"), qkv_sizes(c), False)
                 r += linear(o + "attn.out", a + "o", False)
                 f = 1
-                if stack == "decoder":  # layer 1: cross-attention, Q from the decoder, [k | v] over the encoder output
+                if (
+                    stack == "decoder"
+                ):  # layer 1: cross-attention, Q from the decoder, [k | v] over the encoder output
                     x = h + "1.EncDecAttention."
                     r += linear(o + "cross_norm", h + "1.layer_norm", False)
                     r += linear(o + "cross_attn.q", x + "q", False)
-                    r += fused_linear(o + "cross_attn.kv", (x + "k", x + "v"), qkv_sizes(c)[1:], False)
+                    r += fused_linear(
+                        o + "cross_attn.kv", (x + "k", x + "v"), qkv_sizes(c)[1:], False
+                    )
                     r += linear(o + "cross_attn.out", x + "o", False)
                     f = 2
                 d = f"{h}{f}.DenseReluDense."
                 r += linear(o + "ffn_norm", f"{h}{f}.layer_norm", False)
                 if gated:  # wi_0 is activated, wi_1 multiplies it
-                    r += linear(o + "ffn.gate", d + "wi_0", False) + linear(o + "ffn.up", d + "wi_1", False)
+                    r += linear(o + "ffn.gate", d + "wi_0", False) + linear(
+                        o + "ffn.up", d + "wi_1", False
+                    )
                 else:
                     r += linear(o + "ffn.up", d + "wi", False)
                 r += linear(o + "ffn.down", d + "wo", False)
@@ -116,8 +163,10 @@ class T5Adapter(Adapter):
         ffn = next((p for p in FFN_PROJ.values() if p["name"] == c.ffn["name"]), FFN_PROJ["relu"])
         p = dataclasses.replace(self.arch, ffn=ffn).problems(c)
         if c.scale_head != c.tie_embeddings:
-            p.append(f"model.scale_head={c.scale_head} with model.tie_embeddings={c.tie_embeddings} (T5 scales the head's "
-                     f"input exactly when the head is tied: v1.0 both true, v1.1 both false)")
+            p.append(
+                f"model.scale_head={c.scale_head} with model.tie_embeddings={c.tie_embeddings} (T5 scales the head's "
+                f"input exactly when the head is tied: v1.0 both true, v1.1 both false)"
+            )
         return p
 
     def hf_config(self, c: ModelConfig) -> Any:
@@ -125,15 +174,28 @@ class T5Adapter(Adapter):
 
         proj = next(k for k, v in FFN_PROJ.items() if v["name"] == c.ffn["name"])
         cfg = T5Config(
-            vocab_size=c.vocab_size, d_model=c.d_model, d_kv=c.head_dim, d_ff=c.d_ff, num_layers=c.encoder_layers,
-            num_decoder_layers=c.decoder_layers, num_heads=c.n_head,
+            vocab_size=c.vocab_size,
+            d_model=c.d_model,
+            d_kv=c.head_dim,
+            d_ff=c.d_ff,
+            num_layers=c.encoder_layers,
+            num_decoder_layers=c.decoder_layers,
+            num_heads=c.n_head,
             relative_attention_num_buckets=setting(POSITIONS, c.position, "num_buckets"),
-            relative_attention_max_distance=setting(POSITIONS, c.position, "max_distance"), dropout_rate=c.dropout,
-            layer_norm_epsilon=setting(NORMS, c.norm, "eps"), feed_forward_proj=proj, n_positions=c.max_seq_len,
-            tie_word_embeddings=c.tie_embeddings, **special_tokens_to_hf(c),
-            decoder_start_token_id=c.decoder_start_token_id if c.decoder_start_token_id is not None else c.pad_token_id,
+            relative_attention_max_distance=setting(POSITIONS, c.position, "max_distance"),
+            dropout_rate=c.dropout,
+            layer_norm_epsilon=setting(NORMS, c.norm, "eps"),
+            feed_forward_proj=proj,
+            n_positions=c.max_seq_len,
+            tie_word_embeddings=c.tie_embeddings,
+            **special_tokens_to_hf(c),
+            decoder_start_token_id=c.decoder_start_token_id
+            if c.decoder_start_token_id is not None
+            else c.pad_token_id,
         )
-        cfg.tie_word_embeddings = c.tie_embeddings  # T5Config forces True; v1.1 keeps its own lm_head
+        cfg.tie_word_embeddings = (
+            c.tie_embeddings
+        )  # T5Config forces True; v1.1 keeps its own lm_head
         return cfg
 
     def hf_model_class(self) -> type[nn.Module]:
