@@ -1,1 +1,2 @@
-"""transformer-lab: a modular Hydra + Lightning framework for comparing Transformer architectures."""
+"""transformer-lab: a modular Hydra + Lightning framework for comparing Transformer
+architectures."""

@@ -40,8 +40,8 @@ FULL_ERROR_ENV = "HYDRA_FULL_ERROR"
 
 
 class CommandError(CompactHydraException):
-    """One of our errors, printed by Hydra as its message alone (exit status 1). Kept here: it is how
-    ``clean_errors`` tells Hydra to print one line, not an error of its own."""
+    """One of our errors, printed by Hydra as its message alone (exit status 1). Kept here: it is
+    how ``clean_errors`` tells Hydra to print one line, not an error of its own."""
 
 
 def is_ours(error: BaseException) -> bool:

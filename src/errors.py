@@ -69,9 +69,9 @@ class Preempted(SystemExit):
 
 
 def did_you_mean(words: str | Iterable[str], accepted: Iterable[str], prefix: str = "") -> str:
-    """`` (did you mean model.norm_placement?)`` for the accepted names closest to each misspelt word
-    (``difflib``: a ratio of at least 0.6), or ``""`` when none is close. ``prefix`` is put before each
-    suggestion (``"model."``), so the hint is a key the user can type."""
+    """`` (did you mean model.norm_placement?)`` for the accepted names closest to each misspelt
+    word (``difflib``: a ratio of at least 0.6), or ``""`` when none is close. ``prefix`` is put
+    before each suggestion (``"model."``), so the hint is a key the user can type."""
     choices = [str(a) for a in accepted]
     found: list[str] = []
     for word in [words] if isinstance(words, str) else list(words):

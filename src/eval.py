@@ -36,7 +36,8 @@ def build_benchmarks(tasks_cfg: Any) -> dict[str, Benchmark]:
     if not tasks_cfg:
         available = sorted(p.stem for p in (CONF_DIR / "tasks").glob("*.yaml"))
         raise ValueError(
-            f"no tasks selected; choose some, e.g. tasks=[lambada,hellaswag] (available: {', '.join(available)})"
+            "no tasks selected; choose some, e.g. tasks=[lambada,hellaswag] (available: "
+            f"{', '.join(available)})"
         )
     plain = (
         OmegaConf.to_container(tasks_cfg, resolve=True)

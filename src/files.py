@@ -36,7 +36,8 @@ from pathlib import Path
 from src.errors import WriteError
 
 PathLike = str | os.PathLike[str]
-#: errnos of a write the OS refused: no space, quota, file too large, read-only, I/O error, no permission
+#: errnos of a write the OS refused: no space, quota, file too large, read-only, I/O error, no
+#: permission
 REFUSED = {
     errno.ENOSPC,
     errno.EDQUOT,
@@ -49,12 +50,14 @@ REFUSED = {
 
 
 def temp_name(dest: Path, suffix: str = "") -> Path:
-    """``.<name>.<pid>.tmp<suffix>`` beside ``dest`` (hidden, per process, so two writers never share it)."""
+    """``.<name>.<pid>.tmp<suffix>`` beside ``dest`` (hidden, per process, so two writers never
+    share it)."""
     return dest.with_name(f".{dest.name}.{os.getpid()}.tmp{suffix}")
 
 
 def fsync_dir(directory: Path) -> None:
-    """Make a rename in ``directory`` durable (POSIX); a no-op where directories cannot be opened."""
+    """Make a rename in ``directory`` durable (POSIX); a no-op where directories cannot be
+    opened."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -73,7 +76,8 @@ def _fsync_file(path: Path) -> None:
 
 
 def _writer_alive(tmp: Path, dest: Path) -> bool:
-    """Whether the process named in ``tmp`` (``.<name>.<pid>.tmp…``) still runs (its write may be under way)."""
+    """Whether the process named in ``tmp`` (``.<name>.<pid>.tmp…``) still runs (its write may be
+    under way)."""
     pid = tmp.name[len(dest.name) + 2 :].split(".", 1)[0]
     if not pid.isdigit() or int(pid) == os.getpid():
         return False
@@ -113,8 +117,9 @@ def confine(dest: PathLike, root: PathLike) -> Path:
     if not _inside(real, top):
         link = next((p for p in (existing, *existing.parents) if p.is_symlink()), existing)
         raise WriteError(
-            f"refusing to write {dest}: {link} is a symlink to {os.path.realpath(link)}, outside the output "
-            f"directory {top}; remove the link (or make it a plain directory) and run again"
+            f"refusing to write {dest}: {link} is a symlink to {os.path.realpath(link)}, outside "
+            f"the output directory {top}; remove the link (or make it a plain directory) and run "
+            "again"
         )
     return dest
 
@@ -123,7 +128,8 @@ def _create_fresh(tmp: Path) -> None:
     """Create ``tmp`` as a new, empty regular file; never through a link planted under its name."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()  # a link is removed, its target untouched; a stale file of a reused pid likewise
+        # a link is removed, its target untouched; a stale file of a reused pid likewise
+        tmp.unlink()
     os.close(os.open(tmp, flags, 0o666))
 
 
@@ -136,7 +142,8 @@ def _free_bytes(directory: Path) -> int | None:
 
 
 def write_failed(dest: PathLike, error: OSError | str) -> WriteError:
-    """The ``WriteError`` for a write of ``dest`` the OS refused: the file, the reason, the free space, the fix."""
+    """The ``WriteError`` for a write of ``dest`` the OS refused: the file, the reason, the free
+    space, the fix."""
     dest = Path(dest)
     reason = (
         error if isinstance(error, str) else (error.strerror or f"{type(error).__name__}: {error}")
@@ -144,8 +151,8 @@ def write_failed(dest: PathLike, error: OSError | str) -> WriteError:
     free = _free_bytes(dest.parent if dest.parent.exists() else Path("."))
     room = "" if free is None else f", {free:,} bytes free there"
     return WriteError(
-        f"could not write {dest} ({reason}{room}); the previous {dest.name}, if any, is kept whole. "
-        "Free space on that disk (or lift the quota), or write to another directory"
+        f"could not write {dest} ({reason}{room}); the previous {dest.name}, if any, is kept "
+        "whole. Free space on that disk (or lift the quota), or write to another directory"
     )
 
 
@@ -158,11 +165,10 @@ def atomic_path(
     of the directory). On an error the temporary file is removed and ``dest`` is left as it was.
 
     suffix: appended to the temporary name, for writers that add or require an extension
-    (``np.savez`` wants ``.npz``). A leftover temporary of ``dest`` from a process killed
-    mid-write is removed after the next successful write. root: the output directory ``dest``
-    must stay inside (module docstring). An ``OSError`` of the write (a full disk …) becomes a
-    ``WriteError`` naming the file; a ``WriteError`` or an error of the caller's own passes as it is.
-    """
+    (``np.savez`` wants ``.npz``). A leftover temporary of ``dest`` from a process killed mid-write
+    is removed after the next successful write. root: the output directory ``dest`` must stay inside
+    (module docstring). An ``OSError`` of the write (a full disk …) becomes a ``WriteError`` naming
+    the file; a ``WriteError`` or an error of the caller's own passes as it is."""
     dest = Path(dest)
     if root is not None:
         confine(dest, root)
@@ -179,7 +185,8 @@ def atomic_path(
             yield tmp
         except OSError as e:
             # a refusal has one of REFUSED's errnos, or none at all: numpy's and PIL's short writes
-            # ("88800 requested and 30720 written") carry no errno; any other is the caller's own (a missing input …)
+            # ("88800 requested and 30720 written") carry no errno; any other is the caller's own (a
+            # missing input …)
             if isinstance(e, WriteError) or (e.errno is not None and e.errno not in REFUSED):
                 raise
             raise write_failed(dest, e) from e

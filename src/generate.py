@@ -78,9 +78,9 @@ def check_args(cfg: DictConfig) -> None:
         n > MAX_SAMPLES
     ):  # one batch: num_samples=1e9 was a MemoryError after building a [1e9, T] tensor
         raise ConfigError(
-            f"num_samples={n} is over the limit of {MAX_SAMPLES}: every sample runs in one batch of "
-            f"[num_samples, prompt + max_new_tokens] tokens; sample in several runs with different "
-            f"seed=... (num_samples={MAX_SAMPLES} or fewer each)"
+            f"num_samples={n} is over the limit of {MAX_SAMPLES}: every sample runs in one batch "
+            "of [num_samples, prompt + max_new_tokens] tokens; sample in several runs with "
+            f"different seed=... (num_samples={MAX_SAMPLES} or fewer each)"
         )
     if cfg.prompt_file:
         path = Path(str(cfg.prompt_file)).expanduser()
@@ -91,13 +91,15 @@ def check_args(cfg: DictConfig) -> None:
         if not path.is_file():
             kind = file_kind(path)  # a FIFO or a device would block the read or never end
             raise ConfigError(
-                f"prompt_file={path}: {kind}{'' if kind == 'no such file' else ', not a regular file'}; "
-                "give a text file (or prompt=...)"
+                f"prompt_file={path}: "
+                f"{kind}{'' if kind == 'no such file' else ', not a regular file'}; give a text "
+                "file (or prompt=...)"
             )
 
 
 def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -> list[str]:
-    """Generate ``num_samples`` continuations of the prompt; returns their texts (new tokens only)."""
+    """Generate ``num_samples`` continuations of the prompt; returns their texts (new tokens
+    only)."""
     check_args(cfg)  # before the model is loaded
     loaded = load_model(cfg.pretrained, cfg.ckpt_path, cfg.tokenizer, cfg.device, cfg.dtype)
     model, tok = loaded.model, loaded.tokenizer
@@ -116,8 +118,8 @@ def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -
                 else f"prompt={prompt!r} is empty"
             )
             raise ConfigError(
-                f"{where}, and the model's tokenizer ({tok.name}) has no end-of-text token to start from; "
-                "give a prompt of at least one character, e.g. prompt='The'"
+                f"{where}, and the model's tokenizer ({tok.name}) has no end-of-text token to "
+                "start from; give a prompt of at least one character, e.g. prompt='The'"
             )
         ids = [tok.eos_token_id]
     limit = (

@@ -77,7 +77,8 @@ def load_model_config(cfg: DictConfig) -> tuple[ModelConfig, str]:
                 str(cfg.pretrained), trust_remote_code=False
             )  # never run Hub code
         model_cfg = config_from_hf(hf_config)
-        # no weights are read here: absurd sizes in a damaged config.json are refused against a stated limit
+        # no weights are read here: absurd sizes in a damaged config.json are refused against a
+        # stated limit
         check_sizes_within_limits(model_cfg, str(where / "config.json"), HFConversionError)
         model_cfg.name = where.name or model_cfg.name
         return model_cfg, f"pretrained={cfg.pretrained}"

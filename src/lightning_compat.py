@@ -1,4 +1,5 @@
-"""Every use of Lightning's private API, in one place, each pinned by tests/test_lightning_compat.py.
+"""Every use of Lightning's private API, in one place, each pinned by
+tests/test_lightning_compat.py.
 
 Lightning offers no public way to do these four things; each function says what it reads or
 writes and what happens where a release lacks it. When a Lightning upgrade breaks one, the
@@ -78,9 +79,9 @@ def replace_ddp_child_command(command: Callable[[int], tuple[Sequence[str], str]
 
 @contextlib.contextmanager
 def logged_as_last_fit_step(trainer: Any) -> Iterator[None]:
-    """Inside the block (a ``trainer.validate`` right after ``fit``), metrics are logged at the step a
-    validation inside the fit's last optimizer step would have used (``global_step - 1``, as Lightning
-    logs the fit's validations), not one past it; the counter is restored after."""
+    """Inside the block (a ``trainer.validate`` right after ``fit``), metrics are logged at the step
+    a validation inside the fit's last optimizer step would have used (``global_step - 1``, as
+    Lightning logs the fit's validations), not one past it; the counter is restored after."""
     loop = trainer.fit_loop.epoch_loop
     before = loop._batches_that_stepped
     loop._batches_that_stepped = max(0, before - 1)

@@ -54,7 +54,8 @@ def prepare(
     overwrite: bool = False,
     shard_docs: int = DEFAULT_SHARD_DOCS,
 ) -> Path:
-    """Tokenize the corpus described by ``data`` with ``tokenizer_cfg``; returns the output directory."""
+    """Tokenize the corpus described by ``data`` with ``tokenizer_cfg``; returns the output
+    directory."""
     tokenizer = build_tokenizer(tokenizer_cfg)
     kind, node, _ = split_config(data)
     source = build_source(node)
@@ -72,8 +73,8 @@ def prepare(
         out = Path(out_dir).expanduser() if out_dir else token_dir_for(source, tokenizer)
     if not isinstance(text, LMSource):
         raise DataError(
-            f"data.name={text.name!r} is invalid: src.prepare tokenizes text sources (tinyshakespeare, "
-            "text, hf, embedded)"
+            f"data.name={text.name!r} is invalid: src.prepare tokenizes text sources "
+            "(tinyshakespeare, text, hf, embedded)"
         )
     if not overwrite and (meta := read_meta(out)) is not None:
         check_same_input(out, meta, text, tokenizer)
@@ -100,9 +101,10 @@ def prepare(
 
 @contextlib.contextmanager
 def one_writer(out: Path, key: str) -> Iterator[None]:
-    """One ``src.prepare`` at a time per output directory: ``fcntl.flock`` on the directory (released when
-    the process ends, even when killed). A second one stops at once with a ``DataError`` naming it; two
-    used to share one ``.shards`` folder and remove each other's shards (a raw ``FileNotFoundError``)."""
+    """One ``src.prepare`` at a time per output directory: ``fcntl.flock`` on the directory
+    (released when the process ends, even when killed). A second one stops at once with a
+    ``DataError`` naming it; two used to share one ``.shards`` folder and remove each other's shards
+    (a raw ``FileNotFoundError``)."""
     out.mkdir(parents=True, exist_ok=True)
     fd = os.open(out, os.O_RDONLY)
     try:
@@ -110,9 +112,9 @@ def one_writer(out: Path, key: str) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise DataError(
-                f"{key}={out} is being prepared by another python -m src.prepare right now; wait for it "
-                f"to finish (run this command again then: it finds the directory prepared), or give "
-                f"another {key}"
+                f"{key}={out} is being prepared by another python -m src.prepare right now; wait "
+                "for it to finish (run this command again then: it finds the directory prepared), "
+                f"or give another {key}"
             ) from None
         yield
     finally:
@@ -120,9 +122,9 @@ def one_writer(out: Path, key: str) -> Iterator[None]:
 
 
 def check_same_input(out: Path, meta: dict[str, Any], text: LMSource, tokenizer: Any) -> None:
-    """A directory already prepared is kept only when it was made from this input with this tokenizer; else a
-    ``DataError`` naming both (it used to say "already prepared" and keep the other corpus). ``overwrite=true``
-    replaces it."""
+    """A directory already prepared is kept only when it was made from this input with this
+    tokenizer; else a ``DataError`` naming both (it used to say "already prepared" and keep the
+    other corpus). ``overwrite=true`` replaces it."""
     want_tok = {
         k: v for k, v in tokenizer.state_dict().items() if v is not None
     }  # an unfitted char vocabulary: its name
@@ -130,7 +132,8 @@ def check_same_input(out: Path, meta: dict[str, Any], text: LMSource, tokenizer:
     diffs = []
     if any(have_tok.get(k) != v for k, v in want_tok.items()):
         diffs.append(
-            f"tokenizer {json.dumps(have_tok, default=str)[:120]} there, {json.dumps(want_tok, default=str)[:120]} asked"
+            f"tokenizer {json.dumps(have_tok, default=str)[:120]} there, "
+            f"{json.dumps(want_tok, default=str)[:120]} asked"
         )
     want_fp = json.loads(json.dumps(text.fingerprint(), default=str))
     if meta.get("source") != text.name or meta.get("fingerprint") != want_fp:
@@ -140,8 +143,8 @@ def check_same_input(out: Path, meta: dict[str, Any], text: LMSource, tokenizer:
         )
     if diffs:
         raise DataError(
-            f"{out} is already prepared from other input ({'; '.join(diffs)}); pass overwrite=true to "
-            "replace it, or give another out_dir (data.dir for data=bin/openwebtext)"
+            f"{out} is already prepared from other input ({'; '.join(diffs)}); pass overwrite=true "
+            "to replace it, or give another out_dir (data.dir for data=bin/openwebtext)"
         )
 
 
@@ -185,7 +188,8 @@ def main(cfg: DictConfig) -> None:
     meta = read_meta(out) or {}
     tokens = ", ".join(f"{split} {n:,}" for split, n in meta.get("tokens", {}).items())
     print(
-        f"prepared: {out}  ({tokens} tokens, {meta.get('dtype')}); train with data=bin data.dir={out}"
+        f"prepared: {out}  ({tokens} tokens, {meta.get('dtype')}); train with data=bin "
+        f"data.dir={out}"
     )
 
 

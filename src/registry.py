@@ -50,7 +50,8 @@ class Registry(Generic[T]):
         self._discovered = package is None
 
     def _discover(self) -> dict[str, type[T]]:
-        """Import every module of ``package`` once (each registers its variants), then the classes."""
+        """Import every module of ``package`` once (each registers its variants), then the
+        classes."""
         if not self._discovered:
             self._discovered = True
             pkg = importlib.import_module(str(self.package))
@@ -62,7 +63,8 @@ class Registry(Generic[T]):
         def deco(cls: type[T]) -> type[T]:
             if name in self._classes and self._classes[name] is not cls:
                 raise ConfigError(
-                    f"{self.kind} '{name}' is already registered by {self._classes[name].__qualname__}"
+                    f"{self.kind} '{name}' is already registered by "
+                    f"{self._classes[name].__qualname__}"
                 )
             self._classes[name] = cls
             cls.registry_name = name  # type: ignore[attr-defined]
@@ -84,9 +86,9 @@ class Registry(Generic[T]):
         if name not in self._discover():
             yaml = f" and add conf/{self.conf}/{name}.yaml" if self.conf else ""
             raise ConfigError(
-                f"unknown {self.kind} '{name}'{did_you_mean(str(name), self.names())}; registered {self.kind}s: "
-                f"{', '.join(self.names())}. "
-                f"Register a new one with @{self.kind.upper()}S.register('{name}'){yaml}"
+                f"unknown {self.kind} '{name}'{did_you_mean(str(name), self.names())}; registered "
+                f"{self.kind}s: {', '.join(self.names())}. Register a new one with "
+                f"@{self.kind.upper()}S.register('{name}'){yaml}"
             )
         return self._classes[name]
 
@@ -110,16 +112,16 @@ class Registry(Generic[T]):
         if unknown:
             own = [p for p in params if p != "self" and p not in context]
             raise ConfigError(
-                f"{self.kind} '{name}' got unknown key(s) {unknown}{did_you_mean(unknown, own)}; it accepts: "
-                f"{', '.join(own) or '(no keys)'}"
+                f"{self.kind} '{name}' got unknown key(s) {unknown}{did_you_mean(unknown, own)}; "
+                f"it accepts: {', '.join(own) or '(no keys)'}"
             )
         kwargs = {k: v for k, v in context.items() if k in params and k not in node}
         kwargs.update(node)
         return cls, kwargs
 
     def check(self, node: Mapping[str, Any], **context: Any) -> tuple[type[T], dict[str, Any]]:
-        """Validate ``node`` without building: ``resolve``, then the class's own ``check_args`` (when
-        it has one) on the node's keys and all of ``context`` (so a message can name sizes the
+        """Validate ``node`` without building: ``resolve``, then the class's own ``check_args``
+        (when it has one) on the node's keys and all of ``context`` (so a message can name sizes the
         constructor does not take). The run-config validation calls this once per component."""
         cls, kwargs = self.resolve(node, **context)
         check_args = getattr(cls, "check_args", None)

@@ -11,23 +11,24 @@ run directory below the given directories (``.hydra/config.yaml`` and ``override
 override except the seed, the tuned keys and ``protocol.*``. The protocol (docs/studies.md) comes
 from the runs' saved ``protocol:`` node; the flags override it.
 
-For each variant: the chosen value of each tuned key (lowest mean ``val/loss`` over seeds, on
-the selection runs) with a flag when it sits at the edge of the grid; on the verdict runs, the
-verdict metric (``test/loss``) and each secondary metric as n, mean, std and 95 % t-interval; Δ
-against the baseline with its 95 % interval, the p of the paired t-test by seed (where both sides
-ran the same seeds on the same batches; --pairing) or Welch's, the Holm-adjusted p over every
-comparison the report makes, a verdict (better | worse | equivalent | inconclusive; equivalent
-only by TOST against ``report.equivalence_margin``) and the minimum detectable effect at 80 %
-power; parameters, FLOPs per token and training FLOPs; smoothed n-gram reference rows. Writes
-to ``--out`` (default: the first directory) ``report.md``, ``report.csv``, ``runs.csv``,
-``comparisons.csv``, ``tuning.csv``, ``references.csv`` and the plots. ``--eval-variants``: each RoPE scaling
-applied at evaluation time (``extrapolation/yarn/ppl@4x`` …) is a variant of its own, ``eval.rope_scaling=yarn``,
-made of the same runs' weights, so "RoPE + YaRN at 4x vs sinusoidal at 4x" is a tested, paired comparison
+For each variant: the chosen value of each tuned key (lowest mean ``val/loss`` over seeds, on the
+selection runs) with a flag when it sits at the edge of the grid; on the verdict runs, the verdict
+metric (``test/loss``) and each secondary metric as n, mean, std and 95 % t-interval; Δ against the
+baseline with its 95 % interval, the p of the paired t-test by seed (where both sides ran the same
+seeds on the same batches; --pairing) or Welch's, the Holm-adjusted p over every comparison the
+report makes, a verdict (better | worse | equivalent | inconclusive; equivalent only by TOST against
+``report.equivalence_margin``) and the minimum detectable effect at 80 % power; parameters, FLOPs
+per token and training FLOPs; smoothed n-gram reference rows. Writes to ``--out`` (default: the
+first directory) ``report.md``, ``report.csv``, ``runs.csv``, ``comparisons.csv``, ``tuning.csv``,
+``references.csv`` and the plots. ``--eval-variants``: each RoPE scaling applied at evaluation time
+(``extrapolation/yarn/ppl@4x`` …) is a variant of its own, ``eval.rope_scaling=yarn``, made of the
+same runs' weights, so "RoPE + YaRN at 4x vs sinusoidal at 4x" is a tested, paired comparison
 (src/studies/eval_variants.py).
 
-**scaling**: the loss against parameters per arm of a sizes sweep, L(N) = E + A·N^-α fitted per
-arm with bootstrap intervals, the ranking at each size and where the curves cross
-(src/reporting/scaling.py; writes scaling.md/csv, scaling_points.csv, scaling_crossings.csv, scaling.png).
+**scaling**: the loss against parameters per arm of a sizes sweep, L(N) = E + A·N^-α fitted per arm
+with bootstrap intervals, the ranking at each size and where the curves cross
+(src/reporting/scaling.py; writes scaling.md/csv, scaling_points.csv, scaling_crossings.csv,
+scaling.png).
 
 **extrapolation**: the perplexity of a run's checkpoint at 1×, 2×, 4× … its training length
 (src/evaluation/extrapolation.py; writes the run's extrapolation.json and metrics.json entries).
@@ -126,8 +127,8 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
         default=None,
         metavar="{baseline,one_factor,factor:<key>}",
         help="baseline: each variant vs the baseline; one_factor: also every pair differing in one factor; "
-        "factor:<key>: only the pairs differing in <key> alone (an ablation: each variant under the "
-        "other value of one factor)",
+        "factor:<key>: only the pairs differing in <key> alone (an ablation: each variant under "
+        "the other value of one factor)",
     )
     p.add_argument(
         "--alpha", type=float, default=0.05, help="family-wise significance level (default 0.05)"
@@ -152,8 +153,9 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
         action="store_true",
         help="each RoPE scaling the runs were also scored with at evaluation time (extrapolation/<name>/ppl@<f>x "
         "in metrics.json: callbacks.extrapolation.scalings) becomes a variant of its own, "
-        "eval.rope_scaling=<name>: the same trained weights, compared by seed with every variant on "
-        "extrapolation/ppl@<f>x and loss@<f>x (not on test/*, which are the trained variant's own)",
+        "eval.rope_scaling=<name>: the same trained weights, compared by seed with every variant "
+        "on extrapolation/ppl@<f>x and loss@<f>x (not on test/*, which are the trained variant's "
+        "own)",
     )
     p.add_argument(
         "--ignore",
@@ -279,8 +281,8 @@ def extrapolation(argv: Sequence[str] | None = None) -> list[Any]:
         "--scaling",
         default=None,
         help="evaluate a RoPE model with a scaling: linear | dynamic | yarn | "
-        "llama3, or a model.position.scaling node such as '{name: yarn, factor: 8}' (default factor: "
-        "each context over the training length)",
+        "llama3, or a model.position.scaling node such as '{name: yarn, factor: 8}' (default "
+        "factor: each context over the training length)",
     )
     p.add_argument(
         "--no-write", action="store_true", help="print only; do not update the run's metrics.json"

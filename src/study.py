@@ -1,4 +1,5 @@
-"""Run a study's protocol stage by stage: ``python -m src.study experiment=study_<name> [overrides] [--stage ...]``.
+"""Run a study's protocol stage by stage: ``python -m src.study experiment=study_<name> [overrides]
+[--stage ...]``.
 
 The study config declares the protocol (``protocol:``, docs/studies.md) and its variants (the
 keys of ``hydra.sweeper.params`` other than the seed, the tuned keys and ``protocol.*``, plus any
@@ -96,7 +97,8 @@ def _split_sweeps(overrides: Sequence[str]) -> tuple[list[str], dict[str, list[s
 
 
 def plan(overrides: Sequence[str], work_dir: Path | None = None) -> Plan:
-    """The protocol, the sweep directory, the variants and (for flops/tokens matching) their steps."""
+    """The protocol, the sweep directory, the variants and (for flops/tokens matching) their
+    steps."""
     fixed, cli_sweeps = _split_sweeps(overrides)
     cfg = _compose(fixed)
     from omegaconf import OmegaConf
@@ -104,14 +106,14 @@ def plan(overrides: Sequence[str], work_dir: Path | None = None) -> Plan:
     protocol = Protocol.from_config(OmegaConf.to_container(cfg, resolve=False))  # type: ignore[arg-type]
     if protocol is None:
         raise ConfigError(
-            "the config declares no protocol: give experiment=study_<name> (conf/experiment), or add a "
-            "protocol: node (docs/studies.md)"
+            "the config declares no protocol: give experiment=study_<name> (conf/experiment), or "
+            "add a protocol: node (docs/studies.md)"
         )
     params = dict(cfg.hydra.sweeper.params or {})
     _, config_sweeps = _split_sweeps([f"{k}={v}" for k, v in params.items()])
-    # the command line wins over hydra.sweeper.params for a key both give, as a sweep or as one plain value
-    # (``+experiment/<study>/task=addition`` runs that task alone), however the key is spelled (``+`` or not); the
-    # config's order of the keys stays (it orders the multirun)
+    # the command line wins over hydra.sweeper.params for a key both give, as a sweep or as one
+    # plain value (``+experiment/<study>/task=addition`` runs that task alone), however the key is
+    # spelled (``+`` or not); the config's order of the keys stays (it orders the multirun)
     cli_keys = {parse_override(k)[0]: k for k in cli_sweeps}
     sweeps: dict[str, list[str]] = {}
     for key, values in config_sweeps.items():
@@ -126,8 +128,9 @@ def plan(overrides: Sequence[str], work_dir: Path | None = None) -> Plan:
         else:
             sweeps[key] = values
     sweeps.update({k: v for k, v in cli_sweeps.items() if k not in sweeps})
-    # a factor given one plain value (``optim: adamw`` in hydra.sweeper.params, or ``optim=muon`` on the command
-    # line) is a one-value sweep: a variant of the study that another invocation of the same sweep contrasts
+    # a factor given one plain value (``optim: adamw`` in hydra.sweeper.params, or ``optim=muon`` on
+    # the command line) is a one-value sweep: a variant of the study that another invocation of the
+    # same sweep contrasts
     swept_keys = {parse_override(k)[0] for k in sweeps}
     for factor in [f for f in protocol.factors if f not in swept_keys]:
         on_cli = [o for o in fixed if parse_override(o.split("=", 1)[0])[0] == factor]
@@ -208,7 +211,8 @@ def solved_steps(p: Plan, work_dir: Path | None = None) -> list[int | None]:
     steps = [solve_steps(ref, b, p.protocol.match) for b in budgets]
     for v, b, s in zip(p.variants, budgets, steps):
         log.info(
-            "%s: %.4g training FLOPs per step, %d tokens per step -> trainer.max_steps=%d (%s matching)",
+            "%s: %.4g training FLOPs per step, %d tokens per step -> trainer.max_steps=%d (%s "
+            "matching)",
             variant_overrides(v) or "(defaults)",
             b.flops_per_step,
             b.tokens_per_step,
@@ -315,10 +319,10 @@ def confirm_commands(p: Plan) -> list[list[str]]:
 
 
 def confirm_seeds(p: Plan) -> list[str]:
-    """``protocol.seeds: auto``: the most seeds any comparison needs for ``protocol.target_mde`` (the paired
-    plan: the confirm runs of every variant share their seeds and batches; the unpaired one where no pairs
-    were measured), at most ``protocol.max_seeds``, numbered from 1 past the tune seeds. The choice is
-    written to ``<sweep dir>/seeds_plan.json``, which the report quotes."""
+    """``protocol.seeds: auto``: the most seeds any comparison needs for ``protocol.target_mde``
+    (the paired plan: the confirm runs of every variant share their seeds and batches; the unpaired
+    one where no pairs were measured), at most ``protocol.max_seeds``, numbered from 1 past the tune
+    seeds. The choice is written to ``<sweep dir>/seeds_plan.json``, which the report quotes."""
     plan_ = power_plan_of(p)
     needs = [r.paired if r.paired is not None else r.unpaired for r in plan_.rows]
     cap = int(p.protocol.max_seeds or 2)
@@ -349,18 +353,19 @@ def confirm_seeds(p: Plan) -> list[str]:
 
 
 def power_plan_of(p: Plan) -> PowerPlan:
-    """``--plan``: the tune stage's runs in the sweep directory (or ``protocol.pilot_sd`` alone) -> seeds per variant."""
+    """``--plan``: the tune stage's runs in the sweep directory (or ``protocol.pilot_sd`` alone) ->
+    seeds per variant."""
     if p.protocol.target_mde is None:
         raise ConfigError(
-            "--plan needs protocol.target_mde: the smallest difference of the verdict metric to detect, "
-            "e.g. protocol.target_mde=0.02"
+            "--plan needs protocol.target_mde: the smallest difference of the verdict metric to "
+            "detect, e.g. protocol.target_mde=0.02"
         )
     runs = load_runs([p.sweep_dir]) if p.sweep_dir.is_dir() else []
     tuned, varying, _ = tune_variants(runs, p.protocol, IGNORED_KEYS)
     if not tuned and p.protocol.pilot_sd is None:
         raise ConfigError(
-            f"no tune-stage runs in {p.sweep_dir} to measure the spread from: run --stage tune first, or "
-            "set protocol.pilot_sd"
+            f"no tune-stage runs in {p.sweep_dir} to measure the spread from: run --stage tune "
+            "first, or set protocol.pilot_sd"
         )
     if (
         not tuned
@@ -376,9 +381,9 @@ def power_plan_of(p: Plan) -> PowerPlan:
 
 
 def unfinished_jobs(sweep_dir: Path) -> list[str]:
-    """The sweep's jobs that failed for a reason other than divergence, or never wrote ``metrics.json``
-    (a job that died before training, e.g. refused a job slot): ``<name>: <why>``. A diverged job is a
-    result the report counts, never listed here."""
+    """The sweep's jobs that failed for a reason other than divergence, or never wrote
+    ``metrics.json`` (a job that died before training, e.g. refused a job slot): ``<name>: <why>``.
+    A diverged job is a result the report counts, never listed here."""
     out = []
     for run in load_runs([sweep_dir]) if sweep_dir.is_dir() else []:
         outcome = run_outcome(run)
@@ -392,8 +397,9 @@ def unfinished_jobs(sweep_dir: Path) -> list[str]:
 
 
 def run_commands(commands: Sequence[list[str]], sweep_dir: Path, dry_run: bool) -> None:
-    """Run a stage's multiruns; a job that diverged is a result, but one that failed otherwise (or never
-    finished) stops the study with a ``ConfigError`` listing them, after every command of the stage ran."""
+    """Run a stage's multiruns; a job that diverged is a result, but one that failed otherwise (or
+    never finished) stops the study with a ``ConfigError`` listing them, after every command of the
+    stage ran."""
     failed = False
     for cmd in commands:
         text = shlex.join(["python", *cmd[1:]])
@@ -411,8 +417,8 @@ def run_commands(commands: Sequence[list[str]], sweep_dir: Path, dry_run: bool) 
         broken = unfinished_jobs(sweep_dir)
         if broken:
             raise ConfigError(
-                f"{len(broken)} job(s) in {sweep_dir} failed for a reason other than divergence or did "
-                "not finish; fix the cause and run the same stage again (it resumes):\n  "
+                f"{len(broken)} job(s) in {sweep_dir} failed for a reason other than divergence or "
+                "did not finish; fix the cause and run the same stage again (it resumes):\n  "
                 + "\n  ".join(broken)
             )
         log.warning("every failed job diverged (a non-finite loss): results the report counts")
@@ -442,8 +448,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--plan",
         action="store_true",
         help="print the seeds per variant each comparison needs to detect "
-        "protocol.target_mde (paired and unpaired) and the compute that implies, from the tune stage's "
-        "runs or protocol.pilot_sd; runs nothing",
+        "protocol.target_mde (paired and unpaired) and the compute that implies, from the tune "
+        "stage's runs or protocol.pilot_sd; runs nothing",
     )
     args = ap.parse_args(argv)
     check_command_line_yaml(
@@ -464,7 +470,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 run_commands(tune_commands(p), p.sweep_dir, args.dry_run)
             elif stage == "confirm" and args.dry_run and "tune" in stages:
                 print(
-                    "# confirm: one multirun per variant at its chosen value, once the tune stage has run"
+                    "# confirm: one multirun per variant at its chosen value, once the tune stage "
+                    "has run"
                 )
             elif stage == "confirm":
                 run_commands(confirm_commands(p), p.sweep_dir, args.dry_run)

@@ -34,13 +34,15 @@ from src.training.runner import train
 @hydra.main(config_path="../conf", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> float | None:
     hc = HydraConfig.get()
-    # hydra/launcher=joblib: this job's share of CPUs/GPUs, before anything touches CUDA (src/studies/slots.py)
+    # hydra/launcher=joblib: this job's share of CPUs/GPUs, before anything touches CUDA
+    # (src/studies/slots.py)
     pin_job(
         hc,
         accelerator=str(cfg.trainer.get("accelerator", "auto")),
         cpu_threads=cfg.get("cpu_threads"),
     )
-    install_ddp_launcher_fix()  # DDP ranks > 0 reuse this job's run directory (see src/training/distributed.py)
+    # DDP ranks > 0 reuse this job's run directory (see src/training/distributed.py)
+    install_ddp_launcher_fix()
     # our errors print as one message, others keep their traceback (src/cli.py);
     # one live job per run directory (src/studies/lock.py)
     with clean_errors(), hold_run_dir(hc.runtime.output_dir):
@@ -67,7 +69,8 @@ def say_where_results_went(run_dir: str, skipped: bool = False) -> None:
         else f"{metrics.get('status', 'finished')}"
     )
     echo(
-        f"\n{final_figures(metrics)}\nrun {head}; outputs:\n{format_outputs(run_outputs(run_dir, metrics))}"
+        f"\n{final_figures(metrics)}\nrun {head}; "
+        f"outputs:\n{format_outputs(run_outputs(run_dir, metrics))}"
     )
 
 

@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 
 
 class BenchmarkEval(pl.Callback):
-    """``tasks`` (name -> a ``conf/tasks`` entry) every ``every_n_steps`` optimizer steps and after fitting."""
+    """``tasks`` (name -> a ``conf/tasks`` entry) every ``every_n_steps`` optimizer steps and after
+    fitting."""
 
     def __init__(
         self,

@@ -68,7 +68,8 @@ class LengthExtrapolation(pl.Callback):
         tokens = getattr(dm, "tokens", {}).get(self.split) if dm is not None else None
         if tokens is None:
             log.warning(
-                "length extrapolation skipped: the datamodule has no '%s' token stream (a text source is needed)",
+                "length extrapolation skipped: the datamodule has no '%s' token stream (a text "
+                "source is needed)",
                 self.split,
             )
             return
@@ -119,7 +120,8 @@ class LengthExtrapolation(pl.Callback):
                     {"checkpoint": "final weights (end of fit)", "stride": self.stride},
                     label,
                 )
-        # not applicable -> NaN, which metrics.json writes as null (the reason is in extrapolation.json)
+        # not applicable -> NaN, which metrics.json writes as null (the reason is in
+        # extrapolation.json)
         numbers = {
             k: float("nan") if v is None else float(v)
             for k, v in self.metrics.items()

@@ -77,7 +77,8 @@ class NgramReference(pl.Callback):
         self.orders = sorted({int(o) for o in orders})
         if not self.orders or self.orders[0] < 1:
             raise ValueError(
-                f"NgramReference: orders={list(orders)} must be positive integers, e.g. [1, 2, 3, 4]"
+                f"NgramReference: orders={list(orders)} must be positive integers, e.g. [1, 2, 3, "
+                "4]"
             )
         self.output_dir, self.max_train_tokens = output_dir, int(max_train_tokens)
         self.cache_dir = Path(cache_dir).expanduser() / "ngram" if cache_dir else None

@@ -95,10 +95,12 @@ class NonFiniteGuard(pl.Callback):
         self._consecutive += 1
         if self._consecutive > self.max_consecutive_skips:
             raise NonFiniteLossError(
-                f"non-finite training loss (NaN/inf) at {self._consecutive} consecutive steps (the last at step "
-                f"{trainer.global_step}; reliability.max_consecutive_skips={self.max_consecutive_skips}); the run has "
-                f"diverged and stopped. Last good checkpoint: {_last_good(trainer)}. Fixes: lower optim.lr or raise "
-                "scheduler.warmup_steps, keep trainer.gradient_clip_val; then resume with ckpt_path=<that checkpoint>"
+                f"non-finite training loss (NaN/inf) at {self._consecutive} consecutive steps (the "
+                f"last at step {trainer.global_step}; "
+                f"reliability.max_consecutive_skips={self.max_consecutive_skips}); the run has "
+                f"diverged and stopped. Last good checkpoint: {_last_good(trainer)}. Fixes: lower "
+                "optim.lr or raise scheduler.warmup_steps, keep trainer.gradient_clip_val; then "
+                "resume with ckpt_path=<that checkpoint>"
             )
 
     def on_train_batch_end(
@@ -118,7 +120,8 @@ class NonFiniteGuard(pl.Callback):
 
     # ------------------------------------------------------------ read on the host, at boundaries
     def check(self, trainer: pl.Trainer) -> None:
-        """Raise ``NonFiniteLossError`` if any rank saw a non-finite loss since training (re)started."""
+        """Raise ``NonFiniteLossError`` if any rank saw a non-finite loss since training
+        (re)started."""
         if self.action != "stop":
             return
         local = self._bad if self._bad is not None else torch.zeros((), dtype=torch.bool)
@@ -130,10 +133,12 @@ class NonFiniteGuard(pl.Callback):
             else trainer.global_step
         )
         raise NonFiniteLossError(
-            f"non-finite training loss (NaN/inf) at step {first}; the run stopped (reliability.nonfinite=stop) and no "
-            f"checkpoint was written after it. Last good checkpoint: {_last_good(trainer)}. Fixes: lower optim.lr or "
-            "raise scheduler.warmup_steps, keep trainer.gradient_clip_val, prefer bf16-mixed to 16-mixed, or set "
-            "reliability.nonfinite=skip to drop such updates; then resume with ckpt_path=<that checkpoint>"
+            f"non-finite training loss (NaN/inf) at step {first}; the run stopped "
+            "(reliability.nonfinite=stop) and no checkpoint was written after it. Last good "
+            f"checkpoint: {_last_good(trainer)}. Fixes: lower optim.lr or raise "
+            "scheduler.warmup_steps, keep trainer.gradient_clip_val, prefer bf16-mixed to "
+            "16-mixed, or set reliability.nonfinite=skip to drop such updates; then resume with "
+            "ckpt_path=<that checkpoint>"
         )
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:

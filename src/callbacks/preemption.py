@@ -61,7 +61,8 @@ REQUEUE_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2)
 
 
 class Preemption(pl.Callback):
-    """Writes ``last.ckpt`` at the step boundary after SIGTERM / SIGUSR1 / SIGUSR2 (module docstring)."""
+    """Writes ``last.ckpt`` at the step boundary after SIGTERM / SIGUSR1 / SIGUSR2 (module
+    docstring)."""
 
     def __init__(self) -> None:
         self.signum: int | None = None  # the signal that asked the run to stop
@@ -133,13 +134,15 @@ class Preemption(pl.Callback):
             and not trainer.sanity_checking
             and trainer.received_sigterm
         ):
-            # write now: the state of a last.ckpt written after a validation (the boundary that follows has
-            # already counted this step for the loggers, and a resume from there would count it again)
+            # write now: the state of a last.ckpt written after a validation (the boundary that
+            # follows has already counted this step for the loggers, and a resume from there would
+            # count it again)
             self._write(trainer)
 
     # ------------------------------------------------------------ the checkpoint
     def last_path(self, trainer: pl.Trainer) -> Path:
-        """``last.ckpt`` of the ModelCheckpoint that keeps one, else ``<default_root_dir>/checkpoints/last.ckpt``."""
+        """``last.ckpt`` of the ModelCheckpoint that keeps one, else
+        ``<default_root_dir>/checkpoints/last.ckpt``."""
         for cb in trainer.checkpoint_callbacks:
             if isinstance(cb, ModelCheckpoint) and cb.save_last and cb.dirpath:
                 return Path(cb.dirpath) / f"{cb.CHECKPOINT_NAME_LAST}{cb.FILE_EXTENSION}"
@@ -155,7 +158,8 @@ class Preemption(pl.Callback):
             self._write(trainer)
 
     def _write(self, trainer: pl.Trainer) -> None:
-        """last.ckpt of this step (while fitting, after a first step), then the deferred requeue handler."""
+        """last.ckpt of this step (while fitting, after a first step), then the deferred requeue
+        handler."""
         self.signum = self.signum or signal.SIGTERM
         self.step = int(trainer.global_step)
         if trainer.state.fn == TrainerFn.FITTING and not trainer.sanity_checking and self.step > 0:
@@ -186,8 +190,8 @@ class Preemption(pl.Callback):
         name = signal.Signals(signum).name
         if self.saved is not None:
             return Preempted(
-                f"preempted by {name} at step {self.step}: wrote {self.saved}, a resumable checkpoint of "
-                f"this step. Resume with ckpt_path={self.saved}; {sweep_advice()}",
+                f"preempted by {name} at step {self.step}: wrote {self.saved}, a resumable "
+                f"checkpoint of this step. Resume with ckpt_path={self.saved}; {sweep_advice()}",
                 signum=signum,
             )
         last = ""
@@ -199,17 +203,17 @@ class Preemption(pl.Callback):
                 else "; there is no checkpoint yet"
             )
         return Preempted(
-            f"preempted by {name} at step {self.step} during {stage}; no checkpoint written{last}. Run "
-            f"it again to continue (ckpt_path=<that checkpoint>); {sweep_advice()}",
+            f"preempted by {name} at step {self.step} during {stage}; no checkpoint written{last}. "
+            f"Run it again to continue (ckpt_path=<that checkpoint>); {sweep_advice()}",
             signum=signum,
         )
 
 
 def sweep_advice() -> str:
-    """How to re-run the sweep so that each job continues in its own directory: the same command with the
-    same ``hydra.sweep.dir`` (a default one holds the start time) plus the ``sweep_resume`` keys, which
-    no job directory name contains (``src.studies.resume.job_dirname`` leaves them out), so the re-run
-    finds the same directories and the report one set of runs."""
+    """How to re-run the sweep so that each job continues in its own directory: the same command
+    with the same ``hydra.sweep.dir`` (a default one holds the start time) plus the ``sweep_resume``
+    keys, which no job directory name contains (``src.studies.resume.job_dirname`` leaves them out),
+    so the re-run finds the same directories and the report one set of runs."""
     sweep_dir = "<the sweep's directory>"
     try:
         hydra_cfg = HydraConfig.get()
@@ -218,13 +222,15 @@ def sweep_advice() -> str:
     except ValueError:  # not under Hydra
         pass
     return (
-        "a sweep continues its unfinished jobs in the same job directories when the same command is run again "
-        f"with hydra.sweep.dir={sweep_dir} sweep_resume.skip_completed=true sweep_resume.incomplete=last"
+        "a sweep continues its unfinished jobs in the same job directories when the same command "
+        f"is run again with hydra.sweep.dir={sweep_dir} sweep_resume.skip_completed=true "
+        "sweep_resume.incomplete=last"
     )
 
 
 def preemption_error(error: BaseException, trainer: pl.Trainer | None) -> Preempted | None:
-    """``Preempted`` for Lightning's ``SIGTERMException`` (with what ``Preemption`` saved), else None."""
+    """``Preempted`` for Lightning's ``SIGTERMException`` (with what ``Preemption`` saved), else
+    None."""
     if not isinstance(error, SIGTERMException):
         return None
     callbacks = trainer.callbacks if trainer is not None else []

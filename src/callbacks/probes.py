@@ -3,18 +3,18 @@
     python -m src.train ... callbacks.probes.every_n_steps=50     # 0 (the default) = off
 
 Every ``every_n_steps`` optimizer steps (and once before the first) the callback runs every probe of
-``src.probes`` on a fixed batch of repeated random tokens, drawn once from ``seed`` with a generator of
-its own, in eval mode and without gradients; each module's train/eval mode is restored after. Nothing
-it does touches the training RNG, the data order or the weights, so a run takes bit-identical steps
-with and without it (tests/callbacks/test_probes_callback.py).
+``src.probes`` on a fixed batch of repeated random tokens, drawn once from ``seed`` with a generator
+of its own, in eval mode and without gradients; each module's train/eval mode is restored after.
+Nothing it does touches the training RNG, the data order or the weights, so a run takes
+bit-identical steps with and without it (tests/callbacks/test_probes_callback.py).
 
 The figures (``probe/induction@L<l>H<h>``, ``probe/induction_max``, ``probe/prev_token_max``,
-``probe/icl_score``, ``probe/attn_entropy@L<l>``, ``probe/sink_mass@L<l>``, ``probe/lens_loss@L<l>``) go
-to every logger at the step they were taken (optimizer steps done) and their last values to
-``metrics.json``, with the run-level ``probe/induction_step``: the first probed step at which
-``probe/induction_max`` exceeded ``induction_threshold``, or null and ``probe/induction_step_reason``
-when it never did. A probe that does not apply to the model is skipped with one logged reason.
-"""
+``probe/icl_score``, ``probe/attn_entropy@L<l>``, ``probe/sink_mass@L<l>``,
+``probe/lens_loss@L<l>``) go to every logger at the step they were taken (optimizer steps done) and
+their last values to ``metrics.json``, with the run-level ``probe/induction_step``: the first probed
+step at which ``probe/induction_max`` exceeded ``induction_threshold``, or null and
+``probe/induction_step_reason`` when it never did. A probe that does not apply to the model is
+skipped with one logged reason."""
 
 from __future__ import annotations
 
@@ -79,8 +79,8 @@ class Probes(pl.Callback):
         self.seed = _int(seed, "seed", 0, "e.g. seed=${seed}")
         if (icl_early is None) != (icl_late is None):
             raise ConfigError(
-                f"{KEY}.icl_early={icl_early!r} and {KEY}.icl_late={icl_late!r}: set both positions or "
-                f"neither (null: the middle of each copy)"
+                f"{KEY}.icl_early={icl_early!r} and {KEY}.icl_late={icl_late!r}: set both "
+                "positions or neither (null: the middle of each copy)"
             )
         if icl_early is not None:
             _int(icl_early, "icl_early", 1, "a position of the probe sequence, e.g. icl_early=8")
@@ -145,7 +145,8 @@ class Probes(pl.Callback):
         self.last_step = step
         if self.batch is None:
             return None
-        # every rank runs the same probe (a sharded model needs all ranks in its forward); rank 0 logs
+        # every rank runs the same probe (a sharded model needs all ranks in its forward); rank 0
+        # logs
         model = self._model(pl_module)
         if (
             self.batch.tokens.device != model.device
@@ -185,7 +186,8 @@ class Probes(pl.Callback):
 
     # -- metrics.json and checkpoints ---------------------------------------------------------
     def run_record(self) -> dict[str, Any]:
-        """What ``metrics.json`` gets (src.training.runner): the last probed values and the induction step."""
+        """What ``metrics.json`` gets (src.training.runner): the last probed values and the
+        induction step."""
         if not self.enabled or self.last is None:
             return {}
         record: dict[str, Any] = dict(self.last.metrics())

@@ -17,7 +17,8 @@ def continue_text(
     model: torch.nn.Module, x: torch.Tensor, max_new_tokens: int, limit: int, **kw: object
 ) -> list[int]:
     """Generate ``max_new_tokens`` after ``x`` [1, T], cropping the context to the last ``limit``
-    tokens as nanoGPT's ``generate`` does (in chunks of ``limit // 2`` new tokens, each with the KV cache)."""
+    tokens as nanoGPT's ``generate`` does (in chunks of ``limit // 2`` new tokens, each with the KV
+    cache)."""
     seq, new = x[:, -limit:], []
     chunk = max(1, limit // 2)
     while len(new) < max_new_tokens:
@@ -55,7 +56,8 @@ class SampleText(pl.Callback):
         model, tok = getattr(pl_module, "model", None), getattr(pl_module, "tokenizer", None)
         if model is None or tok is None or not model.left_to_right:
             echo(
-                "[sample] skipped: needs a generative model (decoder_only / encoder_decoder) and a tokenizer"
+                "[sample] skipped: needs a generative model (decoder_only / encoder_decoder) and a "
+                "tokenizer"
             )
             return
         ids = tok.encode(self.prompt) or [tok.eos_token_id if tok.eos_token_id is not None else 0]
@@ -77,7 +79,8 @@ class SampleText(pl.Callback):
                 continue_text(model, x, self.max_new_tokens, limit, **kw)
             )
         echo(
-            f"\n----- sample (temperature {self.temperature}, top_k {self.top_k}) -----\n{self.text}\n-----"
+            f"\n----- sample (temperature {self.temperature}, top_k {self.top_k}) "
+            f"-----\n{self.text}\n-----"
         )
         if self.output_dir:
             Path(self.output_dir).mkdir(parents=True, exist_ok=True)

@@ -69,7 +69,8 @@ class RunSummary(pl.Callback):
         self.on_fit_end(trainer, pl_module)
 
     def training_seconds(self) -> float:
-        """Wall time of training so far (validation excluded); its final value once the fit ended."""
+        """Wall time of training so far (validation excluded); its final value once the fit
+        ended."""
         if self._t0 is None:
             return self.train_time_s
         now = time.perf_counter()

@@ -61,7 +61,8 @@ class _Meter:
 
 
 class TokenThroughput(pl.Callback):
-    """Tokens/s, FLOPs/s and MFU per device for training, validation and test (see the module doc)."""
+    """Tokens/s, FLOPs/s and MFU per device for training, validation and test (see the module
+    doc)."""
 
     def __init__(self, window_size: int = 20, peak_tflops: float | None = None) -> None:
         self.window_steps = window_size
@@ -73,7 +74,8 @@ class TokenThroughput(pl.Callback):
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if not hasattr(pl_module, "tokens_per_batch"):
             raise TypeError(
-                f"{type(self).__name__} needs a task that records tokens_per_batch (an src.objectives.LMTask)"
+                f"{type(self).__name__} needs a task that records tokens_per_batch (an "
+                "src.objectives.LMTask)"
             )
         if self.peak_tflops:
             self.available_flops = int(float(self.peak_tflops) * 1e12)
@@ -112,7 +114,8 @@ class TokenThroughput(pl.Callback):
         if optimizer_step and should_update_logs(
             trainer
         ):  # the effective batch is over, its optimizer step included
-            # the step Lightning logs this optimizer step's metrics under (its batches-that-stepped count, 0-based)
+            # the step Lightning logs this optimizer step's metrics under (its batches-that-stepped
+            # count, 0-based)
             self._measure(trainer, pl_module, "train", meter, step=max(trainer.global_step - 1, 0))
 
     @rank_zero_only
@@ -213,11 +216,10 @@ class TokensPerSecondBar(RichProgressBar):
     Shows the run's one tokens/s figure, ``RunSummary.tokens_per_s`` (src/callbacks/summary.py:
     training tokens since training started over its wall time, validation excluded; the value
     metrics.json records at the end), when the run has a ``RunSummary`` (every ``src.train`` run
-    does), else measures wall time between batches itself. ``refresh_rate`` is redraws per second (Rich's); the training
-    bar's counter and metrics are also updated at most that often (and at the last step), not
-    after every batch: Lightning's bar reads every progress-bar metric and updates its Rich task
-    on each batch (~0.5 ms of Python per step, 1-5% of a millisecond-scale step).
-    """
+    does), else measures wall time between batches itself. ``refresh_rate`` is redraws per second
+    (Rich's); the training bar's counter and metrics are also updated at most that often (and at the
+    last step), not after every batch: Lightning's bar reads every progress-bar metric and updates
+    its Rich task on each batch (~0.5 ms of Python per step, 1-5% of a millisecond-scale step)."""
 
     def __init__(self, refresh_rate: int = 1, leave: bool = False) -> None:
         super().__init__(refresh_rate=refresh_rate, leave=leave)

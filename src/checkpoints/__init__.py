@@ -1,1 +1,2 @@
-"""Checkpoints: atomic, verified writes (io), loading for evaluation (load), fit and same-run checks (fit)."""
+"""Checkpoints: atomic, verified writes (io), loading for evaluation (load), fit and same-run checks
+(fit)."""

@@ -33,7 +33,8 @@ PATH_KEYS = (
 
 
 def is_model_checkpoint_state(state: Any) -> bool:
-    """Whether a callback's state is ``ModelCheckpoint``'s (it holds ``dirpath`` and ``best_k_models``)."""
+    """Whether a callback's state is ``ModelCheckpoint``'s (it holds ``dirpath`` and
+    ``best_k_models``)."""
     return isinstance(state, Mapping) and "dirpath" in state and "best_k_models" in state
 
 
@@ -44,7 +45,8 @@ def _norm(p: str) -> str:
 def confine_callback_paths(
     state: MutableMapping[str, Any], dirpath: str | os.PathLike[str]
 ) -> list[str]:
-    """Rewrite ``state``'s paths into ``dirpath`` or drop them (module docstring); returns the dropped ones."""
+    """Rewrite ``state``'s paths into ``dirpath`` or drop them (module docstring); returns the
+    dropped ones."""
     here = Path(os.path.realpath(dirpath))
     homes = {str(here), _norm(str(dirpath))}
     if isinstance(state.get("dirpath"), str):
@@ -72,7 +74,8 @@ def confine_callback_paths(
     unique = sorted(set(dropped))
     if unique:
         log.warning(
-            "checkpoint callback state: dropped %d path(s) that are not files of %s (a moved or edited run): %s",
+            "checkpoint callback state: dropped %d path(s) that are not files of %s (a moved or "
+            "edited run): %s",
             len(unique),
             here,
             ", ".join(unique)[:500],
@@ -81,7 +84,7 @@ def confine_callback_paths(
 
 
 def inside_dirs(path: str | os.PathLike[str], dirs: list[str]) -> bool:
-    """Whether ``path`` (normalised, ``..`` collapsed, the file itself not followed) lies directly in one of ``dirs``
-    (each resolved)."""
+    """Whether ``path`` (normalised, ``..`` collapsed, the file itself not followed) lies directly
+    in one of ``dirs`` (each resolved)."""
     parent = os.path.dirname(_norm(str(path)))
     return any(parent == os.path.realpath(d) or parent == _norm(d) for d in dirs)

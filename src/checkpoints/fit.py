@@ -28,7 +28,8 @@ from src.errors import CheckpointError
 
 log = logging.getLogger(__name__)
 MAX_LISTED = 12  # per kind of problem; the count says how many there are
-#: what makes two runs the same run: the model, the objective, the data and the batches drawn from it
+#: what makes two runs the same run: the model, the objective, the data and the batches drawn from
+#: it
 RUN_KEYS = ("model", "task", "data", "block_size", "batch_size", "seed")
 #: where, not what: never compared
 LOCATION_KEYS = ("data.cache_dir", "data.num_proc")
@@ -56,7 +57,8 @@ def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
 def config_differences(
     saved: Mapping[str, Any] | None, current: Mapping[str, Any] | None, prefix: str = "model"
 ) -> list[str]:
-    """``model.d_model: checkpoint 32, config 64`` for every leaf that differs (``name`` ignored)."""
+    """``model.d_model: checkpoint 32, config 64`` for every leaf that differs (``name``
+    ignored)."""
     if not saved or not current:
         return []
     a, b = _flat(saved, prefix), _flat(current, prefix)
@@ -104,7 +106,8 @@ def check_state_dict_fits(
     path: str,
     current_cfg: Mapping[str, Any] | None = None,
 ) -> None:
-    """Raise ``CheckpointError`` (listing every mismatch) unless ``checkpoint['state_dict']`` loads into ``module``.
+    """Raise ``CheckpointError`` (listing every mismatch) unless ``checkpoint['state_dict']`` loads
+    into ``module``.
 
     module: an ``nn.Module`` (a LightningModule); its ``strict_loading`` (default True) decides
     whether missing/unexpected keys count. current_cfg: the run config the module was built
@@ -132,17 +135,20 @@ def check_state_dict_fits(
 
 
 def unreadable(path: Any, detail: str) -> str:
-    """The message for a file that is not a whole torch checkpoint (``src.checkpoints.io`` raises it too)."""
+    """The message for a file that is not a whole torch checkpoint (``src.checkpoints.io`` raises it
+    too)."""
     return (
-        f"{path} is not a readable checkpoint ({detail}); the file may be truncated or not a torch checkpoint. "
-        "Resume from another one (checkpoints/last.ckpt or best-*.ckpt), or set ckpt_path=null to start fresh"
+        f"{path} is not a readable checkpoint ({detail}); the file may be truncated or not a torch "
+        "checkpoint. Resume from another one (checkpoints/last.ckpt or best-*.ckpt), or set "
+        "ckpt_path=null to start fresh"
     )
 
 
 def run_differences(
     saved: Mapping[str, Any], current: Mapping[str, Any]
 ) -> list[tuple[str, Any, Any]]:
-    """(key, checkpoint value, current value) for every ``RUN_KEYS`` leaf that differs or is on one side only."""
+    """(key, checkpoint value, current value) for every ``RUN_KEYS`` leaf that differs or is on one
+    side only."""
     a: dict[str, Any] = {}
     b: dict[str, Any] = {}
     for key in RUN_KEYS:
@@ -162,8 +168,9 @@ def _allowed(key: str, allowed: Sequence[str]) -> bool:
 
 
 def allow_list(cfg: Mapping[str, Any]) -> list[str]:
-    """``resume.allow_config_change``, checked: a list of config keys or nodes (``CheckpointError`` otherwise;
-    ``validate_run_config`` calls it too, so a bad value fails before anything is built)."""
+    """``resume.allow_config_change``, checked: a list of config keys or nodes (``CheckpointError``
+    otherwise; ``validate_run_config`` calls it too, so a bad value fails before anything is
+    built)."""
     allowed = (cfg.get("resume") or {}).get("allow_config_change") or []
     if isinstance(allowed, (str, Mapping)) or not all(isinstance(a, str) and a for a in allowed):
         raise CheckpointError(
@@ -176,8 +183,9 @@ def allow_list(cfg: Mapping[str, Any]) -> list[str]:
 def check_same_run(
     checkpoint: Mapping[str, Any], current_cfg: Mapping[str, Any] | None, *, path: str
 ) -> None:
-    """``CheckpointError`` (listing the keys that differ, and the three ways on) unless the checkpoint was trained with the same
-    ``RUN_KEYS`` as ``current_cfg`` (up to ``current_cfg.resume.allow_config_change``)."""
+    """``CheckpointError`` (listing the keys that differ, and the three ways on) unless the
+    checkpoint was trained with the same ``RUN_KEYS`` as ``current_cfg`` (up to
+    ``current_cfg.resume.allow_config_change``)."""
     saved = (checkpoint.get("hyper_parameters") or {}).get("cfg")
     if not isinstance(saved, Mapping) or not isinstance(current_cfg, Mapping):
         return  # not written by src.train: the state-dict check below still applies
@@ -190,10 +198,11 @@ def check_same_run(
             lines.append(f"  … and {len(blocked) - MAX_LISTED} more")
         keys, details = ",".join(k for k, _, _ in blocked), "\n".join(lines)
         raise CheckpointError(
-            f"{path} was trained with a different config ({len(blocked)} key(s) differ):\n{details}\n"
-            f"Resuming continues the same run. Accept these changes anyway: resume.allow_config_change=[{keys}]; "
-            f"or start a new run from these weights (step 0, a fresh optimizer): init_from={path} ckpt_path=null; "
-            "or resume with the checkpoint's config (its run's .hydra/config.yaml)"
+            f"{path} was trained with a different config ({len(blocked)} key(s) "
+            f"differ):\n{details}\nResuming continues the same run. Accept these changes anyway: "
+            f"resume.allow_config_change=[{keys}]; or start a new run from these weights (step 0, "
+            f"a fresh optimizer): init_from={path} ckpt_path=null; or resume with the checkpoint's "
+            "config (its run's .hydra/config.yaml)"
         )
     if diffs:
         log.warning(

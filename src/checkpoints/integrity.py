@@ -7,12 +7,11 @@ dtype, shape and bytes, each plain value's type and ``repr``. ``check_loaded`` r
 ``torch.load`` and refuses a mismatch, and refuses NaN/inf in the ``state_dict`` as the writer does.
 A checkpoint written before hashes were added (no ``integrity`` key) loads with a warning.
 
-The hash is a check against damage, not a signature: whoever edits a file can recompute it. Paths
-in a checkpoint's callback state are handled apart (``src.checkpoints.callback_state``).
-Cost: one pass of hashlib's SHA-256 over the tensors per save and per load: 3.2 s for 256 MiB of fp32
-weights measured on this project's 2-core AMD EPYC with a load average of 12 (other work running), so
-an upper bound; an idle core with SHA extensions hashes several times faster.
-"""
+The hash is a check against damage, not a signature: whoever edits a file can recompute it. Paths in
+a checkpoint's callback state are handled apart (``src.checkpoints.callback_state``). Cost: one pass
+of hashlib's SHA-256 over the tensors per save and per load: 3.2 s for 256 MiB of fp32 weights
+measured on this project's 2-core AMD EPYC with a load average of 12 (other work running), so an
+upper bound; an idle core with SHA extensions hashes several times faster."""
 
 from __future__ import annotations
 
@@ -67,7 +66,8 @@ def content_digest(checkpoint: Mapping[str, Any]) -> str:
 
 
 def seal(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``checkpoint`` with its content hash under ``integrity`` (the tensors are not copied)."""
+    """A copy of ``checkpoint`` with its content hash under ``integrity`` (the tensors are not
+    copied)."""
     out = {k: v for k, v in checkpoint.items() if k != INTEGRITY}
     out[INTEGRITY] = {"sha256": content_digest(out), "covers": COVERS}
     return out
@@ -94,13 +94,15 @@ def _shown(names: list[str]) -> str:
 
 def check_loaded(checkpoint: Any, path: Any) -> None:
     """After ``torch.load``: the content hash matches (when the checkpoint has one) and the
-    ``state_dict`` is finite; a ``CheckpointError`` naming the file and what to use instead otherwise."""
+    ``state_dict`` is finite; a ``CheckpointError`` naming the file and what to use instead
+    otherwise."""
     if not isinstance(checkpoint, Mapping):
         return
     sealed = checkpoint.get(INTEGRITY)
     if sealed is None:
         log.warning(
-            "%s carries no content hash (written before checkpoints had one): its integrity is not checked",
+            "%s carries no content hash (written before checkpoints had one): its integrity is not "
+            "checked",
             path,
         )
     else:
@@ -108,9 +110,10 @@ def check_loaded(checkpoint: Any, path: Any) -> None:
         actual = content_digest(checkpoint)
         if stored != actual:
             raise CheckpointError(
-                f"{path} is damaged: its content hash does not match the one written with it (sha256 "
-                f"{str(stored)[:16]}… stored, {actual[:16]}… now); a bit changed on the disk or the file was edited. "
-                "Use another checkpoint of the run (checkpoints/best-*.ckpt, an earlier last.ckpt) or train again"
+                f"{path} is damaged: its content hash does not match the one written with it "
+                f"(sha256 {str(stored)[:16]}… stored, {actual[:16]}… now); a bit changed on the "
+                "disk or the file was edited. Use another checkpoint of the run "
+                "(checkpoints/best-*.ckpt, an earlier last.ckpt) or train again"
             )
     state = checkpoint.get("state_dict")
     if isinstance(state, Mapping):

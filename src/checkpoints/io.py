@@ -88,8 +88,8 @@ def checkpoint_file(path: PathLike) -> Path:
 
 
 def safe_torch_load(path: PathLike, map_location: Any = "cpu") -> Any:
-    """``torch.load(path, weights_only=True)`` with errors that say what is wrong and what to do; the
-    content hash and the finiteness of the weights checked (``src.checkpoints.integrity``)."""
+    """``torch.load(path, weights_only=True)`` with errors that say what is wrong and what to do;
+    the content hash and the finiteness of the weights checked (``src.checkpoints.integrity``)."""
     p = checkpoint_file(path)
     checkpoint = _torch_load(p, map_location)
     check_loaded(checkpoint, p)
@@ -105,9 +105,10 @@ def _torch_load(p: Path, map_location: Any) -> Any:
         if found:
             raise CheckpointError(
                 f"{p} holds pickled Python objects that a weights-only load refuses (it references "
-                f"{found.group(1)}); refusing to load it, since unpickling can run arbitrary code. Checkpoints "
-                "written by src.train hold only tensors and plain data: if you trust this file, re-save its "
-                "contents as plain dicts/tensors (or safetensors) and load that"
+                f"{found.group(1)}); refusing to load it, since unpickling can run arbitrary code. "
+                "Checkpoints written by src.train hold only tensors and plain data: if you trust "
+                "this file, re-save its contents as plain dicts/tensors (or safetensors) and load "
+                "that"
             ) from None
         raise CheckpointError(unreadable(p, _first_line(e))) from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as e:
@@ -146,9 +147,10 @@ def atomic_torch_save(
                 except pickle.UnpicklingError as e:
                     raise CheckpointError(
                         f"refusing to write {dest}: the checkpoint would not load with "
-                        f"torch.load(weights_only=True) ({_first_line(e)}); something put a Python object into it "
-                        "(a callback's state_dict or hyper-parameters) - store plain dicts/lists/numbers/tensors "
-                        "instead. The previous file at that path is kept"
+                        f"torch.load(weights_only=True) ({_first_line(e)}); something put a Python "
+                        "object into it (a callback's state_dict or hyper-parameters) - store "
+                        "plain dicts/lists/numbers/tensors instead. The previous file at that "
+                        "path is kept"
                     ) from None
     except (
         OSError
@@ -173,14 +175,15 @@ def _write_refused(dest: Path, reason: str) -> str:
     except (OSError, AttributeError):
         room = ""
     return (
-        f"could not write {dest} ({reason}){room}; the previous file at that path is kept. Free space on that "
-        "disk (or lift the quota), or give the run a directory elsewhere (hydra.run.dir=...), then resume from "
-        "the last checkpoint there is"
+        f"could not write {dest} ({reason}){room}; the previous file at that path is kept. Free "
+        "space on that disk (or lift the quota), or give the run a directory elsewhere "
+        "(hydra.run.dir=...), then resume from the last checkpoint there is"
     )
 
 
 class SafeCheckpointIO(TorchCheckpointIO):
-    """Atomic, verified, finite writes; weights-only loads checked against the model (see module doc)."""
+    """Atomic, verified, finite writes; weights-only loads checked against the model (see module
+    doc)."""
 
     def __init__(self, verify: bool = True, check_finite: bool = True) -> None:
         super().__init__()
@@ -201,15 +204,15 @@ class SafeCheckpointIO(TorchCheckpointIO):
             if bad:
                 shown = ", ".join(bad[:5]) + (f" … and {len(bad) - 5} more" if len(bad) > 5 else "")
                 raise CheckpointError(
-                    f"refusing to write {path}: {len(bad)} tensor(s) of its state_dict hold NaN/inf "
-                    f"({shown}); the previous file at that path is kept. See docs/reliability.md "
-                    "(non-finite loss)"
+                    f"refusing to write {path}: {len(bad)} tensor(s) of its state_dict hold "
+                    f"NaN/inf ({shown}); the previous file at that path is kept. See "
+                    "docs/reliability.md (non-finite loss)"
                 )
         atomic_torch_save(seal(checkpoint), path, verify=self.verify, root=self._run_dir(path))
 
     def _run_dir(self, path: PathLike) -> str | None:
-        """The trainer's ``default_root_dir`` (the run directory) when ``path`` lies in it: the root a
-        checkpoint's directory must not leave through a symlink."""
+        """The trainer's ``default_root_dir`` (the run directory) when ``path`` lies in it: the root
+        a checkpoint's directory must not leave through a symlink."""
         trainer = self._trainer()
         root = getattr(trainer, "default_root_dir", None) if trainer is not None else None
         if not root:
@@ -231,8 +234,9 @@ class SafeCheckpointIO(TorchCheckpointIO):
         )
 
     def remove_checkpoint(self, path: PathLike) -> None:
-        """Delete ``path`` only when it lies directly in a checkpoint directory of the trainer (a path taken
-        from a checkpoint's state never reaches outside it); anything else is kept, with a warning."""
+        """Delete ``path`` only when it lies directly in a checkpoint directory of the trainer (a
+        path taken from a checkpoint's state never reaches outside it); anything else is kept, with
+        a warning."""
         if _is_remote(path) or inside_dirs(path, self._checkpoint_dirs()):
             return super().remove_checkpoint(path)
         log.warning(
@@ -271,8 +275,8 @@ class SafeCheckpointIO(TorchCheckpointIO):
         return checkpoint
 
     def _confine_callback_state(self, checkpoint: Any, path: PathLike) -> None:
-        """Every ``ModelCheckpoint`` state's paths into its current ``dirpath`` (that callback's, else the loaded
-        file's directory), or dropped (``src.checkpoints.callback_state``)."""
+        """Every ``ModelCheckpoint`` state's paths into its current ``dirpath`` (that callback's,
+        else the loaded file's directory), or dropped (``src.checkpoints.callback_state``)."""
         states = checkpoint.get("callbacks") if isinstance(checkpoint, Mapping) else None
         if not isinstance(states, dict):
             return

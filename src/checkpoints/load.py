@@ -57,10 +57,11 @@ def load_checkpoint(
         or not isinstance(cfg.get("model"), dict)
     ):
         raise CheckpointError(
-            f"{p} has no state_dict or no hyper_parameters.cfg.model: it was not written by src.train "
-            "or is damaged; give a checkpoint of a src.train run"
+            f"{p} has no state_dict or no hyper_parameters.cfg.model: it was not written by "
+            "src.train or is damaged; give a checkpoint of a src.train run"
         )
-    # sizes against the stored weights, before anything is allocated (vocab_size=1e9, n_layer=1e6: src/models/sizes.py)
+    # sizes against the stored weights, before anything is allocated (vocab_size=1e9, n_layer=1e6:
+    # src/models/sizes.py)
     check_sizes_fit(ModelConfig.from_dict(cfg["model"]), weight_count(state.values()), where=str(p))
     cls = TASKS.get(cfg["task"]["name"])
     task = cls(cfg, hp.get("tokenizer"))
@@ -80,8 +81,8 @@ def load_checkpoint(
 
 
 def check_init_from(init_from: Any, ckpt_path: Any) -> None:
-    """``init_from`` and ``ckpt_path`` are two different starts: one of them at most (also checked by
-    ``validate_run_config``, before anything is built)."""
+    """``init_from`` and ``ckpt_path`` are two different starts: one of them at most (also checked
+    by ``validate_run_config``, before anything is built)."""
     if init_from and ckpt_path:
         raise CheckpointError(
             f"init_from={init_from} and ckpt_path={ckpt_path} both set: ckpt_path resumes that run "
@@ -93,9 +94,10 @@ def check_init_from(init_from: Any, ckpt_path: Any) -> None:
 def init_from_checkpoint(
     task: LMTask, path: str | os.PathLike[str], resume_path: str | None = None
 ) -> None:
-    """Fine-tuning (``init_from=<ckpt>``): the weights of ``path`` into ``task``, nothing else: the run
-    starts at step 0 with a fresh optimizer, schedule and data position, and its config may differ
-    from the checkpoint's; every shape must fit (``CheckpointError`` listing the mismatches)."""
+    """Fine-tuning (``init_from=<ckpt>``): the weights of ``path`` into ``task``, nothing else: the
+    run starts at step 0 with a fresh optimizer, schedule and data position, and its config may
+    differ from the checkpoint's; every shape must fit (``CheckpointError`` listing the
+    mismatches)."""
     check_init_from(path, resume_path)
     p = checkpoint_file(path)
     ckpt = safe_torch_load(p)

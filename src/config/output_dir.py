@@ -35,7 +35,8 @@ PROBE_BYTES = 64 * 1024  # more than Hydra's .hydra/*.yaml of any run (a few KiB
 
 
 def check_output_dir(path: str | os.PathLike[str], key: str) -> Path:
-    """Create ``path`` (with its parents) and prove it writable; ``ConfigError`` naming ``key`` otherwise."""
+    """Create ``path`` (with its parents) and prove it writable; ``ConfigError`` naming ``key``
+    otherwise."""
     p = Path(path).expanduser()
     if p.exists() and not p.is_dir():
         raise ConfigError(
@@ -63,15 +64,15 @@ def check_output_dir(path: str | os.PathLike[str], key: str) -> Path:
     except OSError as e:
         reason = f"{e.strerror or type(e).__name__}: {e.filename or p}"
         raise ConfigError(
-            f"{key}={p} cannot be created or written ({reason}); give a directory you can write to, "
-            f"e.g. {key}=outputs/my_run"
+            f"{key}={p} cannot be created or written ({reason}); give a directory you can write "
+            f"to, e.g. {key}=outputs/my_run"
         ) from None
     return p
 
 
 class OutputDirCheck(Callback):
-    """Hydra callback: ``check_output_dir`` on ``hydra.run.dir`` / ``hydra.sweep.dir`` before any job;
-    with ``hold_run_dir`` a single run's directory is locked there too (module docstring)."""
+    """Hydra callback: ``check_output_dir`` on ``hydra.run.dir`` / ``hydra.sweep.dir`` before any
+    job; with ``hold_run_dir`` a single run's directory is locked there too (module docstring)."""
 
     def __init__(self, hold_run_dir: bool = False) -> None:
         self.hold_run_dir = bool(hold_run_dir)
@@ -102,7 +103,8 @@ class OutputDirCheck(Callback):
 
 
 def previous_run_files(run_dir: str | os.PathLike[str]) -> list[Path]:
-    """What a finished or interrupted run left in ``run_dir``: checkpoints, CSV logs, metrics.json."""
+    """What a finished or interrupted run left in ``run_dir``: checkpoints, CSV logs,
+    metrics.json."""
     d = Path(run_dir)
     found = [
         *sorted(d.glob("checkpoints/*.ckpt")),
@@ -113,9 +115,10 @@ def previous_run_files(run_dir: str | os.PathLike[str]) -> list[Path]:
 
 
 def check_run_dir_unused(run_dir: str | os.PathLike[str], ckpt_path: Any) -> None:
-    """A new run (no ``ckpt_path``) refuses a directory that holds another run's files: Lightning would
-    write ``last-v1.ckpt`` beside the old ``last.ckpt`` and a second CSV history beside the first, and
-    the report would read them as one run. A resume (``ckpt_path=…``) continues the run in place."""
+    """A new run (no ``ckpt_path``) refuses a directory that holds another run's files: Lightning
+    would write ``last-v1.ckpt`` beside the old ``last.ckpt`` and a second CSV history beside the
+    first, and the report would read them as one run. A resume (``ckpt_path=…``) continues the run
+    in place."""
     if ckpt_path or any(
         Path(run_dir).glob("hpc_ckpt_*.ckpt")
     ):  # SLURM's requeued job: Lightning resumes it itself
@@ -132,7 +135,7 @@ def check_run_dir_unused(run_dir: str | os.PathLike[str], ckpt_path: Any) -> Non
         resume = f"resume it with ckpt_path={last}; " if last.is_file() else ""
         raise ConfigError(
             f"hydra.run.dir={run_dir} already holds a run ({shown}); a new run there would mix its "
-            f"checkpoints and CSV history with the old ones. {resume}or give this run a new directory "
-            f"(hydra.run.dir=...), or move the old files away"
+            f"checkpoints and CSV history with the old ones. {resume}or give this run a new "
+            "directory (hydra.run.dir=...), or move the old files away"
             + (f" (its .hydra/{', '.join(kept)} are kept as they were)" if kept else "")
         )

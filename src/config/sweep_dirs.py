@@ -49,7 +49,8 @@ def fixed_keys(task_overrides: list[str]) -> list[str]:
 
 
 class SweepDirs(Callback):
-    """Names job folders by the swept overrides and prints the sweep directory (see the module doc)."""
+    """Names job folders by the swept overrides and prints the sweep directory (see the module
+    doc)."""
 
     def __init__(self, name_by: Literal["swept", "all"] = "swept") -> None:
         if name_by not in NAME_BY:

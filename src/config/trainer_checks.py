@@ -90,9 +90,9 @@ def check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
             if key != "_target_" and key not in params:
                 accepted = ", ".join(p for p in params if p != "self")
                 raise ConfigError(
-                    f"trainer.{key}={value!r} is not a key of lightning.pytorch.Trainer"
-                    f"{did_you_mean(key, params, 'trainer.')} (accepted: {accepted}); fix the spelling "
-                    "or remove the override"
+                    f"trainer.{key}={value!r} is not a key of "
+                    f"lightning.pytorch.Trainer{did_you_mean(key, params, 'trainer.')} (accepted: "
+                    f"{accepted}); fix the spelling or remove the override"
                 )
     accel = str(t.get("accelerator", "auto"))
     strategy = _strategy_name(t.get("strategy", "auto"))
@@ -117,13 +117,13 @@ def check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
             requested = _requested_gpus(devices, hw.cuda_count)
         except (TypeError, ValueError):
             raise ConfigError(
-                f"trainer.devices={devices!r} is invalid: a number of devices, a list of GPU indices, "
-                "-1 or auto"
+                f"trainer.devices={devices!r} is invalid: a number of devices, a list of GPU "
+                "indices, -1 or auto"
             ) from None
         if requested > hw.cuda_count:
             raise ConfigError(
-                f"trainer.devices={devices} asks for {requested} GPU(s) but only {hw.cuda_count} are "
-                f"visible; use trainer.devices={hw.cuda_count} or trainer.devices=auto"
+                f"trainer.devices={devices} asks for {requested} GPU(s) but only {hw.cuda_count} "
+                f"are visible; use trainer.devices={hw.cuda_count} or trainer.devices=auto"
             )
     if devices in (0, "0") and not isinstance(devices, bool):
         fail(
@@ -145,14 +145,15 @@ def check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
         fail("trainer.precision", precision, f"use one of {', '.join(accepted)}")
     if not on_gpu and precision in _FP16:
         raise ConfigError(
-            f"trainer.precision={precision} (float16) runs on GPUs only and Lightning would silently "
-            "switch to bf16-mixed on CPU; use trainer.precision=32 or trainer.precision=bf16-mixed"
+            f"trainer.precision={precision} (float16) runs on GPUs only and Lightning would "
+            "silently switch to bf16-mixed on CPU; use trainer.precision=32 or "
+            "trainer.precision=bf16-mixed"
         )
     if on_gpu and precision in _BF16 and not hw.bf16_supported:
         raise ConfigError(
-            f"trainer.precision={precision} needs bfloat16, which this GPU ({hw.device_name}) does not "
-            "support (torch.cuda.is_bf16_supported() is False); use trainer.precision=16-mixed or "
-            "trainer.precision=32"
+            f"trainer.precision={precision} needs bfloat16, which this GPU ({hw.device_name}) does "
+            "not support (torch.cuda.is_bf16_supported() is False); use "
+            "trainer.precision=16-mixed or trainer.precision=32"
         )
     checked_max_steps(t)
     acc = t.get("accumulate_grad_batches", 1)
@@ -201,7 +202,8 @@ def check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
 
 
 def checked_max_steps(t: Mapping[str, Any]) -> Any:
-    """``trainer.max_steps``, checked (the schedule's default horizon: checked before it is read)."""
+    """``trainer.max_steps``, checked (the schedule's default horizon: checked before it is
+    read)."""
     v = t.get("max_steps")
     if v is not None and (isinstance(v, bool) or not isinstance(v, int) or (v < 1 and v != -1)):
         fail("trainer.max_steps", v, "a positive number of optimizer steps, or -1 (use max_epochs)")
@@ -209,7 +211,8 @@ def checked_max_steps(t: Mapping[str, Any]) -> Any:
 
 
 def _check_cpu_devices(devices: Any) -> None:
-    """On CPU, Lightning takes a number of processes only (-1 and lists raise a bare TypeError there)."""
+    """On CPU, Lightning takes a number of processes only (-1 and lists raise a bare TypeError
+    there)."""
     if devices in ("auto", None) or (
         isinstance(devices, int) and not isinstance(devices, bool) and devices >= 1
     ):
@@ -254,8 +257,9 @@ def _warn_cpu_oversubscribed(devices: Any, hw: Hardware) -> None:
 
     cores = hw.cpu_cores
     rank_zero_warn(
-        f"trainer.devices={devices} starts {n} training processes on {cores} usable CPU cores: each gets "
-        f"{cores / n:.2g} of a core and every step waits for the slowest, so expect each step to take more "
-        f"than {n / cores:.2g}x as long as with trainer.devices={cores} (docs/reliability.md: 4 processes "
-        f"on 2 cores ran 6.6x slower); use trainer.devices={cores} or fewer (trainer=cpu for one process)"
+        f"trainer.devices={devices} starts {n} training processes on {cores} usable CPU cores: "
+        f"each gets {cores / n:.2g} of a core and every step waits for the slowest, so expect each "
+        f"step to take more than {n / cores:.2g}x as long as with trainer.devices={cores} "
+        "(docs/reliability.md: 4 processes on 2 cores ran 6.6x slower); use "
+        f"trainer.devices={cores} or fewer (trainer=cpu for one process)"
     )

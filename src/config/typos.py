@@ -1,5 +1,5 @@
-"""A misspelt key or group option on the command line: one message from this project with the closest
-accepted names, before Hydra's own advice.
+"""A misspelt key or group option on the command line: one message from this project with the
+closest accepted names, before Hydra's own advice.
 
 For ``model.norm_placment=post`` Hydra says "Could not override 'model.norm_placment'. To append to
 your config use +model.norm_placment=post": wrong advice for a key that exists under another
@@ -39,7 +39,8 @@ _MISSING_OPTION = re.compile(r"Could not find '([^']+)'")
 
 
 class MisspeltOverride(SystemExit):
-    """Exits with status 1 and the message (raised before Hydra starts, where no ``clean_errors`` runs)."""
+    """Exits with status 1 and the message (raised before Hydra starts, where no ``clean_errors``
+    runs)."""
 
 
 def command_line_overrides(argv: Sequence[str]) -> list[str] | None:
@@ -76,7 +77,8 @@ def composable(overrides: Sequence[str]) -> list[str] | None:
         if o.key_or_group.startswith(("hydra.", "hydra/")) or o.key_or_group == "hydra":
             continue
         if o.is_sweep_override():
-            try:  # choice and range sweeps enumerate; an interval (Optuna's) does not: nothing to compose
+            # choice and range sweeps enumerate; an interval (Optuna's) does not: nothing to compose
+            try:
                 first = next(iter(o.sweep_string_iterator()), None)
             except Exception:
                 return None
@@ -89,7 +91,8 @@ def composable(overrides: Sequence[str]) -> list[str] | None:
 
 
 def misspelling(config_name: str, overrides: Sequence[str]) -> str | None:
-    """The message for the first misspelt key or group option that has a close accepted name, else None."""
+    """The message for the first misspelt key or group option that has a close accepted name, else
+    None."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
@@ -166,7 +169,8 @@ def swept_option_misspelling(overrides: Sequence[str]) -> str | None:
 
 
 def check_command_line(config_name: str, argv: Sequence[str]) -> None:
-    """Exit with one clear line when the command line misspells a key or a group option (module doc)."""
+    """Exit with one clear line when the command line misspells a key or a group option (module
+    doc)."""
     if os.environ.get("LOCAL_RANK") not in (None, "0"):
         return  # a DDP rank > 0 started by the launcher: rank 0 checked this command line
     overrides = command_line_overrides(argv)

@@ -17,10 +17,10 @@ Checks, in order (the first failure is raised):
    (translation pairs on an encoder-only model …); the data node is its source's
    (``src.data.sources.check_source``); ``block_size`` fits a learned position table; the
    optimiser and schedule typed by ``src.optim`` (names, keys, values, the cosine horizon);
-5. trainer (``src.config.trainer_checks``): argument names, accelerator / strategy /
-   devices / precision against the hardware (FSDP on CPU, more GPUs than visible, fp16 on CPU, bf16 on a GPU without it), callbacks
-   that need a logger, callback/logger keys against their classes, ``ckpt_path`` exists,
-   ``reliability`` and ``resume`` keys and values.
+5. trainer (``src.config.trainer_checks``): argument names, accelerator / strategy / devices /
+   precision against the hardware (FSDP on CPU, more GPUs than visible, fp16 on CPU, bf16 on a GPU
+   without it), callbacks that need a logger, callback/logger keys against their classes,
+   ``ckpt_path`` exists, ``reliability`` and ``resume`` keys and values.
 
 Checks that need built objects stay where the objects are: the tokenizer's vocabulary against
 ``model.vocab_size`` (``src.training.setup.resolve_vocab``), data files and their contents
@@ -44,8 +44,8 @@ from src.models.config import ModelConfig
 from src.optim import OptimizerConfig, Schedule, check_pair, optimizer_config, schedule_config
 from src.plain import to_plain
 
-#: the top-level keys of a run config: the groups and values that src.train reads (conf/train.yaml gives
-#: each its default; tests/config/test_error_catalogue.py checks the two agree)
+#: the top-level keys of a run config: the groups and values that src.train reads (conf/train.yaml
+#: gives each its default; tests/config/test_error_catalogue.py checks the two agree)
 RUN_KEYS = frozenset(
     {
         "model",
@@ -80,9 +80,11 @@ RUN_KEYS = frozenset(
     }
 )
 NONFINITE_ACTIONS = ("stop", "skip")
-#: the ``reliability.*`` keys ``src.training.harden.harden_trainer`` reads (the non-finite guard's settings)
+#: the ``reliability.*`` keys ``src.training.harden.harden_trainer`` reads (the non-finite guard's
+#: settings)
 RELIABILITY_KEYS = ("nonfinite", "check_every_n_steps", "max_consecutive_skips")
-#: the model keys ``src.training.setup.resolve_vocab`` sets from the tokenizer after the config is validated
+#: the model keys ``src.training.setup.resolve_vocab`` sets from the tokenizer after the config is
+#: validated
 TOKENIZER_KEYS = (
     "vocab_size",
     "bos_token_id",
@@ -147,9 +149,9 @@ def _check_no_remote_code(plain: Mapping[str, Any]) -> None:
     for key, value in _walk(plain):
         if key.rsplit(".", 1)[-1] == "trust_remote_code" and value:
             raise ConfigError(
-                f"{key}={value!r}: remote code from the Hub is never run here; remove the key (loading "
-                "uses trust_remote_code=False) and use a model/tokenizer/dataset that ships plain config "
-                "and weights"
+                f"{key}={value!r}: remote code from the Hub is never run here; remove the key "
+                "(loading uses trust_remote_code=False) and use a model/tokenizer/dataset that "
+                "ships plain config and weights"
             )
 
 
@@ -157,8 +159,8 @@ def _check_no_missing(plain: Mapping[str, Any]) -> None:
     for key, value in _walk(plain):
         if value == "???":
             raise ConfigError(
-                f"{key}={value!r} is invalid: it is required and has no default; pass {key}=<value> "
-                "on the command line"
+                f"{key}={value!r} is invalid: it is required and has no default; pass "
+                f"{key}=<value> on the command line"
             )
 
 
@@ -166,20 +168,20 @@ def _check_no_missing(plain: Mapping[str, Any]) -> None:
 
 
 def _check_top_keys(plain: Mapping[str, Any]) -> None:
-    """Top-level keys against ``RUN_KEYS`` (Hydra's struct mode refuses ``key=v`` for an unknown key; a
-    ``+key=v`` would add a key that nothing reads)."""
+    """Top-level keys against ``RUN_KEYS`` (Hydra's struct mode refuses ``key=v`` for an unknown
+    key; a ``+key=v`` would add a key that nothing reads)."""
     for key, value in plain.items():
         if key not in RUN_KEYS:
             raise ConfigError(
-                f"{key}={value!r} is not a key of the run config{did_you_mean(key, RUN_KEYS)} (accepted: "
-                f"{', '.join(sorted(RUN_KEYS))}); "
-                "fix the spelling or remove the override"
+                f"{key}={value!r} is not a key of the run config{did_you_mean(key, RUN_KEYS)} "
+                f"(accepted: {', '.join(sorted(RUN_KEYS))}); fix the spelling or remove the "
+                "override"
             )
 
 
 def _check_group_keys(plain: Mapping[str, Any]) -> None:
-    """``task.*`` and ``tokenizer.*`` keys against what their code declares: the objective's ``options``,
-    the tokenizer's constructor (an unknown name is left to the checks that follow)."""
+    """``task.*`` and ``tokenizer.*`` keys against what their code declares: the objective's
+    ``options``, the tokenizer's constructor (an unknown name is left to the checks that follow)."""
     from src.data.tokenizers import TOKENIZERS
     from src.objectives import TASKS
 
@@ -222,9 +224,8 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
     task_name = (plain.get("task") or {}).get("name")
     if task_name not in TASKS:
         raise ConfigError(
-            f"task={task_name!r} is not known{did_you_mean(str(task_name), TASKS.names())}; registered: "
-            f"{', '.join(TASKS.names())} "
-            "(conf/task/<name>.yaml picks one)"
+            f"task={task_name!r} is not known{did_you_mean(str(task_name), TASKS.names())}; "
+            f"registered: {', '.join(TASKS.names())} (conf/task/<name>.yaml picks one)"
         )
     cls = TASKS.get(task_name)
     cls.check_family(model)  # ConfigError: masked LM on a causal decoder …
@@ -270,16 +271,16 @@ def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
     ):
         if cls.data_block_size(block, model.max_seq_len, fmt) > model.max_seq_len:
             raise ConfigError(
-                f"block_size={block} exceeds model.max_seq_len={model.max_seq_len}, the rows of the "
-                f"learned position table (model/position={pos_name}); lower block_size to at most "
-                f"{model.max_seq_len}, raise model.max_seq_len, or use a relative scheme "
+                f"block_size={block} exceeds model.max_seq_len={model.max_seq_len}, the rows of "
+                f"the learned position table (model/position={pos_name}); lower block_size to at "
+                f"most {model.max_seq_len}, raise model.max_seq_len, or use a relative scheme "
                 "(model/position=rope)"
             )
 
 
 def _check_optimisation(plain: Mapping[str, Any]) -> tuple[OptimizerConfig, Schedule]:
-    """``optim`` and ``scheduler`` typed by ``src.optim`` (their dataclasses check their own keys and
-    values; the schedule's ``check_run`` its horizon and ``min_lr`` against this run), and the
+    """``optim`` and ``scheduler`` typed by ``src.optim`` (their dataclasses check their own keys
+    and values; the schedule's ``check_run`` its horizon and ``min_lr`` against this run), and the
     top-level run values: their types and ranges. Returns the optimiser and schedule configs."""
     optimizer = optimizer_config(
         plain.get("optim") or {}
@@ -317,25 +318,28 @@ def _check_optimisation(plain: Mapping[str, Any]) -> tuple[OptimizerConfig, Sche
     mode = plain.get("vocab_size_from", "tokenizer")
     if mode not in ("tokenizer", "model"):
         raise ConfigError(
-            f"vocab_size_from={mode!r} is invalid: use tokenizer (model.vocab_size from the tokenizer) "
-            "or model (keep model.vocab_size)"
+            f"vocab_size_from={mode!r} is invalid: use tokenizer (model.vocab_size from the "
+            "tokenizer) or model (keep model.vocab_size)"
         )
     return optimizer, schedule
 
 
 def _check_branch(plain: Mapping[str, Any], schedule: Schedule, max_steps: int | None) -> None:
-    """A schedule that branches off a checkpoint of another run (``scheduler.decay_from``): the file is
-    a checkpoint of the same run (model, objective, data, batches and optimiser as this config), and
-    the schedule accepts its step (``Schedule.check_branch``: not past the stable phase)."""
+    """A schedule that branches off a checkpoint of another run (``scheduler.decay_from``): the file
+    is a checkpoint of the same run (model, objective, data, batches and optimiser as this config),
+    and the schedule accepts its step (``Schedule.check_branch``: not past the stable phase)."""
     path = schedule.branch_checkpoint()
     if path is None:
         return
     if plain.get("ckpt_path"):
-        return  # the branch itself resumed (after a preemption): ckpt_path continues it, checked as any resume
+        # the branch itself resumed (after a preemption): ckpt_path continues it, checked as any
+        # resume
+        return
     if plain.get("init_from"):
         raise ConfigError(
             f"scheduler.decay_from={path} and init_from={plain['init_from']} are two starts of one "
-            "run; keep scheduler.decay_from (it resumes from that checkpoint) and set init_from=null"
+            "run; keep scheduler.decay_from (it resumes from that checkpoint) and set "
+            "init_from=null"
         )
     ckpt = safe_torch_load(
         checkpoint_file(path)
@@ -343,11 +347,13 @@ def _check_branch(plain: Mapping[str, Any], schedule: Schedule, max_steps: int |
     source = ((ckpt.get("hyper_parameters") or {}).get("cfg")) if isinstance(ckpt, dict) else None
     if not isinstance(source, Mapping):
         raise ConfigError(
-            f"scheduler.decay_from={path} has no run config (hyper_parameters.cfg): not a checkpoint "
-            "of a src.train run; give a stable-phase checkpoint of the run to branch from"
+            f"scheduler.decay_from={path} has no run config (hyper_parameters.cfg): not a "
+            "checkpoint of a src.train run; give a stable-phase checkpoint of the run to branch "
+            "from"
         )
-    # the model keys the tokenizer fills in after validation (src.training.setup.resolve_vocab) are compared
-    # when the checkpoint is loaded (SafeCheckpointIO's same-run check); here they are not known yet
+    # the model keys the tokenizer fills in after validation (src.training.setup.resolve_vocab) are
+    # compared when the checkpoint is loaded (SafeCheckpointIO's same-run check); here they are not
+    # known yet
     later = (
         {f"model.{k}" for k in TOKENIZER_KEYS}
         if plain.get("vocab_size_from", "tokenizer") == "tokenizer"
@@ -385,8 +391,8 @@ def _check_callbacks(plain: Mapping[str, Any]) -> None:
             except Exception as e:  # ImportError / AttributeError, wrapped by Hydra
                 reason = str(e).splitlines()[0]
                 raise ConfigError(
-                    f"{group}.{name}._target_={node['_target_']!r} is invalid: it cannot be imported "
-                    f"({reason}); give a dotted path to a class"
+                    f"{group}.{name}._target_={node['_target_']!r} is invalid: it cannot be "
+                    f"imported ({reason}); give a dotted path to a class"
                 ) from None
             _check_target_kind(group, name, node, target)
             if (
@@ -395,17 +401,19 @@ def _check_callbacks(plain: Mapping[str, Any]) -> None:
                 and getattr(target, "__name__", "") == "LearningRateMonitor"
             ):
                 raise ConfigError(
-                    f"callbacks.{name} ({node['_target_']}) needs a logger, but logger=none configures "
-                    f"none; choose logger=csv, or drop the callback with ~callbacks.{name}"
+                    f"callbacks.{name} ({node['_target_']}) needs a logger, but logger=none "
+                    "configures none; choose logger=csv, or drop the callback with "
+                    f"~callbacks.{name}"
                 )
             _check_target_keys(f"{group}.{name}", node, target)
 
 
 def _check_target_kind(group: str, name: str, node: Mapping[str, Any], target: Any) -> None:
-    """A callback's ``_target_`` is a Lightning ``Callback`` class, a logger's a ``Logger`` class or a factory of
-    this project (``src.training.loggers.mlflow_logger``), and neither builds an argument from a nested
-    ``_target_``: checked here, before anything is instantiated, since a saved run config reused with
-    ``--config-path <run>/.hydra`` is input like any other (``_target_: shutil.rmtree`` would run when built)."""
+    """A callback's ``_target_`` is a Lightning ``Callback`` class, a logger's a ``Logger`` class or
+    a factory of this project (``src.training.loggers.mlflow_logger``), and neither builds an
+    argument from a nested ``_target_``: checked here, before anything is instantiated, since a
+    saved run config reused with ``--config-path <run>/.hydra`` is input like any other (``_target_:
+    shutil.rmtree`` would run when built)."""
     from lightning.pytorch import Callback
     from lightning.pytorch.loggers import Logger
 
@@ -417,23 +425,25 @@ def _check_target_kind(group: str, name: str, node: Mapping[str, Any], target: A
     )
     if not (isinstance(target, type) and issubclass(target, base)) and not ours:
         raise ConfigError(
-            f"{group}.{name}._target_={node['_target_']!r} is not a Lightning {base.__name__} class "
-            f"(it is {type(target).__name__} {getattr(target, '__qualname__', target)!s}); nothing was built. "
-            f"Give a {base.__module__.split('.')[0]}.pytorch {base.__name__} subclass, or drop it with "
-            f"~{group}.{name}"
+            f"{group}.{name}._target_={node['_target_']!r} is not a Lightning {base.__name__} "
+            f"class (it is {type(target).__name__} {getattr(target, '__qualname__', target)!s}); "
+            f"nothing was built. Give a {base.__module__.split('.')[0]}.pytorch {base.__name__} "
+            f"subclass, or drop it with ~{group}.{name}"
         )
     for key, value in _walk(dict(node)):
         if key.split(".")[-1] == "_target_" and "." in key:
             raise ConfigError(
-                f"{group}.{name}.{key}={value!r}: a {group[:-1] if group == 'callbacks' else group} "
-                f"argument built from a nested _target_ is not accepted; give the argument's value, or "
-                f"remove {group}.{name}.{key.rsplit('.', 1)[0]}"
+                f"{group}.{name}.{key}={value!r}: a "
+                f"{group[:-1] if group == 'callbacks' else group} argument built from a nested "
+                "_target_ is not accepted; give the argument's value, or remove "
+                f"{group}.{name}.{key.rsplit('.', 1)[0]}"
             )
 
 
 def _check_target_keys(key: str, node: Mapping[str, Any], target: Any) -> None:
-    """Keys of a ``_target_`` node against the target's arguments (``+logger.csv.nme=x`` would end in a bare
-    ``TypeError`` when it is instantiated); a target taking ``**kwargs`` accepts anything."""
+    """Keys of a ``_target_`` node against the target's arguments (``+logger.csv.nme=x`` would end
+    in a bare ``TypeError`` when it is instantiated); a target taking ``**kwargs`` accepts
+    anything."""
     try:
         params = inspect.signature(target).parameters
     except (TypeError, ValueError):  # a builtin without a signature: nothing to check against
@@ -443,7 +453,8 @@ def _check_target_keys(key: str, node: Mapping[str, Any], target: Any) -> None:
     for k, value in node.items():
         if not str(k).startswith("_") and k not in params:
             raise ConfigError(
-                f"{key}.{k}={value!r} is not a key of {node['_target_']}{did_you_mean(k, params, key + '.')} (accepted: "
+                f"{key}.{k}={value!r} is not a key of "
+                f"{node['_target_']}{did_you_mean(k, params, key + '.')} (accepted: "
                 f"{', '.join(params)}); fix the spelling or remove the override"
             )
 
@@ -460,15 +471,15 @@ def _check_run_keys(plain: Mapping[str, Any]) -> None:
                 accepted is not None and key not in accepted
             ):  # +reliability.nonfinit=skip would change nothing
                 raise ConfigError(
-                    f"{node}.{key}={value!r} is not a key of {where}{did_you_mean(key, accepted, node + '.')} "
-                    f"(accepted: {', '.join(accepted)}); "
-                    "fix the spelling or remove the override"
+                    f"{node}.{key}={value!r} is not a key of "
+                    f"{where}{did_you_mean(key, accepted, node + '.')} (accepted: "
+                    f"{', '.join(accepted)}); fix the spelling or remove the override"
                 )
     action = rel.get("nonfinite", "stop")
     if action not in NONFINITE_ACTIONS:
         raise ConfigError(
-            f"reliability.nonfinite={action!r} is invalid: use stop (end the run, keep the last good "
-            "checkpoint) or skip (drop that update)"
+            f"reliability.nonfinite={action!r} is invalid: use stop (end the run, keep the last "
+            "good checkpoint) or skip (drop that update)"
         )
     for key in ("check_every_n_steps", "max_consecutive_skips"):
         if key in rel:
@@ -480,8 +491,8 @@ def _check_run_keys(plain: Mapping[str, Any]) -> None:
             checkpoint_file(path)  # CheckpointError: a directory, naming the .ckpt files in it
         if not path.is_file():
             raise ConfigError(
-                f"ckpt_path={ckpt}: no such file; resume from <run dir>/checkpoints/last.ckpt of an "
-                "earlier run, or set ckpt_path=null to start fresh"
+                f"ckpt_path={ckpt}: no such file; resume from <run dir>/checkpoints/last.ckpt of "
+                "an earlier run, or set ckpt_path=null to start fresh"
             )
     init = plain.get("init_from")
     if init:

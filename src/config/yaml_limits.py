@@ -22,7 +22,8 @@ import yaml
 
 from src.errors import ConfigError
 
-#: values one config file may expand to (conf/ files hold a few hundred; a study's sweep a few thousand)
+#: values one config file may expand to (conf/ files hold a few hundred; a study's sweep a few
+#: thousand)
 MAX_VALUES = 1_000_000
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
@@ -51,7 +52,8 @@ def expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> in
 
 
 def check_yaml_file(path: Path, limit: int = MAX_VALUES) -> None:
-    """``ConfigError`` naming ``path`` and its key when the file expands to more than ``limit`` values."""
+    """``ConfigError`` naming ``path`` and its key when the file expands to more than ``limit``
+    values."""
     try:
         with open(path, encoding="utf-8") as f:
             roots = list(yaml.compose_all(f, Loader=yaml.SafeLoader))
@@ -69,14 +71,15 @@ def check_yaml_file(path: Path, limit: int = MAX_VALUES) -> None:
                 size = expanded_size(v, memo, set())
             except RecursionError:
                 raise ConfigError(
-                    f"{path}: key '{k.value}' refers to itself through a YAML alias (&anchor ... *anchor "
-                    "inside it), which never finishes expanding; write the values out"
+                    f"{path}: key '{k.value}' refers to itself through a YAML alias (&anchor ... "
+                    "*anchor inside it), which never finishes expanding; write the values out"
                 ) from None
             if size > limit:
                 raise ConfigError(
-                    f"{path}: key '{k.value}' expands to {size:,} values through YAML aliases (&anchor / "
-                    f"*anchor), over the limit of {limit:,} for one config file: loading it would not "
-                    "finish (a 'billion laughs' file). Remove the aliases or write the values out"
+                    f"{path}: key '{k.value}' expands to {size:,} values through YAML aliases "
+                    f"(&anchor / *anchor), over the limit of {limit:,} for one config file: "
+                    "loading it would not finish (a 'billion laughs' file). Remove the aliases or "
+                    "write the values out"
                 )
 
 
@@ -108,7 +111,8 @@ def named_files(argv: Sequence[str], conf: Path = CONF) -> Iterator[Path]:
 
 
 def check_command_line_yaml(argv: Sequence[str]) -> None:
-    """Every config file the command line names, checked; one line and exit status 1 on the first over the limit."""
+    """Every config file the command line names, checked; one line and exit status 1 on the first
+    over the limit."""
     try:
         for path in named_files(argv):
             check_yaml_file(path)

@@ -35,7 +35,8 @@ Batch = dict[str, torch.Tensor]
 
 
 def resolve_rank(trainer: Any = None) -> tuple[int, int]:
-    """(rank, world size) from the attached Lightning trainer, else torch.distributed, else (0, 1)."""
+    """(rank, world size) from the attached Lightning trainer, else torch.distributed, else (0,
+    1)."""
     if trainer is not None:
         return int(trainer.global_rank), int(trainer.world_size)
     if torch.distributed.is_available() and torch.distributed.is_initialized():
@@ -93,7 +94,8 @@ class RandomWindows:
 
 
 class FixedWindows:
-    """Evaluation batch ``b`` of rank ``r``: this rank's share of the fixed windows, ``B`` at a time.
+    """Evaluation batch ``b`` of rank ``r``: this rank's share of the fixed windows, ``B`` at a
+    time.
 
     Returns ``{"tokens": LongTensor [B', T+1]}`` with ``B' <= B`` for the last batch.
     """

@@ -71,16 +71,17 @@ TOKEN_DTYPES = ("uint16", "uint32")
 
 def _damaged_meta(p: Path, what: str) -> DataError:
     return DataError(
-        f"{p}: {what}; the prepared directory is damaged or was written by something else. Prepare it "
-        f"again (python -m src.prepare ... overwrite=true), or delete {p.parent} (a token cache entry is "
-        "rebuilt on the next run)"
+        f"{p}: {what}; the prepared directory is damaged or was written by something else. Prepare "
+        f"it again (python -m src.prepare ... overwrite=true), or delete {p.parent} (a token cache "
+        "entry is rebuilt on the next run)"
     )
 
 
 def read_meta(out_dir: Path) -> dict[str, Any] | None:
-    """``meta.json`` of a token directory, checked; None when there is none (not prepared yet). A file that is
-    empty, torn, not a JSON object, or whose ``dtype``/``tokens``/``tokenizer`` cannot be right is a
-    ``DataError`` naming it (it used to be a raw ``JSONDecodeError`` or ``KeyError``)."""
+    """``meta.json`` of a token directory, checked; None when there is none (not prepared yet). A
+    file that is empty, torn, not a JSON object, or whose ``dtype``/``tokens``/``tokenizer`` cannot
+    be right is a ``DataError`` naming it (it used to be a raw ``JSONDecodeError`` or
+    ``KeyError``)."""
     p = Path(out_dir) / "meta.json"
     if not p.exists():
         return None
@@ -308,7 +309,8 @@ def write_token_dir(
     num_threads: int | None = None,
     encode: Callable[..., int] = encode_split,
 ) -> dict[str, Any]:
-    """Fit the tokenizer if it learns from data, tokenize every split into ``out_dir``; returns ``meta``.
+    """Fit the tokenizer if it learns from data, tokenize every split into ``out_dir``; returns
+    ``meta``.
 
     ``encode`` writes one split (``encode_split``'s signature); ``src.prepare`` passes the
     resumable multi-process ``src.data.shards.encode_sharded``."""
@@ -346,15 +348,15 @@ def write_token_dir(
 
 
 def open_tokens(out_dir: Path, split: str, meta: Mapping[str, Any]) -> np.ndarray:
-    """The split's tokens as a read-only ``np.memmap`` (no copy; pages in on demand), after checking the
-    file's length against ``meta.json``: a torn or odd-length file, another file, or a ``dtype`` that
-    ``meta.json`` misstates would otherwise train silently on the wrong tokens."""
+    """The split's tokens as a read-only ``np.memmap`` (no copy; pages in on demand), after checking
+    the file's length against ``meta.json``: a torn or odd-length file, another file, or a ``dtype``
+    that ``meta.json`` misstates would otherwise train silently on the wrong tokens."""
     path = Path(out_dir) / f"{split}.bin"
     dtype = np.dtype(meta["dtype"])
     expected = meta["tokens"].get(split)
     fix = (
-        f"prepare it again (python -m src.prepare ... overwrite=true), or delete {path.parent} (a token cache entry "
-        "is rebuilt on the next run)"
+        f"prepare it again (python -m src.prepare ... overwrite=true), or delete {path.parent} (a "
+        "token cache entry is rebuilt on the next run)"
     )
     if not path.is_file():
         what = "is missing" if not path.exists() else "is not a regular file"
@@ -364,8 +366,8 @@ def open_tokens(out_dir: Path, split: str, meta: Mapping[str, Any]) -> np.ndarra
     size = path.stat().st_size
     if size % dtype.itemsize:
         raise DataError(
-            f"{path}: {size} bytes is not a whole number of {dtype.name} tokens ({dtype.itemsize} bytes "
-            f"each): the file is torn or was written with another dtype; {fix}"
+            f"{path}: {size} bytes is not a whole number of {dtype.name} tokens ({dtype.itemsize} "
+            f"bytes each): the file is torn or was written with another dtype; {fix}"
         )
     n = size // dtype.itemsize
     if expected is not None and n != expected:
@@ -378,8 +380,8 @@ def open_tokens(out_dir: Path, split: str, meta: Mapping[str, Any]) -> np.ndarra
             else "the file is torn, or another corpus's"
         )
         raise DataError(
-            f"{path} holds {n} {dtype.name} tokens ({size} bytes) but {path.parent / 'meta.json'} says "
-            f"tokens.{split}={expected} ({dtype.name}); {why}. {fix[0].upper()}{fix[1:]}"
+            f"{path} holds {n} {dtype.name} tokens ({size} bytes) but {path.parent / 'meta.json'} "
+            f"says tokens.{split}={expected} ({dtype.name}); {why}. {fix[0].upper()}{fix[1:]}"
         )
     if n == 0:
         raise DataError(f"{path} is empty (0 tokens); {fix}")
@@ -390,7 +392,8 @@ def open_tokens(out_dir: Path, split: str, meta: Mapping[str, Any]) -> np.ndarra
 
 
 class Ragged:
-    """Variable-length token sequences stored flat: sequence i is ``tokens[offsets[i]:offsets[i+1]]``."""
+    """Variable-length token sequences stored flat: sequence i is
+    ``tokens[offsets[i]:offsets[i+1]]``."""
 
     def __init__(self, tokens: np.ndarray, offsets: np.ndarray) -> None:
         self.tokens, self.offsets = tokens, offsets

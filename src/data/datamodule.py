@@ -100,7 +100,8 @@ class _BaseDataModule(L.LightningDataModule):
                 raise DataError(f"data.{key}={value!r} is invalid: it must be a positive integer")
         if epoch_batches is not None and int(epoch_batches) < 1:
             raise DataError(
-                f"data.epoch_batches={epoch_batches!r} is invalid: a positive number of batches, or null"
+                f"data.epoch_batches={epoch_batches!r} is invalid: a positive number of batches, "
+                "or null"
             )
         self.source, self.tokenizer = source, tokenizer
         self.block_size, self.batch_size, self.seed = int(block_size), int(batch_size), int(seed)
@@ -108,7 +109,8 @@ class _BaseDataModule(L.LightningDataModule):
         self.num_workers, self.pin_memory = int(num_workers), bool(pin_memory)
         self.epoch_batches = None if epoch_batches is None else int(epoch_batches)
         self._rank, self._world_size = rank, world_size
-        #: ids must be below this (the run sets model.vocab_size once the tokenizer is final); None: the tokenizer's
+        #: ids must be below this (the run sets model.vocab_size once the tokenizer is final); None:
+        #: the tokenizer's
         self.vocab_size: int | None = None
         self._dir: Path | None = None
         self.meta: dict[str, Any] | None = None
@@ -136,22 +138,23 @@ class _BaseDataModule(L.LightningDataModule):
         if dict(meta["tokenizer"]) != self.tokenizer.state_dict():
             raise DataError(
                 f"{self.token_dir} was tokenized with {meta['tokenizer']} but the run uses "
-                f"{self.tokenizer.state_dict()}; re-run python -m src.prepare with this tokenizer or choose "
-                f"tokenizer={meta['tokenizer'].get('name')}"
+                f"{self.tokenizer.state_dict()}; re-run python -m src.prepare with this tokenizer "
+                f"or choose tokenizer={meta['tokenizer'].get('name')}"
             )
 
     def _no_test_split(self) -> DataError:
         return DataError(
-            f"data={self.source.name}: {self.token_dir} has no test split (prepared before every source had "
-            "one); re-run python -m src.prepare (or delete the directory to tokenize again): verdicts are "
-            "read on test, distinct from val"
+            f"data={self.source.name}: {self.token_dir} has no test split (prepared before every "
+            "source had one); re-run python -m src.prepare (or delete the directory to tokenize "
+            "again): verdicts are read on test, distinct from val"
         )
 
     def _build(self) -> dict[str, Any]:
         raise NotImplementedError
 
     def _check_ids(self, array: Any, where: Path | str) -> None:
-        """Every token id below the vocabulary (``src.data.token_check``: one chunked pass, remembered)."""
+        """Every token id below the vocabulary (``src.data.token_check``: one chunked pass,
+        remembered)."""
         if self.vocab_size is not None:
             limit, bound = int(self.vocab_size), f"model.vocab_size={self.vocab_size}"
         else:
@@ -162,7 +165,8 @@ class _BaseDataModule(L.LightningDataModule):
         check_token_ids(array, limit, where=where, bound=bound)
 
     def ensure_tokens(self) -> dict[str, Any]:
-        """Tokenize into the cache unless done; fit the tokenizer's vocabulary from it. Returns ``meta``."""
+        """Tokenize into the cache unless done; fit the tokenizer's vocabulary from it. Returns
+        ``meta``."""
         if self.meta is None:
             d = self.token_dir
             meta = read_meta(d)
@@ -176,7 +180,8 @@ class _BaseDataModule(L.LightningDataModule):
     # ------------------------------------------------------------ Lightning hooks
 
     def prepare_tokenizer(self) -> Tokenizer:
-        """Make ``tokenizer.vocab_size`` final before the model is built (fits ``char`` on the corpus)."""
+        """Make ``tokenizer.vocab_size`` final before the model is built (fits ``char`` on the
+        corpus)."""
         if not getattr(self.tokenizer, "fitted", True):
             self.ensure_tokens()
         return self.tokenizer
@@ -185,7 +190,8 @@ class _BaseDataModule(L.LightningDataModule):
         self.ensure_tokens()
 
     def _train_loader(self, make_batch: Any, epoch_batches: int | None) -> ResumableLoader:
-        # a reloaded train loader (reload_dataloaders_every_n_epochs) continues where the last one stopped
+        # a reloaded train loader (reload_dataloaders_every_n_epochs) continues where the last one
+        # stopped
         start = (
             self._last_train_loader.batches_consumed if self._last_train_loader is not None else 0
         )
@@ -279,9 +285,9 @@ class LMDataModule(_BaseDataModule):
         for split in ("train", "val", "test"):
             if len(self.tokens[split]) < need:
                 raise DataError(
-                    f"data={self.source.name}: the {split} split has {len(self.tokens[split])} tokens but "
-                    f"one window needs block_size+1 = {need}; use more text or a smaller block_size "
-                    "(model.max_seq_len)"
+                    f"data={self.source.name}: the {split} split has {len(self.tokens[split])} "
+                    f"tokens but one window needs block_size+1 = {need}; use more text or a "
+                    "smaller block_size (model.max_seq_len)"
                 )
 
     def _windows(self, split: str) -> FixedWindows:
@@ -296,9 +302,10 @@ class LMDataModule(_BaseDataModule):
         )
         if w.per_rank == 0:
             raise DataError(
-                f"data={self.source.name}: the {split} split has {w.n_windows} windows of block_size+1 = "
-                f"{self.block_size + 1} tokens, fewer than the world size {world}, so some rank would get "
-                f"none; use more {split} text, a smaller block_size or fewer devices"
+                f"data={self.source.name}: the {split} split has {w.n_windows} windows of "
+                f"block_size+1 = {self.block_size + 1} tokens, fewer than the world size {world}, "
+                f"so some rank would get none; use more {split} text, a smaller block_size or "
+                "fewer devices"
             )
         return w
 
@@ -323,7 +330,8 @@ class LMDataModule(_BaseDataModule):
 
 
 class PairDataModule(_BaseDataModule):
-    """Sentence pairs -> ``{"src_ids","src_mask","tgt_ids","tgt_mask"}`` batches (``src.data.pairs``).
+    """Sentence pairs -> ``{"src_ids","src_mask","tgt_ids","tgt_mask"}`` batches
+    (``src.data.pairs``).
 
     ``epoch_batches`` null means one pass over the training pairs per epoch.
     ``max_src_len``/``max_tgt_len`` (default ``block_size``) include the final eos.
@@ -362,10 +370,10 @@ class PairDataModule(_BaseDataModule):
         )
         if tokenizer.eos_token_id is None or tokenizer.pad_token_id is None:
             raise DataError(
-                f"data={source.name} needs a tokenizer with eos and pad ids (pair batches end the target "
-                f"with eos and pad on the right); tokenizer={tokenizer.name} has "
-                f"eos={tokenizer.eos_token_id}, pad={tokenizer.pad_token_id}; use tokenizer=gpt2 or "
-                "tokenizer=hf"
+                f"data={source.name} needs a tokenizer with eos and pad ids (pair batches end the "
+                f"target with eos and pad on the right); tokenizer={tokenizer.name} has "
+                f"eos={tokenizer.eos_token_id}, pad={tokenizer.pad_token_id}; use tokenizer=gpt2 "
+                "or tokenizer=hf"
             )
         self.max_src_len = int(max_src_len or block_size)
         self.max_tgt_len = int(max_tgt_len or block_size)
@@ -437,8 +445,8 @@ class PairDataModule(_BaseDataModule):
 
     def _too_few_pairs(self, split: str, n_pairs: int, needed: int, why: str) -> DataError:
         return DataError(
-            f"data={self.source.name}: the {split} split has {n_pairs} pairs, fewer than {needed} ({why}); "
-            "use a smaller batch size or fewer devices"
+            f"data={self.source.name}: the {split} split has {n_pairs} pairs, fewer than {needed} "
+            f"({why}); use a smaller batch size or fewer devices"
         )
 
     def _eval(self, split: str) -> DataLoader:

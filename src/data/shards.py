@@ -110,7 +110,8 @@ def encode_sharded(
     num_threads: int | None = None,
     shard_docs: int = DEFAULT_SHARD_DOCS,
 ) -> int:
-    """Tokenise ``docs`` into ``dest`` through resumable shards (module docstring); returns the token count."""
+    """Tokenise ``docs`` into ``dest`` through resumable shards (module docstring); returns the
+    token count."""
     if not (
         isinstance(docs, (list, tuple)) or hasattr(docs, "num_rows")
     ):  # streaming: one pass, no shards

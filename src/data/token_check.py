@@ -64,7 +64,8 @@ def first_at_or_above(array: np.ndarray, limit: int) -> int:
 def check_token_ids(
     array: np.ndarray, vocab_size: int, *, where: str | os.PathLike[str], bound: str
 ) -> None:
-    """Raise ``DataError`` (naming the file, the id and its position) if an id of ``array`` is >= ``vocab_size``.
+    """Raise ``DataError`` (naming the file, the id and its position) if an id of ``array`` is >=
+    ``vocab_size``.
 
     where: the file (or file and array name) the ids come from; bound: what ``vocab_size`` is
     (``model.vocab_size=50257``), both for the message.
@@ -74,8 +75,8 @@ def check_token_ids(
     index = first_at_or_above(array, vocab_size)
     raise DataError(
         f"{Path(where)}: token id {int(array[index])} at position {index} (byte offset "
-        f"{index * array.dtype.itemsize}, {array.dtype.name}) is outside the vocabulary ({bound}); the file "
-        "was written with another tokenizer, or is damaged. Prepare it again with this run's tokenizer "
-        "(python -m src.prepare data=<name> tokenizer=<name>), or train with the tokenizer it was written "
-        "with"
+        f"{index * array.dtype.itemsize}, {array.dtype.name}) is outside the vocabulary ({bound}); "
+        "the file was written with another tokenizer, or is damaged. Prepare it again with this "
+        "run's tokenizer (python -m src.prepare data=<name> tokenizer=<name>), or train with the "
+        "tokenizer it was written with"
     )

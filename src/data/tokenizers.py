@@ -57,7 +57,8 @@ class Tokenizer:
 
 @functools.lru_cache(maxsize=1)
 def gpt2_encoding():  # -> tiktoken.Encoding
-    """GPT-2's tiktoken Encoding, built from local files (identical to ``tiktoken.get_encoding('gpt2')``)."""
+    """GPT-2's tiktoken Encoding, built from local files (identical to
+    ``tiktoken.get_encoding('gpt2')``)."""
     import tiktoken
     from tiktoken.load import data_gym_to_mergeable_bpe_ranks
     from tiktoken_ext.openai_public import ENDOFTEXT, r50k_pat_str
@@ -132,7 +133,8 @@ class CharTokenizer(Tokenizer):
     def encode(self, text: str) -> list[int]:
         if self.chars is None:
             raise RuntimeError(
-                "the char tokenizer has no vocabulary yet; call fit(train_text) (the datamodule does)"
+                "the char tokenizer has no vocabulary yet; call fit(train_text) (the datamodule "
+                "does)"
             )
         try:
             return [self.stoi[c] for c in text]
@@ -141,10 +143,11 @@ class CharTokenizer(Tokenizer):
             pos = text.index(ch)
             line = text.count("\n", 0, pos) + 1
             raise DataError(
-                f"character {ch!r} (U+{ord(ch):04X}) at position {pos} (line {line}) of the text is not in the char "
-                f"tokenizer's vocabulary ({self.vocab_size} characters built from the training text; it has no "
-                "unknown-character token); remove or replace that character in the input, or use a model trained on "
-                "text that contains it (or tokenizer=gpt2, which reads any text)"
+                f"character {ch!r} (U+{ord(ch):04X}) at position {pos} (line {line}) of the text "
+                f"is not in the char tokenizer's vocabulary ({self.vocab_size} characters built "
+                "from the training text; it has no unknown-character token); remove or replace "
+                "that character in the input, or use a model trained on text that contains it (or "
+                "tokenizer=gpt2, which reads any text)"
             ) from None
 
     def decode(self, ids: Sequence[int]) -> str:
@@ -156,9 +159,9 @@ class CharTokenizer(Tokenizer):
 
 
 def refuse_remote_code(path: str) -> None:
-    """A local tokenizer directory whose ``tokenizer_config.json`` (or ``config.json``) names custom code
-    (``auto_map``) is a ``ConfigError`` naming the file, before transformers reads it (its own error advises
-    ``trust_remote_code=True``, which this project never sets)."""
+    """A local tokenizer directory whose ``tokenizer_config.json`` (or ``config.json``) names custom
+    code (``auto_map``) is a ``ConfigError`` naming the file, before transformers reads it (its own
+    error advises ``trust_remote_code=True``, which this project never sets)."""
     for name in ("tokenizer_config.json", "config.json"):
         f = Path(path).expanduser() / name
         if not f.is_file():
@@ -167,15 +170,15 @@ def refuse_remote_code(path: str) -> None:
             node = json.loads(f.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise ConfigError(
-                f"tokenizer.path='{path}': {f} cannot be read as JSON ({type(e).__name__}: {e}); copy "
-                "the tokenizer files again"
+                f"tokenizer.path='{path}': {f} cannot be read as JSON ({type(e).__name__}: {e}); "
+                "copy the tokenizer files again"
             ) from None
         if isinstance(node, dict) and node.get("auto_map"):
             raise ConfigError(
-                f"tokenizer.path='{path}': {f} has auto_map {node['auto_map']}, custom code this project "
-                "never runs (trust_remote_code stays false); use a tokenizer transformers has built in "
-                "(remove auto_map and set tokenizer_class to PreTrainedTokenizerFast with the directory's "
-                "tokenizer.json), or another tokenizer="
+                f"tokenizer.path='{path}': {f} has auto_map {node['auto_map']}, custom code this "
+                "project never runs (trust_remote_code stays false); use a tokenizer transformers "
+                "has built in (remove auto_map and set tokenizer_class to PreTrainedTokenizerFast "
+                "with the directory's tokenizer.json), or another tokenizer="
             )
 
 
@@ -196,15 +199,15 @@ class HFTokenizer(Tokenizer):
             if "trust_remote_code" not in str(e):
                 raise
             raise ConfigError(
-                f"tokenizer.path='{path}' needs custom code from the model repository to load; this "
-                "project never runs code from a model directory (trust_remote_code stays false). Use a "
-                "tokenizer transformers has built in (tokenizer.json with tokenizer_class "
-                "PreTrainedTokenizerFast)"
+                f"tokenizer.path='{path}' needs custom code from the model repository to load; "
+                "this project never runs code from a model directory (trust_remote_code stays "
+                "false). Use a tokenizer transformers has built in (tokenizer.json with "
+                "tokenizer_class PreTrainedTokenizerFast)"
             ) from None
         except OSError as e:
             raise FileNotFoundError(
-                f"tokenizer.path='{path}' could not be loaded ({e}); give a local directory with the tokenizer files, "
-                f"or a hub name while online (it is then cached)"
+                f"tokenizer.path='{path}' could not be loaded ({e}); give a local directory with "
+                "the tokenizer files, or a hub name while online (it is then cached)"
             ) from None
         self.vocab_size = len(self.tok)
         self.eos_token_id = self.tok.eos_token_id

@@ -26,7 +26,8 @@ Three ways to run it:
 
 * at the end of training: the ``src.callbacks.length_extrapolation.LengthExtrapolation``
   callback (``callbacks.extrapolation`` in a study config; ``scalings: [linear, dynamic, yarn]``);
-* standalone: ``python -m src.report extrapolation <run dir | .ckpt> --factors 1 2 4 [--scaling yarn]``;
+* standalone: ``python -m src.report extrapolation <run dir | .ckpt> --factors 1 2 4 [--scaling
+  yarn]``;
 * from Python: ``evaluate_lengths(model, tokens, train_length, scaling={"name": "yarn"})``.
 
 Results go into the run's ``metrics.json`` as ``extrapolation/ppl@2x`` (null when not
@@ -93,7 +94,8 @@ def scaling_node(
     scaling: str | Mapping[str, Any], context: int, train_length: int
 ) -> dict[str, Any]:
     """A ``model.position.scaling`` node for a context of ``context`` tokens: ``factor`` defaults to
-    context / train_length (at least 1), ``original_max_seq_len`` (where the type reads it) to train_length."""
+    context / train_length (at least 1), ``original_max_seq_len`` (where the type reads it) to
+    train_length."""
     node = {"name": scaling} if isinstance(scaling, str) else dict(scaling)
     node.setdefault("factor", max(1.0, context / train_length))
     if node.get("name") in ROPE_SCALINGS and "original_max_seq_len" in ROPE_SCALINGS.accepted_keys(
@@ -104,8 +106,8 @@ def scaling_node(
 
 
 def scaled_config(config: ModelConfig, scaling: Mapping[str, Any]) -> ModelConfig:
-    """``config`` with ``model.position.scaling`` set, validated: ConfigError naming the key when the
-    position has no frequencies to scale or the node is bad."""
+    """``config`` with ``model.position.scaling`` set, validated: ConfigError naming the key when
+    the position has no frequencies to scale or the node is bad."""
     scaled = dataclasses.replace(config, position={**config.position, "scaling": dict(scaling)})
     scaled.validate()
     return scaled
@@ -120,7 +122,8 @@ def with_scaling(model: TransformerModel, scaling: Mapping[str, Any]) -> Transfo
 
 
 def scaling_label(scaling: str | Mapping[str, Any] | None) -> str | None:
-    """'yarn' for {name: yarn, …}; None for no scaling (the metrics prefix ``extrapolation/<label>``)."""
+    """'yarn' for {name: yarn, …}; None for no scaling (the metrics prefix
+    ``extrapolation/<label>``)."""
     if scaling is None:
         return None
     return scaling if isinstance(scaling, str) else str(scaling["name"])
@@ -193,7 +196,8 @@ def evaluate_lengths(
     n = (n // longest) * longest
     if n == 0:
         raise ValueError(
-            f"the text has {ids.numel()} tokens; at least {longest + 1} are needed for a {longest}-token context"
+            f"the text has {ids.numel()} tokens; at least {longest + 1} are needed for a "
+            f"{longest}-token context"
         )
     ids = ids[: n + 1]
     was_training = model.training
@@ -202,8 +206,8 @@ def evaluate_lengths(
         for r in results:
             if rows is not None and r.context_length > rows:
                 r.note = (
-                    f"not applicable: learned position table has {rows} rows "
-                    f"(context {r.context_length} = {factor_label(r.factor)} training length {train_length})"
+                    f"not applicable: learned position table has {rows} rows (context "
+                    f"{r.context_length} = {factor_label(r.factor)} training length {train_length})"
                 )
                 continue
             step = r.context_length if stride is None else min(int(stride), r.context_length)
@@ -225,7 +229,8 @@ def evaluate_lengths(
 def metrics_from(
     results: Sequence[LengthResult], train_length: int, prefix: str = "extrapolation"
 ) -> dict[str, Any]:
-    """Flat ``metrics.json`` keys: ``extrapolation/ppl@2x``, ``…/loss@2x``, ``…/note@2x``, ``…/train_length``."""
+    """Flat ``metrics.json`` keys: ``extrapolation/ppl@2x``, ``…/loss@2x``, ``…/note@2x``,
+    ``…/train_length``."""
     out: dict[str, Any] = {f"{prefix}/train_length": int(train_length)}
     for r in results:
         tag = factor_label(r.factor)
@@ -243,7 +248,8 @@ def write_results(
     extra: dict[str, Any] | None = None,
     scaling: str | None = None,
 ) -> Path:
-    """``<run dir>/extrapolation.json`` (``extrapolation_<scaling>.json``) with every field of every length."""
+    """``<run dir>/extrapolation.json`` (``extrapolation_<scaling>.json``) with every field of every
+    length."""
     record = {
         "train_length": int(train_length),
         "lengths": [asdict(r) for r in results],
@@ -260,14 +266,16 @@ def format_table(results: Sequence[LengthResult]) -> str:
             lines.append(f"{factor_label(r.factor):>6}  {r.context_length:>7}  {r.note or '–'}")
         else:
             lines.append(
-                f"{factor_label(r.factor):>6}  {r.context_length:>7}  {r.ppl:<9.3f}  {r.loss:<7.4f}  {r.tokens_scored}"
+                f"{factor_label(r.factor):>6}  {r.context_length:>7}  {r.ppl:<9.3f}  "
+                f"{r.loss:<7.4f}  {r.tokens_scored}"
             )
     return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- standalone
 def validation_tokens(cfg: dict[str, Any], tokenizer: Any, split: str = "val") -> np.ndarray:
-    """The tokens of a run's ``split`` (its data config and tokenizer; the token cache is reused)."""
+    """The tokens of a run's ``split`` (its data config and tokenizer; the token cache is
+    reused)."""
     from src.data.datamodule import LMDataModule, build_datamodule
 
     block = int(cfg.get("block_size") or cfg["model"]["max_seq_len"])
@@ -276,8 +284,8 @@ def validation_tokens(cfg: dict[str, Any], tokenizer: Any, split: str = "val") -
     )
     if not isinstance(dm, LMDataModule):
         raise ValueError(
-            f"data={cfg['data'].get('name')} yields sentence pairs, not a text; extrapolation needs a text "
-            f"source (or pass --text FILE)"
+            f"data={cfg['data'].get('name')} yields sentence pairs, not a text; extrapolation "
+            "needs a text source (or pass --text FILE)"
         )
     dm.setup("validate")
     if split not in dm.tokens:
@@ -329,7 +337,8 @@ def extrapolate_run(
     if text is not None:
         if loaded.tokenizer is None:
             raise ValueError(
-                f"{ckpt_file} holds no tokenizer, so --text cannot be encoded; evaluate a split instead"
+                f"{ckpt_file} holds no tokenizer, so --text cannot be encoded; evaluate a split "
+                "instead"
             )
         tokens = np.asarray(loaded.tokenizer.encode(Path(text).read_text()), dtype=np.int64)
     else:
@@ -339,8 +348,8 @@ def extrapolate_run(
     )
     label = scaling_label(scaling)
     summary = (
-        f"{ckpt_file} (trained at {length} tokens{f', evaluated with {label} RoPE scaling' if label else ''})\n"
-        f"{format_table(results)}"
+        f"{ckpt_file} (trained at {length} "
+        f"tokens{f', evaluated with {label} RoPE scaling' if label else ''})\n{format_table(results)}"
     )
     if write:
         written = write_results(

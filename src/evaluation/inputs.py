@@ -22,9 +22,9 @@ _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
 
 class CheckedText:
-    """A text file being read whose decoding errors name the file: bytes that are not UTF-8, a ``.gz``
-    / ``.bz2`` / ``.xz`` that is not that format or is cut short (they used to surface as a raw
-    ``UnicodeDecodeError`` / ``BadGzipFile`` traceback from deep inside a benchmark)."""
+    """A text file being read whose decoding errors name the file: bytes that are not UTF-8, a
+    ``.gz`` / ``.bz2`` / ``.xz`` that is not that format or is cut short (they used to surface as a
+    raw ``UnicodeDecodeError`` / ``BadGzipFile`` traceback from deep inside a benchmark)."""
 
     def __init__(self, f: IO[str], path: Path) -> None:
         self._f, self.path = f, path
@@ -35,14 +35,15 @@ class CheckedText:
             yield
         except UnicodeDecodeError as e:
             raise DataError(
-                f"{self.path}: bytes that are not valid UTF-8 ({e.reason}, byte {e.object[e.start : e.end]!r}); "
-                "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+                f"{self.path}: bytes that are not valid UTF-8 ({e.reason}, byte "
+                f"{e.object[e.start : e.end]!r}); convert the file to UTF-8 (e.g. iconv -f latin1 "
+                "-t utf-8)"
             ) from None
         except (EOFError, OSError, lzma.LZMAError, zlib.error) as e:
             fmt = self.path.suffix or "text"
             raise DataError(
-                f"{self.path}: cannot be read as {fmt} ({type(e).__name__}: {e}); a file named {fmt} must "
-                f"hold {fmt} data: recompress it, or name it for what it holds"
+                f"{self.path}: cannot be read as {fmt} ({type(e).__name__}: {e}); a file named "
+                f"{fmt} must hold {fmt} data: recompress it, or name it for what it holds"
             ) from None
 
     def read(self, n: int = -1) -> str:
@@ -69,8 +70,8 @@ class CheckedText:
 
 def open_text(path: str | Path) -> CheckedText:
     """Open a UTF-8 text file, decompressing .gz / .bz2 / .xz transparently; ``DataError`` for a
-    path that is missing, a directory, a FIFO or device, or empty, and (while reading) for bytes that
-    are not UTF-8 or not the compression the name says (``CheckedText``)."""
+    path that is missing, a directory, a FIFO or device, or empty, and (while reading) for bytes
+    that are not UTF-8 or not the compression the name says (``CheckedText``)."""
     p = Path(path).expanduser()
     if p.is_dir():
         raise DataError(
@@ -81,8 +82,8 @@ def open_text(path: str | Path) -> CheckedText:
         if kind == "no such file":
             raise DataError(f"no such file: '{p}'")
         raise DataError(
-            f"'{p}' is {kind}, not a regular file; give a text or JSON-lines file (copy the stream to one "
-            "first, e.g. cat <source> > data.txt)"
+            f"'{p}' is {kind}, not a regular file; give a text or JSON-lines file (copy the stream "
+            "to one first, e.g. cat <source> > data.txt)"
         )
     if p.stat().st_size == 0:
         raise DataError(f"'{p}' is empty (0 bytes); give a file holding the evaluation data")
@@ -110,13 +111,15 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
                     ) from None
                 if not isinstance(record, dict):
                     raise DataError(
-                        f"{path}:{n} holds a JSON {type(record).__name__}; expected one JSON object per line"
+                        f"{path}:{n} holds a JSON {type(record).__name__}; expected one JSON "
+                        "object per line"
                     )
                 records += 1
                 yield record
     if not records:
         raise DataError(
-            f"{path} holds no JSON records (only blank lines); give a file with one JSON object per line"
+            f"{path} holds no JSON records (only blank lines); give a file with one JSON object "
+            "per line"
         )
 
 

@@ -100,7 +100,8 @@ def _hf_config(name_or_path: str) -> dict[str, Any]:
         cfg_file = folder / "config.json"
         if not cfg_file.is_file():
             raise FileNotFoundError(
-                f"pretrained='{name_or_path}' has no config.json; is it a transformers model directory?"
+                f"pretrained='{name_or_path}' has no config.json; is it a transformers model "
+                "directory?"
             )
         return json.loads(cfg_file.read_text())
     from huggingface_hub import hf_hub_download
@@ -109,8 +110,8 @@ def _hf_config(name_or_path: str) -> dict[str, Any]:
         return json.loads(Path(hf_hub_download(name_or_path, "config.json")).read_text())
     except Exception as e:  # offline, unknown repo …
         raise FileNotFoundError(
-            f"pretrained='{name_or_path}' is not a local directory and its config.json could not be fetched "
-            f"({type(e).__name__}: {e}); pass a transformers directory, or go online"
+            f"pretrained='{name_or_path}' is not a local directory and its config.json could not "
+            f"be fetched ({type(e).__name__}: {e}); pass a transformers directory, or go online"
         ) from None
 
 
@@ -122,8 +123,9 @@ def pretrained_tokenizer(name_or_path: str) -> Tokenizer:
     folder = Path(name_or_path).expanduser()
     if folder.is_dir() and not any((folder / f).exists() for f in _TOKENIZER_FILES):
         raise FileNotFoundError(
-            f"pretrained='{name_or_path}' holds no tokenizer files ({', '.join(_TOKENIZER_FILES)}); save the tokenizer "
-            f"beside the model, or name one: tokenizer={{name: hf, path: <dir or hub name>}} (or tokenizer={{name: gpt2}})"
+            f"pretrained='{name_or_path}' holds no tokenizer files "
+            f"({', '.join(_TOKENIZER_FILES)}); save the tokenizer beside the model, or name one: "
+            f"tokenizer={{name: hf, path: <dir or hub name>}} (or tokenizer={{name: gpt2}})"
         )
     return build_tokenizer({"name": "hf", "path": str(name_or_path)})
 
@@ -135,11 +137,12 @@ def load_model(
     device: str | None = "auto",
     dtype: str | None = "float32",
 ) -> LoadedModel:
-    """Exactly one of ``pretrained`` / ``ckpt_path`` -> model (eval mode, on ``device``) and tokenizer."""
+    """Exactly one of ``pretrained`` / ``ckpt_path`` -> model (eval mode, on ``device``) and
+    tokenizer."""
     if (pretrained is None) == (ckpt_path is None):
         raise ConfigError(
-            "set exactly one of pretrained=<hub name or transformers directory> (e.g. pretrained=gpt2) "
-            "or ckpt_path=<checkpoint .ckpt>"
+            "set exactly one of pretrained=<hub name or transformers directory> (e.g. "
+            "pretrained=gpt2) or ckpt_path=<checkpoint .ckpt>"
             + (
                 f"; got both (pretrained={pretrained}, ckpt_path={ckpt_path})"
                 if pretrained and ckpt_path
@@ -170,8 +173,9 @@ def load_model(
     assert tok is not None
     if tok.vocab_size > model.config.vocab_size:
         raise ValueError(
-            f"the tokenizer has {tok.vocab_size} tokens but the model only {model.config.vocab_size}; "
-            f"choose the tokenizer the model was trained with (tokenizer=...)"
+            f"the tokenizer has {tok.vocab_size} tokens but the model only "
+            f"{model.config.vocab_size}; choose the tokenizer the model was trained with "
+            "(tokenizer=...)"
         )
     model = model.to(device=resolve_device(device), dtype=resolve_dtype(dtype)).eval()
     mask_id = (train_cfg.get("task") or {}).get("mask_token_id", tok.mask_token_id)

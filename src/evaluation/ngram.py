@@ -80,7 +80,8 @@ class KneserNey:
     def _ids(
         self, tok: np.ndarray, pos: np.ndarray, k: int, prev: np.ndarray, table: _Order | None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(id of the k-gram ending at each position or -1, its key) from the (k-1)-gram ids ``prev``."""
+        """(id of the k-gram ending at each position or -1, its key) from the (k-1)-gram ids
+        ``prev``."""
         ids = np.full(len(tok), -1, dtype=np.int64)
         keys = np.full(len(tok), -1, dtype=np.int64)
         ok = pos >= k - 1

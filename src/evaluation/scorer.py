@@ -84,7 +84,8 @@ class Scorer:
         )
         if tok is None:
             raise ValueError(
-                f"the '{self.tokenizer.name}' tokenizer has neither bos nor eos; an empty context cannot be scored"
+                f"the '{self.tokenizer.name}' tokenizer has neither bos nor eos; an empty context "
+                "cannot be scored"
             )
         return tok
 
@@ -105,8 +106,9 @@ class Scorer:
     def _require_generative(self, what: str) -> None:
         if self.is_masked_lm:
             raise ValueError(
-                f"{what} needs a decoder_only or encoder_decoder model; this is an encoder_only masked LM, "
-                f"which defines no left-to-right likelihood (it can run the perplexity task: pseudo-perplexity)"
+                f"{what} needs a decoder_only or encoder_decoder model; this is an encoder_only "
+                "masked LM, which defines no left-to-right likelihood (it can run the perplexity "
+                "task: pseudo-perplexity)"
             )
 
     @torch.inference_mode()
@@ -144,8 +146,8 @@ class Scorer:
                     if self.model.needs_prefix_length
                     else None
                 )
-                # the states before the head, which runs (through model.logits) only at the positions scored: a
-                # LAMBADA passage of ~100 tokens needs it at 1-3 of them
+                # the states before the head, which runs (through model.logits) only at the
+                # positions scored: a LAMBADA passage of ~100 tokens needs it at 1-3 of them
                 hidden = self.model.hidden_states(
                     ids.to(self.device), prefix_length=prefix
                 )  # [B, T, C]
@@ -237,15 +239,16 @@ class Scorer:
         """
         if self.is_seq2seq:
             raise ValueError(
-                "perplexity of a text needs a decoder_only (or, as pseudo-perplexity, encoder_only) model; "
-                "an encoder_decoder scores targets given sources: use the translation, lambada or hellaswag tasks"
+                "perplexity of a text needs a decoder_only (or, as pseudo-perplexity, "
+                "encoder_only) model; an encoder_decoder scores targets given sources: use the "
+                "translation, lambada or hellaswag tasks"
             )
         tokens = torch.as_tensor(tokens, dtype=torch.long)
         context_length = context_length or self.max_length
         if context_length > self.max_length:
             raise ValueError(
-                f"context_length={context_length} exceeds the model's max_seq_len={self.max_length}; "
-                f"lower tasks.<name>.context_length"
+                f"context_length={context_length} exceeds the model's "
+                f"max_seq_len={self.max_length}; lower tasks.<name>.context_length"
             )
         stride = stride or context_length
         windows = sliding_windows(len(tokens), context_length, stride)
@@ -269,8 +272,8 @@ class Scorer:
     ) -> tuple[float, int]:
         if self.mask_token_id is None:
             raise ValueError(
-                "pseudo-perplexity of a masked LM needs its [MASK] id; the tokenizer has none and the "
-                "checkpoint's task.mask_token_id is unset"
+                "pseudo-perplexity of a masked LM needs its [MASK] id; the tokenizer has none and "
+                "the checkpoint's task.mask_token_id is unset"
             )
         total, count = 0.0, 0
         with progress_bar(len(windows), description, self.show_progress) as advance:

@@ -36,9 +36,9 @@ def _fmt(value: float) -> str:
 
 
 def results_table(results: Mapping[str, BenchmarkResult], title: str = "evaluation") -> Table:
-    """task | metric | value (± stderr) | examples | tokens read | seconds, one row per metric. "tokens read"
-    counts every token the model processed, context included (a sliding window re-reads its overlap);
-    a perplexity's scored tokens are in its details (metrics.json)."""
+    """task | metric | value (± stderr) | examples | tokens read | seconds, one row per metric.
+    "tokens read" counts every token the model processed, context included (a sliding window
+    re-reads its overlap); a perplexity's scored tokens are in its details (metrics.json)."""
     table = Table(title=title)
     for col, justify in (
         ("task", "left"),
@@ -79,8 +79,8 @@ def print_results(
 
 
 def metrics_dict(results: Mapping[str, BenchmarkResult], **meta: Any) -> dict[str, Any]:
-    """metrics.json content: run facts, flat ``<task>/<metric>`` keys (as training's
-    metrics.json), and per task its metrics, examples, tokens read (context included), seconds and details."""
+    """metrics.json content: run facts, flat ``<task>/<metric>`` keys (as training's metrics.json),
+    and per task its metrics, examples, tokens read (context included), seconds and details."""
     out: dict[str, Any] = {"status": "completed", "error": None, **meta}
     for name, r in results.items():
         for metric, value in r.metrics.items():

@@ -79,7 +79,8 @@ def windows_nll(
     pad_id: int = 0,
     advance: Callable[[int], None] = lambda n: None,
 ) -> tuple[float, int, int]:
-    """(Σ NLL in nats, tokens scored, tokens read) of a left-to-right model over ``windows`` of ``tokens`` [N].
+    """(Σ NLL in nats, tokens scored, tokens read) of a left-to-right model over ``windows`` of
+    ``tokens`` [N].
 
     Windows of similar length share a batch (right padding never reaches a causal model's earlier
     positions); the head runs only where a token is scored. A prefix-LM decoder reads each window

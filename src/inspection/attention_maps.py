@@ -74,7 +74,8 @@ def select(indices: Sequence[int] | None, n: int, what: str) -> list[int]:
     for i in indices:
         if not -n <= int(i) < n:
             raise ValueError(
-                f"{what} {i} does not exist: the model has {n} {what}s (0..{n - 1}, or -1 for the last)"
+                f"{what} {i} does not exist: the model has {n} {what}s (0..{n - 1}, or -1 for the "
+                "last)"
             )
         chosen.append(int(i) % n)
     return chosen
@@ -199,8 +200,8 @@ def run(cfg: DictConfig) -> list[Path]:
         )
     if len(ids) > int(cfg.max_tokens):
         raise ValueError(
-            f"text has {len(ids)} tokens; heatmaps above max_tokens={cfg.max_tokens} are unreadable. "
-            f"Shorten the text or raise max_tokens"
+            f"text has {len(ids)} tokens; heatmaps above max_tokens={cfg.max_tokens} are "
+            "unreadable. Shorten the text or raise max_tokens"
         )
     input_ids = torch.tensor([ids], device=device)  # [1, T]
     decoder_input_ids = None
@@ -215,8 +216,8 @@ def run(cfg: DictConfig) -> list[Path]:
         decoder_input_ids = torch.cat([model.start_tokens(1, device), target], dim=1)  # [1, 1 + T']
     elif cfg.get("target"):
         raise ValueError(
-            f"target= is the decoder's text of an encoder-decoder; this {model.config.family} model "
-            f"reads only text=. Drop target="
+            f"target= is the decoder's text of an encoder-decoder; this {model.config.family} "
+            "model reads only text=. Drop target="
         )
     prefix = (
         torch.tensor([int(cfg.prefix_length)], device=device) if cfg.get("prefix_length") else None

@@ -215,7 +215,8 @@ def _embeddings(flow: _Flow, p: str, cfg: ModelConfig, ids_text: str, shared: bo
     scale = f"<br/>× √{cfg.d_model}" if cfg.scale_embeddings else ""
     tok = flow.node(
         f"{p}_tok",
-        f"token embedding{' (shared)' if shared else ''}<br/>{cfg.vocab_size} × {cfg.d_model}{scale}",
+        f"token embedding{' (shared)' if shared else ''}<br/>{cfg.vocab_size} × "
+        f"{cfg.d_model}{scale}",
     )
     flow.edge(ids, tok)
     cur = tok

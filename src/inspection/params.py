@@ -206,7 +206,9 @@ def _block_rows(block: Block, path: str, counter: _Counter, level: int) -> list[
                 norm_kind = registry_label(norm)
             n -= sum(p.numel() for m in child.norms() for p in m.parameters())
         if isinstance(child, (Residual, nn.Dropout)) and not n:
-            continue  # a placement without parameters of its own (pre, post, sandwich) and dropout: nothing to count
+            # a placement without parameters of its own (pre, post, sandwich) and dropout: nothing
+            # to count
+            continue
         rows.append(
             ParamRow(
                 component_label(attr, child),
@@ -330,7 +332,8 @@ class FlopsEstimate:
 
     @property
     def weights(self) -> int:
-        """Forward FLOPs per token of the weight matmuls (2 per multiply-add, every linear and the head)."""
+        """Forward FLOPs per token of the weight matmuls (2 per multiply-add, every linear and the
+        head)."""
         return self.forward - self.attention
 
 
@@ -421,18 +424,19 @@ def render_summary(total: int, flops: FlopsEstimate, memory: AttentionMemory, dt
     out.add_row("total parameters", f"{total:,} ({format_count(total)})")
     out.add_row(
         "FLOPs per token",
-        f"{flops.training:,} ≈ {flops.training / 1e9:.3g} GFLOP training (forward + backward = 3 × forward "
-        f"{flops.forward:,}) at T = {flops.seq_len}",
+        f"{flops.training:,} ≈ {flops.training / 1e9:.3g} GFLOP training (forward + backward = 3 × "
+        f"forward {flops.forward:,}) at T = {flops.seq_len}",
     )
     out.add_row(
         "",
-        f"forward = weight matmuls {flops.weights:,} + attention scores {flops.attention:,} (Q·Kᵀ and P·V over "
-        f"T × T); 2 FLOPs per multiply-add, model.forward_flops",
+        f"forward = weight matmuls {flops.weights:,} + attention scores {flops.attention:,} (Q·Kᵀ "
+        "and P·V over T × T); 2 FLOPs per multiply-add, model.forward_flops",
     )
     out.add_row(
         "attention weights",
-        f"{format_bytes(memory.per_layer)} per layer, {format_bytes(memory.total)} for {memory.n_layers} attention layers "
-        f"(B={memory.batch_size} × H={memory.n_head} × T={memory.seq_len} × T={memory.seq_len} × "
-        f"{memory.bytes_per_element} bytes, {dtype}) if materialised",
+        f"{format_bytes(memory.per_layer)} per layer, {format_bytes(memory.total)} for "
+        f"{memory.n_layers} attention layers (B={memory.batch_size} × H={memory.n_head} × "
+        f"T={memory.seq_len} × T={memory.seq_len} × {memory.bytes_per_element} bytes, {dtype}) if "
+        "materialised",
     )
     return out

@@ -7,10 +7,9 @@
 
 Loads one of our checkpoints or a transformers model (``src.models.hf.from_hf``; no tokenizer is
 needed: the probe batch is random token ids), runs ``src.probes.run_probes`` on the same fixed batch
-the training callback uses (``seed``, ``length``, ``batch_size``) and prints a rich table per kind of
-attention (layer, head, induction, previous token, entropy, sink), the logit lens per layer and the
-model-level figures. docs/probes.md defines each number.
-"""
+the training callback uses (``seed``, ``length``, ``batch_size``) and prints a rich table per kind
+of attention (layer, head, induction, previous token, entropy, sink), the logit lens per layer and
+the model-level figures. docs/probes.md defines each number."""
 
 from __future__ import annotations
 
@@ -38,7 +37,8 @@ TITLES = {
 
 
 def load(pretrained: str | None, ckpt_path: str | None) -> tuple[TransformerModel, str]:
-    """Exactly one of a transformers model (directory or cached Hub name) and one of our checkpoints."""
+    """Exactly one of a transformers model (directory or cached Hub name) and one of our
+    checkpoints."""
     if (pretrained is None) == (ckpt_path is None):
         raise ConfigError(
             "set exactly one of pretrained=<transformers directory or hub name> or "
@@ -122,8 +122,8 @@ def run(cfg: DictConfig, console: Console | None = None) -> ProbeResult:
     with torch.no_grad():
         result = run_probes(model, batch, icl)
     console.print(
-        f"[bold]{source}[/] — {model.config.family}, {batch.tokens.shape[0]} sequences of {length} tokens "
-        f"(two copies of {batch.period} distinct random tokens, seed {cfg.seed})",
+        f"[bold]{source}[/] — {model.config.family}, {batch.tokens.shape[0]} sequences of {length} "
+        f"tokens (two copies of {batch.period} distinct random tokens, seed {cfg.seed})",
         soft_wrap=True,
     )
     for table in head_tables(result):

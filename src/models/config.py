@@ -64,7 +64,8 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ModelConfig:
-        """The validated config of a plain dict (``validate``: the one place a model config is checked)."""
+        """The validated config of a plain dict (``validate``: the one place a model config is
+        checked)."""
         d = dict(d)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(k for k in d if k not in known and not k.startswith("_"))
@@ -145,9 +146,9 @@ class ModelConfig:
             and "scaling" not in POSITIONS.accepted_keys(name)
         ):
             raise ConfigError(
-                f"model.position.scaling is RoPE frequency scaling (linear, dynamic, yarn, llama3); "
-                f"model/position={name} has no rotary frequencies to scale. Use model/position=rope, "
-                f"or remove model.position.scaling"
+                "model.position.scaling is RoPE frequency scaling (linear, dynamic, yarn, "
+                f"llama3); model/position={name} has no rotary frequencies to scale. Use "
+                "model/position=rope, or remove model.position.scaling"
             )
         POSITIONS.check(self.position, **context)
         NORMS.check(self.norm, **context)

@@ -24,15 +24,16 @@ def check_generation_args(
     top_k: int | None = None,
     top_p: float | None = None,
 ) -> None:
-    """``ConfigError`` unless 0 <= max_new_tokens, 0 <= temperature (0: greedy), top_k null or
-    >= 0 (0: no filter) and top_p null or in (0, 1] (1: no filter); checked whether sampling or not."""
+    """``ConfigError`` unless 0 <= max_new_tokens, 0 <= temperature (0: greedy), top_k null or >= 0
+    (0: no filter) and top_p null or in (0, 1] (1: no filter); checked whether sampling or not."""
     if (
         isinstance(max_new_tokens, bool)
         or not isinstance(max_new_tokens, int)
         or max_new_tokens < 0
     ):
         raise ConfigError(
-            f"max_new_tokens={max_new_tokens!r} is invalid: the number of tokens to generate, 0 or more"
+            f"max_new_tokens={max_new_tokens!r} is invalid: the number of tokens to generate, 0 or "
+            "more"
         )
     if (
         isinstance(temperature, bool)
@@ -40,13 +41,13 @@ def check_generation_args(
         or not 0 <= temperature < float("inf")
     ):
         raise ConfigError(
-            f"temperature={temperature!r} is invalid: 0 or more (0 = greedy; below 1 sharper, above 1 "
-            "flatter)"
+            f"temperature={temperature!r} is invalid: 0 or more (0 = greedy; below 1 sharper, "
+            "above 1 flatter)"
         )
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0):
         raise ConfigError(
-            f"top_k={top_k!r} is invalid: sample among the k most likely tokens, k >= 1 (null or 0: no "
-            "top-k filter)"
+            f"top_k={top_k!r} is invalid: sample among the k most likely tokens, k >= 1 (null or "
+            "0: no top-k filter)"
         )
     if top_p is not None and (
         isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1

@@ -38,8 +38,10 @@ class Decoding:
     """A generation in progress: a family's ``start_decoding`` builds it, ``decode_step`` reads it,
     ``src.models.generation.generate`` appends each chosen token."""
 
-    sequences: Tensor  # [B, P + n] what generate returns (the prompt, or the start token, then n new tokens)
-    fresh: Tensor  # [B, k] tokens the cache has not seen yet (the whole prefix at first, then the last token)
+    # [B, P + n] what generate returns (the prompt, or the start token, then n new tokens)
+    sequences: Tensor
+    # [B, k] tokens the cache has not seen yet (the whole prefix at first, then the last token)
+    fresh: Tensor
     cache: KVCache | None
     attention_mask: Tensor | None = (
         None  # [B, P] padding of the prompt (decoder-only) or of the source

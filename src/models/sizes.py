@@ -54,14 +54,16 @@ def min_parameters(sizes: dict[str, Any], learned_positions: bool) -> int:
 
 
 def weight_count(tensors: Iterable[Any]) -> int:
-    """Elements in all the tensors (shared tensors counted each time: an upper bound is all this needs)."""
+    """Elements in all the tensors (shared tensors counted each time: an upper bound is all this
+    needs)."""
     return sum(t.numel() for t in tensors if isinstance(t, Tensor))
 
 
 def check_sizes_fit(
     cfg: ModelConfig, n_weights: int, where: str, error: type[ValueError] = CheckpointError
 ) -> None:
-    """``error`` when ``cfg`` needs more parameters than the ``n_weights`` stored with it in ``where``."""
+    """``error`` when ``cfg`` needs more parameters than the ``n_weights`` stored with it in
+    ``where``."""
     sizes = {k: getattr(cfg, k) for k in SIZE_KEYS}
     learned = cfg.position.get("name") == "learned"
     bound = min_parameters(sizes, learned)
@@ -74,16 +76,17 @@ def check_sizes_fit(
     }
     key = max(shrink, key=lambda k: shrink[k])
     raise error(
-        f"{where}: model.{key}={sizes[key]} (with the config's other sizes) needs at least {bound:,} parameters, but the "
-        f"weights stored with it hold {n_weights:,} values: the config does not describe these weights (damaged or "
-        f"edited); nothing was built. Restore the config's {key}, or use the checkpoint or model directory it was "
-        "written with"
+        f"{where}: model.{key}={sizes[key]} (with the config's other sizes) needs at least "
+        f"{bound:,} parameters, but the weights stored with it hold {n_weights:,} values: the "
+        "config does not describe these weights (damaged or edited); nothing was built. Restore "
+        f"the config's {key}, or use the checkpoint or model directory it was written with"
     )
 
 
-#: stated limits for a config read without weights beside it (``src.inspect pretrained=<dir>``, which builds on the
-#: meta device): far above any published model (GPT-3 has 96 layers and 1.75e11 parameters), far below what a
-#: damaged config.json asks for (a million layers take minutes of Python even without memory)
+#: stated limits for a config read without weights beside it (``src.inspect pretrained=<dir>``,
+#: which builds on the meta device): far above any published model (GPT-3 has 96 layers and 1.75e11
+#: parameters), far below what a damaged config.json asks for (a million layers take minutes of
+#: Python even without memory)
 MAX_LAYERS = 4096
 MAX_PARAMETERS = 10**13
 
@@ -91,14 +94,16 @@ MAX_PARAMETERS = 10**13
 def check_sizes_within_limits(
     cfg: ModelConfig, where: str, error: type[ValueError] = CheckpointError
 ) -> None:
-    """``error`` naming the key when ``cfg`` has more than ``MAX_LAYERS`` layers in a stack or a lower bound of
-    parameters over ``MAX_PARAMETERS``: for a config that comes without weights to check it against."""
+    """``error`` naming the key when ``cfg`` has more than ``MAX_LAYERS`` layers in a stack or a
+    lower bound of parameters over ``MAX_PARAMETERS``: for a config that comes without weights to
+    check it against."""
     sizes = {k: getattr(cfg, k) for k in SIZE_KEYS}
     for key in ("n_layer", "n_encoder_layer", "n_decoder_layer"):
         if sizes[key] is not None and int(sizes[key]) > MAX_LAYERS:
             raise error(
-                f"{where}: model.{key}={sizes[key]} is over the stated limit of {MAX_LAYERS:,} layers for a "
-                "config read without its weights; nothing was built. Check the config (damaged or edited?)"
+                f"{where}: model.{key}={sizes[key]} is over the stated limit of {MAX_LAYERS:,} "
+                "layers for a config read without its weights; nothing was built. Check the "
+                "config (damaged or edited?)"
             )
     learned = cfg.position.get("name") == "learned"
     bound = min_parameters(sizes, learned)
@@ -110,7 +115,7 @@ def check_sizes_within_limits(
         }
         key = max(shrink, key=lambda k: shrink[k])
         raise error(
-            f"{where}: model.{key}={sizes[key]} (with the config's other sizes) needs at least {bound:,} "
-            f"parameters, over the stated limit of {MAX_PARAMETERS:.0e} for a config read without its weights; "
-            "nothing was built. Check the config (damaged or edited?)"
+            f"{where}: model.{key}={sizes[key]} (with the config's other sizes) needs at least "
+            f"{bound:,} parameters, over the stated limit of {MAX_PARAMETERS:.0e} for a config "
+            "read without its weights; nothing was built. Check the config (damaged or edited?)"
         )

@@ -49,7 +49,8 @@ class Prepared:
     """A batch turned into model inputs and scored labels."""
 
     inputs: dict[str, Any]  # kwargs for the model's forward (without labels)
-    labels: Tensor  # as the model's forward takes them (its family aligns them); IGNORE_INDEX = not scored
+    # as the model's forward takes them (its family aligns them); IGNORE_INDEX = not scored
+    labels: Tensor
     tokens: int  # tokens the model processed (from shapes only: no device sync)
     shape: dict[
         str, int
@@ -83,14 +84,14 @@ class LMTask(pl.LightningModule):
 
     name: ClassVar[str] = "base"
     families: ClassVar[tuple[str, ...]] = ()
-    #: the ``task.*`` keys this objective reads besides ``name`` (its conf/task/<name>.yaml sets their values);
-    #: the run-config validation refuses any other key
+    #: the ``task.*`` keys this objective reads besides ``name`` (its conf/task/<name>.yaml sets
+    #: their values); the run-config validation refuses any other key
     options: ClassVar[tuple[str, ...]] = ()
     batch_formats: ClassVar[tuple[str, ...]] = (
         "text",
     )  # "text" {"tokens"} and/or "pairs" {"src_ids", ...}
-    #: what the objective needs of the self-attention mask (``check_mask``): "left_to_right", "bidirectional"
-    #: or None (the family fixes its masks: encoder_decoder)
+    #: what the objective needs of the self-attention mask (``check_mask``): "left_to_right",
+    #: "bidirectional" or None (the family fixes its masks: encoder_decoder)
     mask_rule: ClassVar[str | None] = None
     mask_hint: ClassVar[str] = ""
 
@@ -103,13 +104,15 @@ class LMTask(pl.LightningModule):
         optimizer_config: OptimizerConfig | None = None,
         schedule_config: Schedule | None = None,
     ) -> None:
-        """cfg: the plain resolved run config (``model``, ``task``, ``optim``, ``scheduler``, ``trainer`` …);
-        tokenizer: ``Tokenizer.state_dict()`` (or None for a tokenizer-less model);
+        """cfg: the plain resolved run config (``model``, ``task``, ``optim``, ``scheduler``,
+        ``trainer`` …); tokenizer: ``Tokenizer.state_dict()`` (or None for a tokenizer-less model);
         model_config, optimizer_config, schedule_config: the run's typed configs as the run-config
-        validation made them (``src.training.setup`` passes them, so nothing is validated twice); None
-        (a checkpoint being loaded) validates ``cfg["model"]`` here, and ``optim``/``scheduler`` if it trains."""
+        validation made them (``src.training.setup`` passes them, so nothing is validated twice);
+        None (a checkpoint being loaded) validates ``cfg["model"]`` here, and
+        ``optim``/``scheduler`` if it trains."""
         super().__init__()
-        # plain dicts only -> weights_only-loadable checkpoints; the typed configs are remade from cfg on load
+        # plain dicts only -> weights_only-loadable checkpoints; the typed configs are remade from
+        # cfg on load
         self.save_hyperparameters(ignore=["model_config", "optimizer_config", "schedule_config"])
         self.optimizer_config, self.schedule_config = optimizer_config, schedule_config
         self.cfg = cfg
@@ -121,7 +124,8 @@ class LMTask(pl.LightningModule):
         self.tokenizer: Tokenizer | None = tokenizer_from_state(tokenizer) if tokenizer else None
         self.model: TransformerModel = build_model(self.model_config)
         for stage in ("val", "test"):
-            # nan_strategy="disable": no per-update NaN check (a host sync); a NaN loss shows in the mean
+            # nan_strategy="disable": no per-update NaN check (a host sync); a NaN loss shows in the
+            # mean
             setattr(self, f"{stage}_loss", MeanMetric(nan_strategy="disable"))
             setattr(self, f"{stage}_acc", MeanMetric(nan_strategy="disable"))
         self.tokens_seen = 0  # training tokens over all ranks (python int, saved in checkpoints)
@@ -137,20 +141,22 @@ class LMTask(pl.LightningModule):
     # ---------------------------------------------------------------- checks
     @classmethod
     def check_family(cls, model: ModelConfig) -> None:
-        """The model's family, and its self-attention mask, fit this objective (``ConfigError`` otherwise)."""
+        """The model's family, and its self-attention mask, fit this objective (``ConfigError``
+        otherwise)."""
         if model.family not in cls.families:
             raise ConfigError(
-                f"task={cls.name} needs model.family in {list(cls.families)}, but the model is {model.family} "
-                f"({model.name}); {cls.family_hint()}"
+                f"task={cls.name} needs model.family in {list(cls.families)}, but the model is "
+                f"{model.family} ({model.name}); {cls.family_hint()}"
             )
         cls.check_mask(model)
 
     @classmethod
     def check_mask(cls, model: ModelConfig) -> None:
-        """``mask_rule`` against the mask the model will use (``model/mask``, else its family's default).
+        """``mask_rule`` against the mask the model will use (``model/mask``, else its family's
+        default).
 
-        left_to_right: no position may see a later one (a causal mask, or a prefix LM whose prefix the
-        loss does not score); bidirectional: every position sees both sides (a masked LM)."""
+        left_to_right: no position may see a later one (a causal mask, or a prefix LM whose prefix
+        the loss does not score); bidirectional: every position sees both sides (a masked LM)."""
         name = (model.mask or {}).get("name") or getattr(
             FAMILIES.get(model.family), "default_mask", None
         )
@@ -160,21 +166,22 @@ class LMTask(pl.LightningModule):
         sees_ahead = not (mask.causal or mask.needs_prefix_length)
         if cls.mask_rule == "left_to_right" and sees_ahead:
             raise ConfigError(
-                f"task={cls.name} predicts each token from the tokens before it, but model/mask={name} "
-                f"lets every position see the tokens after it, its targets included (the loss would "
-                f"fall without learning to predict); {cls.mask_hint}"
+                f"task={cls.name} predicts each token from the tokens before it, but "
+                f"model/mask={name} lets every position see the tokens after it, its targets "
+                f"included (the loss would fall without learning to predict); {cls.mask_hint}"
             )
         if cls.mask_rule == "bidirectional" and not sees_ahead:
             raise ConfigError(
-                f"task={cls.name} predicts masked tokens from both sides, but model/mask={name} hides "
-                f"the tokens after each position; {cls.mask_hint}"
+                f"task={cls.name} predicts masked tokens from both sides, but model/mask={name} "
+                f"hides the tokens after each position; {cls.mask_hint}"
             )
 
     @classmethod
     def family_hint(cls) -> str:
         return (
-            "choose a model of that family, or the task that fits this model: causal_lm / decoder_translation "
-            "(decoder_only), masked_lm (encoder_only), seq2seq (encoder_decoder)"
+            "choose a model of that family, or the task that fits this model: causal_lm / "
+            "decoder_translation (decoder_only), masked_lm (encoder_only), seq2seq "
+            "(encoder_decoder)"
         )
 
     @classmethod
@@ -199,7 +206,8 @@ class LMTask(pl.LightningModule):
 
     @classmethod
     def model_overrides(cls, task_cfg: Mapping[str, Any]) -> dict[str, Any]:
-        """Model config keys the objective fixes (its resolved special ids), applied before building."""
+        """Model config keys the objective fixes (its resolved special ids), applied before
+        building."""
         return {}
 
     @classmethod
@@ -218,7 +226,8 @@ class LMTask(pl.LightningModule):
     def shared_step(
         self, batch: Mapping[str, Tensor], accuracy: bool = True
     ) -> tuple[Tensor, Tensor | None, Tensor, Prepared]:
-        """-> (mean loss, per-token correct [N] bool (None without ``accuracy``), scored-token mask, prepared).
+        """-> (mean loss, per-token correct [N] bool (None without ``accuracy``), scored-token mask,
+        prepared).
 
         Training skips the accuracy: an argmax over [B, T, V] logits is a full extra pass over
         the largest tensor of the step (on CPU about as slow as the loss itself)."""
@@ -252,7 +261,8 @@ class LMTask(pl.LightningModule):
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
         """A callback that stops the run after ``training_step`` (Lightning's ``Timer`` for
-        ``trainer.max_time``) makes this a logging step: log its loss now, not the last logged one."""
+        ``trainer.max_time``) makes this a logging step: log its loss now, not the last logged
+        one."""
         if self._unlogged_loss is not None and self.trainer.should_stop:
             self.log("train/loss", self._unlogged_loss, on_step=True, on_epoch=False, prog_bar=True)
         self._unlogged_loss = None
@@ -391,7 +401,8 @@ class LMTask(pl.LightningModule):
 
 
 def logs_this_step(trainer: pl.Trainer) -> bool:
-    """Whether this training step's logged values reach the loggers (asked inside ``training_step``).
+    """Whether this training step's logged values reach the loggers (asked inside
+    ``training_step``).
 
     Lightning writes step metrics only every ``trainer.log_every_n_steps`` optimizer steps (and at
     every step under ``fast_dev_run``); a value logged on another step is only overwritten. The

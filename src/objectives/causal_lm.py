@@ -48,8 +48,9 @@ class CausalLM(LMTask):
         if self.prefix_length is not None:
             if not self.model.needs_prefix_length:
                 raise ConfigError(
-                    f"task.prefix_length={self.prefix_length} needs model/mask=prefix_lm (the model's "
-                    f"mask is {mask}); add model/mask=prefix_lm or set task.prefix_length=null"
+                    f"task.prefix_length={self.prefix_length} needs model/mask=prefix_lm (the "
+                    f"model's mask is {mask}); add model/mask=prefix_lm or set "
+                    "task.prefix_length=null"
                 )
             if not 0 < self.prefix_length < self.model_config.max_seq_len:
                 raise ConfigError(
@@ -68,7 +69,8 @@ class CausalLM(LMTask):
             p = min(self.prefix_length, x.shape[1] - 1)
             labels = labels.clone()
             labels[:, :p] = (
-                IGNORE_INDEX  # targets 1 … p-1 lie inside the prefix, which sees them (token 0 is no target)
+                # targets 1 … p-1 lie inside the prefix, which sees them (token 0 is no target)
+                IGNORE_INDEX
             )
             inputs["prefix_length"] = torch.full(
                 (x.shape[0],), p, dtype=torch.long, device=x.device

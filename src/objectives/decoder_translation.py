@@ -71,7 +71,8 @@ class DecoderTranslation(LMTask):
         sep = self.task_cfg.get("sep_token_id")
         if sep is None:
             raise ConfigError(
-                "task.sep_token_id is not resolved; build the task with src.training.setup.build_run"
+                "task.sep_token_id is not resolved; build the task with "
+                "src.training.setup.build_run"
             )
         self.sep_id = int(sep)
         self.pad_id = (
@@ -117,7 +118,8 @@ class DecoderTranslation(LMTask):
         inputs: dict[str, Any] = {"input_ids": x}
         if self.model.needs_prefix_length:
             inputs["prefix_length"] = prefix  # [B]: source + <sep> are bidirectional
-        # right padding under a causal / prefix mask never reaches real positions: no padding mask needed
+        # right padding under a causal / prefix mask never reaches real positions: no padding mask
+        # needed
         return Prepared(
             inputs=inputs,
             labels=labels,

@@ -58,13 +58,14 @@ class MaskedLM(LMTask):
             or self.replace_mask + self.replace_random > 1.0
         ):
             raise ConfigError(
-                f"task.replace_mask={self.replace_mask} + task.replace_random={self.replace_random} "
-                "must be non-negative and sum to at most 1 (the rest keeps the original token)"
+                f"task.replace_mask={self.replace_mask} + "
+                f"task.replace_random={self.replace_random} must be non-negative and sum to at "
+                "most 1 (the rest keeps the original token)"
             )
         if t.get("mask_token_id") is None:
             raise ConfigError(
-                "task.mask_token_id is not resolved; build the task with src.training.setup.build_run "
-                "(it picks the tokenizer's [MASK] or reserves an id)"
+                "task.mask_token_id is not resolved; build the task with "
+                "src.training.setup.build_run (it picks the tokenizer's [MASK] or reserves an id)"
             )
         self.mask_token_id = int(t["mask_token_id"])
         # random replacements come from the real vocabulary, not from reserved ids

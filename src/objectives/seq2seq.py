@@ -72,7 +72,8 @@ class Seq2Seq(LMTask):
 
     @classmethod
     def model_overrides(cls, task_cfg: Mapping[str, Any]) -> dict[str, Any]:
-        """The decoder starts from the id resolved here (the model shifts the labels right with it)."""
+        """The decoder starts from the id resolved here (the model shifts the labels right with
+        it)."""
         start = task_cfg.get("decoder_start_token_id")
         return {} if start is None else {"decoder_start_token_id": int(start)}
 
@@ -89,8 +90,8 @@ class Seq2Seq(LMTask):
         else:
             src, src_mask = batch["src_ids"], batch["src_mask"]  # [B, S]
             labels = batch["tgt_ids"].masked_fill(batch["tgt_mask"] == 0, IGNORE_INDEX)  # [B, T]
-        # the model teacher-forces its decoder on shift_right(labels) = [start, y0, …]; right padding under a
-        # causal decoder never reaches real positions: no decoder mask needed
+        # the model teacher-forces its decoder on shift_right(labels) = [start, y0, …]; right
+        # padding under a causal decoder never reaches real positions: no decoder mask needed
         inputs = {"input_ids": src, "attention_mask": src_mask}
         return Prepared(
             inputs=inputs,

@@ -78,8 +78,8 @@ class Synthetic(LMTask):
     def special_ids(
         cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
     ) -> SpecialIds:
-        """A decoder that reads the prompt through an encoder starts from a start id (the model's or the
-        tokenizer's bos/pad/eos, else a reserved one); a decoder-only model needs none."""
+        """A decoder that reads the prompt through an encoder starts from a start id (the model's or
+        the tokenizer's bos/pad/eos, else a reserved one); a decoder-only model needs none."""
         s = SpecialIds()
         if FAMILIES.get(model["family"]).prompt_is_source:
             s.pick(
@@ -128,7 +128,8 @@ class Synthetic(LMTask):
         )
 
     def greedy_answers(self, batch: Mapping[str, Tensor]) -> Tensor:
-        """The answers the model decodes greedily after each prompt, as long as the true ones: [B, A]."""
+        """The answers the model decodes greedily after each prompt, as long as the true ones: [B,
+        A]."""
         src = batch["src_ids"]
         seq = generate(self.model, src, int(batch["tgt_ids"].shape[1]))
         return self.model.new_tokens(seq, src)
@@ -174,9 +175,11 @@ class Synthetic(LMTask):
         self._write_results()
 
     def _log_lengths(self, stage: str) -> None:
-        """Reduce the sums over ranks, log each length's figures (the training length's under the plain names)."""
+        """Reduce the sums over ranks, log each length's figures (the training length's under the
+        plain names)."""
         lengths = sorted({k[1] for k in [*self._sums, *self._notes] if k[0] == stage})
-        # the training size is the smallest: validation holds only it, the test lengths are at least it
+        # the training size is the smallest: validation holds only it, the test lengths are at least
+        # it
         train_length = lengths[0] if lengths else -1
         figures: dict[int, dict[str, Any]] = {}
         for length in lengths:
@@ -229,7 +232,8 @@ class Synthetic(LMTask):
         self._notes = {k: v for k, v in self._notes.items() if k[0] != stage}
 
     def _write_results(self) -> None:
-        """``<run dir>/synthetic.json`` (figures and notes per test length) and a table in the log."""
+        """``<run dir>/synthetic.json`` (figures and notes per test length) and a table in the
+        log."""
         figures = self.results.get("test", {})
         train_length = min(figures, default=-1)
         lines = [f"{'length':>12}  {'exact_match':>11}  {'token_acc':>9}  {'loss':>8}"]
@@ -239,7 +243,8 @@ class Synthetic(LMTask):
                 lines.append(f"{tag:>12}  {f['note']}")
             else:
                 lines.append(
-                    f"{tag:>12}  {f['exact_match']:>11.4f}  {f['token_acc']:>9.4f}  {f['loss']:>8.4f}"
+                    f"{tag:>12}  {f['exact_match']:>11.4f}  {f['token_acc']:>9.4f}  "
+                    f"{f['loss']:>8.4f}"
                 )
         if self._trainer is None or not self.trainer.is_global_zero:
             return

@@ -48,8 +48,8 @@ class AdamW(OptimizerConfig):
             )
         if not (isinstance(self.fused, bool) or self.fused == "auto"):  # not `in (…)`: 1 == True
             raise ConfigError(
-                f"optim.fused={self.fused!r} is invalid: auto (the fused kernel where PyTorch has one: "
-                "CUDA, CPU), true or false"
+                f"optim.fused={self.fused!r} is invalid: auto (the fused kernel where PyTorch has "
+                "one: CUDA, CPU), true or false"
             )
 
     def build(
@@ -66,15 +66,16 @@ class AdamW(OptimizerConfig):
             fused = device.type in fused_devices() and not clips_under_mixed_precision
         if fused and device.type not in fused_devices():
             raise ConfigError(
-                f"optim.fused=true needs a device with PyTorch's fused AdamW "
-                f"({', '.join(fused_devices())}), but the model is on {device}; set optim.fused=auto"
+                "optim.fused=true needs a device with PyTorch's fused AdamW "
+                f"({', '.join(fused_devices())}), but the model is on {device}; set "
+                "optim.fused=auto"
             )
         if fused and clips_under_mixed_precision:
             raise ConfigError(
                 "optim.fused=true cannot be combined with gradient clipping under mixed precision "
-                "(trainer.gradient_clip_val with trainer.precision=bf16-mixed or 16-mixed): Lightning "
-                "refuses to clip the gradients of an optimizer that unscales them itself; set "
-                "optim.fused=auto or trainer.gradient_clip_val=null"
+                "(trainer.gradient_clip_val with trainer.precision=bf16-mixed or 16-mixed): "
+                "Lightning refuses to clip the gradients of an optimizer that unscales them "
+                "itself; set optim.fused=auto or trainer.gradient_clip_val=null"
             )
         groups = param_groups(model, float(self.weight_decay), self.decay_embeddings)
         return torch.optim.AdamW(

@@ -159,7 +159,8 @@ class Schedule:
     registry_name: ClassVar[str]
 
     def check_run(self, lr: float, max_steps: int | None) -> None:
-        """The schedule against the run; ``max_steps`` None or <= 0 means the run has no step horizon."""
+        """The schedule against the run; ``max_steps`` None or <= 0 means the run has no step
+        horizon."""
 
     def moves_lr(self) -> bool:
         """Whether the schedule changes the learning rate during the run (warmup included)."""
@@ -170,11 +171,13 @@ class Schedule:
         return f"scheduler={self.registry_name}"
 
     def branch_checkpoint(self) -> str | None:
-        """The checkpoint the run continues from as a branch of another run (WSD's ``decay_from``), or None."""
+        """The checkpoint the run continues from as a branch of another run (WSD's ``decay_from``),
+        or None."""
         return None
 
     def check_branch(self, path: str, step: int, source: Mapping[str, Any], max_steps: int) -> None:
-        """``branch_checkpoint`` (saved at optimiser ``step`` by a run of config ``source``) against this run."""
+        """``branch_checkpoint`` (saved at optimiser ``step`` by a run of config ``source``) against
+        this run."""
 
     def build(
         self, optimizer: torch.optim.Optimizer, lr: float, max_steps: int | None
@@ -189,7 +192,8 @@ class ScheduleLR(LambdaLR):
     """``LambdaLR`` whose multiplier is always the config's: a checkpoint restores the step
     (``last_epoch``) and the base learning rates, never the multiplier's settings. (A plain
     ``LambdaLR`` saves its callable's attributes and loads them back over the new ones, so a run
-    resumed with a longer ``trainer.max_steps``, or a cooldown branch, would keep the old horizon.)"""
+    resumed with a longer ``trainer.max_steps``, or a cooldown branch, would keep the old
+    horizon.)"""
 
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
@@ -227,7 +231,8 @@ class Warmup(Schedule):
 
 
 def check_pair(optimizer: OptimizerConfig, schedule: Schedule, max_steps: int | None) -> None:
-    """The run's rules on its optimiser and schedule together (validated once, where the run is built)."""
+    """The run's rules on its optimiser and schedule together (validated once, where the run is
+    built)."""
     schedule.check_run(optimizer.lr, max_steps)
     optimizer.check_schedule(schedule, max_steps)
 
@@ -236,13 +241,14 @@ def check_pair(optimizer: OptimizerConfig, schedule: Schedule, max_steps: int | 
 
 
 def _parse(group: str, registry: Registry[C], node: Mapping[str, Any], default: str) -> C:
-    """``node['name']`` (else ``default``) picks the class; every other key must be one of its fields."""
+    """``node['name']`` (else ``default``) picks the class; every other key must be one of its
+    fields."""
     node = dict(to_plain(node))
     name = node.pop("name", default)
     if not isinstance(name, str) or name not in registry:
         raise ConfigError(
-            f"{group}.name={name!r} is not known{did_you_mean(str(name), registry.names())}; registered: "
-            f"{', '.join(registry.in_order())}"
+            f"{group}.name={name!r} is not known{did_you_mean(str(name), registry.names())}; "
+            f"registered: {', '.join(registry.in_order())}"
         )
     cls = registry.get(name)
     accepted = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]

@@ -1,4 +1,5 @@
-"""``scheduler=cosine|constant|none``: nanoGPT's warmup + cosine decay, warmup + constant, and no schedule.
+"""``scheduler=cosine|constant|none``: nanoGPT's warmup + cosine decay, warmup + constant, and no
+schedule.
 
 * ``cosine`` — linear warmup, then cosine decay from ``lr`` to ``min_lr`` at ``decay_steps``,
   constant after (nanoGPT's ``get_lr``, step ``it`` counted from 0: ``lr·(it+1)/(warmup+1)``;

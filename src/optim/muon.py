@@ -44,7 +44,8 @@ from src.optim.base import (
 
 
 class MuonWithAdamW(torch.optim.Optimizer):
-    """``torch.optim.Muon`` on ``muon_params``, ``torch.optim.AdamW`` on ``adamw_groups``, stepped together."""
+    """``torch.optim.Muon`` on ``muon_params``, ``torch.optim.AdamW`` on ``adamw_groups``, stepped
+    together."""
 
     def __init__(
         self,
@@ -154,7 +155,8 @@ class Muon(OptimizerConfig):
         groups = param_groups(model, wd, exclude=hidden)
         for g in groups:
             g["lr"] = adamw_lr
-        # the fused kernel only inside: this outer optimiser unscales nothing itself, so Lightning may clip
+        # the fused kernel only inside: this outer optimiser unscales nothing itself, so Lightning
+        # may clip
         fused = device.type in fused_devices()
         return MuonWithAdamW(
             hidden,

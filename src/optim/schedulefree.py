@@ -9,9 +9,9 @@ to evaluate and to keep. ``ScheduleFreeSwitch`` (a Lightning callback the object
 
 * at every validation (the sanity check included) and test: they score ``x``; training goes
   back to ``y`` at its next batch;
-* at every checkpoint save: the file holds ``x`` and the optimiser state in eval mode, and the
-  run goes on with ``y`` recomputed from them at its next batch, exactly as a run resumed from
-  that file recomputes it, so a resumed run continues bit-identically (tests/optim/test_schedulefree.py);
+* at every checkpoint save: the file holds ``x`` and the optimiser state in eval mode, and the run
+  goes on with ``y`` recomputed from them at its next batch, exactly as a run resumed from that file
+  recomputes it, so a resumed run continues bit-identically (tests/optim/test_schedulefree.py);
 * at the end of the fit: the final weights (validated, tested, exported) are ``x``.
 
 Warmup is the optimiser's own (``optim.warmup_steps``); a ``scheduler`` that also moves the

@@ -1,6 +1,7 @@
 """``optim=sgd``: stochastic gradient descent with momentum (Polyak 1964; Nesterov 1983 with
 ``nesterov: true``; Sutskever et al. 2013), PyTorch's ``torch.optim.SGD``, with nanoGPT's decay
-groups. Its weight decay is an L2 term added to the gradient (PyTorch's SGD has no decoupled one)."""
+groups. Its weight decay is an L2 term added to the gradient (PyTorch's SGD has no decoupled
+one)."""
 
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ class SGD(OptimizerConfig):
             raise ConfigError(f"optim.nesterov={self.nesterov!r} is invalid: true or false")
         if self.nesterov and self.momentum == 0:
             raise ConfigError(
-                "optim.nesterov=true needs optim.momentum > 0 (Nesterov momentum without momentum is "
-                "plain SGD); set optim.momentum=0.9 or optim.nesterov=false"
+                "optim.nesterov=true needs optim.momentum > 0 (Nesterov momentum without momentum "
+                "is plain SGD); set optim.momentum=0.9 or optim.nesterov=false"
             )
         check_weight_decay(self.weight_decay)
 

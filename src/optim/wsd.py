@@ -77,7 +77,8 @@ class WarmupStableDecay:
 @dataclass(frozen=True, kw_only=True)
 class WSD(Warmup):
     """``scheduler=wsd``: warmup, stable at ``optim.lr``, then decay to ``min_lr`` over the last
-    ``decay_fraction`` of ``trainer.max_steps``; ``decay_from``: a stable-phase checkpoint to branch from."""
+    ``decay_fraction`` of ``trainer.max_steps``; ``decay_from``: a stable-phase checkpoint to branch
+    from."""
 
     decay_fraction: float = 0.2
     decay_shape: Literal["linear", "cosine", "1-sqrt"] = "1-sqrt"
@@ -105,8 +106,8 @@ class WSD(Warmup):
             not isinstance(self.decay_from, str) or not self.decay_from
         ):
             raise ConfigError(
-                f"scheduler.decay_from={self.decay_from!r} is invalid: the path of a checkpoint of the "
-                "stable phase, or null"
+                f"scheduler.decay_from={self.decay_from!r} is invalid: the path of a checkpoint of "
+                "the stable phase, or null"
             )
 
     def decay_start(self, max_steps: int) -> int:
@@ -116,35 +117,38 @@ class WSD(Warmup):
     def check_run(self, lr: float, max_steps: int | None) -> None:
         if max_steps is None or max_steps <= 0:
             raise ConfigError(
-                f"trainer.max_steps={max_steps!r} is invalid for scheduler=wsd: the decay is the last "
-                "scheduler.decay_fraction of a fixed number of steps; set trainer.max_steps"
+                f"trainer.max_steps={max_steps!r} is invalid for scheduler=wsd: the decay is the "
+                "last scheduler.decay_fraction of a fixed number of steps; set trainer.max_steps"
             )
         if self.min_lr > lr:
             raise ConfigError(f"scheduler.min_lr={self.min_lr!r} is invalid: in [0, optim.lr={lr}]")
         start = self.decay_start(max_steps)
         if start < self.warmup_steps:
             raise ConfigError(
-                f"scheduler.warmup_steps={self.warmup_steps} is invalid with scheduler.decay_fraction="
-                f"{self.decay_fraction} and trainer.max_steps={max_steps}: the decay would start at step "
-                f"{start}, inside the warmup; lower one of them or raise trainer.max_steps"
+                f"scheduler.warmup_steps={self.warmup_steps} is invalid with "
+                f"scheduler.decay_fraction={self.decay_fraction} and "
+                f"trainer.max_steps={max_steps}: the decay would start at step {start}, inside the "
+                "warmup; lower one of them or raise trainer.max_steps"
             )
 
     def branch_checkpoint(self) -> str | None:
         return self.decay_from
 
     def check_branch(self, path: str, step: int, source: Mapping[str, Any], max_steps: int) -> None:
-        """``decay_from``'s checkpoint (``path``, at optimiser step ``step``, trained with the run config
-        ``source``) is on this run's stable phase: its own schedule had not begun to decay (a WSD run
-        whose decay starts after ``step``, or a constant one) with this warmup, and ``step`` is not past
-        this run's decay start. The rest of "the same run" (model, data, optimiser) is the caller's."""
+        """``decay_from``'s checkpoint (``path``, at optimiser step ``step``, trained with the run
+        config ``source``) is on this run's stable phase: its own schedule had not begun to decay (a
+        WSD run whose decay starts after ``step``, or a constant one) with this warmup, and ``step``
+        is not past this run's decay start. The rest of "the same run" (model, data, optimiser) is
+        the caller's."""
         node = source.get("scheduler") or {}
         name = node.get("name")
         if name not in ("wsd", "constant") or node.get("warmup_steps", 0) != self.warmup_steps:
             raise ConfigError(
-                f"scheduler.decay_from={path} is not a stable-phase checkpoint of this schedule: it "
-                f"was trained with scheduler={name} (warmup_steps={node.get('warmup_steps', 0)}), not "
-                f"scheduler=wsd or constant with scheduler.warmup_steps={self.warmup_steps}; branch from "
-                "a checkpoint of a run with this warmup"
+                f"scheduler.decay_from={path} is not a stable-phase checkpoint of this schedule: "
+                f"it was trained with scheduler={name} "
+                f"(warmup_steps={node.get('warmup_steps', 0)}), not scheduler=wsd or constant with "
+                f"scheduler.warmup_steps={self.warmup_steps}; branch from a checkpoint of a run "
+                "with this warmup"
             )
         if name == "wsd":
             source_steps = (source.get("trainer") or {}).get("max_steps")
@@ -154,18 +158,19 @@ class WSD(Warmup):
             )
             if step > source_start:
                 raise ConfigError(
-                    f"scheduler.decay_from={path} is past the stable phase: it was saved at step {step}, "
-                    f"but its run (trainer.max_steps={source_steps}, scheduler.decay_fraction={fraction}) "
-                    f"began to decay at step {source_start}; branch from a checkpoint saved at step "
-                    f"{source_start} or earlier"
+                    f"scheduler.decay_from={path} is past the stable phase: it was saved at step "
+                    f"{step}, but its run (trainer.max_steps={source_steps}, "
+                    f"scheduler.decay_fraction={fraction}) began to decay at step {source_start}; "
+                    f"branch from a checkpoint saved at step {source_start} or earlier"
                 )
         start = self.decay_start(max_steps)
         if step > start:
             raise ConfigError(
-                f"scheduler.decay_from={path} is past the stable phase of this run: it was saved at step "
-                f"{step}, but with trainer.max_steps={max_steps} and scheduler.decay_fraction="
-                f"{self.decay_fraction} the decay starts at step {start}; raise trainer.max_steps to at "
-                f"least {math.ceil(step / (1 - self.decay_fraction))} or lower scheduler.decay_fraction"
+                f"scheduler.decay_from={path} is past the stable phase of this run: it was saved "
+                f"at step {step}, but with trainer.max_steps={max_steps} and "
+                f"scheduler.decay_fraction={self.decay_fraction} the decay starts at step {start}; "
+                "raise trainer.max_steps to at least "
+                f"{math.ceil(step / (1 - self.decay_fraction))} or lower scheduler.decay_fraction"
             )
 
     def build(

@@ -1,4 +1,5 @@
-"""Probes read from attention probabilities [B, H, T, S] (``model.attention_probs``, the explicit path).
+"""Probes read from attention probabilities [B, H, T, S] (``model.attention_probs``, the explicit
+path).
 
 Legend: ``B`` batch, ``H`` heads, ``T`` queries, ``S`` keys, ``L`` the period of the repeated batch.
 
@@ -27,7 +28,8 @@ from src.models.components.masks import AttentionMask
 
 def induction_scores(probs: Tensor, period: int, offset: int = 0) -> Tensor:
     """[B, H, T, T] -> [H]: mean attention from each second-copy query p (stream index; the stream
-    holds x from ``offset`` on) to key p − L + 1, the token after the earlier occurrence of p's token."""
+    holds x from ``offset`` on) to key p − L + 1, the token after the earlier occurrence of p's
+    token."""
     T = probs.shape[-1]
     q = torch.arange(period + offset, T, device=probs.device)  # queries of the second copy
     if not len(q):
@@ -57,7 +59,8 @@ def visible_keys(
 
 
 def attention_entropy(probs: Tensor, n_visible: Tensor) -> Tensor:
-    """[B, H, T, S], [1|B, T] -> [H]: mean normalised entropy over the batch and the queries that see >= 2 keys."""
+    """[B, H, T, S], [1|B, T] -> [H]: mean normalised entropy over the batch and the queries that
+    see >= 2 keys."""
     p = probs.float()
     ent = -(p * p.clamp_min(1e-30).log()).sum(-1)  # [B, H, T]; 0·log 0 = 0
     n = n_visible.float()[:, None, :].expand(p.shape[0], 1, -1)  # [1|B, T] -> [B, 1, T]
@@ -70,8 +73,8 @@ def attention_entropy(probs: Tensor, n_visible: Tensor) -> Tensor:
 
 
 def sink_mass(probs: Tensor) -> Tensor:
-    """[B, H, T, S] -> [H]: mean attention on the first key, over queries 1..T-1 (query 0 of a causal
-    map has nothing else to see)."""
+    """[B, H, T, S] -> [H]: mean attention on the first key, over queries 1..T-1 (query 0 of a
+    causal map has nothing else to see)."""
     if probs.shape[-2] < 2:
         return probs[:, :, :, 0].float().mean(dim=(0, 2))
     return probs[:, :, 1:, 0].float().mean(dim=(0, 2))  # [B, H, T-1] -> [H]

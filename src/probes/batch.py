@@ -36,7 +36,8 @@ class ProbeBatch:
 
     tokens: Tensor  # [B, T] x: two copies of L random tokens
     period: int  # L: the second copy starts at x index L
-    stream: Tensor  # [B, T] the token ids the probed self-attention reads (rows and columns of its maps)
+    # [B, T] the token ids the probed self-attention reads (rows and columns of its maps)
+    stream: Tensor
     offset: int  # stream index of x_0 (1 when the stream starts with the decoder's start token)
     forward: dict[str, Any]  # model(**forward, labels=tokens) -> the loss on x (teacher-forced)
     probs: dict[str, Any]  # model.attention_probs(**probs)
@@ -53,19 +54,19 @@ def check_length(length: int, model: TransformerModel, key: str = "length") -> N
     """``length`` must hold two copies of at least two tokens and fit a learned position table."""
     if isinstance(length, bool) or not isinstance(length, int) or length < 4 or length % 2:
         raise ConfigError(
-            f"{key}={length!r} must be an even integer >= 4 (two copies of length/2 distinct random tokens); "
-            f"e.g. {key}=64"
+            f"{key}={length!r} must be an even integer >= 4 (two copies of length/2 distinct "
+            f"random tokens); e.g. {key}=64"
         )
     if length // 2 > model.config.vocab_size:
         raise ConfigError(
-            f"{key}={length}: a copy of {length // 2} distinct tokens does not fit the vocabulary of "
-            f"{model.config.vocab_size}; set {key}<={2 * model.config.vocab_size} or null"
+            f"{key}={length}: a copy of {length // 2} distinct tokens does not fit the vocabulary "
+            f"of {model.config.vocab_size}; set {key}<={2 * model.config.vocab_size} or null"
         )
     rows = model.max_positions
     if rows is not None and length > rows:
         raise ConfigError(
-            f"{key}={length} is longer than the model's position table ({rows} rows); set {key}<={rows - rows % 2} "
-            f"or null (the longest that fits, at most 64)"
+            f"{key}={length} is longer than the model's position table ({rows} rows); set "
+            f"{key}<={rows - rows % 2} or null (the longest that fits, at most 64)"
         )
 
 
@@ -84,8 +85,9 @@ def probe_batch(
     seed: int,
     device: torch.device | None = None,
 ) -> ProbeBatch:
-    """``batch_size`` sequences of ``length`` tokens (two copies of length/2), drawn from a generator
-    of its own seeded with ``seed`` (never the global RNG), on ``device`` (default: the model's)."""
+    """``batch_size`` sequences of ``length`` tokens (two copies of length/2), drawn from a
+    generator of its own seeded with ``seed`` (never the global RNG), on ``device`` (default: the
+    model's)."""
     check_length(length, model)
     device = device or model.device
     g = torch.Generator(device="cpu").manual_seed(int(seed))

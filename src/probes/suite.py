@@ -5,13 +5,13 @@ Figures (``ProbeResult.metrics``; ``docs/probes.md`` defines each):
 * ``probe/induction@L<l>H<h>``, ``probe/induction_max``, ``probe/prev_token_max``: the heads of the
   self-attention of the stack that feeds the head (a left-to-right stack only);
 * ``probe/attn_entropy@L<l>``, ``probe/sink_mass@L<l>``: that stack's layers (mean over heads); an
-  encoder-decoder's encoder self-attention and cross-attention add ``@enc.L<l>`` and ``@cross.L<l>``;
+  encoder-decoder's encoder self-attention and cross-attention add ``@enc.L<l>`` and
+  ``@cross.L<l>``;
 * ``probe/lens_loss@L<l>``: the logit lens after block l; ``probe/icl_score``.
 
-A probe that does not apply to the model is skipped with a reason (``ProbeResult.skipped``), never an
-error: induction, previous-token heads, the lens and the ICL score need a model that predicts left to
-right (``model.left_to_right``; an encoder-only masked LM does not).
-"""
+A probe that does not apply to the model is skipped with a reason (``ProbeResult.skipped``), never
+an error: induction, previous-token heads, the lens and the ICL score need a model that predicts
+left to right (``model.left_to_right``; an encoder-only masked LM does not)."""
 
 from __future__ import annotations
 
@@ -83,7 +83,8 @@ def check_positions(early: int, late: int, length: int) -> None:
     """The ICL score's positions index the probe sequence (0 .. length-1), early before late."""
     if not (0 < early < late < length):
         raise ValueError(
-            f"icl positions early={early}, late={late} must satisfy 0 < early < late < length={length}"
+            f"icl positions early={early}, late={late} must satisfy 0 < early < late < "
+            f"length={length}"
         )
 
 
@@ -97,8 +98,8 @@ def default_icl_positions(batch: ProbeBatch) -> tuple[int, int]:
 def run_probes(
     model: TransformerModel, batch: ProbeBatch, icl_positions: tuple[int, int] | None = None
 ) -> ProbeResult:
-    """Every probe that applies to ``model`` on ``batch`` (two forwards: the attention maps, then the lens).
-    The caller puts the model in eval mode (dropout off) and restores its mode after."""
+    """Every probe that applies to ``model`` on ``batch`` (two forwards: the attention maps, then
+    the lens). The caller puts the model in eval mode (dropout off) and restores its mode after."""
     result = ProbeResult()
     maps = model.attention_probs(**batch.probs)
     stacks = model.stacks()
@@ -119,8 +120,8 @@ def run_probes(
             result.prev_token.append(previous_token_scores(a.probs).cpu())
     if not model.left_to_right:
         why = (
-            f"the {model.config.family} model does not predict left to right (each token sees the ones after it), "
-            "so the probes of next-token prediction do not apply"
+            f"the {model.config.family} model does not predict left to right (each token sees the "
+            "ones after it), so the probes of next-token prediction do not apply"
         )
         for probe in ("induction", "prev_token", "lens_loss", "icl_score"):
             result.skipped[probe] = why

@@ -1,6 +1,7 @@
 """The report of a set of runs, end to end: read the runs, resolve the protocol (declared by the
 runs, flags on top), tune per variant, decide the comparisons, write report.md, the CSV files and
-the plots. ``python -m src.report`` (src/report.py) and ``python -m src.study`` call ``make_report``."""
+the plots. ``python -m src.report`` (src/report.py) and ``python -m src.study`` call
+``make_report``."""
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def find_baseline(variants: Sequence[Variant], spec: str | None) -> int:
     matches = [
         i for i, v in enumerate(variants) if all(value(v, k) == val for k, val in wanted.items())
     ]
-    if matches:  # the one with the fewest other overrides (a follow-up's extra key does not steal the baseline)
+    # the one with the fewest other overrides (a follow-up's extra key does not steal the baseline)
+    if matches:
         return min(matches, key=lambda i: (len(variants[i].key), i))
     labels = "; ".join(", ".join(f"{k}={x}" for k, x in v.key) or "(defaults)" for v in variants)
     raise ValueError(f"--baseline {spec!r} matches no variant; variants: {labels}")
@@ -150,9 +152,10 @@ def make_report(
 ) -> ReportFiles:
     """Build the report of the runs under ``roots``; write it to ``out`` (default ``roots[0]``).
 
-    ``eval_variants``: each RoPE scaling the runs were also scored with at evaluation time becomes a variant of its
-    own, made of derived runs that re-read the same weights (src/studies/eval_variants.py). ``stages``: only the runs
-    of these protocol stages (``tune``: the tune stage's report while the confirm stage is still running)."""
+    ``eval_variants``: each RoPE scaling the runs were also scored with at evaluation time becomes a
+    variant of its own, made of derived runs that re-read the same weights
+    (src/studies/eval_variants.py). ``stages``: only the runs of these protocol stages (``tune``:
+    the tune stage's report while the confirm stage is still running)."""
     runs = load_runs(roots)
     protocol = resolve_protocol(
         runs,
@@ -172,8 +175,8 @@ def make_report(
         if not kept:
             found = sorted({protocol.stage_of(r.config) for r in runs})
             raise ConfigError(
-                f"--stages {' '.join(stages)}: none of the {len(runs)} runs is of these stages (found: "
-                f"{', '.join(found) or 'none'}); give one of those"
+                f"--stages {' '.join(stages)}: none of the {len(runs)} runs is of these stages "
+                f"(found: {', '.join(found) or 'none'}); give one of those"
             )
         kept_ids = {id(r) for r in kept}
         left_out = dict(Counter(protocol.stage_of(r.config) for r in runs if id(r) not in kept_ids))

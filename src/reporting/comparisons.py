@@ -13,9 +13,9 @@ and each secondary one), tested on the per-seed final values (``src.reporting.st
 
 The report corrects *all* of them together — the family is every comparison it prints:
 
-* ``p_holm`` — Holm's step-down adjustment (Holm 1979) of the p-values of the family (whichever test made each):
-  sort the m p-values, ``p̃_(i) = max_{j <= i} min(1, (m - j + 1) · p_(j))``; it controls the
-  family-wise error rate at α under any dependence between the tests;
+* ``p_holm`` — Holm's step-down adjustment (Holm 1979) of the p-values of the family (whichever test
+  made each): sort the m p-values, ``p̃_(i) = max_{j <= i} min(1, (m - j + 1) · p_(j))``; it
+  controls the family-wise error rate at α under any dependence between the tests;
 * ``p_tost_holm`` — the same adjustment over the family's equivalence (TOST) p-values.
 
 Verdicts, at level α (default 0.05):
@@ -120,7 +120,8 @@ class Comparison:
     values: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []), repr=False)
 
 
-#: the paired comparison when every seed shows the same difference: the t-test's limit (docs/studies.md, "The statistics")
+#: the paired comparison when every seed shows the same difference: the t-test's limit
+#: (docs/studies.md, "The statistics")
 CONSTANT = "paired, no spread"
 
 

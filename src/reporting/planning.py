@@ -24,7 +24,8 @@ from src.studies.protocol import Protocol
 from src.studies.runs import RunRecord
 from src.studies.tuning import TunedVariant
 
-#: ``protocol.seeds: auto``: the confirm stage's choice of seeds and why (written by ``python -m src.study``)
+#: ``protocol.seeds: auto``: the confirm stage's choice of seeds and why (written by ``python -m
+#: src.study``)
 SEEDS_PLAN = "seeds_plan.json"
 
 
@@ -37,8 +38,9 @@ def seeds_plan_line(record: dict | None) -> str | None:
         for v, n in zip(record.get("variants") or [], record.get("needed") or [])
     )
     return (
-        f"protocol.seeds: auto confirmed on {len(record['seeds'])} seeds ({', '.join(map(str, record['seeds']))}): "
-        f"the seeds per variant --plan found for a difference of {record.get('target_mde')} ({needs})"
+        f"protocol.seeds: auto confirmed on {len(record['seeds'])} seeds "
+        f"({', '.join(map(str, record['seeds']))}): the seeds per variant --plan found for a "
+        f"difference of {record.get('target_mde')} ({needs})"
         + (
             f", capped by protocol.max_seeds={record.get('max_seeds')}"
             if record.get("capped")
@@ -84,11 +86,11 @@ class PowerPlan:
 
     def render(self) -> str:
         lines = [
-            f"Seeds per variant to detect |Δ| = {self.target_mde:g} with {POWER:.0%} power at α/m = {self.alpha:.3g}"
-            f" ({len(self.rows)} comparison(s) on the verdict metric):",
+            f"Seeds per variant to detect |Δ| = {self.target_mde:g} with {POWER:.0%} power at α/m "
+            f"= {self.alpha:.3g} ({len(self.rows)} comparison(s) on the verdict metric):",
             "",
-            "| variant | against | spread from | sd (variant, reference) | sd of differences (pairs) | "
-            "unpaired (Welch) | paired | compute, unpaired | compute, paired |",
+            "| variant | against | spread from | sd (variant, reference) | sd of differences "
+            "(pairs) | unpaired (Welch) | paired | compute, unpaired | compute, paired |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
         for r in self.rows:
@@ -96,12 +98,13 @@ class PowerPlan:
             diff = "–" if r.sd_diff is None else f"{r.sd_diff:.3g} ({r.pairs})"
             n = lambda k: "–" if k is None else str(k)  # noqa: E731
             lines.append(
-                f"| {r.variant} | {r.reference} | {r.source} | {sd} | {diff} | {n(r.unpaired)} | {n(r.paired)} | "
-                f"{self.compute(r.unpaired)} | {self.compute(r.paired)} |"
+                f"| {r.variant} | {r.reference} | {r.source} | {sd} | {diff} | {n(r.unpaired)} | "
+                f"{n(r.paired)} | {self.compute(r.unpaired)} | {self.compute(r.paired)} |"
             )
         lines += [
             "",
-            "Compute: seeds × variants runs at the tune runs' mean wall time and training FLOPs per run.",
+            "Compute: seeds × variants runs at the tune runs' mean wall time and training FLOPs "
+            "per run.",
         ]
         return "\n".join(lines)
 
@@ -130,12 +133,12 @@ def power_plan(
     pilot_sd: float | None = None,
     alpha: float = 0.05,
 ) -> PowerPlan:
-    """The plan of every variant against the baseline (module doc); ``varying``: the keys that name a
-    variant (``tune_variants``' second result)."""
+    """The plan of every variant against the baseline (module doc); ``varying``: the keys that name
+    a variant (``tune_variants``' second result)."""
     if not target_mde or target_mde <= 0:
         raise ConfigError(
-            f"protocol.target_mde={target_mde!r}: give the smallest difference of {protocol.metric} the "
-            "study must detect, in its units, e.g. protocol.target_mde=0.02"
+            f"protocol.target_mde={target_mde!r}: give the smallest difference of "
+            f"{protocol.metric} the study must detect, in its units, e.g. protocol.target_mde=0.02"
         )
     chosen = []
     for t in tuned:

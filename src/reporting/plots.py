@@ -8,10 +8,10 @@
   circled;
 * ``extrapolation.png`` — perplexity at each multiple of the training length per variant
   (mean, min–max bars); lengths that were not applicable are left out and named in the legend;
-* ``<metric>_by_length.png`` — a synthetic task's verdict metric (``test/exact_match``) at each test size
-  (``test/exact_match@<size>``, src/objectives/synthetic.py) per variant: mean over the verdict seeds, each
-  seed a dot; the smallest size, the training one, is marked; sizes that were not applicable are named
-  in the legend;
+* ``<metric>_by_length.png`` — a synthetic task's verdict metric (``test/exact_match``) at each test
+  size (``test/exact_match@<size>``, src/objectives/synthetic.py) per variant: mean over the verdict
+  seeds, each seed a dot; the smallest size, the training one, is marked; sizes that were not
+  applicable are named in the legend;
 * ``grad_norms.png`` — per-layer gradient norm at the first logged step per variant, one
   panel per stack (decoder, encoder);
 * ``<metric>_vs_<factor>.png`` — each reported metric against a numeric factor with at least
@@ -189,8 +189,9 @@ def extrapolation(
 def by_length(
     rows: Sequence[VariantRow], out: Path, metric: str = "test/exact_match"
 ) -> Path | None:
-    """``metric`` against the test size (``<metric>@<size>``) per variant: the mean over the verdict runs,
-    each seed a dot. The test sizes start at the training size (src/data/synthetic/base.py), marked 1×."""
+    """``metric`` against the test size (``<metric>@<size>``) per variant: the mean over the verdict
+    runs, each seed a dot. The test sizes start at the training size (src/data/synthetic/base.py),
+    marked 1×."""
     sizes = sorted(
         {
             int(k.rsplit("@", 1)[1])
@@ -250,7 +251,8 @@ def by_length(
 
 def grad_norms(rows: Sequence[VariantRow], out: Path, kind: str = "ffn") -> Path | None:
     """Per-layer gradient norms (first recorded step) per variant; one panel per stack. ``kind``:
-    ``ffn`` (the FFN weight matrices, the quantity of Xiong et al. 2020, Fig. 3), ``attn`` or ``block``."""
+    ``ffn`` (the FFN weight matrices, the quantity of Xiong et al. 2020, Fig. 3), ``attn`` or
+    ``block``."""
     data: dict[str, list[tuple[str, int, list[float]]]] = {}
     for i, row in enumerate(rows):
         per_stack: dict[str, list[list[float]]] = {}
@@ -364,7 +366,8 @@ def tuning(
 
 
 def numeric_factors(rows: Sequence[VariantRow], factors: Sequence[str]) -> list[str]:
-    """The factors whose values are all numbers, with at least three distinct ones (a trend, not a pair)."""
+    """The factors whose values are all numbers, with at least three distinct ones (a trend, not a
+    pair)."""
     out = []
     for key in factors:
         vals = {row.variant.values().get(key) for row in rows}
@@ -382,8 +385,9 @@ def against_factor(
     others: Sequence[str],
     summaries: Sequence[Any],
 ) -> Path | None:
-    """``metric`` (mean and 95 % interval over seeds; ``summaries`` in row order) against the numeric
-    ``factor``, one line per combination of the ``others`` factors. Log x when the values span ≥ 8×."""
+    """``metric`` (mean and 95 % interval over seeds; ``summaries`` in row order) against the
+    numeric ``factor``, one line per combination of the ``others`` factors. Log x when the values
+    span ≥ 8×."""
     lines: dict[str, list[tuple[float, Any]]] = {}
     for row, s in zip(rows, summaries):
         if s.mean is None:

@@ -1,12 +1,12 @@
-"""Probe curves over training in ``python -m src.report`` (the probe callback's figures, docs/probes.md).
+"""Probe curves over training in ``python -m src.report`` (the probe callback's figures,
+docs/probes.md).
 
 For each probe one PNG, ``probe_<name>.png``, with one line per variant: the mean over its runs
 (seeds) at each probed step, and the min–max over seeds as a band. A per-layer probe
 (``attn_entropy``, ``sink_mass``, ``lens_loss``) gets a panel per layer. The induction figure names
-each variant's induction steps in its legend, a run that never reached the threshold as "not reached".
-The curves are read from the runs' ``csv/version_*/metrics.csv`` (the CSV logger), where the callback
-logs each figure at the optimizer step it was taken.
-"""
+each variant's induction steps in its legend, a run that never reached the threshold as "not
+reached". The curves are read from the runs' ``csv/version_*/metrics.csv`` (the CSV logger), where
+the callback logs each figure at the optimizer step it was taken."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ _LAYER = re.compile(r"^probe/(\w+)@(.*)$")
 
 
 def probe_history(run: RunRecord) -> dict[str, dict[int, float]]:
-    """``{figure: {step: value}}`` of every ``probe/...`` column of the run's CSV logs (a resumed run's later
-    versions win)."""
+    """``{figure: {step: value}}`` of every ``probe/...`` column of the run's CSV logs (a resumed
+    run's later versions win)."""
     out: dict[str, dict[int, float]] = {}
     for _, _, step, row in csv_log_rows(run.path):
         for key, cell in row.items():
@@ -58,7 +58,8 @@ def _band(
 
 
 def probe_curves(rows: Sequence[VariantRow], out: Path) -> dict[str, Path | None]:
-    """One figure per probe found in the runs' logs: ``{title: path}`` (an empty dict when no run probed)."""
+    """One figure per probe found in the runs' logs: ``{title: path}`` (an empty dict when no run
+    probed)."""
     histories = [[probe_history(r) for r in row.runs] for row in rows]
     keys = {k for per_row in histories for h in per_row for k in h}
     figures: dict[str, Path | None] = {}

@@ -93,8 +93,8 @@ def _ci(lo: float | None, hi: float | None, digits: int = 3) -> str:
 
 def one_line(text: str) -> str:
     """``text`` with every control character (newlines, escapes, bidi overrides) written as its
-    ``\\n``/``\\x1b``/``\\u202e`` escape: text read from a run (an override, an error) stays on its line
-    of report.md and cannot add lines, headings or terminal codes of its own."""
+    ``\\n``/``\\x1b``/``\\u202e`` escape: text read from a run (an override, an error) stays on its
+    line of report.md and cannot add lines, headings or terminal codes of its own."""
     return "".join(
         ch
         if ch == "\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp")
@@ -110,8 +110,9 @@ def write_csv(
     *,
     root: Path | None = None,
 ) -> Path:
-    """``records`` as CSV at ``path`` (``columns`` first, then every other key in order of appearance),
-    atomically and confined to ``root`` (src/files.py); the csv module quotes any newline in a value."""
+    """``records`` as CSV at ``path`` (``columns`` first, then every other key in order of
+    appearance), atomically and confined to ``root`` (src/files.py); the csv module quotes any
+    newline in a value."""
     keys = list(columns)
     for r in records:
         keys += [k for k in r if k not in keys]
@@ -208,8 +209,9 @@ def run_records(report: Report) -> list[dict[str, Any]]:
 
 
 def provenance_lines(report: Report) -> list[str]:
-    """What code, libraries and devices the verdict runs came from (metrics.json's ``provenance``), and a
-    warning when they differ within the study: a comparison across commits or versions is not one factor."""
+    """What code, libraries and devices the verdict runs came from (metrics.json's ``provenance``),
+    and a warning when they differ within the study: a comparison across commits or versions is not
+    one factor."""
     runs = [
         r for row in report.rows if row.evaluation_of is None for r in row.runs
     ]  # trained runs, each once
@@ -257,14 +259,15 @@ def provenance_lines(report: Report) -> list[str]:
     lines.append("")
     if differ:
         lines += [
-            f"**Warning: the verdict runs differ in {', '.join(differ)}.** Their differences mix the variants' "
-            "effect with the code's or the libraries'; rerun them on one commit and one environment.",
+            f"**Warning: the verdict runs differ in {', '.join(differ)}.** Their differences mix "
+            "the variants' effect with the code's or the libraries'; rerun them on one commit and "
+            "one environment.",
             "",
         ]
     if dirty:
         lines += [
-            f"{plural(dirty, 'verdict run')} ran from a tree with uncommitted changes (`git_diff_sha256` "
-            "identifies the diff).",
+            f"{plural(dirty, 'verdict run')} ran from a tree with uncommitted changes "
+            "(`git_diff_sha256` identifies the diff).",
             "",
         ]
     if missing:
@@ -380,7 +383,8 @@ def _verdict_cells(c: Comparison | None, baseline: bool, digits: int = 3) -> lis
 
 
 def _tests_text(report: Report) -> str:
-    """Which tests the family used: paired by seed where both sides share seeds and data order, else Welch's."""
+    """Which tests the family used: paired by seed where both sides share seeds and data order, else
+    Welch's."""
     used = Counter(c.test for c in report.comparisons if c.test)
     if not used:
         return "No test could be made"
@@ -396,7 +400,8 @@ def _tests_text(report: Report) -> str:
 
 
 def _pairing_lines(report: Report) -> list[str]:
-    """The primary metric's comparisons: their test, pairs and pairing correlation, or why they are not paired."""
+    """The primary metric's comparisons: their test, pairs and pairing correlation, or why they are
+    not paired."""
     rows = []
     for c in report.comparisons:
         if c.metric != report.protocol.metric or not c.test:
@@ -418,7 +423,8 @@ def _pairing_lines(report: Report) -> list[str]:
 
 def _seeds_lines(report: Report) -> list[str]:
     """When no comparison on the verdict metric reaches a verdict: say so once, and how many seeds
-    per variant a verdict on each observed |Δ| would need at the observed spread (α/m, 80 % power)."""
+    per variant a verdict on each observed |Δ| would need at the observed spread (α/m, 80 %
+    power)."""
     primary = [c for c in report.comparisons if c.metric == report.protocol.metric]
     if not primary or any(c.verdict in ("better", "worse", "equivalent") for c in primary):
         return []
@@ -450,18 +456,20 @@ def _seeds_lines(report: Report) -> list[str]:
             + f" ({'paired' if c.test == 'paired' else 'Welch'}, now {min(c.n)})"
         )
     needs += [
-        f"{'all ' if k == len(primary) and k > 1 else ''}{plural(k, 'comparison')}: no spread to plan from ({reason})"
+        f"{'all ' if k == len(primary) and k > 1 else ''}{plural(k, 'comparison')}: no spread to "
+        f"plan from ({reason})"
         for reason, k in no_spread.items()
     ]
     return [
-        "**Too few seeds for a verdict.** No comparison on the verdict metric is better, worse or equivalent. "
-        f"At the observed spreads (α/m, {POWER:.0%} power): " + "; ".join(needs) + ".",
+        "**Too few seeds for a verdict.** No comparison on the verdict metric is better, worse or "
+        f"equivalent. At the observed spreads (α/m, {POWER:.0%} power): " + "; ".join(needs) + ".",
         "",
     ]
 
 
 def _scored_lines(report: Report) -> list[str]:
-    """Which weights the verdict metric scored in the verdict runs: the best by validation, or the final ones, at which step."""
+    """Which weights the verdict metric scored in the verdict runs: the best by validation, or the
+    final ones, at which step."""
     seen: Counter = Counter()
     for row in report.rows:
         for r in (
@@ -481,7 +489,8 @@ def _scored_lines(report: Report) -> list[str]:
         for (k, s), n in sorted(seen.items(), key=lambda x: (str(x[0][0]), x[0][1] or 0))
     ]
     return [
-        f"Weights the verdict scored: {'; '.join(parts)}. The compute below counts the training tokens up to them.",
+        f"Weights the verdict scored: {'; '.join(parts)}. The compute below counts the training "
+        "tokens up to them.",
         "",
     ]
 
@@ -500,7 +509,8 @@ def _comparisons_text(comparisons: str) -> str:
 
 
 def _factorial_lines(report: Report) -> list[str]:
-    """A hint when the variants form a full grid over two or more factors but only the baseline is compared."""
+    """A hint when the variants form a full grid over two or more factors but only the baseline is
+    compared."""
     if report.protocol.comparisons != "baseline" or len(report.varying) < 2:
         return []
     cells = {tuple(row.variant.values().get(k) for k in report.varying) for row in report.rows}
@@ -517,8 +527,9 @@ def _factorial_lines(report: Report) -> list[str]:
 
 
 def not_applicable(row: VariantRow, key: str) -> str | None:
-    """Why ``extrapolation/ppl@<f>x`` is missing for this variant (extrapolation.json or metrics.json), or a
-    run-level value a run records as null with a ``<key>_reason`` (``probe/induction_step``: "not reached: …")."""
+    """Why ``extrapolation/ppl@<f>x`` is missing for this variant (extrapolation.json or
+    metrics.json), or a run-level value a run records as null with a ``<key>_reason``
+    (``probe/induction_step``: "not reached: …")."""
     reasons = sorted(
         {
             str(r.metrics[f"{key}_reason"])
@@ -550,18 +561,18 @@ def not_applicable(row: VariantRow, key: str) -> str | None:
 
 
 def _evaluation_lines(evaluated: Sequence[VariantRow]) -> list[str]:
-    """What the evaluation-time variants are (``--eval-variants``): the same weights, scored with a RoPE scaling."""
+    """What the evaluation-time variants are (``--eval-variants``): the same weights, scored with a
+    RoPE scaling."""
     if not evaluated:
         return []
     names = ", ".join(f"{row.label} (of {row.evaluation_of})" for row in evaluated)
     return [
-        "**Evaluation-time variants** (`--eval-variants`): the `eval.rope_scaling=<name>` variants are not trained "
-        "runs but the same trained weights as the variant they name, scored with that RoPE scaling applied at "
-        "evaluation time (each run's `extrapolation/<name>/*` figures as its `extrapolation/*`); they share its "
-        "seeds, selection and data order, so they pair by seed, and they are compared only on the `extrapolation/*` "
-        "figures the scaling changed (not on `test/*`, which are the trained variant's own): "
-        + names
-        + ". "
+        "**Evaluation-time variants** (`--eval-variants`): the `eval.rope_scaling=<name>` variants "
+        "are not trained runs but the same trained weights as the variant they name, scored with "
+        "that RoPE scaling applied at evaluation time (each run's `extrapolation/<name>/*` figures "
+        "as its `extrapolation/*`); they share its seeds, selection and data order, so they pair "
+        "by seed, and they are compared only on the `extrapolation/*` figures the scaling changed "
+        "(not on `test/*`, which are the trained variant's own): " + names + ". "
         "`runs.csv` marks their rows in `evaluation_of`.",
         "",
     ]
@@ -637,8 +648,9 @@ def _secondary_comparison(report: Report, key: str, row_index: int) -> Compariso
 
 
 def _roots_text(roots: Sequence[str], most: int = 3) -> str:
-    """The run roots a report read: each one when there are few, else their count and common parent (a shell glob
-    over a sweep's run directories would otherwise fill the report's first paragraph; runs.csv lists every run)."""
+    """The run roots a report read: each one when there are few, else their count and common parent
+    (a shell glob over a sweep's run directories would otherwise fill the report's first paragraph;
+    runs.csv lists every run)."""
     if len(roots) <= most:
         return ", ".join(f"`{r}`" for r in roots)
     try:
@@ -649,8 +661,8 @@ def _roots_text(roots: Sequence[str], most: int = 3) -> str:
 
 
 def _verdict_keys(metric: str, rows: Sequence[VariantRow]) -> list[str]:
-    """The verdict metric and its per-length forms (``test/exact_match@12``: src/objectives/synthetic.py)
-    that the tune runs recorded, in length order."""
+    """The verdict metric and its per-length forms (``test/exact_match@12``:
+    src/objectives/synthetic.py) that the tune runs recorded, in length order."""
     found = {
         k
         for row in rows
@@ -671,7 +683,8 @@ def render_markdown(
     plots: dict[str, Path | None],
     left_out: dict[str, int] | None = None,
 ) -> str:
-    """``left_out``: the runs ``--stages`` kept out of the report, counted per stage (None: every run is in)."""
+    """``left_out``: the runs ``--stages`` kept out of the report, counted per stage (None: every
+    run is in)."""
     p, rows = report.protocol, report.rows
     lines: list[str] = [f"# {title}", ""]
     total_wall = sum(r.metric("wall_time_s") or 0.0 for r in runs)
@@ -697,7 +710,8 @@ def render_markdown(
                 else "the runs found hold no other stage."
             )
             + (
-                " Without verdict runs (the confirm stage), it shows the choices of the tune stage and no verdict."
+                " Without verdict runs (the confirm stage), it shows the choices of the tune stage "
+                "and no verdict."
                 if not any(counted(row.runs) for row in report.rows)
                 else ""
             ),
@@ -734,9 +748,10 @@ def render_markdown(
         + (f" and {len(report.secondary)} secondary metric(s)" if report.secondary else "")
         + f": {plural(len(report.comparisons), 'comparison')}, {report.m} with a test. "
         + (
-            f"{_tests_text(report)}, two-sided, Holm-corrected over all {report.m} at α = {report.alpha}; equivalence "
-            f"margin {margin_text} (TOST, Holm-corrected); MDE = the smallest |Δ| the comparison's test at α/m = "
-            f"{report.alpha / max(report.m, 1):.3g} detects with {POWER:.0%} power given the observed spreads."
+            f"{_tests_text(report)}, two-sided, Holm-corrected over all {report.m} at α = "
+            f"{report.alpha}; equivalence margin {margin_text} (TOST, Holm-corrected); MDE = the "
+            f"smallest |Δ| the comparison's test at α/m = {report.alpha / max(report.m, 1):.3g} "
+            f"detects with {POWER:.0%} power given the observed spreads."
             if report.m
             else "No comparison has a test (see the reasons in the table), so nothing is corrected and no "
             "verdict is possible."
@@ -762,8 +777,8 @@ def render_markdown(
         )
     else:
         lines += [
-            "None: no run of the report is a verdict run, so no variant has a figure to test. Chosen per variant "
-            "(Tuning, below): "
+            "None: no run of the report is a verdict run, so no variant has a figure to test. "
+            "Chosen per variant (Tuning, below): "
             + "; ".join(
                 f"{row.label} "
                 + (", ".join(f"{k}={v}" for k, v in (row.tuned.chosen or {}).items()) or "–")
@@ -773,7 +788,8 @@ def render_markdown(
         ]
     lines += [
         "",
-        "`⚠ edge`: the chosen value is the smallest or largest candidate; the optimum may lie outside the grid."
+        "`⚠ edge`: the chosen value is the smallest or largest candidate; the optimum may lie "
+        "outside the grid."
         if any(r.tuned.edge for r in rows)
         else "",
         "",
@@ -786,22 +802,26 @@ def render_markdown(
         lines += [
             "## Compute",
             "",
-            "| variant | params | training FLOPs / token | training tokens | training FLOPs | matched | tok/s | wall s |",
+            "| variant | params | training FLOPs / token | training tokens | training FLOPs | "
+            "matched | tok/s | wall s |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for row in rows:
             c = row.compute
             lines.append(
-                f"| {row.label} | {thousands(c.params.mean)} | {significant(c.flops_per_token.mean, 4)} | {thousands(c.tokens.mean)} | "
-                f"{significant(c.train_flops.mean, 4)} | {c.match} | {thousands(c.throughput.mean)} | {fixed(c.wall.mean, 0)} |"
+                f"| {row.label} | {thousands(c.params.mean)} | "
+                f"{significant(c.flops_per_token.mean, 4)} | {thousands(c.tokens.mean)} | "
+                f"{significant(c.train_flops.mean, 4)} | {c.match} | "
+                f"{thousands(c.throughput.mean)} | {fixed(c.wall.mean, 0)} |"
             )
         lines += [
             "",
-            "Means over the verdict runs. FLOPs per token are the model's own count (forward + backward, "
-            "`budget.json`); training tokens are those up to the weights the verdict scored; training FLOPs = FLOPs per token × those tokens."
+            "Means over the verdict runs. FLOPs per token are the model's own count (forward + "
+            "backward, `budget.json`); training tokens are those up to the weights the verdict "
+            "scored; training FLOPs = FLOPs per token × those tokens."
             + (
-                " An evaluation-time variant's row repeats the training of the variant whose weights it scores (spent "
-                "once; not in the total wall time above)."
+                " An evaluation-time variant's row repeats the training of the variant whose "
+                "weights it scores (spent once; not in the total wall time above)."
                 if evaluated
                 else ""
             ),
@@ -812,8 +832,9 @@ def render_markdown(
     if p.tune:
         lines += [f"## Tuning (selection on `{p.select}`)", ""]
         keys = list(p.tune)
-        # a report without verdict runs (--stages tune) shows the candidates' own verdict-metric figures: the only
-        # ones it has (read, never used for the choice, which is on the selection metric alone)
+        # a report without verdict runs (--stages tune) shows the candidates' own verdict-metric
+        # figures: the only ones it has (read, never used for the choice, which is on the selection
+        # metric alone)
         shown = [] if verdicts else _verdict_keys(p.metric, rows)
         lines += [
             "| variant | "
@@ -844,8 +865,9 @@ def render_markdown(
         if shown:
             lines += [
                 "",
-                f"No verdict runs: {', '.join(f'`{k}`' for k in shown)} are the tune runs' own (mean over "
-                "their seeds), shown for reading; the choice is on the selection metric alone.",
+                f"No verdict runs: {', '.join(f'`{k}`' for k in shown)} are the tune runs' own "
+                "(mean over their seeds), shown for reading; the choice is on the selection "
+                "metric alone.",
             ]
         notes = [f"- {row.label}: {n}" for row in rows for n in row.tuned.notes]
         lines += [""] + (notes + [""] if notes else [])
@@ -886,15 +908,17 @@ def render_markdown(
         lines += [
             "## n-gram references",
             "",
-            "Interpolated Kneser-Ney models fitted on the training split with the runs' tokenisation, scored on the "
-            "same validation and test tokens the runs were scored on (`ngram.json` of each run).",
+            "Interpolated Kneser-Ney models fitted on the training split with the runs' "
+            "tokenisation, scored on the same validation and test tokens the runs were scored on "
+            "(`ngram.json` of each run).",
             "",
             "| reference | val loss | val tokens | test loss | test tokens |",
             "|---|---|---|---|---|",
         ]
         for ref in report.references:
             lines.append(
-                f"| {ref.name} | {fixed(ref.val, 4)} | {thousands(ref.val_tokens)} | {fixed(ref.test, 4)} | {thousands(ref.test_tokens)} |"
+                f"| {ref.name} | {fixed(ref.val, 4)} | {thousands(ref.val_tokens)} | "
+                f"{fixed(ref.test, 4)} | {thousands(ref.test_tokens)} |"
             )
         lines.append("")
 
@@ -909,8 +933,9 @@ def render_markdown(
         for row in matched:
             m = next(r.match for r in row.runs if r.match)
             lines.append(
-                f"| {row.label} | `{m.get('reference')}` | {m['reference_params']:,} | {m['params']:,} | "
-                f"{100 * m['rel_error']:+.2f}% | {m.get('before')} → {m.get('solved')} |"
+                f"| {row.label} | `{m.get('reference')}` | {m['reference_params']:,} | "
+                f"{m['params']:,} | {100 * m['rel_error']:+.2f}% | {m.get('before')} → "
+                f"{m.get('solved')} |"
             )
         lines.append("")
 
@@ -924,10 +949,11 @@ def render_markdown(
     lines += [
         "## Runs",
         "",
-        "Outcomes: ok; no validation (ended before its first validation: not selectable, its test metrics count); "
-        "diverged (a non-finite loss only; left out of means, counted here); failed (error below); incomplete "
-        "(no metrics.json). `n` counts the seeds with a finite value. Every run, its stage, its role "
-        "(selection / verdict) and every final metric: `runs.csv`; every comparison: `comparisons.csv`.",
+        "Outcomes: ok; no validation (ended before its first validation: not selectable, its test "
+        "metrics count); diverged (a non-finite loss only; left out of means, counted here); "
+        "failed (error below); incomplete (no metrics.json). `n` counts the seeds with a finite "
+        "value. Every run, its stage, its role (selection / verdict) and every final metric: "
+        "`runs.csv`; every comparison: `comparisons.csv`.",
         "",
     ]
     if errors:

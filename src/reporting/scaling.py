@@ -1,4 +1,5 @@
-"""Does a ranking survive scale? The scaling analysis of a study sweep (conf/experiment/study_scaling.yaml):
+"""Does a ranking survive scale? The scaling analysis of a study sweep
+(conf/experiment/study_scaling.yaml):
 
     python -m src.report scaling <sweep dir>... [--size KEY] [--metric test/loss] [--out DIR] [--boot 1000]
 
@@ -124,7 +125,8 @@ def analyse(
     size_key = size_key or size_factor(tuned, varying)
     if size_key not in varying:
         raise ValueError(
-            f"--size {size_key!r} is not a key that varies between the runs' variants: {list(varying)}"
+            f"--size {size_key!r} is not a key that varies between the runs' variants: "
+            f"{list(varying)}"
         )
     arm_keys = [k for k in varying if k != size_key]
     points, notes = [], []
@@ -152,8 +154,8 @@ def analyse(
                 )
         if len(kept) < len(t.verdict_runs) or not t.verdict_runs:
             notes.append(
-                f"{t.variant.label(varying)}: {len(kept)} of {len(t.verdict_runs)} verdict run(s) usable"
-                + ("; " + "; ".join(t.notes) if t.notes else "")
+                f"{t.variant.label(varying)}: {len(kept)} of {len(t.verdict_runs)} verdict run(s) "
+                "usable" + ("; " + "; ".join(t.notes) if t.notes else "")
             )
     base = dict(x.split("=", 1) for x in (protocol.baseline or "").split(",") if "=" in x)
     base_arm = ", ".join(canonical(base.get(k, "")) for k in arm_keys)
@@ -246,8 +248,8 @@ def render(a: ScalingAnalysis, title: str, plot: Path | None) -> str:
         f"# {title}",
         "",
         f"Metric: `{a.metric}` of each arm's verdict runs at its chosen learning rate, against "
-        f"parameters N (size factor `{a.size_key}`). Fit per arm on the mean over seeds at each size: "
-        "L(N) = E + A·N^(−α); intervals: 95 % bootstrap over seeds.",
+        f"parameters N (size factor `{a.size_key}`). Fit per arm on the mean over seeds at each "
+        "size: L(N) = E + A·N^(−α); intervals: 95 % bootstrap over seeds.",
         "",
         "| arm | sizes | N range | E | A | α | α 95 % CI | E 95 % CI | fit RMSE |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -276,7 +278,9 @@ def render(a: ScalingAnalysis, title: str, plot: Path | None) -> str:
         "",
         "## Where the fitted curves cross",
         "",
-        f"Measured range: N = {significant(min(p.params for p in a.points))}–{significant(max(p.params for p in a.points))}; "
+        "Measured range: N = "
+        f"{significant(min(p.params for p in a.points))}–{significant(max(p.params for p in a.points))}; "
+        ""
         f'"beyond": above the largest size, up to ×{BEYOND:g} it (an extrapolation of the fits).',
         "",
         "| arms | crossing N | inside the measured range | bootstrap pairs crossing inside | "
@@ -287,8 +291,9 @@ def render(a: ScalingAnalysis, title: str, plot: Path | None) -> str:
         share = "—" if c.boot_share is None else f"{100 * c.boot_share:.0f} %"
         after = "—" if c.boot_share_beyond is None else f"{100 * c.boot_share_beyond:.0f} %"
         lines.append(
-            f"| {c.arms[0]} vs {c.arms[1]} | {', '.join(significant(n) for n in c.at) or f'none within ×{SEARCH:g} of the range'}"
-            f" | {'yes' if c.inside else 'no'} | {share} | {'yes' if c.beyond else 'no'} | {after} |"
+            f"| {c.arms[0]} vs {c.arms[1]} | "
+            f"{', '.join(significant(n) for n in c.at) or f'none within ×{SEARCH:g} of the range'} "
+            f"| {'yes' if c.inside else 'no'} | {share} | {'yes' if c.beyond else 'no'} | {after} |"
         )
     if plot:
         lines += ["", f"![loss vs parameters]({plot.name})"]
@@ -306,7 +311,8 @@ def make_scaling_report(
     seed: int = 0,
     title: str | None = None,
 ) -> dict[str, Path]:
-    """Analyse the runs under ``roots`` and write the files (module docstring) to ``out`` (default roots[0])."""
+    """Analyse the runs under ``roots`` and write the files (module docstring) to ``out`` (default
+    roots[0])."""
     runs = load_runs(roots)
     protocol = (
         merge_protocols([p for r in runs if (p := Protocol.from_config(r.config)) is not None])
@@ -319,7 +325,8 @@ def make_scaling_report(
     a = analyse(runs, protocol, size_key, metric, n_boot, seed)
     if not a.points:
         raise ValueError(
-            f"no verdict run with a finite {metric or protocol.metric} under {', '.join(map(str, roots))}"
+            f"no verdict run with a finite {metric or protocol.metric} under "
+            f"{', '.join(map(str, roots))}"
         )
     out_dir = Path(out or roots[0])
     out_dir.mkdir(parents=True, exist_ok=True)

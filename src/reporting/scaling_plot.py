@@ -29,7 +29,8 @@ def plot_scaling(
     out: Path,
     metric: str,
 ) -> Path | None:
-    """``points``: objects with ``arm``, ``params``, ``loss``; ``crossings``: with ``arms`` and ``at``."""
+    """``points``: objects with ``arm``, ``params``, ``loss``; ``crossings``: with ``arms`` and
+    ``at``."""
     if not points:
         return None
     arms = list(dict.fromkeys([*fits, *(p.arm for p in points)]))

@@ -144,7 +144,8 @@ def welch_se_df(a: Sequence[float], b: Sequence[float]) -> tuple[float, float] |
 
 
 def power_at(effect: float, se: float, df: float, alpha: float) -> float:
-    """Probability that a two-sided t-test at ``alpha`` rejects when the true difference is ``effect``."""
+    """Probability that a two-sided t-test at ``alpha`` rejects when the true difference is
+    ``effect``."""
     crit = stats.t.ppf(1 - alpha / 2, df)
     nc = abs(effect) / se
     upper, lower = float(stats.nct.sf(crit, df, nc)), float(stats.nct.cdf(-crit, df, nc))
@@ -157,7 +158,8 @@ def power_at(effect: float, se: float, df: float, alpha: float) -> float:
 def minimum_detectable_effect(
     a: Sequence[float], b: Sequence[float], alpha: float = 0.05, power: float = POWER
 ) -> float | None:
-    """Smallest ``|Δ|`` Welch's test at ``alpha`` detects with probability ``power`` (observed spreads)."""
+    """Smallest ``|Δ|`` Welch's test at ``alpha`` detects with probability ``power`` (observed
+    spreads)."""
     se_df = welch_se_df(a, b)
     return None if se_df is None else detectable_effect(*se_df, alpha=alpha, power=power)
 
@@ -188,7 +190,8 @@ class PairedTest:
 
 
 def _paired(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray] | None:
-    """Both as arrays when there are >= 2 pairs of finite values and the differences vary; else None."""
+    """Both as arrays when there are >= 2 pairs of finite values and the differences vary; else
+    None."""
     xa, xb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if xa.shape != xb.shape or xa.size < 2 or not (np.isfinite(xa).all() and np.isfinite(xb).all()):
         return None
@@ -255,10 +258,10 @@ def seeds_needed(
     paired: bool = False,
     most: int = 1000,
 ) -> int | None:
-    """Seeds per variant at which the test at ``alpha`` finds ``|delta|`` with probability ``power``,
-    at the given spreads: Welch's (``sd_a``, ``sd_b``: the two samples' standard deviations) or the
-    paired test (``paired``: ``sd_a`` is the standard deviation of the per-seed differences).
-    None when ``delta`` is 0 or more than ``most`` seeds would be needed."""
+    """Seeds per variant at which the test at ``alpha`` finds ``|delta|`` with probability
+    ``power``, at the given spreads: Welch's (``sd_a``, ``sd_b``: the two samples' standard
+    deviations) or the paired test (``paired``: ``sd_a`` is the standard deviation of the per-seed
+    differences). None when ``delta`` is 0 or more than ``most`` seeds would be needed."""
     if not delta or not math.isfinite(delta):
         return None
     for n in range(2, most + 1):

@@ -28,9 +28,11 @@ from src.studies.protocol import Protocol, compared_factor
 from src.studies.runs import RunRecord, Variant, finite
 from src.studies.tuning import TunedVariant
 
-#: Secondary metrics reported when the runs have them and no protocol names its own (fnmatch patterns).
+#: Secondary metrics reported when the runs have them and no protocol names its own (fnmatch
+#: patterns).
 DEFAULT_SECONDARY = ("extrapolation/ppl@*", "*/bleu", "*/chrf", "grad_norm/*.last_over_first")
-#: Overrides that ``python -m src.study`` solves per variant under flops / tokens matching (not factors).
+#: Overrides that ``python -m src.study`` solves per variant under flops / tokens matching (not
+#: factors).
 MATCHED_KEYS = ("trainer.max_steps",)
 
 
@@ -63,8 +65,9 @@ class VariantRow:
     )
 
     def compared_on(self, key: str) -> bool:
-        """Whether the row enters a comparison on ``key``: always, unless it is an evaluation-time variant and
-        ``key`` is not a figure its scaling changed (a repeat of its parent's would only inflate the family)."""
+        """Whether the row enters a comparison on ``key``: always, unless it is an evaluation-time
+        variant and ``key`` is not a figure its scaling changed (a repeat of its parent's would only
+        inflate the family)."""
         return self.evaluation_of is None or changed_by_scaling(counted(self.runs), key)
 
     @property
@@ -82,8 +85,8 @@ class VariantRow:
 
     @property
     def diverged(self) -> tuple[int, int]:
-        """(diverged, counted) verdict runs: a variant that fails on some seeds is never hidden by the
-        mean over the seeds that survived (the mean leaves the non-finite ones out)."""
+        """(diverged, counted) verdict runs: a variant that fails on some seeds is never hidden by
+        the mean over the seeds that survived (the mean leaves the non-finite ones out)."""
         outcomes = [run_outcome(r) for r in counted(self.runs)]
         return sum(o == "diverged" for o in outcomes), len(outcomes)
 
@@ -132,7 +135,8 @@ def _natural(key: str) -> tuple[Any, ...]:
 def metric_keys(
     runs: Sequence[RunRecord], patterns: Sequence[str], exclude: Sequence[str] = ()
 ) -> list[str]:
-    """metrics keys matching ``patterns`` (numbers or nulls in at least one run), in pattern order."""
+    """metrics keys matching ``patterns`` (numbers or nulls in at least one run), in pattern
+    order."""
     keys: list[str] = []
     for pat in patterns:
         found = sorted(
@@ -150,7 +154,8 @@ def metric_keys(
 
 
 def short_label(variant: Variant, keys: Sequence[str]) -> str:
-    """``model.n_layer=6, optim.lr=0.01`` -> ``n_layer=6, lr=0.01`` (full keys when shortening is ambiguous)."""
+    """``model.n_layer=6, optim.lr=0.01`` -> ``n_layer=6, lr=0.01`` (full keys when shortening is
+    ambiguous)."""
     short = [k.replace("/", ".").split(".")[-1] for k in keys]
     if len(set(short)) < len(short):
         return variant.label(keys)
@@ -168,8 +173,9 @@ def values(runs: Sequence[RunRecord], key: str) -> list[float]:
     return finite(r.metric(key) for r in counted(runs))
 
 
-#: config keys that, with the seed, fix a run's batches (``src.data.batches``: a batch is a pure function of
-#: seed, rank and batch index, given the data, the window length, the batch size and the world size)
+#: config keys that, with the seed, fix a run's batches (``src.data.batches``: a batch is a pure
+#: function of seed, rank and batch index, given the data, the window length, the batch size and the
+#: world size)
 DATA_ORDER_KEYS = (
     "data",
     "block_size",
@@ -197,7 +203,8 @@ def _node(config: dict[str, Any], key: str) -> Any:
 def compare_rows(
     key: str, a: VariantRow, b: VariantRow, margin: float | None, pairing: str
 ) -> Comparison:
-    """``a`` against ``b`` on ``key``, paired by seed where both read the same batches for a seed."""
+    """``a`` against ``b`` on ``key``, paired by seed where both read the same batches for a
+    seed."""
     ra, rb = counted(a.runs), counted(b.runs)
     same_data = len({data_order(r) for r in (*ra, *rb)}) == 1
     return compare(
@@ -214,8 +221,9 @@ def compare_rows(
 
 
 def scored_tokens(run: RunRecord) -> float | None:
-    """Training tokens up to the weights the run's test scored: ``tokens_seen`` scaled to ``scored_step``
-    (metrics.json: the best checkpoint's step, or the final one); all of them without that record."""
+    """Training tokens up to the weights the run's test scored: ``tokens_seen`` scaled to
+    ``scored_step`` (metrics.json: the best checkpoint's step, or the final one); all of them
+    without that record."""
     tokens, step, total = (
         run.metric("tokens_seen"),
         run.metric("scored_step"),
@@ -258,8 +266,8 @@ def references_of(rows: Sequence[VariantRow], baseline: int) -> tuple[list[Refer
                 ).append(row.label)
     if not found:
         return [], (
-            "no run has ngram.json: add the NgramReference callback (conf/experiment/study_common.yaml has it) "
-            "for smoothed n-gram reference rows"
+            "no run has ngram.json: add the NgramReference callback "
+            "(conf/experiment/study_common.yaml has it) for smoothed n-gram reference rows"
         )
     base = rows[baseline].label if rows else None
     key = next((k for k, labels in found.items() if base in labels), next(iter(found)))
@@ -326,12 +334,13 @@ def build_report(
         )
     comps: list[Comparison] = []
     pairs = [(i, baseline) for i in range(len(rows)) if i != baseline]
-    # under flops / tokens matching each variant carries its solved trainer.max_steps (python -m src.study):
-    # a consequence of the factors, not a factor of its own
+    # under flops / tokens matching each variant carries its solved trainer.max_steps (python -m
+    # src.study): a consequence of the factors, not a factor of its own
     keys = [k for k in varying if not (k in MATCHED_KEYS and protocol.match in ("flops", "tokens"))]
     along = compared_factor(protocol.comparisons)
     if along is not None:
-        # an ablation: each variant against the same variant under another value of `along`, and nothing else
+        # an ablation: each variant against the same variant under another value of `along`, and
+        # nothing else
         if along not in varying:
             raise ConfigError(
                 f"--comparisons {protocol.comparisons}: {along!r} is not a factor these runs vary; "
@@ -344,7 +353,8 @@ def build_report(
                 if a.get(along) != b.get(along) and all(
                     a.get(k) == b.get(k) for k in keys if k != along
                 ):
-                    # (variant, reference): the later-listed side is the variant, unless it is the baseline
+                    # (variant, reference): the later-listed side is the variant, unless it is the
+                    # baseline
                     pairs.append((i, j) if j == baseline else (j, i))
     elif protocol.comparisons == "one_factor":
         for i in range(len(rows)):

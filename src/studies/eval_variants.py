@@ -20,9 +20,9 @@ Every run of the variant is derived, not only those holding the scaling's figure
 diverged or failed has none, and leaving it out would let the derived variant's selection choose
 another value than its parent's. A derived run shares its parent's seed and data order, so it pairs
 with every variant by seed; it is compared only on the figures its scaling changed
-(``changed_by_scaling``), never on numbers that repeat its parent's. The per-scaling secondary metrics
-(``extrapolation/<name>/…``) leave the report (``without_scaled``): the derived variants carry them.
-"""
+(``changed_by_scaling``), never on numbers that repeat its parent's. The per-scaling secondary
+metrics (``extrapolation/<name>/…``) leave the report (``without_scaled``): the derived variants
+carry them."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ SCALED = re.compile(r"^extrapolation/([^/]+)/ppl@[^/]+$")
 
 
 def scaling_names(run: RunRecord) -> list[str]:
-    """The scalings with at least one finite ``extrapolation/<name>/ppl@<f>x`` in the run's metrics, sorted."""
+    """The scalings with at least one finite ``extrapolation/<name>/ppl@<f>x`` in the run's metrics,
+    sorted."""
     names = set()
     for key in run.metrics or {}:
         m = SCALED.match(key)
@@ -64,7 +65,9 @@ def scaled_metrics(metrics: dict[str, Any], name: str) -> dict[str, Any]:
         if k.startswith(PREFIX):
             rest = k[len(PREFIX) :]
             if "/" in rest or ("@" in rest and not rest.endswith("@1x")):
-                continue  # another scaling's, or an unscaled figure beyond 1x (those at 1x give way to the scaled)
+                # another scaling's, or an unscaled figure beyond 1x (those at 1x give way to the
+                # scaled)
+                continue
         out[k] = v
     return {**out, **scaled}
 
@@ -81,8 +84,9 @@ def derive(run: RunRecord, name: str) -> RunRecord:
 
 
 def eval_variant_runs(runs: Sequence[RunRecord], ignore: Sequence[str]) -> list[RunRecord]:
-    """The derived runs of ``runs``, in their order: for each scaling found in a variant (the runs sharing every
-    override but ``ignore``: seed, tuned keys …), one per run of that variant. A ``ConfigError`` when none is found."""
+    """The derived runs of ``runs``, in their order: for each scaling found in a variant (the runs
+    sharing every override but ``ignore``: seed, tuned keys …), one per run of that variant. A
+    ``ConfigError`` when none is found."""
     if is_ignored(EVAL_KEY, ignore):
         raise ConfigError(
             f"--eval-variants with --ignore covering {EVAL_KEY}: that override is what makes each "
@@ -98,24 +102,29 @@ def eval_variant_runs(runs: Sequence[RunRecord], ignore: Sequence[str]) -> list[
     derived = [derive(r, n) for r in runs for n in sorted(names[variant(r)])]
     if not derived:
         raise ConfigError(
-            f"--eval-variants: no run holds an evaluation-time RoPE scaling (a finite {PREFIX}<name>/ppl@<f>x in its "
-            f"metrics.json, e.g. {PREFIX}yarn/ppl@2x). Add `scalings: [linear, dynamic, yarn]` to callbacks.extrapolation "
-            f'(docs/studies.md, "Length extrapolation") and train, or score a finished RoPE run with '
-            f"python -m src.report extrapolation <run dir> --scaling yarn; else drop --eval-variants"
+            "--eval-variants: no run holds an evaluation-time RoPE scaling (a finite "
+            f"{PREFIX}<name>/ppl@<f>x in its metrics.json, e.g. {PREFIX}yarn/ppl@2x). Add "
+            "`scalings: [linear, dynamic, yarn]` to callbacks.extrapolation "
+            '(docs/studies.md, "Length extrapolation") and train, or score a finished RoPE run '
+            "with "
+            "python -m src.report extrapolation <run dir> --scaling yarn; else drop "
+            "--eval-variants"
         )
     return derived
 
 
 def without_scaled(secondary: Sequence[str]) -> list[str]:
-    """The secondary metrics (keys or fnmatch patterns) less the per-scaling ones, ``extrapolation/<name>/…``:
-    once each scaling is a variant, its figures are that variant's ``extrapolation/…``, and a per-scaling table
-    would hold them again for the parent alone (an "inconclusive (no finite result)" row for every other variant)."""
+    """The secondary metrics (keys or fnmatch patterns) less the per-scaling ones,
+    ``extrapolation/<name>/…``: once each scaling is a variant, its figures are that variant's
+    ``extrapolation/…``, and a per-scaling table would hold them again for the parent alone (an
+    "inconclusive (no finite result)" row for every other variant)."""
     return [k for k in secondary if not (k.startswith(PREFIX) and "/" in k[len(PREFIX) :])]
 
 
 def changed_by_scaling(runs: Sequence[RunRecord], key: str) -> bool:
-    """Whether a derived run among ``runs`` holds a finite ``key`` that differs from its parent's: the figures worth
-    a comparison (not test/*, which it lacks, nor a figure that repeats its parent's, such as the unscaled 1x)."""
+    """Whether a derived run among ``runs`` holds a finite ``key`` that differs from its parent's:
+    the figures worth a comparison (not test/*, which it lacks, nor a figure that repeats its
+    parent's, such as the unscaled 1x)."""
     for r in runs:
         value = r.metric(key)
         if (

@@ -14,12 +14,12 @@ stamp and ``metrics.json`` are among the files kept) and runs the rest.
 
 Kept per job: ``.hydra/`` (the resolved config and overrides), ``metrics.json``, the CSV log
 (``csv/``), ``.sweep_job.json`` and the small JSON files a report reads (``budget.json``,
-``ngram.json``, ``grad_norms.json``, ``extrapolation.json``, ``synthetic.json``, ``match_params.json``). Never
-checkpoints, never a previous attempt (``attempts/``), never a job without ``metrics.json``
-(still running or interrupted: the sweep reruns it). A restore never overwrites a file. The sweep's
-``study_commands.sh`` is merged into the committed one (the entries it lacks appended), so several
-sweep directories can export into one ``runs/`` folder without losing or repeating a command.
-"""
+``ngram.json``, ``grad_norms.json``, ``extrapolation.json``, ``synthetic.json``,
+``match_params.json``). Never checkpoints, never a previous attempt (``attempts/``), never a job
+without ``metrics.json`` (still running or interrupted: the sweep reruns it). A restore never
+overwrites a file. The sweep's ``study_commands.sh`` is merged into the committed one (the entries
+it lacks appended), so several sweep directories can export into one ``runs/`` folder without losing
+or repeating a command."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ from src.jsonfile import METRICS
 from src.studies.runs import find_run_dirs
 
 KEEP_DIRS = (".hydra", "csv")
-COMMANDS = "study_commands.sh"  # every command a study ran (src.study appends), merged on export, never overwritten
+# every command a study ran (src.study appends), merged on export, never overwritten
+COMMANDS = "study_commands.sh"
 KEEP_FILES = (
     METRICS,
     ".sweep_job.json",
@@ -67,7 +68,8 @@ def small_files(job: Path) -> Iterator[Path]:
 
 
 def command_entries(text: str) -> list[str]:
-    """A ``study_commands.sh`` split into its entries: a ``# <time>`` line and the command lines under it."""
+    """A ``study_commands.sh`` split into its entries: a ``# <time>`` line and the command lines
+    under it."""
     entries: list[str] = []
     for line in text.splitlines():
         if line.startswith("#") or not entries:
@@ -78,11 +80,13 @@ def command_entries(text: str) -> list[str]:
 
 
 def merge_commands(src: Path, dest: Path) -> int:
-    """Append to ``dest`` the entries of ``src`` it lacks, in ``src``'s order. -> how many were appended.
+    """Append to ``dest`` the entries of ``src`` it lacks, in ``src``'s order. -> how many were
+    appended.
 
-    A sweep restored from ``runs/`` holds the committed history plus what ran since, and a study may run in
-    several sweep directories that export into one ``runs/`` folder: overwriting the committed file would lose
-    the other sweeps' commands, appending it whole would write them twice."""
+    A sweep restored from ``runs/`` holds the committed history plus what ran since, and a study may
+    run in several sweep directories that export into one ``runs/`` folder: overwriting the
+    committed file would lose the other sweeps' commands, appending it whole would write them
+    twice."""
     before = dest.read_text() if dest.is_file() else ""
     have = set(command_entries(before))
     new = [e for e in command_entries(src.read_text()) if e not in have]
@@ -94,7 +98,8 @@ def merge_commands(src: Path, dest: Path) -> int:
 
 
 def export(sweep: Path, dest: Path) -> tuple[int, int]:
-    """Copy the finished jobs' small files from ``sweep`` to ``dest`` (same relative paths). -> (jobs, files)."""
+    """Copy the finished jobs' small files from ``sweep`` to ``dest`` (same relative paths). ->
+    (jobs, files)."""
     if not sweep.is_dir():
         raise FileNotFoundError(f"sweep directory {sweep} does not exist")
     jobs = files = 0
@@ -112,8 +117,9 @@ def export(sweep: Path, dest: Path) -> tuple[int, int]:
             size = src.stat().st_size
             if size > MAX_FILE_BYTES:
                 raise ValueError(
-                    f"{src} is {size / 1e6:.1f} MB, not a small file; the export keeps configs, metrics and "
-                    f"CSV logs only (raise src.studies.export.MAX_FILE_BYTES if a CSV log is really this long)"
+                    f"{src} is {size / 1e6:.1f} MB, not a small file; the export keeps configs, "
+                    "metrics and CSV logs only (raise src.studies.export.MAX_FILE_BYTES if a CSV "
+                    "log is really this long)"
                 )
             target = dest / src.relative_to(sweep.resolve())
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -123,7 +129,8 @@ def export(sweep: Path, dest: Path) -> tuple[int, int]:
 
 
 def restore(runs: Path, sweep: Path) -> tuple[int, int]:
-    """Copy committed runs into a sweep directory so the sweep resumes from them; never overwrites. -> (copied, kept)."""
+    """Copy committed runs into a sweep directory so the sweep resumes from them; never overwrites.
+    -> (copied, kept)."""
     if not runs.is_dir():
         raise FileNotFoundError(f"runs folder {runs} does not exist")
     copied = kept = 0
@@ -160,7 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.restore:
             copied, kept = restore(args.source, args.dest)
             print(
-                f"restored {copied} files into {args.dest} ({kept} already there, left as they were)"
+                f"restored {copied} files into {args.dest} ({kept} already there, left as they "
+                "were)"
             )
         else:
             jobs, files = export(args.source, args.dest)

@@ -50,8 +50,9 @@ def _is_rank_zero() -> bool:  # ranks > 0 of a DDP job share rank 0's directory 
 
 
 def take_run_dir(run_dir: str | Path) -> None:
-    """Lock ``run_dir`` for this process (creating it) until ``hold_run_dir`` releases it; ``ConfigError``
-    naming the directory if another job holds it. A no-op on ranks > 0 and when already held here."""
+    """Lock ``run_dir`` for this process (creating it) until ``hold_run_dir`` releases it;
+    ``ConfigError`` naming the directory if another job holds it. A no-op on ranks > 0 and when
+    already held here."""
     if not _is_rank_zero():
         return
     path = Path(run_dir)
@@ -76,9 +77,10 @@ def take_run_dir(run_dir: str | Path) -> None:
 
 
 def restore_hydra_files(run_dir: str | Path) -> list[str]:
-    """Put back the ``.hydra`` files ``run_dir`` had when ``take_run_dir`` locked it (before Hydra wrote this
-    job's): for a job refused after Hydra's write, so the directory's earlier run keeps its saved config.
-    Returns the names restored; none when the lock was taken after Hydra's write (a sweep job)."""
+    """Put back the ``.hydra`` files ``run_dir`` had when ``take_run_dir`` locked it (before Hydra
+    wrote this job's): for a job refused after Hydra's write, so the directory's earlier run keeps
+    its saved config. Returns the names restored; none when the lock was taken after Hydra's write
+    (a sweep job)."""
     path = Path(run_dir)
     before = _BEFORE.get(os.path.realpath(path))
     if before is None:

@@ -1,5 +1,6 @@
 """Matched variants: a model's free size solved so its parameter count equals a reference's, and the
-training budget (parameters, FLOPs per step and per token) that FLOPs- or token-matching solves steps for.
+training budget (parameters, FLOPs per step and per token) that FLOPs- or token-matching solves
+steps for.
 
 A comparison of FFN types, position schemes or families is fair only at equal parameter
 counts: SwiGLU has three FFN matrices where GELU has two (Shazeer 2020 shrinks d_ff to 2/3;
@@ -135,7 +136,8 @@ def reference_config(
     if isinstance(reference, Mapping):
         return deep_merge(model, reference)
     raise ConfigError(
-        f"match_params.reference must be a conf/model name or a mapping of model keys, not {reference!r}"
+        "match_params.reference must be a conf/model name or a mapping of model keys, not "
+        f"{reference!r}"
     )
 
 
@@ -208,8 +210,8 @@ def _solve_layers(model: dict[str, Any], target: int, multiple_of: int) -> dict[
             best = (score, solved)
     if best is None:
         raise ConfigError(
-            f"no encoder/decoder depth up to n_layer={model['n_layer']} reaches {target:,} parameters; "
-            f"raise model.n_layer or model.d_model"
+            f"no encoder/decoder depth up to n_layer={model['n_layer']} reaches {target:,} "
+            "parameters; raise model.n_layer or model.d_model"
         )
     return best[1]
 
@@ -238,7 +240,8 @@ def match_model(
     tolerance: float = 0.01,
     multiple_of: int = 1,
 ) -> tuple[dict[str, Any], MatchResult]:
-    """(the model with its size solved, the match) so its count is within ``tolerance`` of the reference's."""
+    """(the model with its size solved, the match) so its count is within ``tolerance`` of the
+    reference's."""
     if solve not in SOLVERS:
         raise ConfigError(
             f"match_params.solve='{solve}' is not known; use one of {', '.join(sorted(SOLVERS))}"
@@ -265,9 +268,9 @@ def match_model(
     )
     if abs(rel) > tolerance:
         raise ConfigError(
-            f"match_params: solving {solve} gives {params:,} parameters, {100 * rel:+.2f}% from the reference's "
-            f"{target:,} (tolerance {100 * tolerance:.2f}%); loosen match_params.tolerance, lower multiple_of, "
-            f"or solve=layers for an encoder-decoder"
+            f"match_params: solving {solve} gives {params:,} parameters, {100 * rel:+.2f}% from "
+            f"the reference's {target:,} (tolerance {100 * tolerance:.2f}%); loosen "
+            "match_params.tolerance, lower multiple_of, or solve=layers for an encoder-decoder"
         )
     return solved, result
 
@@ -371,8 +374,8 @@ def training_budget(
     max_steps: int | None = None,
     match: str = "none",
 ) -> Budget:
-    """The budget of ``task`` (an ``LMTask``) on its nominal batch: the task prepares the batch as in
-    training and the model counts the FLOPs of the shape it gets."""
+    """The budget of ``task`` (an ``LMTask``) on its nominal batch: the task prepares the batch as
+    in training and the model counts the FLOPs of the shape it gets."""
     with torch.random.fork_rng(
         devices=[]
     ):  # an objective that draws (masked LM) leaves the run's RNG untouched
@@ -389,8 +392,9 @@ def training_budget(
 
 
 def match_mode(plain: Mapping[str, Any]) -> str:
-    """The protocol's matching mode (the node is checked here, so a run with a mistyped protocol fails
-    at setup); without a protocol, ``params`` when match_params has a reference, else ``none``."""
+    """The protocol's matching mode (the node is checked here, so a run with a mistyped protocol
+    fails at setup); without a protocol, ``params`` when match_params has a reference, else
+    ``none``."""
     protocol = Protocol.from_config(plain)
     if protocol is not None:
         return protocol.match
@@ -433,8 +437,8 @@ def write_budget(run: Any, run_dir: str | Path | None = None) -> Budget:
 def solve_steps(
     reference: Budget, budget: Budget, mode: str, reference_steps: int | None = None
 ) -> int:
-    """Optimizer steps at which ``budget``'s training FLOPs (``flops``) or tokens (``tokens``) equal the
-    reference's at ``reference_steps`` (default: its max_steps). ``params`` keeps the steps."""
+    """Optimizer steps at which ``budget``'s training FLOPs (``flops``) or tokens (``tokens``) equal
+    the reference's at ``reference_steps`` (default: its max_steps). ``params`` keeps the steps."""
     steps = reference_steps if reference_steps is not None else reference.max_steps
     if mode not in MATCH_MODES:
         raise ConfigError(

@@ -59,7 +59,8 @@ def missing_plugin(overrides: Sequence[str]) -> str | None:
 
 
 def check_plugins(argv: Sequence[str]) -> None:
-    """Exit with ``missing_plugin``'s message when a command-line override needs an absent plugin."""
+    """Exit with ``missing_plugin``'s message when a command-line override needs an absent
+    plugin."""
     message = missing_plugin(argv)
     if message is not None:
         raise MissingPlugin(message)

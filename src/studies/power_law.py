@@ -1,6 +1,6 @@
-"""A saturating power law in model size, ``L(N) = E + A·N^(−α)`` (Kaplan et al. 2020, Eq. 1.1 with an
-irreducible term as in Hoffmann et al. 2022, Eq. 2), fitted with ``scipy.optimize.curve_fit``; α's
-interval by a bootstrap over seeds; where two fitted curves cross.
+"""A saturating power law in model size, ``L(N) = E + A·N^(−α)`` (Kaplan et al. 2020, Eq. 1.1 with
+an irreducible term as in Hoffmann et al. 2022, Eq. 2), fitted with ``scipy.optimize.curve_fit``;
+α's interval by a bootstrap over seeds; where two fitted curves cross.
 
 * **Fit.** On one loss per size (the mean over that size's seeds: every size weighs the same), in
   ``x = N / N_ref`` (``N_ref`` the geometric mean of the sizes) so the three parameters are of order
@@ -29,7 +29,8 @@ ALPHA_GRID = np.geomspace(0.02, 5.0, 60)
 
 class PowerLawError(ValueError):
     """Points a power law cannot be fitted to; the message says what is missing. Kept apart from
-    ``src.errors``' types because ``src.reporting.scaling`` catches exactly this to note "no fit" for an arm."""
+    ``src.errors``' types because ``src.reporting.scaling`` catches exactly this to note "no fit"
+    for an arm."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,8 @@ def _start(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
 
 
 def fit_power_law(n: Sequence[float], loss: Sequence[float]) -> PowerLaw:
-    """The least-squares ``E + A·N^(−α)`` through (N, loss) points (one per size; module docstring)."""
+    """The least-squares ``E + A·N^(−α)`` through (N, loss) points (one per size; module
+    docstring)."""
     x_raw, y = np.asarray(n, dtype=float), np.asarray(loss, dtype=float)
     if (
         x_raw.shape != y.shape
@@ -69,7 +71,8 @@ def fit_power_law(n: Sequence[float], loss: Sequence[float]) -> PowerLaw:
         or np.any(x_raw <= 0)
     ):
         raise PowerLawError(
-            f"a power law needs positive sizes and finite losses of equal length; got {list(n)}, {list(loss)}"
+            f"a power law needs positive sizes and finite losses of equal length; got {list(n)}, "
+            f"{list(loss)}"
         )
     if len(np.unique(x_raw)) < 3:
         raise PowerLawError(
@@ -107,7 +110,8 @@ class ScalingFit:
     rmse: float = 0.0  # of the fit on the means
 
     def interval(self, name: str, level: float = 0.95) -> tuple[float, float] | None:
-        """Percentile interval of ``E``, ``A`` or ``alpha`` over the replicates (None without any)."""
+        """Percentile interval of ``E``, ``A`` or ``alpha`` over the replicates (None without
+        any)."""
         if not self.replicates:
             return None
         values = np.array([getattr(r, name) for r in self.replicates])
@@ -146,7 +150,8 @@ def bootstrap_fit(
 
 
 def crossings(f: PowerLaw, g: PowerLaw, lo: float, hi: float, points: int = 2000) -> list[float]:
-    """Every N in [lo, hi] where ``f(N) = g(N)`` (ascending; empty when the curves do not cross there)."""
+    """Every N in [lo, hi] where ``f(N) = g(N)`` (ascending; empty when the curves do not cross
+    there)."""
     if not 0 < lo < hi:
         raise ValueError(f"crossings need 0 < lo < hi, got lo={lo}, hi={hi}")
 

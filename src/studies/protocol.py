@@ -15,8 +15,9 @@
       secondary: []                           # more verdict metrics (names or fnmatch patterns)
       baseline: model/ffn=gelu,model/norm=layernorm
       comparisons: baseline                   # baseline: each variant vs the baseline |
-                                              #   one_factor: also every pair differing in one factor |
-                                              #   factor:<key>: only the pairs differing in <key> alone
+                                              #   one_factor: also every pair differing in one
+                                              #   factor | factor:<key>: only the pairs differing in
+                                              #   <key> alone
       stage: null                             # set per job by python -m src.study (tune|confirm|grid)
     report:
       equivalence_margin: 0.02                # TOST margin in the metric's units (or {metric: margin})
@@ -38,18 +39,20 @@ DESIGNS = ("two_stage", "grid")
 STAGES = ("tune", "confirm", "grid")
 MATCH_MODES = ("params", "flops", "tokens")
 COMPARISONS = ("baseline", "one_factor")
-#: ``comparisons: factor:<key>`` -- only the pairs of variants that differ in ``<key>`` and in nothing else
-#: (an ablation: the same variant under the other value of one factor)
+#: ``comparisons: factor:<key>`` -- only the pairs of variants that differ in ``<key>`` and in
+#: nothing else (an ablation: the same variant under the other value of one factor)
 FACTOR_PREFIX = "factor:"
 
 
 def compared_factor(comparisons: str) -> str | None:
-    """The one factor a ``factor:<key>`` comparisons setting compares along; None for the other settings."""
+    """The one factor a ``factor:<key>`` comparisons setting compares along; None for the other
+    settings."""
     return comparisons[len(FACTOR_PREFIX) :] if comparisons.startswith(FACTOR_PREFIX) else None
 
 
 def canonical(value: Any) -> str:
-    """One spelling per value: ``1e-3``, ``0.001``, ``1.0e-03`` -> ``0.001``; ``2.0`` -> ``2``; text unchanged."""
+    """One spelling per value: ``1e-3``, ``0.001``, ``1.0e-03`` -> ``0.001``; ``2.0`` -> ``2``; text
+    unchanged."""
     text = str(value)
     try:
         x = float(text)
@@ -69,7 +72,8 @@ def as_number(value: str) -> float | None:
 
 @dataclass
 class Protocol:
-    """A study's protocol (module docstring); ``declared`` is False for one built from flags only."""
+    """A study's protocol (module docstring); ``declared`` is False for one built from flags
+    only."""
 
     factors: list[str] = field(default_factory=list)
     tune: dict[str, list[str]] = field(
@@ -119,8 +123,8 @@ class Protocol:
         tune = node.get("tune") or {}
         if not isinstance(tune, Mapping):
             raise ConfigError(
-                f"protocol.tune must map keys to candidate lists, e.g. {{optim.lr: [1e-3, 2e-3, 4e-3]}}; "
-                f"got {tune!r}"
+                f"protocol.tune must map keys to candidate lists, e.g. {{optim.lr: [1e-3, 2e-3, "
+                f"4e-3]}}; got {tune!r}"
             )
         p = cls(
             factors=[str(k) for k in node.get("factors") or []],
@@ -167,24 +171,26 @@ class Protocol:
                 )
         if self.design == "two_stage" and self.declared and not self.tune_seeds:
             raise ConfigError(
-                "protocol.design=two_stage needs protocol.tune_seeds (the seeds every candidate runs "
-                "on), e.g. [0]"
+                "protocol.design=two_stage needs protocol.tune_seeds (the seeds every candidate "
+                "runs on), e.g. [0]"
             )
         if self.auto_seeds and self.declared:
             if self.design != "two_stage":
                 raise ConfigError(
-                    "protocol.seeds=auto needs protocol.design=two_stage: the confirm seeds are planned "
-                    "from the tune stage's spread, and the grid design runs every seed at the tune stage"
+                    "protocol.seeds=auto needs protocol.design=two_stage: the confirm seeds are "
+                    "planned from the tune stage's spread, and the grid design runs every seed at "
+                    "the tune stage"
                 )
             if self.target_mde is None or self.max_seeds is None:
                 raise ConfigError(
                     "protocol.seeds=auto needs protocol.target_mde (the difference to detect) and "
-                    "protocol.max_seeds (the most seeds per variant to spend), e.g. target_mde=0.02 "
-                    "max_seeds=10"
+                    "protocol.max_seeds (the most seeds per variant to spend), e.g. "
+                    "target_mde=0.02 max_seeds=10"
                 )
         if self.select.startswith("test/"):
             raise ConfigError(
-                f"protocol.select={self.select!r}: selection must use the validation split (val/...)"
+                f"protocol.select={self.select!r}: selection must use the validation split "
+                "(val/...)"
             )
         for key in [self.metric, *self.secondary] if self.declared else []:
             if key.startswith("val/"):
@@ -196,7 +202,8 @@ class Protocol:
                 raise ConfigError(f"protocol.tune.{key} has no candidates")
 
     def stage_of(self, config: Mapping[str, Any]) -> str:
-        """A run's stage: its ``protocol.stage``; under the grid design (or no protocol) ``grid``."""
+        """A run's stage: its ``protocol.stage``; under the grid design (or no protocol)
+        ``grid``."""
         node = config.get("protocol") or {}
         stage = node.get("stage") if isinstance(node, Mapping) else None
         if stage in (None, ""):
@@ -204,31 +211,34 @@ class Protocol:
         return str(stage)
 
     def describe(self, secondary: Sequence[str] | None = None, matched: str | None = None) -> str:
-        """One paragraph for the report (``secondary``: the secondary metrics found, default the patterns;
-        ``matched``: how the runs were actually matched, from their budget.json, when it differs)."""
+        """One paragraph for the report (``secondary``: the secondary metrics found, default the
+        patterns; ``matched``: how the runs were actually matched, from their budget.json, when it
+        differs)."""
         secondary = self.secondary if secondary is None else secondary
         tune = "; ".join(f"`{k}` ∈ {{{', '.join(v)}}}" for k, v in self.tune.items()) or "nothing"
         if not self.tune:
             design = "fixed values — nothing is selected, every run is a verdict run"
         elif self.design == "two_stage":
             design = (
-                f"two stages — *tune*: every candidate on seed(s) {', '.join(self.tune_seeds) or '?'}, the value "
-                f"with the lowest mean `{self.select}` chosen per variant; *confirm*: the chosen value on seeds "
+                "two stages — *tune*: every candidate on seed(s) "
+                f"{', '.join(self.tune_seeds) or '?'}, the value with the lowest mean "
+                f"`{self.select}` chosen per variant; *confirm*: the chosen value on seeds "
                 + (
-                    f"as many seeds as --plan finds for a difference of {self.target_mde:g} (at most "
-                    f"{self.max_seeds})"
+                    f"as many seeds as --plan finds for a difference of {self.target_mde:g} (at "
+                    f"most {self.max_seeds})"
                     if self.auto_seeds
                     else f"{', '.join(self.seeds) or '?'}"
                 )
             )
         else:
             design = (
-                f"grid — every candidate on every seed ({', '.join(self.seeds) or 'the seeds run'}), the value with "
-                f"the lowest mean `{self.select}` over seeds chosen per variant"
+                "grid — every candidate on every seed "
+                f"({', '.join(self.seeds) or 'the seeds run'}), the value with the lowest mean "
+                f"`{self.select}` over seeds chosen per variant"
             )
         return (
-            f"Tuned per variant: {tune}. Design: {design}. Selection on the validation split (`{self.select}`), "
-            f"verdicts on the test split (`{self.metric}`"
+            f"Tuned per variant: {tune}. Design: {design}. Selection on the validation split "
+            f"(`{self.select}`), verdicts on the test split (`{self.metric}`"
             + (f"; secondary: {', '.join(f'`{s}`' for s in secondary)}" if secondary else "")
             + "). Matching: "
             + (
@@ -259,7 +269,8 @@ def _positive(node: Mapping[str, Any], key: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ConfigError(
-            f"protocol.{key}={value!r} is invalid: a positive number in the verdict metric's units, or null"
+            f"protocol.{key}={value!r} is invalid: a positive number in the verdict metric's "
+            "units, or null"
         )
     return float(value)
 
@@ -273,15 +284,16 @@ def _margin(value: Any) -> float | dict[str, float] | None:
         margin = float(value)
     except (TypeError, ValueError):
         raise ConfigError(
-            f"report.equivalence_margin={value!r} must be a number in the metric's units (e.g. 0.02) "
-            f"or a mapping {{metric: margin}}"
+            f"report.equivalence_margin={value!r} must be a number in the metric's units (e.g. "
+            f"0.02) or a mapping {{metric: margin}}"
         ) from None
     if margin <= 0:
         raise ConfigError(f"report.equivalence_margin={value!r} must be positive")
     return margin
 
 
-#: protocol fields that may grow between stages (more seeds, more candidates): the runs' lists are joined
+#: protocol fields that may grow between stages (more seeds, more candidates): the runs' lists are
+#: joined
 GROWING = ("factors", "tune_seeds", "seeds", "secondary")
 #: the command-line flag that sets each field (named when runs disagree on it)
 FLAGS = {
@@ -324,7 +336,7 @@ def merge_protocols(found: Sequence[Protocol], given: Sequence[str] = ()) -> Pro
                 )
     if disagree:
         raise ConfigError(
-            f"the runs declare different protocols: {'; '.join(disagree)}; report each study's sweep "
-            f"directory separately, or give the flag"
+            f"the runs declare different protocols: {'; '.join(disagree)}; report each study's "
+            "sweep directory separately, or give the flag"
         )
     return Protocol(**merged)

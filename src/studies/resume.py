@@ -25,18 +25,16 @@ Two pieces make a Hydra multirun resumable:
 
 The stamp (``.sweep_job.json``) holds the resolved config without ``paths``, ``ckpt_path``,
 ``sweep_resume`` and a study's ``protocol``/``report`` nodes (how the runs are read, not what they
-compute; ``protocol.stage`` is in the job's directory name), the run directory's path replaced by
-a placeholder, and its SHA-256. Every job of a multirun writes it, with or without
-``skip_completed``, so a sweep first run without ``sweep_resume`` and re-run with it (the advice a
-preempted job prints, ``src.callbacks.preemption``) skips its finished jobs and continues the
-preempted one in the same directories (``sweep_resume.*`` is never part of a directory's name).
-A completed job is skipped when the config is the same, or differs only by keys that were
-added or removed (a new default in ``conf/`` such as ``num_workers: 0`` is not a new
-experiment); a changed *value* of any key present in both (a study's ``max_steps``, a
-learning rate), a null that became a node (``model.position.scaling: null`` -> ``{name: yarn,
-…}``) or a node that became a leaf, re-runs the job instead of silently reusing a stale result. Both cases are
-logged with the keys involved.
-"""
+compute; ``protocol.stage`` is in the job's directory name), the run directory's path replaced by a
+placeholder, and its SHA-256. Every job of a multirun writes it, with or without ``skip_completed``,
+so a sweep first run without ``sweep_resume`` and re-run with it (the advice a preempted job prints,
+``src.callbacks.preemption``) skips its finished jobs and continues the preempted one in the same
+directories (``sweep_resume.*`` is never part of a directory's name). A completed job is skipped
+when the config is the same, or differs only by keys that were added or removed (a new default in
+``conf/`` such as ``num_workers: 0`` is not a new experiment); a changed *value* of any key present
+in both (a study's ``max_steps``, a learning rate), a null that became a node
+(``model.position.scaling: null`` -> ``{name: yarn, …}``) or a node that became a leaf, re-runs the
+job instead of silently reusing a stale result. Both cases are logged with the keys involved."""
 
 from __future__ import annotations
 
@@ -71,10 +69,12 @@ KEEP = {
 }  # never archived (Hydra rewrites .hydra itself for every attempt)
 INCOMPLETE_MODES = ("restart", "last")
 MAX_DIRNAME = 120
-#: top-level keys that describe how a study reads its runs, not what a run computes: more seeds or candidates in
-#: ``protocol``, another ``report.equivalence_margin`` must not re-run completed jobs (docs/studies.md)
+#: top-level keys that describe how a study reads its runs, not what a run computes: more seeds or
+#: candidates in ``protocol``, another ``report.equivalence_margin`` must not re-run completed jobs
+#: (docs/studies.md)
 NOT_TRAINING = ("protocol", "report")
-#: ``sweep_resume.<key>=<value>`` in an override_dirname: how a sweep is re-run, never part of a job's name
+#: ``sweep_resume.<key>=<value>`` in an override_dirname: how a sweep is re-run, never part of a
+#: job's name
 _RESUME_ITEM = re.compile(r"^\+*sweep_resume\.[A-Za-z_]+=[A-Za-z0-9_]*$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+~@%:\-\[\]{}]")
 
@@ -111,8 +111,9 @@ class Completed:
 
 
 def _fingerprinted_text(cfg: DictConfig | dict[str, Any], run_dir: str | Path | None = None) -> str:
-    """The resolved config as sorted JSON, less ``paths``/``ckpt_path``/``sweep_resume``/``hydra`` and
-    the study's ``protocol``/``report`` nodes, with the run directory written as ``<run_dir>``."""
+    """The resolved config as sorted JSON, less ``paths``/``ckpt_path``/``sweep_resume``/``hydra``
+    and the study's ``protocol``/``report`` nodes, with the run directory written as
+    ``<run_dir>``."""
     if isinstance(cfg, DictConfig):
         try:
             plain = OmegaConf.to_container(cfg, resolve=True)
@@ -139,7 +140,8 @@ def fingerprint(cfg: DictConfig | dict[str, Any], run_dir: str | Path | None = N
 def flat_config(
     cfg: DictConfig | dict[str, Any], run_dir: str | Path | None = None
 ) -> dict[str, Any]:
-    """The fingerprinted config as ``{"optim.lr": 0.003, ...}`` (same exclusions and placeholder)."""
+    """The fingerprinted config as ``{"optim.lr": 0.003, ...}`` (same exclusions and
+    placeholder)."""
     text = _fingerprinted_text(cfg, run_dir)
     out: dict[str, Any] = {}
 
@@ -241,8 +243,9 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
     mode = str(node.get("incomplete", "restart"))
     if mode not in INCOMPLETE_MODES:
         raise ConfigError(
-            f"sweep_resume.incomplete='{mode}' is not known; use one of {', '.join(INCOMPLETE_MODES)} "
-            "(restart: run an unfinished job again; last: continue it from its checkpoints/last.ckpt)"
+            f"sweep_resume.incomplete='{mode}' is not known; use one of "
+            f"{', '.join(INCOMPLETE_MODES)} (restart: run an unfinished job again; last: continue "
+            "it from its checkpoints/last.ckpt)"
         )
     run_dir = run_dir_of(cfg)
     fp = fingerprint(cfg, run_dir)
@@ -255,7 +258,8 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
         if not changed:
             same = True
             log.info(
-                "sweep_resume: %s: config keys added/removed since the job ran (values unchanged): %s",
+                "sweep_resume: %s: config keys added/removed since the job ran (values unchanged): "
+                "%s",
                 run_dir,
                 ", ".join(added_removed[:10]) + (" …" if len(added_removed) > 10 else ""),
             )
@@ -279,12 +283,14 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
         and same
         and is_divergence(metrics.get("error"))
     ):
-        # a divergence is a result (the report counts it): re-running only the failures would bias the diverged share
+        # a divergence is a result (the report counts it): re-running only the failures would bias
+        # the diverged share
         log.info("sweep_resume: %s diverged earlier with this config; not repeating it", run_dir)
         raise NonFiniteLossError(
-            f"{metrics.get('error')} [stored: this job diverged in an earlier run of the sweep with the same config, "
-            f"and sweep_resume does not re-roll a divergence (that would bias the diverged share down); its files stay "
-            f"in {run_dir}. To run it again anyway, delete its metrics.json]"
+            f"{metrics.get('error')} [stored: this job diverged in an earlier run of the sweep "
+            "with the same config, and sweep_resume does not re-roll a divergence (that would "
+            f"bias the diverged share down); its files stay in {run_dir}. To run it again anyway, "
+            "delete its metrics.json]"
         )
     previous = (
         "completed with a different config"
@@ -340,7 +346,8 @@ def _write_stamp(
 
 
 def _in_multirun() -> bool:
-    """Whether this job is one of a Hydra multirun (its stamp lets the sweep be re-run with skip_completed)."""
+    """Whether this job is one of a Hydra multirun (its stamp lets the sweep be re-run with
+    skip_completed)."""
     try:
         return HydraConfig.get().mode == RunMode.MULTIRUN
     except ValueError:  # not under Hydra

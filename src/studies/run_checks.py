@@ -21,7 +21,8 @@ from typing import Any
 from src.errors import ConfigError
 from src.studies.runs import RunRecord, is_ignored
 
-#: overrides that only move files or change the console: two runs differing only in them computed the same thing
+#: overrides that only move files or change the console: two runs differing only in them computed
+#: the same thing
 FILE_ONLY_KEYS = (
     "hydra.",
     "paths.",
@@ -35,7 +36,8 @@ PER_BYTE = ("bits_per_byte", "per_byte", "bpb")
 
 
 def sample_key(run: RunRecord) -> tuple[tuple[str, str], ...]:
-    """What a run computed, as far as its directory says: its overrides less the file-only keys, and its seed."""
+    """What a run computed, as far as its directory says: its overrides less the file-only keys, and
+    its seed."""
     keys = {k: v for k, v in run.overrides.items() if not is_ignored(k, FILE_ONLY_KEYS)}
     keys["seed"] = str(run.seed)
     return tuple(sorted(keys.items()))
@@ -49,16 +51,18 @@ def check_duplicates(runs: Sequence[RunRecord]) -> None:
         if key in seen:
             label = ", ".join(f"{k}={v}" for k, v in key if k != "seed") or "(defaults)"
             raise ConfigError(
-                f"{seen[key].path} and {run.path} are the same run twice (variant {label}, seed={run.seed}): a copied "
-                "run directory, or a sweep given twice (python -m src.report <dir> <the same sweep re-run>). Counted "
-                "as two seeds they would shrink every interval; give the report one of them (move the other out of "
-                "the directories given)"
+                f"{seen[key].path} and {run.path} are the same run twice (variant {label}, "
+                f"seed={run.seed}): a copied run directory, or a sweep given twice (python -m "
+                "src.report <dir> <the same sweep re-run>). Counted as two seeds they would "
+                "shrink every interval; give the report one of them (move the other out of the "
+                "directories given)"
             )
         seen[key] = run
 
 
 def tokenizer_of(run: RunRecord) -> str | None:
-    """The run's tokenizer as ``name`` (``hf:<path>``, ``char:<chars>`` when fixed); None when its config has none."""
+    """The run's tokenizer as ``name`` (``hf:<path>``, ``char:<chars>`` when fixed); None when its
+    config has none."""
     node: Any = run.config.get("tokenizer")
     if not isinstance(node, dict) or not node.get("name"):
         return None
@@ -72,8 +76,9 @@ def tokenizer_of(run: RunRecord) -> str | None:
 
 
 def check_units(runs: Sequence[RunRecord], metrics: Sequence[str]) -> None:
-    """Refuse to compare a per-token verdict metric across runs of different tokenizers, naming a run of each.
-    (The selection metric is compared within a variant only, which has one tokenizer.)"""
+    """Refuse to compare a per-token verdict metric across runs of different tokenizers, naming a
+    run of each. (The selection metric is compared within a variant only, which has one
+    tokenizer.)"""
     per_token = [m for m in metrics if m and not any(tag in m for tag in PER_BYTE)]
     if not per_token:
         return
@@ -88,7 +93,9 @@ def check_units(runs: Sequence[RunRecord], metrics: Sequence[str]) -> None:
             for tok, rs in by_tokenizer.items()
         )
         raise ConfigError(
-            f"the runs were trained with different tokenizers ({groups}); {' and '.join(per_token)} is measured per token "
-            "of each run's own tokenizer, so the runs are not in one unit. Report each tokenizer's runs apart, or compare "
-            "a per-byte metric (--metric <benchmark>/bits_per_byte from python -m src.eval tasks=[perplexity])"
+            f"the runs were trained with different tokenizers ({groups}); "
+            f"{' and '.join(per_token)} is measured per token of each run's own tokenizer, so the "
+            "runs are not in one unit. Report each tokenizer's runs apart, or compare a per-byte "
+            "metric (--metric <benchmark>/bits_per_byte from python -m src.eval "
+            "tasks=[perplexity])"
         )

@@ -2,9 +2,9 @@
 
 A run directory (docs/CONTRACTS.md) holds ``.hydra/config.yaml``, ``.hydra/overrides.yaml``,
 ``metrics.json`` (absent while running or after a kill), ``csv/version_*/metrics.csv`` and
-optionally ``grad_norms.json``, ``extrapolation.json``, ``synthetic.json``, ``match_params.json``, ``budget.json`` and evaluation
-directories (``src.eval`` with ``hydra.run.dir=<run dir>/eval_<name>``), whose flat
-``<task>/<metric>`` figures are merged into the run's metrics.
+optionally ``grad_norms.json``, ``extrapolation.json``, ``synthetic.json``, ``match_params.json``,
+``budget.json`` and evaluation directories (``src.eval`` with ``hydra.run.dir=<run
+dir>/eval_<name>``), whose flat ``<task>/<metric>`` figures are merged into the run's metrics.
 
 Every directory below the given roots with ``.hydra/config.yaml`` is a run, except those
 nested inside another run (evaluations, previous attempts).
@@ -29,8 +29,8 @@ import yaml
 from src.errors import DataError
 from src.jsonfile import METRICS
 
-#: Overrides that never define a variant (seeds are repeats; protocol.stage labels a job; the rest only
-#: move files around).
+#: Overrides that never define a variant (seeds are repeats; protocol.stage labels a job; the rest
+#: only move files around).
 IGNORED_KEYS = (
     "seed",
     "hydra.",
@@ -73,7 +73,8 @@ class RunRecord:
     budget: dict[str, Any] | None = (
         None  # budget.json: params, FLOPs per token, planned tokens (src/studies/matching.py)
     )
-    #: an evaluation-time variant's run (src/studies/eval_variants.py): the training run whose weights it scores
+    #: an evaluation-time variant's run (src/studies/eval_variants.py): the training run whose
+    #: weights it scores
     evaluation_of: RunRecord | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -111,15 +112,15 @@ def _read_yaml(path: Path) -> Any:
 def _damaged(path: Path, what: str) -> DataError:
     run = next((p for p in path.parents if (p / ".hydra").is_dir()), path.parent)
     return DataError(
-        f"{path}: {what}; the run's record is damaged. Restore the file, or move the run directory {run} "
-        "out of the directories given to the report (re-run that job to replace it)"
+        f"{path}: {what}; the run's record is damaged. Restore the file, or move the run directory "
+        f"{run} out of the directories given to the report (re-run that job to replace it)"
     )
 
 
 def read_object(path: Path) -> dict[str, Any] | None:
-    """The JSON object in ``path``; None when the file does not exist. A file that is there but is not a JSON
-    object (torn, hand-edited, a list) is a ``DataError`` naming it: a run's record never goes missing silently
-    (a torn metrics.json used to make a completed run count as incomplete)."""
+    """The JSON object in ``path``; None when the file does not exist. A file that is there but is
+    not a JSON object (torn, hand-edited, a list) is a ``DataError`` naming it: a run's record never
+    goes missing silently (a torn metrics.json used to make a completed run count as incomplete)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -136,8 +137,9 @@ def read_object(path: Path) -> dict[str, Any] | None:
 
 
 def read_overrides(path: Path) -> list[str]:
-    """``.hydra/overrides.yaml``: the list of overrides Hydra wrote. A missing, torn or non-list file is a
-    ``DataError`` naming it (it used to become a variant of its own, "(defaults)" or a garbled one)."""
+    """``.hydra/overrides.yaml``: the list of overrides Hydra wrote. A missing, torn or non-list
+    file is a ``DataError`` naming it (it used to become a variant of its own, "(defaults)" or a
+    garbled one)."""
     if not path.is_file():
         raise _damaged(path, "is missing (Hydra writes it for every run, with the run's overrides)")
     try:
@@ -157,7 +159,8 @@ def read_overrides(path: Path) -> list[str]:
 
 
 def parse_override(text: str) -> tuple[str, str]:
-    """``+model/position=rope`` -> (``model/position``, ``rope``); ``~key`` -> (``key``, ``<deleted>``)."""
+    """``+model/position=rope`` -> (``model/position``, ``rope``); ``~key`` -> (``key``,
+    ``<deleted>``)."""
     text = str(text)
     if text.startswith("~"):
         key, _, value = text[1:].partition("=")
@@ -228,9 +231,10 @@ def _eval_figures(run_dir: Path) -> dict[str, Any]:
 
 
 def synthetic_reasons(synthetic: dict[str, Any] | None) -> dict[str, str]:
-    """``test/<figure>@<length>_reason`` for each test length of a synthetic task that has no figures
-    (``synthetic.json``'s note: a learned position table shorter than the sequence), so the report says why
-    the run's null ``test/exact_match@<length>`` is missing (``render.not_applicable``)."""
+    """``test/<figure>@<length>_reason`` for each test length of a synthetic task that has no
+    figures (``synthetic.json``'s note: a learned position table shorter than the sequence), so the
+    report says why the run's null ``test/exact_match@<length>`` is missing
+    (``render.not_applicable``)."""
     out: dict[str, str] = {}
     for length, f in ((synthetic or {}).get("test") or {}).items():
         if isinstance(f, dict) and f.get("note"):
@@ -305,7 +309,8 @@ def find_run_dirs(roots: Iterable[str | Path]) -> list[Path]:
         root = Path(root)
         if not root.exists():
             raise FileNotFoundError(
-                f"{root} does not exist; give a sweep directory (hydra.sweep.dir) or a run directory"
+                f"{root} does not exist; give a sweep directory (hydra.sweep.dir) or a run "
+                "directory"
             )
         for cfg in root.rglob(".hydra/config.yaml"):
             found.add(cfg.parent.parent.resolve())
@@ -355,7 +360,8 @@ class Variant:
     )  # varying keys this variant did not override: config values
 
     def values(self) -> dict[str, str]:
-        """Override values, plus the config's value for varying keys the variant left at their default."""
+        """Override values, plus the config's value for varying keys the variant left at their
+        default."""
         return {**self.implied, **dict(self.key)}
 
     def label(self, keys: Sequence[str]) -> str:

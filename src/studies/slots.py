@@ -17,13 +17,12 @@ the worker process one of ``n_jobs`` *slots* and pins it:
   unless the trainer is on CPU. This must happen before CUDA is initialised in the process:
   nothing before ``pin_job`` touches CUDA (``torch.cuda.device_count`` reads NVML).
 
-A slot is a lock file ``<sweep dir>/.slots/<k>.lock`` held (``fcntl.flock``) by the worker
-process for its whole life, so no two live workers share one, a worker keeps its slot (and
-its CUDA devices) for every job it runs, and a worker that dies frees its slot. A job that finds
-every slot held waits (``SLOT_WAIT_S``) for one, then fails naming the pids that hold them (an
-orphaned worker of a sweep stopped by killing its parent rather than its process group: kill it). Outside the
-joblib launcher ``pin_job`` does nothing.
-"""
+A slot is a lock file ``<sweep dir>/.slots/<k>.lock`` held (``fcntl.flock``) by the worker process
+for its whole life, so no two live workers share one, a worker keeps its slot (and its CUDA devices)
+for every job it runs, and a worker that dies frees its slot. A job that finds every slot held waits
+(``SLOT_WAIT_S``) for one, then fails naming the pids that hold them (an orphaned worker of a sweep
+stopped by killing its parent rather than its process group: kill it). Outside the joblib launcher
+``pin_job`` does nothing."""
 
 from __future__ import annotations
 
@@ -40,10 +39,10 @@ from src.errors import ConfigError
 log = logging.getLogger(__name__)
 
 SLOTS_DIR = ".slots"
-#: how long a job waits for a slot before giving up (a worker of a sweep just stopped may still be finishing its job).
-#: The error then names the pids holding the slots: measured in study 1, an orphaned loky worker of a sweep stopped
-#: by killing its parent (not its process group) kept training and held a slot, and every job of the next sweep
-#: into that directory failed at once
+#: how long a job waits for a slot before giving up (a worker of a sweep just stopped may still be
+#: finishing its job). The error then names the pids holding the slots: measured in study 1, an
+#: orphaned loky worker of a sweep stopped by killing its parent (not its process group) kept
+#: training and held a slot, and every job of the next sweep into that directory failed at once
 SLOT_WAIT_S = 60.0
 ENV_SLOT = "TRANSFORMER_LAB_JOB_SLOT"  # "k/n": set in the worker, read by tests and child processes
 
@@ -108,15 +107,16 @@ def _holders(lock_dir: Path, count: int) -> str:
 
 
 def _claim(lock_dir: Path, count: int, wait_s: float | None = None) -> tuple[int, int]:
-    """A free slot, waiting up to ``wait_s`` (default ``SLOT_WAIT_S``) for one; then a ``ConfigError``
-    naming the pids that hold them."""
+    """A free slot, waiting up to ``wait_s`` (default ``SLOT_WAIT_S``) for one; then a
+    ``ConfigError`` naming the pids that hold them."""
     lock_dir.mkdir(parents=True, exist_ok=True)
     wait_s = SLOT_WAIT_S if wait_s is None else wait_s
     deadline = time.monotonic() + wait_s
     got = _try_claim(lock_dir, count)
     if got is None and wait_s > 0:
         log.info(
-            "all %d job slots in %s are held (pids %s); waiting up to %.0f s for one to be released",
+            "all %d job slots in %s are held (pids %s); waiting up to %.0f s for one to be "
+            "released",
             count,
             lock_dir,
             _holders(lock_dir, count),
@@ -129,7 +129,8 @@ def _claim(lock_dir: Path, count: int, wait_s: float | None = None) -> tuple[int
         raise ConfigError(
             f"all {count} job slots in {lock_dir} are held by live processes (pids "
             f"{_holders(lock_dir, count)}) after {wait_s:.0f} s: more jobs run at once than "
-            f"hydra.launcher.n_jobs={count}; is another sweep running into the same hydra.sweep.dir?"
+            f"hydra.launcher.n_jobs={count}; is another sweep running into the same "
+            "hydra.sweep.dir?"
         )
     return got
 
@@ -146,7 +147,8 @@ def _visible_gpus() -> list[str]:
 def pin_job(
     hydra_cfg: Any, accelerator: str = "auto", cpu_threads: int | None = None
 ) -> Slot | None:
-    """Give this process its slot and pin it (module docstring); None outside the joblib launcher."""
+    """Give this process its slot and pin it (module docstring); None outside the joblib
+    launcher."""
     global _held
     found = joblib_slots(hydra_cfg)
     if found is None:
@@ -178,8 +180,8 @@ def _claim_and_pin(count: int, sweep_dir: Path, accelerator: str) -> tuple[Slot,
     if gpus and len(gpus) < count:
         raise ConfigError(
             f"hydra.launcher.n_jobs={count} jobs at once but {len(gpus)} GPU(s) visible: set "
-            f"hydra.launcher.n_jobs={len(gpus)} (one GPU per job), or trainer=cpu to run the jobs on "
-            "CPUs"
+            f"hydra.launcher.n_jobs={len(gpus)} (one GPU per job), or trainer=cpu to run the jobs "
+            "on CPUs"
         )
     index, fd = _claim(sweep_dir / SLOTS_DIR, count)
     slot = Slot(

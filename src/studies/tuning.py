@@ -104,7 +104,8 @@ def score_candidate(values: dict[str, str], runs: list[RunRecord], metric: str) 
 def tune_variants(
     runs: Sequence[RunRecord], protocol: Protocol, ignore: Sequence[str]
 ) -> tuple[list[TunedVariant], list[str], dict[str, str]]:
-    """(tuned variants in sweep order, the keys that vary between variants, the shared overrides)."""
+    """(tuned variants in sweep order, the keys that vary between variants, the shared
+    overrides)."""
     keys = list(protocol.tune)
     variants, varying, shared = group_runs(runs, [*ignore, *keys])
     out = []
@@ -127,14 +128,15 @@ def tune_variants(
         notes = [f"{c.label()}: {c.note}" for c in cands if c.note and keys]
         if unlabelled:
             notes.append(
-                f"{len(unlabelled)} run(s) without protocol.stage under the two_stage design were not used"
+                f"{len(unlabelled)} run(s) without protocol.stage under the two_stage design were "
+                "not used"
             )
         if not cands:
             notes.append("no selection runs (stage tune or grid)")
         elif chosen is None:
             notes.append(
-                "no candidate has a finite selection score (every one diverged, failed or never validated): "
-                "nothing chosen"
+                "no candidate has a finite selection score (every one diverged, failed or never "
+                "validated): nothing chosen"
             )
         edge = []
         if chosen is not None:
@@ -154,7 +156,8 @@ def tune_variants(
         ]
         if chosen is not None and not verdict and protocol.design == "two_stage":
             notes.append(
-                "the confirm stage has not run at the chosen value (python -m src.study ... --stage confirm)"
+                "the confirm stage has not run at the chosen value (python -m src.study ... "
+                "--stage confirm)"
             )
         out.append(
             TunedVariant(v, cands, chosen, edge, sorted(verdict, key=lambda r: str(r.seed)), notes)

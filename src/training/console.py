@@ -21,7 +21,8 @@ from typing import Any
 # Lightning's info lines that our setup triggers and that say nothing about the run
 _DROPPED = (
     "💡 Tip:",  # the litlogger advertisement, on every Trainer
-    "Trainer already configured with model summary callbacks",  # we add our own ModelSummary (src/callbacks/summary.py)
+    # we add our own ModelSummary (src/callbacks/summary.py)
+    "Trainer already configured with model summary callbacks",
 )
 
 
@@ -73,8 +74,8 @@ def format_outputs(items: list[tuple[str, Path]]) -> str:
 
 
 def final_figures(metrics: dict[str, Any]) -> str:
-    """``final: val/loss 2.1910 (step 400) · test/loss 2.1990 (final weights, step 400) · 10,496 tokens/s``
-    from a run's metrics.json (what is missing is left out; a failed run says so)."""
+    """``final: val/loss 2.1910 (step 400) · test/loss 2.1990 (final weights, step 400) · 10,496
+    tokens/s`` from a run's metrics.json (what is missing is left out; a failed run says so)."""
     parts: list[str] = []
     val, best = metrics.get("val/loss"), metrics.get("val/loss_best")
     if isinstance(val, (int, float)):

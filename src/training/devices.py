@@ -7,11 +7,10 @@ single device, on a CPU one process. The precision follows the device through th
 ``${device_precision:${.accelerator}}`` resolver registered here: ``bf16-mixed`` when the run
 will use CUDA GPUs that support bfloat16 (Ampere and later), ``32`` otherwise.
 
-Recipes that fix the tokens per optimizer step (nanoGPT's ~0.5 M) whatever the number of
-devices use ``${grad_accum:<tokens>,${batch_size},${block_size},${.devices},${.num_nodes},${.accelerator}}``:
+Recipes that fix the tokens per optimizer step (nanoGPT's ~0.5 M) whatever the number of devices use
+``${grad_accum:<tokens>,${batch_size},${block_size},${.devices},${.num_nodes},${.accelerator}}``:
 the gradient-accumulation steps that make ``batch_size × block_size × world size × steps`` equal
-``tokens`` (an error when it does not divide).
-"""
+``tokens`` (an error when it does not divide)."""
 
 from __future__ import annotations
 
@@ -32,7 +31,8 @@ def device_precision(accelerator: str = "auto") -> str:
 
 
 def world_size(devices: object = "auto", num_nodes: int = 1, accelerator: str = "auto") -> int:
-    """Processes Lightning will start: ``devices`` per node (``auto``/-1 = every GPU, or 1 on CPU) × nodes."""
+    """Processes Lightning will start: ``devices`` per node (``auto``/-1 = every GPU, or 1 on CPU) ×
+    nodes."""
     import torch
 
     if not isinstance(devices, (str, int)) and hasattr(devices, "__len__"):  # a list of device ids
@@ -59,9 +59,9 @@ def grad_accum(
     steps, rest = divmod(int(tokens), per_pass)
     if rest or steps < 1:
         raise ValueError(
-            f"{tokens} tokens per step is not a multiple of batch_size={batch_size} x block_size={block_size} "
-            f"x {world} process(es) = {per_pass}; change batch_size, or set trainer.accumulate_grad_batches "
-            f"explicitly"
+            f"{tokens} tokens per step is not a multiple of batch_size={batch_size} x "
+            f"block_size={block_size} x {world} process(es) = {per_pass}; change batch_size, or "
+            "set trainer.accumulate_grad_batches explicitly"
         )
     return steps
 

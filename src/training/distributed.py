@@ -44,7 +44,8 @@ _DROP_HYDRA = (
 
 
 def _config_flags(argv: Sequence[str]) -> list[str]:
-    """``--config-path/--config-name/--config-dir`` (both ``--x y`` and ``--x=y`` forms) from argv."""
+    """``--config-path/--config-name/--config-dir`` (both ``--x y`` and ``--x=y`` forms) from
+    argv."""
     out: list[str] = []
     it = iter(range(len(argv)))
     for i in it:
@@ -58,7 +59,8 @@ def _config_flags(argv: Sequence[str]) -> list[str]:
 
 
 def hydra_child_command(local_rank: int) -> tuple[list[str], str]:
-    """(command, cwd) that starts rank ``local_rank`` of the current Hydra job in the same run dir."""
+    """(command, cwd) that starts rank ``local_rank`` of the current Hydra job in the same run
+    dir."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.utils import get_original_cwd, to_absolute_path
 

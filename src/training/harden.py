@@ -1,7 +1,6 @@
 """Install the run's safety nets on a built Trainer: ``SafeCheckpointIO`` (atomic, verified,
-weights-only checkpoints; ``src.checkpoints.io``), the ``NonFiniteGuard`` and ``Preemption`` callbacks
-(``src.callbacks.nonfinite``, ``src.callbacks.preemption``). docs/reliability.md.
-"""
+weights-only checkpoints; ``src.checkpoints.io``), the ``NonFiniteGuard`` and ``Preemption``
+callbacks (``src.callbacks.nonfinite``, ``src.callbacks.preemption``). docs/reliability.md."""
 
 from __future__ import annotations
 
@@ -22,8 +21,8 @@ __all__ = ["harden_trainer"]
 
 
 def harden_trainer(trainer: Any, cfg: Mapping[str, Any] | Any) -> Any:
-    """Install ``SafeCheckpointIO`` (atomic, verified, weights-only), ``NonFiniteGuard`` and ``Preemption``
-    (SIGTERM / SLURM's signal -> last.ckpt at the current step) on ``trainer``.
+    """Install ``SafeCheckpointIO`` (atomic, verified, weights-only), ``NonFiniteGuard`` and
+    ``Preemption`` (SIGTERM / SLURM's signal -> last.ckpt at the current step) on ``trainer``.
 
     cfg: the run config; its ``reliability`` node (``nonfinite``, ``check_every_n_steps``,
     ``max_consecutive_skips``) configures the guard. A custom CheckpointIO already set on the

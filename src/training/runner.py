@@ -39,7 +39,8 @@ log = logging.getLogger(__name__)
 
 
 def output_dir(cfg: DictConfig) -> Path:
-    """The run directory: ``paths.output_dir`` (Hydra's job directory), else ``trainer.default_root_dir``."""
+    """The run directory: ``paths.output_dir`` (Hydra's job directory), else
+    ``trainer.default_root_dir``."""
     d = OmegaConf.select(cfg, "paths.output_dir", default=None)
     if d is None:
         d = OmegaConf.select(cfg, "trainer.default_root_dir", default=None) or os.getcwd()
@@ -68,7 +69,8 @@ def model_summary(cfg: DictConfig) -> list[pl.Callback]:
 
 
 def train(cfg: DictConfig) -> float | None:
-    """Fit (and test) one configuration; write metrics.json; return the best ``optimized_metric``."""
+    """Fit (and test) one configuration; write metrics.json; return the best
+    ``optimized_metric``."""
     t0 = time.perf_counter()
     origin = (
         provenance()
@@ -80,8 +82,10 @@ def train(cfg: DictConfig) -> float | None:
     trainer: pl.Trainer | None = None
     with launcher_scope():  # a multirun's next DDP job in this process launches its own ranks again
         try:
-            quiet_third_party()  # Lightning's litlogger tip and its own _pytree deprecation (src/training/console.py)
-            mirror_lightning_to_log_file()  # Lightning's info lines into train.log too (src/echo.py)
+            # Lightning's litlogger tip and its own _pytree deprecation (src/training/console.py)
+            quiet_third_party()
+            # Lightning's info lines into train.log too (src/echo.py)
+            mirror_lightning_to_log_file()
             configure_backends(cfg)
             run = build_run(cfg)
             trainer = build_trainer(cfg, extra_callbacks=[summary, *model_summary(cfg)])
@@ -133,8 +137,9 @@ def validate_final_weights(trainer: pl.Trainer, run: Run, summary: RunSummary) -
 
 
 def scored_weights(trainer: pl.Trainer, summary: RunSummary) -> tuple[str, int, str | None]:
-    """(which weights the test scores: "best" | "final", their step, the checkpoint to load or None):
-    the best checkpoint by validation, unless the final weights are the best (or there is none)."""
+    """(which weights the test scores: "best" | "final", their step, the checkpoint to load or
+    None): the best checkpoint by validation, unless the final weights are the best (or there is
+    none)."""
     ck = trainer.checkpoint_callback
     best_path = ck.best_model_path if isinstance(ck, ModelCheckpoint) else ""
     best = summary.best

@@ -43,9 +43,9 @@ class Run:
 def resolve_vocab(plain: dict[str, Any], tokenizer: Tokenizer, n_reserved: int) -> None:
     """Set ``model.vocab_size`` (and bos/eos/pad ids) from the tokenizer, or check they fit.
 
-    ``vocab_size_from=tokenizer``: model.vocab_size = tokenizer.vocab_size + ids reserved by the task.
-    ``vocab_size_from=model``: keep model.vocab_size; it must hold the tokenizer's ids and the reserved ones.
-    """
+    ``vocab_size_from=tokenizer``: model.vocab_size = tokenizer.vocab_size + ids reserved by the
+    task. ``vocab_size_from=model``: keep model.vocab_size; it must hold the tokenizer's ids and the
+    reserved ones."""
     mode = plain.get(
         "vocab_size_from", "tokenizer"
     )  # tokenizer | model (checked by validate_run_config)
@@ -55,8 +55,9 @@ def resolve_vocab(plain: dict[str, Any], tokenizer: Tokenizer, n_reserved: int) 
     if mode == "model":
         if model["vocab_size"] < needed:
             raise ConfigError(
-                f"tokenizer={tokenizer.name} has {tokenizer.vocab_size} tokens{extra}, more than model.vocab_size="
-                f"{model['vocab_size']}; raise model.vocab_size to at least {needed}, or set vocab_size_from=tokenizer"
+                f"tokenizer={tokenizer.name} has {tokenizer.vocab_size} tokens{extra}, more than "
+                f"model.vocab_size={model['vocab_size']}; raise model.vocab_size to at least "
+                f"{needed}, or set vocab_size_from=tokenizer"
             )
     else:
         model["vocab_size"] = needed
@@ -66,8 +67,8 @@ def resolve_vocab(plain: dict[str, Any], tokenizer: Tokenizer, n_reserved: int) 
         v = model.get(key)
         if v is not None and not 0 <= v < model["vocab_size"]:
             raise ConfigError(
-                f"model.{key}={v} is outside the vocabulary (model.vocab_size={model['vocab_size']}); "
-                f"set it to a tokenizer id or null"
+                f"model.{key}={v} is outside the vocabulary "
+                f"(model.vocab_size={model['vocab_size']}); set it to a tokenizer id or null"
             )
 
 

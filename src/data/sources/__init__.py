@@ -17,7 +17,8 @@ from src.registry import Registry
 SOURCES: Registry[Source] = Registry("source", package="src.data.sources")
 
 
-#: keys of a data config node that configure batching (the datamodule), by source kind; the rest build the source
+#: keys of a data config node that configure batching (the datamodule), by source kind; the rest
+#: build the source
 DATAMODULE_KEYS: dict[str, tuple[str, ...]] = {
     "lm": ("epoch_batches", "val_batch_size", "max_val_windows", "num_proc"),
     "pairs": ("epoch_batches", "val_batch_size", "max_src_len", "max_tgt_len", "bucket_batches"),
@@ -28,7 +29,8 @@ DATAMODULE_KEYS["synthetic"] = (
     "val_batch_size",
     "train_min_length",
 )  # generated tasks (src/data/synthetic)
-#: the batches each source kind yields: text windows {"tokens"} or pairs {"src_ids", "src_mask", "tgt_ids", "tgt_mask"}
+#: the batches each source kind yields: text windows {"tokens"} or pairs {"src_ids", "src_mask",
+#: "tgt_ids", "tgt_mask"}
 BATCH_FORMATS: dict[str, str] = {
     "lm": "text",
     "bin": "text",
@@ -60,8 +62,8 @@ def check_source(cfg: Mapping[str, Any]) -> tuple[type[Source], dict[str, Any]]:
     unknown = sorted(k for k in node if k not in accepted)
     if unknown:
         raise DataError(
-            f"data={name} got unknown key(s) {unknown}{did_you_mean(unknown, accepted, 'data.')}; it "
-            f"accepts: {', '.join(accepted)}"
+            f"data={name} got unknown key(s) {unknown}{did_you_mean(unknown, accepted, 'data.')}; "
+            f"it accepts: {', '.join(accepted)}"
         )
     return cls, node
 

@@ -56,7 +56,8 @@ class LMSource(Source):
     """Text documents per split, for language modelling."""
 
     kind: ClassVar[str] = "lm"
-    #: put the tokenizer's eos between documents (independent documents); False for one long text cut in parts
+    #: put the tokenizer's eos between documents (independent documents); False for one long text
+    #: cut in parts
     separate_documents: bool = True
 
     def splits(self) -> dict[str, Sequence[str]]:
@@ -70,7 +71,8 @@ class PairSource(Source):
     kind: ClassVar[str] = "pairs"
 
     def pairs(self) -> dict[str, tuple[list[str], list[str]]]:
-        """``{"train": (src_sentences, tgt_sentences), "val": ..., "test": ...}``, aligned by index."""
+        """``{"train": (src_sentences, tgt_sentences), "val": ..., "test": ...}``, aligned by
+        index."""
         raise NotImplementedError
 
 
@@ -83,8 +85,8 @@ def decode_bytes(data: bytes, path: str | Path, encoding: str = "utf-8") -> str:
         return data.decode(encoding)
     except UnicodeDecodeError as e:
         raise DataError(
-            f"{path}: bytes at offset {e.start} are not valid {encoding} ({e.reason}); convert the file to "
-            f"{encoding} or set data.encoding to its encoding"
+            f"{path}: bytes at offset {e.start} are not valid {encoding} ({e.reason}); convert the "
+            f"file to {encoding} or set data.encoding to its encoding"
         ) from None
 
 
@@ -105,7 +107,8 @@ def read_lines(path: str | Path, encoding: str = "utf-8") -> list[str]:
 
 
 def file_kind(p: Path) -> str:
-    """What is at ``p`` when it is not a regular file, in words (a FIFO would block a reader forever)."""
+    """What is at ``p`` when it is not a regular file, in words (a FIFO would block a reader
+    forever)."""
     try:
         mode = p.stat().st_mode
     except OSError:
@@ -130,7 +133,8 @@ def require_file(path: str | Path, key: str, fix: str) -> Path:
         kind = file_kind(p)
         if kind != "no such file":  # a FIFO or a device: reading it would block or never end
             raise DataError(
-                f"data.{key}='{path}' is {kind}, not a regular file; copy its content to a file first. {fix}"
+                f"data.{key}='{path}' is {kind}, not a regular file; copy its content to a file "
+                f"first. {fix}"
             )
         raise DataError(f"data.{key}='{path}': no such file. {fix}")
     return p
@@ -160,13 +164,13 @@ def check_fractions(**fractions: float) -> None:
             )
     if "test_fraction" in fractions and float(fractions["test_fraction"]) <= 0.0:
         raise DataError(
-            f"data.test_fraction={fractions['test_fraction']!r} is invalid: every source needs a test split "
-            "distinct from val (verdicts read test, selection reads val); use e.g. 0.05"
+            f"data.test_fraction={fractions['test_fraction']!r} is invalid: every source needs a "
+            "test split distinct from val (verdicts read test, selection reads val); use e.g. 0.05"
         )
     if sum(fractions.values()) >= 1.0:
         raise DataError(
-            f"data.{' + '.join(fractions)}={sum(fractions.values())} must be in [0, 1) and the held-out "
-            "fractions must sum below 1"
+            f"data.{' + '.join(fractions)}={sum(fractions.values())} must be in [0, 1) and the "
+            "held-out fractions must sum below 1"
         )
 
 
@@ -231,15 +235,15 @@ def download(
                     f.write(chunk)
         except OSError as e:  # URLError, timeouts, refused connections, DNS failures
             raise DataError(
-                f"could not download {what} from {url} ({getattr(e, 'reason', e)}). Put the file at {dest} "
-                f"or pass data.{key}=/path/to/{dest.name}; without internet, data=embedded works "
-                "offline"
+                f"could not download {what} from {url} ({getattr(e, 'reason', e)}). Put the file "
+                f"at {dest} or pass data.{key}=/path/to/{dest.name}; without internet, "
+                "data=embedded works offline"
             ) from None
         if sha256 is not None:
             actual = hashlib.sha256(tmp.read_bytes()).hexdigest()
             if actual != sha256:
                 raise DataError(
-                    f"{url}: sha256 {actual} does not match the expected {sha256} for {what}; delete the "
-                    f"file and retry, or pass data.{key}= a good copy"
+                    f"{url}: sha256 {actual} does not match the expected {sha256} for {what}; "
+                    f"delete the file and retry, or pass data.{key}= a good copy"
                 )
     return dest

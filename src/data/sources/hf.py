@@ -47,7 +47,8 @@ class HFDataset(LMSource):
         super().__init__(cache_dir)
         if not path:
             raise DataError(
-                f"data.path={path!r} is invalid: give a dataset name or builder, e.g. data.path=wikitext"
+                f"data.path={path!r} is invalid: give a dataset name or builder, e.g. "
+                "data.path=wikitext"
             )
         self.path, self.config, self.data_files, self.revision = path, config, data_files, revision
         self.split_names = (
@@ -94,9 +95,10 @@ class HFDataset(LMSource):
             )
         except Exception as e:  # the loader's own errors vary by version; report them with the fix
             raise DataError(
-                f"datasets.load_dataset('{self.path}', {self.config!r}) failed: {type(e).__name__}: {e}. "
-                "Offline, pass a local builder and files (data.path=text data.data_files=...), or a dataset "
-                "already in the datasets cache; without internet, data=embedded works"
+                f"datasets.load_dataset('{self.path}', {self.config!r}) failed: "
+                f"{type(e).__name__}: {e}. Offline, pass a local builder and files (data.path=text "
+                "data.data_files=...), or a dataset already in the datasets cache; without "
+                "internet, data=embedded works"
             ) from None
         out: dict[str, Any] = {}
         for ours, theirs in self.split_names.items():
@@ -121,8 +123,8 @@ class HFDataset(LMSource):
             columns = ds.column_names  # None for a stream whose features are unknown until read
             if columns is not None and self.text_column not in columns:
                 raise DataError(
-                    f"data.text_column='{self.text_column}' is not a column of {self.path} split '{split}'; "
-                    f"its columns are {list(columns)}"
+                    f"data.text_column='{self.text_column}' is not a column of {self.path} split "
+                    f"'{split}'; its columns are {list(columns)}"
                 )
             ds = ds.select_columns([self.text_column])
             if self.text_column != "text":
@@ -156,5 +158,6 @@ class HFDataset(LMSource):
         return fp
 
     def splits(self) -> dict[str, Sequence[str]]:
-        """``datasets.Dataset`` (or ``IterableDataset`` when streaming) per split, one ``text`` column."""
+        """``datasets.Dataset`` (or ``IterableDataset`` when streaming) per split, one ``text``
+        column."""
         return self._load()

@@ -1,5 +1,5 @@
-"""``data=mqar``: multi-query associative recall. ``data.num_pairs`` key-value pairs, then queries of
-``data.num_queries`` of the keys; the answer is each queried key's value, in query order.
+"""``data=mqar``: multi-query associative recall. ``data.num_pairs`` key-value pairs, then queries
+of ``data.num_queries`` of the keys; the answer is each queried key's value, in query order.
 
 ::
 
@@ -120,5 +120,6 @@ class MQAR(SyntheticSource):
         keys = args.get("num_keys", 32)
         return (
             keys,
-            f"the keys of an example are distinct, so at most data.num_keys={keys} pairs (or raise num_keys)",
+            f"the keys of an example are distinct, so at most data.num_keys={keys} pairs (or raise "
+            "num_keys)",
         )

@@ -47,7 +47,8 @@ class Multi30k(PairSource):
                 )
         if src_lang == tgt_lang:
             raise DataError(
-                f"data.tgt_lang={tgt_lang!r} is invalid: choose a target language other than src_lang"
+                f"data.tgt_lang={tgt_lang!r} is invalid: choose a target language other than "
+                "src_lang"
             )
         self.path, self.src_lang, self.tgt_lang, self.url = path, src_lang, tgt_lang, url
 
@@ -57,14 +58,14 @@ class Multi30k(PairSource):
             folder = Path(self.path).expanduser()
             if folder.is_file():
                 raise DataError(
-                    f"data.path='{folder}' is a file, not a directory; data.path must be a folder with "
-                    f"{', '.join(SHA256)}; leave it unset to download them"
+                    f"data.path='{folder}' is a file, not a directory; data.path must be a folder "
+                    f"with {', '.join(SHA256)}; leave it unset to download them"
                 )
             p = folder / name
             if not p.is_file():
                 raise DataError(
-                    f"data.path='{p}': no such file. data.path must be a folder with {', '.join(SHA256)}; "
-                    "leave it unset to download them"
+                    f"data.path='{p}': no such file. data.path must be a folder with "
+                    f"{', '.join(SHA256)}; leave it unset to download them"
                 )
             return p
         dest = self.cache_dir / "multi30k" / name
@@ -94,8 +95,8 @@ class Multi30k(PairSource):
             src, tgt = read_lines(sp), read_lines(tp)
             if len(src) != len(tgt):
                 raise DataError(
-                    f"{sp} has {len(src)} lines but {tp} has {len(tgt)}; translation files must align line "
-                    "by line"
+                    f"{sp} has {len(src)} lines but {tp} has {len(tgt)}; translation files must "
+                    "align line by line"
                 )
             out[split] = (src, tgt)
         return out

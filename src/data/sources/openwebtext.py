@@ -27,7 +27,8 @@ OPENWEBTEXT_RAW = {
 
 @SOURCES.register("bin")
 class BinDir(Source):
-    """A directory of ``{split}.bin`` token files; ``raw`` is the source ``src.prepare`` fills it from."""
+    """A directory of ``{split}.bin`` token files; ``raw`` is the source ``src.prepare`` fills it
+    from."""
 
     kind = "bin"
 
@@ -47,8 +48,9 @@ class BinDir(Source):
     def bin_path(self, split: str, required: bool = True) -> Path | None:
         if self.dir.is_file():
             raise DataError(
-                f"data.dir='{self.dir}' is a file, not a directory; point data.dir at the directory "
-                f"python -m src.prepare data={self.name} wrote (train.bin, val.bin, test.bin, meta.json)"
+                f"data.dir='{self.dir}' is a file, not a directory; point data.dir at the "
+                f"directory python -m src.prepare data={self.name} wrote (train.bin, val.bin, "
+                "test.bin, meta.json)"
             )
         p = self.dir / f"{split}.bin"
         if not p.is_file():
@@ -60,9 +62,9 @@ class BinDir(Source):
     def not_prepared(self, filename: str) -> DataError:
         """``data.dir`` lacks ``filename``: the one-time ``src.prepare`` step has not run there."""
         return DataError(
-            f"data.dir='{self.dir}' has no {filename}; run the one-time step first: python -m src.prepare "
-            f"data={self.name} (it tokenizes the corpus into train.bin/val.bin there), or point data.dir "
-            "at a prepared directory"
+            f"data.dir='{self.dir}' has no {filename}; run the one-time step first: python -m "
+            f"src.prepare data={self.name} (it tokenizes the corpus into train.bin/val.bin there), "
+            "or point data.dir at a prepared directory"
         )
 
 

@@ -50,23 +50,25 @@ def expand(patterns: Sequence[str] | str, key: str) -> list[Path]:
             )
             if not found:
                 raise DataError(
-                    f"data.{key}='{pattern}' is a directory with no {'/'.join(TEXT_SUFFIXES)} file; give "
-                    f"the files in it, or a glob: data.{key}=['{pattern.rstrip('/')}/**/*.txt']"
+                    f"data.{key}='{pattern}' is a directory with no {'/'.join(TEXT_SUFFIXES)} "
+                    "file; give the files in it, or a glob: "
+                    f"data.{key}=['{pattern.rstrip('/')}/**/*.txt']"
                 )
             files += found
         elif os.path.exists(pattern):  # a FIFO or a device: reading it would block or never end
             raise DataError(
-                f"data.{key}='{pattern}' is {file_kind(Path(pattern))}, not a regular file; copy its "
-                f"content to a text file first and give that in data.{key}"
+                f"data.{key}='{pattern}' is {file_kind(Path(pattern))}, not a regular file; copy "
+                f"its content to a text file first and give that in data.{key}"
             )
         else:
             raise DataError(
-                f"data.{key}='{pattern}': no such file. give existing text files or globs in data.{key}"
+                f"data.{key}='{pattern}': no such file. give existing text files or globs in "
+                f"data.{key}"
             )
     if not files:
         raise DataError(
-            f"data.{key}={list(patterns)} matches no files; give existing text files or globs, e.g. "
-            f"data.{key}=[notes/*.txt]"
+            f"data.{key}={list(patterns)} matches no files; give existing text files or globs, "
+            f"e.g. data.{key}=[notes/*.txt]"
         )
     return files
 
@@ -141,8 +143,8 @@ class TextFiles(LMSource):
                 record = json.loads(line)
             except ValueError as e:
                 raise DataError(
-                    f"{f}:{n} is not a JSON object ({e.msg}); a .jsonl file holds one JSON object per "
-                    "line"
+                    f"{f}:{n} is not a JSON object ({e.msg}); a .jsonl file holds one JSON object "
+                    "per line"
                 ) from None
             value = record.get(self.text_field) if isinstance(record, dict) else None
             if not isinstance(value, str):
@@ -152,8 +154,8 @@ class TextFiles(LMSource):
                     else type(record).__name__
                 )
                 raise DataError(
-                    f"{f}:{n} has no text in data.text_field='{self.text_field}' (its keys: {keys}); set "
-                    "data.text_field to the field that holds the text"
+                    f"{f}:{n} has no text in data.text_field='{self.text_field}' (its keys: "
+                    f"{keys}); set data.text_field to the field that holds the text"
                 )
             docs.append(value)
         return docs

@@ -5,12 +5,11 @@ validation (5%, 55,770 characters) and test (the last 5%, 55,770 characters), so
 and verdicts never read the same text and the training text stays nanoGPT's.
 
 ``val_text=nanogpt`` validates on nanoGPT's own validation text instead: the whole last 10%
-(``data[int(n*0.9):]`` of nanoGPT's ``data/shakespeare_char/prepare.py``, 111,540 characters),
-so a loss is read on the text nanoGPT reports its loss on (the speedrun against nanoGPT,
-``experiment=shakespeare_char_speedrun``). No text is left for a distinct test split: the test
-split then holds the same text as val, and a run must set ``test=false`` (``check_test_split`` refuses
-``test=true``, since a verdict on test would be a verdict on the text that selected the model).
-"""
+(``data[int(n*0.9):]`` of nanoGPT's ``data/shakespeare_char/prepare.py``, 111,540 characters), so a
+loss is read on the text nanoGPT reports its loss on (the speedrun against nanoGPT,
+``experiment=shakespeare_char_speedrun``). No text is left for a distinct test split: the test split
+then holds the same text as val, and a run must set ``test=false`` (``check_test_split`` refuses
+``test=true``, since a verdict on test would be a verdict on the text that selected the model)."""
 
 from __future__ import annotations
 
@@ -41,7 +40,8 @@ SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 
 @SOURCES.register("tinyshakespeare")
 class TinyShakespeare(LMSource):
-    """``path``: a local ``input.txt``; else ``<cache_dir>/tinyshakespeare/input.txt``, downloaded once."""
+    """``path``: a local ``input.txt``; else ``<cache_dir>/tinyshakespeare/input.txt``, downloaded
+    once."""
 
     separate_documents = False  # one text cut in parts
 
@@ -106,21 +106,24 @@ class TinyShakespeare(LMSource):
 
     @staticmethod
     def check_test_split(args: Mapping[str, Any], *, test: bool) -> None:
-        """``val_text=nanogpt`` leaves no text for a test split distinct from val: refuse ``test=true``."""
+        """``val_text=nanogpt`` leaves no text for a test split distinct from val: refuse
+        ``test=true``."""
         val_text = args.get("val_text", "ours")
         _check_val_text(val_text)
         if val_text == "nanogpt" and test:
             raise DataError(
-                "data.val_text=nanogpt validates on nanoGPT's last 10% of input.txt, which leaves no "
-                "text for a test split distinct from val, so test=true would report a verdict on the "
-                "text that chose the model; set test=false, or data.val_text=ours (val 5%, test 5%)"
+                "data.val_text=nanogpt validates on nanoGPT's last 10% of input.txt, which leaves "
+                "no text for a test split distinct from val, so test=true would report a verdict "
+                "on the text that chose the model; set test=false, or data.val_text=ours (val 5%, "
+                "test 5%)"
             )
 
 
 def _check_val_text(value: Any) -> None:
     if value not in VAL_TEXTS:
         raise DataError(
-            f"data.val_text={value!r} is invalid{did_you_mean(str(value), VAL_TEXTS, 'data.val_text=')}; "
-            "use ours (the 5% after the training text; test the last 5%) or nanogpt (nanoGPT's last "
-            "10%, test=false)"
+            f"data.val_text={value!r} is "
+            f"invalid{did_you_mean(str(value), VAL_TEXTS, 'data.val_text=')}; use ours (the 5% "
+            "after the training text; test the last 5%) or nanogpt (nanoGPT's last 10%, "
+            "test=false)"
         )

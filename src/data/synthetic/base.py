@@ -2,7 +2,8 @@
 
 An example is a pure function of ``(data.seed, split, index)`` (and, for training, the run's seed):
 ``np.random.default_rng([data.seed, split code, stream, index])`` draws it, so every machine and
-every job of a sweep sees the same validation and test examples, and nothing is downloaded or stored.
+every job of a sweep sees the same validation and test examples, and nothing is downloaded or
+stored.
 
 Splits are disjoint by construction, whatever the size of the example space: the prompt's
 blake2b hash puts every possible prompt in exactly one split (``HELD_OUT`` of the hash range for
@@ -36,7 +37,8 @@ HELD_OUT = 0.1  # share of the prompt-hash range reserved for test, and as much 
 MAX_DRAWS = 10_000  # redraws before a split is declared empty (an example space too small to split)
 SEP, NOISE = "|", "."
 _ALNUM = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-#: content symbols: digits and ASCII letters, then the letters À … ÿ of Latin-1 (printable, one code point each)
+#: content symbols: digits and ASCII letters, then the letters À … ÿ of Latin-1 (printable, one code
+#: point each)
 SYMBOLS = _ALNUM + "".join(chr(c) for c in range(0xC0, 0x100) if c not in (0xD7, 0xF7))
 
 
@@ -56,7 +58,8 @@ def split_of(prompt: str) -> str:
 
 @dataclass(frozen=True)
 class Example:
-    """A prompt and its answer, one character per token; the model reads the prompt and is scored on the answer."""
+    """A prompt and its answer, one character per token; the model reads the prompt and is scored on
+    the answer."""
 
     prompt: str
     answer: str
@@ -133,20 +136,23 @@ class SyntheticSource(Source):
 
     @property
     def test_lengths(self) -> list[int]:
-        """The test lengths, the training length first: ``data.test_lengths`` or 1×, 2×, 4× the training length."""
+        """The test lengths, the training length first: ``data.test_lengths`` or 1×, 2×, 4× the
+        training length."""
         given = self._test_lengths or [self.train_length * f for f in (1, 2, 4)]
         return sorted(set([self.train_length, *given]))
 
     def sizes(self, length: int) -> tuple[int, int]:
-        """(prompt tokens, answer tokens) of every example at ``length`` (they do not vary between examples)."""
+        """(prompt tokens, answer tokens) of every example at ``length`` (they do not vary between
+        examples)."""
         ex = self.sample(np.random.default_rng(0), length)
         return len(ex.prompt), len(ex.answer)
 
     def example(
         self, split: str, index: int, length: int | None = None, stream: int = 0
     ) -> Example:
-        """Example ``index`` of ``split`` at ``length`` (default: the training length); ``stream`` separates
-        the training streams of different run seeds. Redraws until the prompt belongs to ``split``."""
+        """Example ``index`` of ``split`` at ``length`` (default: the training length); ``stream``
+        separates the training streams of different run seeds. Redraws until the prompt belongs to
+        ``split``."""
         length = self.train_length if length is None else int(length)
         rng = np.random.default_rng(
             [self.seed, SPLIT_CODES[split], int(stream), int(index), length]
@@ -156,8 +162,9 @@ class SyntheticSource(Source):
             if split_of(ex.prompt) == split:
                 return ex
         raise DataError(
-            f"data={self.name} with data.{self.length_key}={length} has too few distinct prompts to give "
-            f"the {split} split any ({MAX_DRAWS} draws found none); raise data.{self.length_key}"
+            f"data={self.name} with data.{self.length_key}={length} has too few distinct prompts "
+            f"to give the {split} split any ({MAX_DRAWS} draws found none); raise "
+            f"data.{self.length_key}"
         )
 
     def fingerprint(self) -> dict[str, Any]:
@@ -172,9 +179,10 @@ class SyntheticSource(Source):
         }
 
     def check_train_min_length(self, value: int | None) -> None:
-        """``data.train_min_length`` (the smallest size of a training batch, ``SyntheticDataModule``): null, or
-        an integer from the task's smallest size to the training size, at which the task's keys hold and
-        the training split has prompts. DataError naming the key otherwise."""
+        """``data.train_min_length`` (the smallest size of a training batch,
+        ``SyntheticDataModule``): null, or an integer from the task's smallest size to the training
+        size, at which the task's keys hold and the training split has prompts. DataError naming the
+        key otherwise."""
         if value is None:
             return
         name, key, train = self.registry_name, self.length_key, self.train_length  # type: ignore[attr-defined]
@@ -197,7 +205,8 @@ class SyntheticSource(Source):
                 "data.train_min_length",
             ) from e
 
-    # ------------------------------------------------------------ validation (once, with the run config)
+    # ------------------------------------------------------------ validation (once, with the run
+    # config)
     @classmethod
     def check_run(
         cls,
@@ -208,19 +217,22 @@ class SyntheticSource(Source):
         task: str | None = "synthetic",
         train_min_length: int | None = None,
     ) -> None:
-        """Every value of the data node, the tokenizer and objective it needs, and the training example
-        against ``block_size``: a DataError naming the key, the value and the allowed range. Called by
-        ``src.config.validate``; ``train_min_length`` is the datamodule's ``data.train_min_length``."""
+        """Every value of the data node, the tokenizer and objective it needs, and the training
+        example against ``block_size``: a DataError naming the key, the value and the allowed range.
+        Called by ``src.config.validate``; ``train_min_length`` is the datamodule's
+        ``data.train_min_length``."""
         name = cls.registry_name  # type: ignore[attr-defined]
         if task != "synthetic":
             raise DataError(
-                f"data={name} is scored by task=synthetic (answer-only loss, exact match, one test set per "
-                f"length), not task={task}; conf/data/{name}.yaml selects it: remove the task override"
+                f"data={name} is scored by task=synthetic (answer-only loss, exact match, one test "
+                f"set per length), not task={task}; conf/data/{name}.yaml selects it: remove the "
+                "task override"
             )
         if tokenizer != "char":
             raise DataError(
                 f"data={name} writes one character per symbol and needs tokenizer=char, not "
-                f"tokenizer={tokenizer} (conf/data/{name}.yaml selects char; remove the tokenizer override)"
+                f"tokenizer={tokenizer} (conf/data/{name}.yaml selects char; remove the tokenizer "
+                "override)"
             )
         integer("seed", args.get("seed", 0), 0, why="the seed of the validation and test examples")
         for key in ("val_examples", "test_examples"):
@@ -259,8 +271,8 @@ class SyntheticSource(Source):
                 else (f"data.test_lengths (null: 1x, 2x, 4x data.{cls.length_key}={train})")
             )
             raise DataError(
-                f"{given}={source.test_lengths} goes beyond {limit[0]}: {limit[1]}; give data.test_lengths "
-                f"at most {limit[0]}"
+                f"{given}={source.test_lengths} goes beyond {limit[0]}: {limit[1]}; give "
+                f"data.test_lengths at most {limit[0]}"
             )
         for split, n in [("val", train), *(("test", n) for n in source.test_lengths)]:
             source.example(
@@ -270,8 +282,9 @@ class SyntheticSource(Source):
         prompt, answer = source.sizes(train)
         if prompt + answer - 1 > block_size:
             raise DataError(
-                f"block_size={block_size} is too short for data={name} at data.{cls.length_key}={train}: "
-                f"an example is {prompt} prompt + {answer} answer tokens, which the model reads as "
-                f"{prompt + answer - 1}; raise block_size (model.max_seq_len) to at least "
-                f"{prompt + answer - 1} or lower data.{cls.length_key}"
+                f"block_size={block_size} is too short for data={name} at "
+                f"data.{cls.length_key}={train}: an example is {prompt} prompt + {answer} answer "
+                f"tokens, which the model reads as {prompt + answer - 1}; raise block_size "
+                f"(model.max_seq_len) to at least {prompt + answer - 1} or lower "
+                f"data.{cls.length_key}"
             )

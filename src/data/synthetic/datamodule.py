@@ -48,8 +48,9 @@ REFERENCE_EXAMPLES = 4096  # training answers an n-gram reference is fitted on
 
 @dataclass
 class AnswerCorpus:
-    """Training answers, each read after a start symbol (the shape of ``src.data.datamodule.ReferenceCorpus``
-    that ``src.callbacks.ngram_reference`` fits on): a floor that never reads the prompt."""
+    """Training answers, each read after a start symbol (the shape of
+    ``src.data.datamodule.ReferenceCorpus`` that ``src.callbacks.ngram_reference`` fits on): a floor
+    that never reads the prompt."""
 
     sequences: list[np.ndarray]
     start: bool = True
@@ -68,12 +69,13 @@ def collate(examples: Sequence[Example], length: int, ids: dict[str, int]) -> Ba
     }
 
 
-LENGTH_STREAM = 1  # batch sizes draw from rng([run seed, 1, i]); examples from 5-part seeds (SyntheticSource.example)
+# batch sizes draw from rng([run seed, 1, i]); examples from 5-part seeds (SyntheticSource.example)
+LENGTH_STREAM = 1
 
 
 class TrainBatches:
-    """Training batch ``i`` of ``rank``: a pure function of (seed, rank, i). ``min_length`` (None: the
-    training size) is the smallest size a batch is drawn at."""
+    """Training batch ``i`` of ``rank``: a pure function of (seed, rank, i). ``min_length`` (None:
+    the training size) is the smallest size a batch is drawn at."""
 
     def __init__(
         self,
@@ -96,7 +98,8 @@ class TrainBatches:
         self.min_length = source.train_length if min_length is None else int(min_length)
 
     def length(self, i: int) -> int:
-        """The size of batch ``i``: uniform over [min_length, training size], by (seed, i) alone (every rank the same)."""
+        """The size of batch ``i``: uniform over [min_length, training size], by (seed, i) alone
+        (every rank the same)."""
         top = self.source.train_length
         if self.min_length >= top:
             return top
@@ -183,7 +186,8 @@ class SyntheticDataModule(L.LightningDataModule):
         )
 
     def prepare_tokenizer(self) -> Tokenizer:
-        """Fit ``char`` on the task's symbols (a given vocabulary must hold them all); build the symbol -> id map."""
+        """Fit ``char`` on the task's symbols (a given vocabulary must hold them all); build the
+        symbol -> id map."""
         tok, vocab = self.tokenizer, self.source.vocabulary()
         if getattr(tok, "fitted", None) is False:
             tok.fit(vocab)  # type: ignore[attr-defined]
@@ -196,8 +200,8 @@ class SyntheticDataModule(L.LightningDataModule):
         missing = sorted(set(vocab) - set(stoi))
         if missing:
             raise DataError(
-                f"data={self.source.name} uses the symbols {''.join(missing)!r}, which tokenizer.chars does "
-                f"not hold; set tokenizer.chars=null to fit it on the task"
+                f"data={self.source.name} uses the symbols {''.join(missing)!r}, which "
+                "tokenizer.chars does not hold; set tokenizer.chars=null to fit it on the task"
             )
         self.ids = {c: int(stoi[c]) for c in vocab}
         return tok
@@ -250,8 +254,9 @@ class SyntheticDataModule(L.LightningDataModule):
         )
         if not batches.examples:
             raise DataError(
-                f"data={self.source.name}: data.{split}_examples={len(self.examples[(split, length)])} is "
-                f"fewer than the world size {world}; raise it"
+                f"data={self.source.name}: "
+                f"data.{split}_examples={len(self.examples[(split, length)])} is fewer than the "
+                f"world size {world}; raise it"
             )
         return DataLoader(
             EvalStream(batches, len(batches)),

@@ -1,5 +1,6 @@
-"""Evaluation benchmarks, registered by type name (``task:`` in ``conf/tasks/<entry>.yaml``; the
-CLI selects entries with ``tasks=[…]``). In code a *task* is a training objective (``src/objectives``)."""
+"""Evaluation benchmarks, registered by type name (``task:`` in ``conf/tasks/<entry>.yaml``; the CLI
+selects entries with ``tasks=[…]``). In code a *task* is a training objective
+(``src/objectives``)."""
 
 from src.evaluation.benchmarks.base import (
     BENCHMARKS,

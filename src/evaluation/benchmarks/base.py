@@ -36,8 +36,9 @@ class BenchmarkRegistry(Registry["Benchmark"]):
     def get(self, name: str) -> type[Benchmark]:
         if name not in self._discover():
             raise ConfigError(
-                f"unknown evaluation task type '{name}'; registered: {', '.join(self.names())}. Add one with "
-                f"@BENCHMARKS.register('{name}') in src/evaluation/benchmarks/ and a conf/tasks/<entry>.yaml naming it in 'task:'"
+                f"unknown evaluation task type '{name}'; registered: {', '.join(self.names())}. "
+                f"Add one with @BENCHMARKS.register('{name}') in src/evaluation/benchmarks/ and a "
+                "conf/tasks/<entry>.yaml naming it in 'task:'"
             )
         return self._classes[name]
 
@@ -78,7 +79,8 @@ def take(items: Iterable[T], limit: int | None) -> list[T]:
 
 
 def stderr_of_mean(values: list[float]) -> float:
-    """Standard error of a mean (sample standard deviation / √n, ``scipy.stats.sem``), as the harness reports."""
+    """Standard error of a mean (sample standard deviation / √n, ``scipy.stats.sem``), as the
+    harness reports."""
     if len(values) < 2:
         return float("nan")
     return float(stats.sem(values))
@@ -163,7 +165,8 @@ def build_benchmark(name: str, cfg: Mapping[str, Any]) -> Benchmark:
     node = dict(cfg)
     if "task" not in node:
         raise ConfigError(
-            f"tasks.{name} needs a 'task' key naming its type (one of: {', '.join(BENCHMARKS.names())})"
+            f"tasks.{name} needs a 'task' key naming its type (one of: "
+            f"{', '.join(BENCHMARKS.names())})"
         )
     node["name"] = node.pop("task")
     try:
@@ -185,7 +188,7 @@ def check_input_path(key: str, path: Any) -> None:
     given = Path(str(path)).expanduser()
     if not given.exists():
         raise DataError(
-            f"{key}='{path}' does not exist (resolved to {given.resolve()}; a relative path is read from "
-            f"the directory the command ran in, {Path.cwd()}); give the file's absolute path or a path "
-            "relative to that directory"
+            f"{key}='{path}' does not exist (resolved to {given.resolve()}; a relative path is "
+            f"read from the directory the command ran in, {Path.cwd()}); give the file's absolute "
+            "path or a path relative to that directory"
         )

@@ -65,7 +65,8 @@ def read_text_format(path: str) -> Iterator[MultipleChoice]:
         for n, item in enumerate(iter(lambda: [line for line in itertools.islice(f, 6)], [])):
             if len(item) < 6:
                 raise ValueError(
-                    f"{path}: item {n} is cut short ({len(item)} of 6 lines: query, label, 4 endings)"
+                    f"{path}: item {n} is cut short ({len(item)} of 6 lines: query, label, 4 "
+                    "endings)"
                 )
             query, label, *endings = (line.rstrip("\n") for line in item)
             if label.strip() not in ("0", "1", "2", "3"):

@@ -63,7 +63,8 @@ class Perplexity(Benchmark):
     ) -> None:
         if detokenizer is not None and detokenizer not in DETOKENIZERS:
             raise ValueError(
-                f"detokenizer='{detokenizer}' is not known; use null or one of {sorted(DETOKENIZERS)}"
+                f"detokenizer='{detokenizer}' is not known; use null or one of "
+                f"{sorted(DETOKENIZERS)}"
             )
         self.path, self.dataset, self.dataset_config, self.split = (
             path,
@@ -94,8 +95,8 @@ class Perplexity(Benchmark):
             text = self.joiner.join(rows)
         else:
             raise ValueError(
-                f"{self.key} has no text source; set {self.key}.path=<text file>, {self.key}.source={{name: ...}} "
-                f"or {self.key}.dataset=<name>"
+                f"{self.key} has no text source; set {self.key}.path=<text file>, "
+                f"{self.key}.source={{name: ...}} or {self.key}.dataset=<name>"
             )
         if self.detokenizer:
             text = DETOKENIZERS[self.detokenizer](text)
@@ -112,12 +113,14 @@ class Perplexity(Benchmark):
         src = self._build_source()
         if not isinstance(src, LMSource):
             raise ValueError(
-                f"{self.key}.source names '{src.name}', which is not a text (language-modelling) source"
+                f"{self.key}.source names '{src.name}', which is not a text (language-modelling) "
+                "source"
             )
         splits = src.splits()
         if self.split not in splits and not (self.split == "test" and "val" in splits):
             raise ValueError(
-                f"{self.key}.split='{self.split}' is not one of the source's splits {sorted(splits)}"
+                f"{self.key}.split='{self.split}' is not one of the source's splits "
+                f"{sorted(splits)}"
             )
         return list(
             splits.get(self.split, splits.get("val", []))
@@ -164,7 +167,8 @@ class Perplexity(Benchmark):
         )
         if n == 0:
             raise ValueError(
-                f"{self.key}: the text has {len(tokens)} token(s); at least 2 are needed to score one"
+                f"{self.key}: the text has {len(tokens)} token(s); at least 2 are needed to score "
+                "one"
             )
         metrics = perplexity_metrics(
             nll,

@@ -64,12 +64,14 @@ class Translation(Benchmark):
         src = build_source(self.source_cfg)
         if not isinstance(src, PairSource):
             raise ValueError(
-                f"{self.key}.source names '{self.source_cfg.get('name')}', which is not a sentence-pair source"
+                f"{self.key}.source names '{self.source_cfg.get('name')}', which is not a "
+                "sentence-pair source"
             )
         splits = src.pairs()
         if self.split not in splits:
             raise ValueError(
-                f"{self.key}.split='{self.split}' is not one of the source's splits {sorted(splits)}"
+                f"{self.key}.split='{self.split}' is not one of the source's splits "
+                f"{sorted(splits)}"
             )
         return splits[self.split]
 

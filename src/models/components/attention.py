@@ -65,7 +65,8 @@ def explicit_attention(
     training: bool = False,
     scale: float | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """q: [B, H, T, D], k/v: [B, H, S, D] -> (out [B, H, T, D], probs [B, H, T, S]); ``scale`` None = 1/√D."""
+    """q: [B, H, T, D], k/v: [B, H, S, D] -> (out [B, H, T, D], probs [B, H, T, S]); ``scale`` None
+    = 1/√D."""
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = (q @ k.transpose(-2, -1)) * scale  # [B, H, T, S]
     if bias.is_causal:
@@ -153,14 +154,14 @@ class MultiHeadAttention(nn.Module):
         scale: float | None = None,
         **_: object,
     ) -> None:
-        """Head counts that split ``d_model`` (``n_kv_head`` None = ``n_head``) unless ``head_dim`` is
-        given; a positive ``head_dim`` and a positive, finite ``scale``."""
+        """Head counts that split ``d_model`` (``n_kv_head`` None = ``n_head``) unless ``head_dim``
+        is given; a positive ``head_dim`` and a positive, finite ``scale``."""
         if head_dim is not None and (
             isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 1
         ):
             raise ConfigError(
-                f"model.d_head={head_dim!r} must be a positive integer (channels per head), or null for "
-                f"d_model / n_head"
+                f"model.d_head={head_dim!r} must be a positive integer (channels per head), or "
+                "null for d_model / n_head"
             )
         if scale is not None and (
             isinstance(scale, bool)
@@ -168,13 +169,13 @@ class MultiHeadAttention(nn.Module):
             or not 0 < scale < math.inf
         ):
             raise ConfigError(
-                f"model.attn_scale={scale!r} must be a positive number (scores = scale · q·k), or null for "
-                f"1/√d_head (T5 uses 1.0)"
+                f"model.attn_scale={scale!r} must be a positive number (scores = scale · q·k), or "
+                "null for 1/√d_head (T5 uses 1.0)"
             )
         if head_dim is None and d_model % n_head:
             raise ConfigError(
-                f"model.d_model={d_model} is not divisible by model.n_head={n_head}; "
-                f"choose n_head among the divisors of d_model (e.g. {d_model // 64 or 1} for 64-dim heads)"
+                f"model.d_model={d_model} is not divisible by model.n_head={n_head}; choose n_head "
+                f"among the divisors of d_model (e.g. {d_model // 64 or 1} for 64-dim heads)"
             )
         if n_kv_head is not None and (
             isinstance(n_kv_head, bool)
@@ -183,18 +184,18 @@ class MultiHeadAttention(nn.Module):
             or n_kv_head > n_head
         ):
             raise ConfigError(
-                f"model.n_kv_head={n_kv_head!r} is invalid: use null (= n_head: multi-head), 1 (multi-query) "
-                f"or a divisor of model.n_head={n_head}"
+                f"model.n_kv_head={n_kv_head!r} is invalid: use null (= n_head: multi-head), 1 "
+                f"(multi-query) or a divisor of model.n_head={n_head}"
             )
         if n_head % (n_kv_head or n_head):
             raise ConfigError(
-                f"model.n_head={n_head} is not divisible by model.n_kv_head={n_kv_head}; "
-                f"n_kv_head must divide n_head (n_kv_head=1 is multi-query, n_kv_head=n_head is multi-head)"
+                f"model.n_head={n_head} is not divisible by model.n_kv_head={n_kv_head}; n_kv_head "
+                "must divide n_head (n_kv_head=1 is multi-query, n_kv_head=n_head is multi-head)"
             )
 
     def forward_flops(self, batch_size: int, q_len: int, kv_len: int) -> int:
-        """Projections (Q, K, V, out) and scores of one forward: ``q_len`` queries over ``kv_len`` keys
-        (the encoder output's length for cross-attention)."""
+        """Projections (Q, K, V, out) and scores of one forward: ``q_len`` queries over ``kv_len``
+        keys (the encoder output's length for cross-attention)."""
         B = batch_size
         if self.cross:
             proj = linear_flops(self.q, B * q_len) + linear_flops(self.kv, B * kv_len)
@@ -216,8 +217,8 @@ class MultiHeadAttention(nn.Module):
         return self._heads(k, self.n_kv_head), self._heads(v, self.n_kv_head)
 
     def projection_weights(self) -> dict[str, Tensor]:
-        """The q, k, v and out matrices as views ([rows, C]; rows of the fused ``qkv`` / ``kv``), for
-        initialisation schemes that treat them apart (DeepNet)."""
+        """The q, k, v and out matrices as views ([rows, C]; rows of the fused ``qkv`` / ``kv``),
+        for initialisation schemes that treat them apart (DeepNet)."""
         qd, kd = self.n_head * self.head_dim, self.n_kv_head * self.head_dim
         if self.cross:
             k, v = self.kv.weight.split(kd)

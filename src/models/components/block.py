@@ -43,8 +43,9 @@ class Block(nn.Module):
         attn_scale: float | None = None,
         qk_norm: QKNorm | None = None,
     ) -> None:
-        """``make_residual`` builds the placement (``model.norm_placement``) of one sublayer; ``head_dim``,
-        ``attn_scale`` and ``qk_norm`` go to every attention of the block (see ``MultiHeadAttention``)."""
+        """``make_residual`` builds the placement (``model.norm_placement``) of one sublayer;
+        ``head_dim``, ``attn_scale`` and ``qk_norm`` go to every attention of the block (see
+        ``MultiHeadAttention``)."""
         super().__init__()
         attention = dict(head_dim=head_dim, scale=attn_scale, qk_norm=qk_norm)
         self.attn_res = make_residual()
@@ -202,7 +203,8 @@ class Stack(nn.Module):
         return self.mask is not None and self.mask.needs_prefix_length
 
     def forward_flops(self, batch_size: int, seq_len: int, memory_len: int = 0) -> int:
-        """Matmul FLOPs of the blocks over ``batch_size × seq_len`` tokens (see ``Block.forward_flops``)."""
+        """Matmul FLOPs of the blocks over ``batch_size × seq_len`` tokens (see
+        ``Block.forward_flops``)."""
         return sum(block.forward_flops(batch_size, seq_len, memory_len) for block in self.blocks)  # type: ignore[operator]
 
     def forward(

@@ -62,11 +62,13 @@ class DeepNorm(Residual):
         stack: str | None = None,
         **_: object,
     ) -> None:
-        """α and β need the depth of every stack the family has (N for an encoder, M for a decoder)."""
+        """α and β need the depth of every stack the family has (N for an encoder, M for a
+        decoder)."""
         depths = {"encoder": encoder_layers, "decoder": decoder_layers}
         if stack not in depths:
             raise ConfigError(
-                f"model.norm_placement=deepnorm needs its stack ('encoder' or 'decoder'), got {stack!r}"
+                "model.norm_placement=deepnorm needs its stack ('encoder' or 'decoder'), got "
+                f"{stack!r}"
             )
         needed = [
             s for s, n in depths.items() if s == stack or n
@@ -80,8 +82,9 @@ class DeepNorm(Residual):
                     else "model.n_layer (or model.n_decoder_layer)"
                 )
                 raise ConfigError(
-                    f"model.norm_placement=deepnorm needs the number of {s} layers (DeepNet's α and β "
-                    f"are functions of the depths), got {n!r}: set {key} to a positive integer"
+                    f"model.norm_placement=deepnorm needs the number of {s} layers (DeepNet's α "
+                    f"and β are functions of the depths), got {n!r}: set {key} to a positive "
+                    "integer"
                 )
 
     def forward(
@@ -90,7 +93,8 @@ class DeepNorm(Residual):
         return norm(self.alpha * x + sublayer(x))  # type: ignore[misc]
 
     def init_sublayer(self, sublayer: nn.Module) -> None:
-        """Figure 2: Xavier-normal with gain β for the FFN and the attention's v and out, gain 1 for q and k."""
+        """Figure 2: Xavier-normal with gain β for the FFN and the attention's v and out, gain 1 for
+        q and k."""
         if isinstance(sublayer, MultiHeadAttention):
             weights = [
                 (w, 1.0 if name in ("q", "k") else self.beta)

@@ -1,4 +1,5 @@
-"""Position-wise feed-forward networks, registered by name (``model/ffn=gelu|relu|silu|swiglu|geglu``)."""
+"""Position-wise feed-forward networks, registered by name
+(``model/ffn=gelu|relu|silu|swiglu|geglu``)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ GELU_FORMS = (
 
 
 def check_gelu_form(*, approximate: str = "tanh", **_: object) -> None:
-    """``check_args`` of the GELU-based FFNs (run by ``FFNS.check`` before anything is built, and by their
-    constructors)."""
+    """``check_args`` of the GELU-based FFNs (run by ``FFNS.check`` before anything is built, and by
+    their constructors)."""
     if approximate not in GELU_FORMS:
         raise ConfigError(
             f"model.ffn.approximate={approximate!r} is not known; use 'tanh' (GPT-2, T5 v1.1's "
@@ -114,7 +115,8 @@ class SwiGLU(nn.Module):
 @FFNS.register("geglu")
 class GeGLU(SwiGLU):
     """GEGLU (Shazeer 2020, arXiv:2002.05202): down(gelu(gate(x)) * up(x)); T5 v1.1 / flan-T5's
-    "gated-gelu" with the tanh approximation (``gelu_new``), ``approximate: none`` for the erf form."""
+    "gated-gelu" with the tanh approximation (``gelu_new``), ``approximate: none`` for the erf
+    form."""
 
     display = "GEGLU"
     check_args = staticmethod(check_gelu_form)

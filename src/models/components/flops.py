@@ -23,5 +23,6 @@ def linear_flops(module: nn.Module, n_tokens: int) -> int:
 def attention_score_flops(
     batch_size: int, n_head: int, q_len: int, kv_len: int, head_dim: int
 ) -> int:
-    """``Q Kᵀ`` [B, H, T, D] @ [B, H, D, S] and ``P V`` [B, H, T, S] @ [B, H, S, D]: 2 · 2·B·H·T·S·D."""
+    """``Q Kᵀ`` [B, H, T, D] @ [B, H, D, S] and ``P V`` [B, H, T, S] @ [B, H, S, D]: 2 ·
+    2·B·H·T·S·D."""
     return 4 * batch_size * n_head * q_len * kv_len * head_dim

@@ -1,8 +1,8 @@
 """Weight initialisation schemes (``model/init=gpt2|xavier``).
 
-A scheme sets every ``nn.Linear`` and ``nn.Embedding`` of a freshly built model; the norm
-placement may then adjust its own sublayers (``Residual.init_sublayer``: DeepNet's β-scaled
-Xavier, ReZero's zero gate), which the family does after the scheme (``TransformerModel.init_weights``).
+A scheme sets every ``nn.Linear`` and ``nn.Embedding`` of a freshly built model; the norm placement
+may then adjust its own sublayers (``Residual.init_sublayer``: DeepNet's β-scaled Xavier, ReZero's
+zero gate), which the family does after the scheme (``TransformerModel.init_weights``).
 
 * ``gpt2`` — Radford et al. 2019 (§2.3) as nanoGPT: N(0, std) for matrices and embeddings, zero
   biases, the residual output projections (``attn.out``, ``ffn.down``) scaled by 1/√(2·layers).
@@ -28,7 +28,8 @@ RESIDUAL_OUTPUTS = ("attn.out", "ffn.down")
 
 
 class Init:
-    """A registered initialisation scheme: ``apply(model, n_residual)`` sets the weights in place."""
+    """A registered initialisation scheme: ``apply(model, n_residual)`` sets the weights in
+    place."""
 
     display: ClassVar[str] = ""
 
@@ -39,7 +40,8 @@ class Init:
 
 @INITS.register("gpt2")
 class GPT2Init(Init):
-    """N(0, std), residual output projections N(0, std/√(2L)), zero biases (Radford et al. 2019, §2.3)."""
+    """N(0, std), residual output projections N(0, std/√(2L)), zero biases (Radford et al. 2019,
+    §2.3)."""
 
     display = "GPT-2 init"
 
@@ -50,7 +52,8 @@ class GPT2Init(Init):
     def check_args(std: float = 0.02, **_: object) -> None:
         if not (isinstance(std, (int, float)) and std > 0):
             raise ConfigError(
-                f"model.init_std={std!r} must be a positive number (the GPT-2 init's standard deviation)"
+                f"model.init_std={std!r} must be a positive number (the GPT-2 init's standard "
+                "deviation)"
             )
 
     def apply(self, model: nn.Module, n_residual: int) -> None:
@@ -76,8 +79,9 @@ class XavierInit(Init):
     display = "Xavier init"
 
     def apply(self, model: nn.Module, n_residual: int) -> None:
-        # a head tied to an embedding shares its weight: it keeps the embedding's N(0, d^-1/2) (fairseq's shared
-        # embeddings), never Xavier-uniform over (vocab, d) as if it were a separate linear layer
+        # a head tied to an embedding shares its weight: it keeps the embedding's N(0, d^-1/2)
+        # (fairseq's shared embeddings), never Xavier-uniform over (vocab, d) as if it were a
+        # separate linear layer
         tied = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
         for module in model.modules():
             if isinstance(module, nn.Linear):

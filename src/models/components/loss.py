@@ -26,7 +26,8 @@ from torch.nn import functional as F
 class _CrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits: Tensor, target: Tensor, ignore_index: int) -> Tensor:  # type: ignore[override]
-        """logits [N, V] (any float dtype), target [N] -> mean loss over the scored rows (float32)."""
+        """logits [N, V] (any float dtype), target [N] -> mean loss over the scored rows
+        (float32)."""
         logp = torch.log_softmax(logits, dim=-1, dtype=torch.float32)  # [N, V]
         loss = F.nll_loss(
             logp, target, ignore_index=ignore_index

@@ -61,8 +61,8 @@ class PrefixLM(AttentionMask):
         causal = (k_pos[None, :] <= q_pos[:, None])[None]  # [1, T, S]
         if prefix_length is None:
             raise ValueError(
-                "model/mask=prefix_lm needs prefix_length (a [B] tensor: tokens of bidirectional prefix) in the "
-                "forward call; the seq2seq-on-decoder task passes the source length"
+                "model/mask=prefix_lm needs prefix_length (a [B] tensor: tokens of bidirectional "
+                "prefix) in the forward call; the seq2seq-on-decoder task passes the source length"
             )
         in_prefix = k_pos[None, None, :] < prefix_length.view(-1, 1, 1)  # [B, 1, S]
         return causal | in_prefix  # [B, T, S]

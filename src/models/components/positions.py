@@ -35,8 +35,9 @@ POSITIONS: Registry[Position] = Registry(
 
 
 class PositionLimitError(ValueError):
-    """A sequence is longer than a learned position table. Kept apart from ``src.errors.ConfigError``
-    because ``src.evaluation.extrapolation`` catches exactly this to record the length "not applicable"."""
+    """A sequence is longer than a learned position table. Kept apart from
+    ``src.errors.ConfigError`` because ``src.evaluation.extrapolation`` catches exactly this to
+    record the length "not applicable"."""
 
 
 class Position(nn.Module):
@@ -59,18 +60,20 @@ class Position(nn.Module):
     def check_length(self, length: int) -> None:
         if self.max_positions is not None and length > self.max_positions:
             raise PositionLimitError(
-                f"sequence length {length} exceeds the learned position table ({self.max_positions} rows, "
-                f"model.max_seq_len={self.max_positions}); shorten the input (data.block_size / context_length) "
-                f"or use a relative scheme such as model/position=rope"
+                f"sequence length {length} exceeds the learned position table "
+                f"({self.max_positions} rows, model.max_seq_len={self.max_positions}); shorten the "
+                "input (data.block_size / context_length) or use a relative scheme such as "
+                "model/position=rope"
             )
 
     def check_cache(self, length: int) -> None:
         """A cached forward reaching ``length`` positions must stay within ``cache_limit``."""
         if self.cache_limit is not None and length > self.cache_limit:
             raise ValueError(
-                f"a KV cache of {length} positions: past model.position's original length {self.cache_limit} its "
-                f"rotation follows the current length (dynamic RoPE), so cached keys and values would be stale; decode "
-                f"without the cache past it (generate() does so itself: it recomputes the whole prefix each step)"
+                f"a KV cache of {length} positions: past model.position's original length "
+                f"{self.cache_limit} its rotation follows the current length (dynamic RoPE), so "
+                "cached keys and values would be stale; decode without the cache past it "
+                "(generate() does so itself: it recomputes the whole prefix each step)"
             )
 
     def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
@@ -178,7 +181,8 @@ def rotate_half(x: Tensor) -> Tensor:
 
 
 def rotated_width(head_dim: int, rotary_fraction: float) -> int:
-    """Channels of a head that RoPE rotates: ``rotary_fraction`` of them, rounded down to whole pairs."""
+    """Channels of a head that RoPE rotates: ``rotary_fraction`` of them, rounded down to whole
+    pairs."""
     rot = int(head_dim * rotary_fraction)
     return rot - rot % 2
 
@@ -223,8 +227,9 @@ class RotaryPosition(Position):
             base_inv_freq(theta, rot) if self.scaling is None else self.scaling.inv_freq(theta, rot)
         )  # [R/2]
         self.register_buffer("inv_freq", inv_freq, persistent=False)
-        # (q positions, k positions, dtype, cos/sin of q, cos/sin of k) of the last call: every layer of a forward
-        # passes the same position tensors, so cos/sin are computed once per forward, not 2·L times
+        # (q positions, k positions, dtype, cos/sin of q, cos/sin of k) of the last call: every
+        # layer of a forward passes the same position tensors, so cos/sin are computed once per
+        # forward, not 2·L times
         self._memo: (
             tuple[Tensor, Tensor, torch.dtype, tuple[Tensor, Tensor], tuple[Tensor, Tensor]] | None
         ) = None
@@ -261,7 +266,8 @@ class RotaryPosition(Position):
             )
         if rot == 2 and scaling is not None and scaling.get("name") == "dynamic":
             raise ConfigError(
-                "model.position.scaling=dynamic needs at least 4 rotated channels (its exponent is R/(R-2))"
+                "model.position.scaling=dynamic needs at least 4 rotated channels (its exponent is "
+                "R/(R-2))"
             )
         build_scaling(scaling, max_seq_len)
         return rot
@@ -313,12 +319,14 @@ class RotaryPosition(Position):
 
 
 def build_scaling(scaling: Mapping[str, Any] | None, max_seq_len: int | None) -> RopeScaling | None:
-    """The ``model.position.scaling`` node as a ``RopeScaling`` (None: none); errors name the key."""
+    """The ``model.position.scaling`` node as a ``RopeScaling`` (None: none); errors name the
+    key."""
     if scaling is None:
         return None
     if not isinstance(scaling, Mapping):
         raise ConfigError(
-            f"model.position.scaling={scaling!r} must be a mapping such as {{name: yarn, factor: 4}}"
+            f"model.position.scaling={scaling!r} must be a mapping such as {{name: yarn, factor: "
+            f"4}}"
         )
     node = dict(scaling)
     name = node.get("name")
@@ -329,8 +337,8 @@ def build_scaling(scaling: Mapping[str, Any] | None, max_seq_len: int | None) ->
         )
     if "factor" not in node:
         raise ConfigError(
-            f"model.position.scaling ({name}) needs a factor: the ratio of the longest context to the "
-            f"training length (e.g. model.position.scaling.factor=4)"
+            f"model.position.scaling ({name}) needs a factor: the ratio of the longest context to "
+            "the training length (e.g. model.position.scaling.factor=4)"
         )
     try:
         cls, kwargs = ROPE_SCALINGS.resolve(

@@ -1,4 +1,5 @@
-"""QK-norm: a norm on the queries and keys before the scores (``model/qk_norm=none|rmsnorm|layernorm``).
+"""QK-norm: a norm on the queries and keys before the scores
+(``model/qk_norm=none|rmsnorm|layernorm``).
 
 Dehghani et al. 2023 (ViT-22B, arXiv:2302.05442, §2.1) normalise queries and keys because the
 attention logits of a large model grow without bound and the softmax collapses to one-hot
@@ -31,7 +32,8 @@ SCOPES = ("head", "all")
 
 
 class ProjectionNorm(nn.Module):
-    """A norm on one projection [B, T, n·D]: over each head's D channels (``head``) or all n·D (``all``)."""
+    """A norm on one projection [B, T, n·D]: over each head's D channels (``head``) or all n·D
+    (``all``)."""
 
     def __init__(self, norm: nn.Module, n_heads: int, head_dim: int, scope: str) -> None:
         super().__init__()
@@ -46,7 +48,8 @@ class ProjectionNorm(nn.Module):
 
 
 class QKNorm:
-    """A configured QK-norm choice; ``build(n_heads)`` makes the norm for a projection of ``n_heads`` heads."""
+    """A configured QK-norm choice; ``build(n_heads)`` makes the norm for a projection of
+    ``n_heads`` heads."""
 
     #: For diagrams: what it does (None: nothing).
     display: ClassVar[str | None] = None
@@ -73,8 +76,8 @@ class _NormedQK(QKNorm):
     def check_args(cls, *, scope: str = "head", **_: object) -> None:
         if scope not in SCOPES:
             raise ConfigError(
-                f"model.qk_norm.scope='{scope}' is not known; use 'head' (each head's channels: ViT-22B, "
-                f"Qwen 3) or 'all' (the whole projection of all heads: OLMo 2)"
+                f"model.qk_norm.scope='{scope}' is not known; use 'head' (each head's channels: "
+                "ViT-22B, Qwen 3) or 'all' (the whole projection of all heads: OLMo 2)"
             )
 
     def build(self, n_heads: int) -> nn.Module:
@@ -99,8 +102,9 @@ class RMSQKNorm(_NormedQK):
 
 @QK_NORMS.register("layernorm")
 class LayerQKNorm(_NormedQK):
-    """LayerNorm on q and k (ViT-22B). Its bias follows ``model.bias``, as every LayerNorm of the model
-    (ViT-22B has none: ``model.bias=false``, or ``model.qk_norm.bias=false`` for these two alone)."""
+    """LayerNorm on q and k (ViT-22B). Its bias follows ``model.bias``, as every LayerNorm of the
+    model (ViT-22B has none: ``model.bias=false``, or ``model.qk_norm.bias=false`` for these two
+    alone)."""
 
     norm_name = "layernorm"
 

@@ -1,4 +1,5 @@
-"""Where the norm sits around each sublayer (``model.norm_placement=pre|post|sandwich|deepnorm|rezero``).
+"""Where the norm sits around each sublayer
+(``model.norm_placement=pre|post|sandwich|deepnorm|rezero``).
 
 ::
 
@@ -43,16 +44,19 @@ PLACEMENTS: Registry[Residual] = Registry("norm_placement", package="src.models.
 
 
 class Residual(nn.Module):
-    """One sublayer's residual connection: combines the stream ``x``, the sublayer's norm and ``f``."""
+    """One sublayer's residual connection: combines the stream ``x``, the sublayer's norm and
+    ``f``."""
 
     #: Whether a stack of such blocks ends with a final norm (``ln_f``).
     final_norm: ClassVar[bool] = False
-    #: Whether the block builds the sublayer's norm (``<sublayer>_norm``) and passes it to ``forward``.
+    #: Whether the block builds the sublayer's norm (``<sublayer>_norm``) and passes it to
+    #: ``forward``.
     uses_norm: ClassVar[bool] = True
-    #: For diagrams: the steps from the stream to the sublayer's output, in order ("norm", "sublayer",
-    #: "add" joins the residual; any other word is drawn as a node of that name).
+    #: For diagrams: the steps from the stream to the sublayer's output, in order ("norm",
+    #: "sublayer", "add" joins the residual; any other word is drawn as a node of that name).
     drawing: ClassVar[tuple[str, ...]] = ()
-    #: For diagrams: the label of the residual (skip) connection, and the placement's name ("" = its registered name).
+    #: For diagrams: the label of the residual (skip) connection, and the placement's name ("" = its
+    #: registered name).
     residual: ClassVar[str] = "residual"
     title: ClassVar[str] = ""
 
@@ -66,7 +70,8 @@ class Residual(nn.Module):
         """Called once the family has initialised its weights; the default keeps them."""
 
     def norms(self) -> list[nn.Module]:
-        """Norms the placement owns besides the sublayer's own (sandwich's second norm), for counting."""
+        """Norms the placement owns besides the sublayer's own (sandwich's second norm), for
+        counting."""
         return []
 
 

@@ -43,7 +43,8 @@ def base_inv_freq(theta: float, dim: int, device: torch.device | None = None) ->
 
 
 class RopeScaling:
-    """A scaling scheme: ``inv_freq(theta, dim, length)`` -> [R/2] and ``attention_factor`` for cos/sin."""
+    """A scaling scheme: ``inv_freq(theta, dim, length)`` -> [R/2] and ``attention_factor`` for
+    cos/sin."""
 
     #: Whether the frequencies depend on the current length (then keys are re-rotated each step).
     follows_length: ClassVar[bool] = False
@@ -63,8 +64,8 @@ class RopeScaling:
         self.factor = float(factor)
 
     def inv_freq(self, theta: float, dim: int, length: Tensor | None = None) -> Tensor:
-        """The scaled inverse frequencies [R/2]; ``length`` (a 0-d tensor, the current sequence length)
-        is read by schemes that ``follows_length``."""
+        """The scaled inverse frequencies [R/2]; ``length`` (a 0-d tensor, the current sequence
+        length) is read by schemes that ``follows_length``."""
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -75,8 +76,8 @@ def _original(original_max_seq_len: int | None, max_seq_len: int) -> int:
     n = max_seq_len if original_max_seq_len is None else original_max_seq_len
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError(
-            f"model.position.scaling.original_max_seq_len={n!r} must be a positive integer (the length "
-            f"the model was trained at; default model.max_seq_len)"
+            f"model.position.scaling.original_max_seq_len={n!r} must be a positive integer (the "
+            "length the model was trained at; default model.max_seq_len)"
         )
     return n
 
@@ -91,7 +92,8 @@ class LinearScaling(RopeScaling):
 
 @ROPE_SCALINGS.register("dynamic")
 class DynamicNTKScaling(RopeScaling):
-    """NTK-aware scaling of the base, growing with the current length L once L > L₀ (unchanged below)."""
+    """NTK-aware scaling of the base, growing with the current length L once L > L₀ (unchanged
+    below)."""
 
     follows_length = True
 
@@ -132,8 +134,8 @@ class YaRNScaling(RopeScaling):
         self.original = _original(original_max_seq_len, max_seq_len)
         if not beta_fast >= beta_slow > 0:
             raise ConfigError(
-                f"model.position.scaling: beta_fast={beta_fast} must be >= beta_slow={beta_slow} > 0 "
-                f"(rotations per original context bounding the ramp; YaRN uses 32 and 1)"
+                f"model.position.scaling: beta_fast={beta_fast} must be >= beta_slow={beta_slow} > "
+                "0 (rotations per original context bounding the ramp; YaRN uses 32 and 1)"
             )
         self.beta_fast, self.beta_slow, self.truncate = float(beta_fast), float(beta_slow), truncate
 

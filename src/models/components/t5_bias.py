@@ -1,4 +1,5 @@
-"""T5's relative position bias (``model/position=t5_bias``; Raffel et al. 2020, §2.1, arXiv:1910.10683).
+"""T5's relative position bias (``model/position=t5_bias``; Raffel et al. 2020, §2.1,
+arXiv:1910.10683).
 
 Each head adds a learned scalar to the score of query i and key j, looked up by the *bucket* of
 the relative position j - i: half of the buckets hold the exact distances 0 … n/2 - 1, the other
@@ -30,7 +31,8 @@ from src.models.components.positions import POSITIONS, Position
 def relative_buckets(
     relative: Tensor, bidirectional: bool, num_buckets: int, max_distance: int
 ) -> Tensor:
-    """relative = key position - query position (any shape, integer) -> bucket ids in [0, num_buckets)."""
+    """relative = key position - query position (any shape, integer) -> bucket ids in [0,
+    num_buckets)."""
     buckets = torch.zeros_like(relative)
     if bidirectional:
         num_buckets //= 2
@@ -44,7 +46,8 @@ def relative_buckets(
         )  # keys at or before the query; later ones are masked
     max_exact = num_buckets // 2
     is_small = distance < max_exact
-    # log-spaced buckets from max_exact up to max_distance; the float log of distance 0 is never used
+    # log-spaced buckets from max_exact up to max_distance; the float log of distance 0 is never
+    # used
     large = (
         max_exact
         + (
@@ -74,9 +77,9 @@ class T5RelativeBias(Position):
     def check_args(cls, *, num_buckets: int = 32, max_distance: int = 128, **_: object) -> None:
         if isinstance(num_buckets, bool) or not isinstance(num_buckets, int) or num_buckets < 4:
             raise ConfigError(
-                f"model.position.num_buckets={num_buckets!r} must be an integer >= 4 (T5 uses 32): half "
-                f"the buckets hold exact distances and half log-spaced ones, split again by direction "
-                f"in an encoder"
+                f"model.position.num_buckets={num_buckets!r} must be an integer >= 4 (T5 uses 32): "
+                "half the buckets hold exact distances and half log-spaced ones, split again by "
+                "direction in an encoder"
             )
         if (
             isinstance(max_distance, bool)

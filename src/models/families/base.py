@@ -88,7 +88,8 @@ class TransformerModel(nn.Module):
     def residual_context(
         cls, config: ModelConfig, n_layer: int, stack: str, cross_attention: bool
     ) -> dict[str, Any]:
-        """What a placement's constructor may ask for (``residual.py``), for one of the family's stacks."""
+        """What a placement's constructor may ask for (``residual.py``), for one of the family's
+        stacks."""
         depths = {s.name: s.n_layer for s in cls.layout(config)}
         return dict(
             config.component_context(),
@@ -101,7 +102,8 @@ class TransformerModel(nn.Module):
 
     @classmethod
     def check_placement(cls, config: ModelConfig) -> None:
-        """The placement's own checks (``check_args``) for each stack, without building (DeepNorm needs the depths)."""
+        """The placement's own checks (``check_args``) for each stack, without building (DeepNorm
+        needs the depths)."""
         for s in cls.layout(config):
             PLACEMENTS.check(
                 {"name": config.norm_placement},
@@ -168,8 +170,9 @@ class TransformerModel(nn.Module):
 
     def init_weights(self) -> None:
         """The configured scheme (``model/init``, ``src/models/components/init.py``; GPT-2's by
-        default: N(0, 0.02), zero biases, residual output projections / √(2·layers)) on every
-        linear layer and embedding; then each placement may adjust its sublayer (``Residual.init_sublayer``)."""
+        default: N(0, 0.02), zero biases, residual output projections / √(2·layers)) on every linear
+        layer and embedding; then each placement may adjust its sublayer
+        (``Residual.init_sublayer``)."""
         n_residual = 2 * sum(1 for m in self.modules() if isinstance(m, Block))
         INITS.build(self.config.init, std=self.config.init_std).apply(self, n_residual)
         for block in (m for m in self.modules() if isinstance(m, Block)):
@@ -227,7 +230,8 @@ class TransformerModel(nn.Module):
         return labels
 
     def loss(self, logits: Tensor, labels: Tensor) -> Tensor:
-        """Mean cross-entropy over the scored tokens; logits [B, T, V], labels as the forward takes them."""
+        """Mean cross-entropy over the scored tokens; logits [B, T, V], labels as the forward takes
+        them."""
         target = self.score_labels(labels, logits.shape[1])
         return cross_entropy(
             logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE_INDEX
@@ -270,7 +274,8 @@ class TransformerModel(nn.Module):
         raise NotImplementedError
 
     def start_tokens(self, batch: int, device: torch.device) -> Tensor:
-        """[B, 1]: the first token of an output that does not repeat its prompt (``prompt_is_source``)."""
+        """[B, 1]: the first token of an output that does not repeat its prompt
+        (``prompt_is_source``)."""
         raise ValueError(
             f"a {self.config.family} model continues its prompt; it has no start token"
         )
@@ -286,8 +291,8 @@ class TransformerModel(nn.Module):
         """The probabilities of every attention layer, in forward order (the explicit path)."""
         if decoder_input_ids is not None:
             raise ValueError(
-                f"decoder_input_ids / target apply to encoder-decoder models; a {self.config.family} "
-                f"model reads only input_ids (text)"
+                "decoder_input_ids / target apply to encoder-decoder models; a "
+                f"{self.config.family} model reads only input_ids (text)"
             )
         out = self(input_ids, prefix_length=prefix_length, output_attentions=True)
         return [
@@ -315,8 +320,9 @@ class TransformerModel(nn.Module):
 
     @property
     def cache_limit(self) -> int | None:
-        """The longest sequence whose KV cache stays exact (None: any): a dynamic-NTK RoPE rotates every
-        position by the current length's frequencies past its original length (``Position.cache_limit``)."""
+        """The longest sequence whose KV cache stays exact (None: any): a dynamic-NTK RoPE rotates
+        every position by the current length's frequencies past its original length
+        (``Position.cache_limit``)."""
         limits = [
             s.position.cache_limit
             for s in self.stacks().values()
@@ -325,10 +331,11 @@ class TransformerModel(nn.Module):
         return min(limits) if limits else None
 
     def hidden_matrices(self) -> list[nn.Parameter]:
-        """The 2-D weights of the hidden layers: every ``nn.Linear`` weight of the attention (self and
-        cross) and FFN sublayers in the stacks' blocks, in forward order. What Muon orthogonalises
-        (Jordan et al. 2024); the embeddings, the head (and a family's head transform), norm gains,
-        biases, position tables and placement scalars are not hidden matrices."""
+        """The 2-D weights of the hidden layers: every ``nn.Linear`` weight of the attention (self
+        and cross) and FFN sublayers in the stacks' blocks, in forward order. What Muon
+        orthogonalises (Jordan et al. 2024); the embeddings, the head (and a family's head
+        transform), norm gains, biases, position tables and placement scalars are not hidden
+        matrices."""
         out: list[nn.Parameter] = []
         for stack in self.stacks().values():
             for block in stack.blocks:

@@ -100,7 +100,8 @@ class DecoderOnly(TransformerModel):
             )  # the last position has nothing to predict
         if target.shape[1] != length:
             raise ValueError(
-                f"labels {tuple(labels.shape)} fit neither {length} positions nor a window of {length + 1}"
+                f"labels {tuple(labels.shape)} fit neither {length} positions nor a window of "
+                f"{length + 1}"
             )
         return target
 
@@ -120,9 +121,9 @@ class DecoderOnly(TransformerModel):
         use_cache: bool = True,
     ) -> Decoding:
         """A prefix-LM decoder reads the whole prompt as its bidirectional prefix unless told
-        otherwise. A learned position table has no row past its end: generation then continues
-        from the last ``max_seq_len`` tokens without the cache (nanoGPT's ``idx[:, -block_size:]``).
-        Past a dynamic RoPE's original length (``cache_limit``) each step recomputes the whole prefix."""
+        otherwise. A learned position table has no row past its end: generation then continues from
+        the last ``max_seq_len`` tokens without the cache (nanoGPT's ``idx[:, -block_size:]``). Past
+        a dynamic RoPE's original length (``cache_limit``) each step recomputes the whole prefix."""
         B, T = input_ids.shape
         if prefix_length is None and self.needs_prefix_length:
             prefix_length = torch.full((B,), T, dtype=torch.long, device=input_ids.device)
@@ -155,7 +156,8 @@ class DecoderOnly(TransformerModel):
             seq, mask = seq[:, -d.window :], None if mask is None else mask[:, -d.window :]
             prefix = None if prefix is None else (prefix - shift).clamp(min=0)
         if d.cache is not None and d.cache_limit is not None and seq.shape[1] > d.cache_limit:
-            d.cache = None  # past a dynamic RoPE's original length every rotation changes: recompute the prefix
+            # past a dynamic RoPE's original length every rotation changes: recompute the prefix
+            d.cache = None
         ids = d.fresh if d.cache is not None else seq
         out = self(
             ids, attention_mask=mask, cache=d.cache, logits_to_keep=1, prefix_length=prefix

@@ -71,7 +71,8 @@ class EncoderDecoder(TransformerModel):
         )
         if start is None:
             raise ValueError(
-                "model.decoder_start_token_id is not set; set it (or bos_token_id / pad_token_id) in the model config"
+                "model.decoder_start_token_id is not set; set it (or bos_token_id / pad_token_id) "
+                "in the model config"
             )
         return int(start)
 
@@ -81,7 +82,8 @@ class EncoderDecoder(TransformerModel):
         )  # [B, 1]
 
     def shift_right(self, labels: Tensor) -> Tensor:
-        """Teacher forcing input: labels [y0, y1, …] (-100 for padding) -> [start, y0, y1, …] (padding -> pad id)."""
+        """Teacher forcing input: labels [y0, y1, …] (-100 for padding) -> [start, y0, y1, …]
+        (padding -> pad id)."""
         pad = self.config.pad_token_id if self.config.pad_token_id is not None else 0
         shifted = torch.cat(
             [labels.new_full((labels.shape[0], 1), self.decoder_start_id), labels[:, :-1]], dim=1
@@ -150,7 +152,8 @@ class EncoderDecoder(TransformerModel):
         decoder_input_ids: Tensor,
         decoder_attention_mask: Tensor | None = None,
     ) -> Tensor:
-        """The decoder's states [B, T, C] for target prefix ``decoder_input_ids`` given source ``input_ids``."""
+        """The decoder's states [B, T, C] for target prefix ``decoder_input_ids`` given source
+        ``input_ids``."""
         memory = self.encode(input_ids, attention_mask)
         return self.decoder(
             self.embed(decoder_input_ids),
@@ -180,7 +183,8 @@ class EncoderDecoder(TransformerModel):
     ) -> Decoding:
         if prefix_length is not None:
             raise ValueError(
-                "prefix_length is for prefix-LM decoders; an encoder_decoder reads its source bidirectionally"
+                "prefix_length is for prefix-LM decoders; an encoder_decoder reads its source "
+                "bidirectionally"
             )
         memory = self.encode(input_ids, attention_mask)  # [B, S, C], once
         start = self.start_tokens(input_ids.shape[0], input_ids.device)  # [B, 1]
@@ -202,7 +206,8 @@ class EncoderDecoder(TransformerModel):
             and d.cache_limit is not None
             and d.sequences.shape[1] > d.cache_limit
         ):
-            d.cache = None  # past a dynamic RoPE's original length every rotation changes: recompute the prefix
+            # past a dynamic RoPE's original length every rotation changes: recompute the prefix
+            d.cache = None
         ids = d.fresh if d.cache is not None else d.sequences
         out = self(
             encoder_hidden_states=d.memory,
@@ -236,7 +241,8 @@ class EncoderDecoder(TransformerModel):
             decoder_input_ids=decoder_input_ids,
             output_attentions=True,
         )
-        # decoder blocks append self-attention, then cross-attention: [self0, cross0, self1, cross1, …]
+        # decoder blocks append self-attention, then cross-attention: [self0, cross0, self1, cross1,
+        # …]
         src, tgt = input_ids, decoder_input_ids
         return (
             [AttentionProbs("encoder", i, p, src, src) for i, p in enumerate(enc.attentions)]

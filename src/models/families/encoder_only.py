@@ -69,7 +69,8 @@ class EncoderOnly(TransformerModel):
         cache: KVCache | None = None,
         output_attentions: bool = False,
     ) -> ModelOutput:
-        """input_ids: [B, T]; attention_mask: [B, T]; labels: [B, T] with -100 where not masked (no shift)."""
+        """input_ids: [B, T]; attention_mask: [B, T]; labels: [B, T] with -100 where not masked (no
+        shift)."""
         if cache is not None:
             raise ValueError(
                 "an encoder_only model has no incremental decoding; call it without cache"
@@ -111,5 +112,6 @@ class EncoderOnly(TransformerModel):
 
     def start_decoding(self, input_ids: Tensor, max_new_tokens: int, **kwargs: Any) -> Decoding:
         raise ValueError(
-            "an encoder_only (masked LM) model cannot generate text; use a decoder_only or encoder_decoder model"
+            "an encoder_only (masked LM) model cannot generate text; use a decoder_only or "
+            "encoder_decoder model"
         )

@@ -12,7 +12,8 @@ One state-dict adapter per external format (as torchtitan), chosen by the checkp
 * ``rules``    the rule mini-language: ``Same``, ``Transposed``, ``Fused``, ``FoldedSegment``, ``Constant``
 * ``architecture``  ``Architecture``: which of our configs a format holds; the activation names
 * ``adapter``  ``Adapter`` (what a format provides), ``ADAPTERS``, ``get_adapter``
-* ``formats/`` one file per ``model_type`` (gpt2, llama, qwen3, bert, marian, t5); a new format is one new file
+* ``formats/`` one file per ``model_type`` (gpt2, llama, qwen3, bert, marian, t5); a new format is
+  one new file
 * ``files``    checkpoint folders: resolve (local or Hub), read config.json and tensors, write
 * ``convert``  ``config_from_hf``, ``convert_from_hf``, ``convert_to_hf``, ``from_hf``, ``to_hf``
 

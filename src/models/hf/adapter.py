@@ -68,11 +68,13 @@ class Adapter(ABC):
 
     @abstractmethod
     def config(self, hf: Any) -> ModelConfig:
-        """Our config from a transformers config object; ``need`` refuses what we cannot reproduce."""
+        """Our config from a transformers config object; ``need`` refuses what we cannot
+        reproduce."""
 
     @abstractmethod
     def rules(self, c: ModelConfig) -> list[Rule]:
-        """Every tensor of our model for ``c``, each paired with the Hugging Face tensor(s) it is made of."""
+        """Every tensor of our model for ``c``, each paired with the Hugging Face tensor(s) it is
+        made of."""
 
     def copies(self, c: ModelConfig) -> dict[str, str]:
         """Hugging Face keys holding copies of one of our tensors (tied weights): {theirs: ours}."""
@@ -99,11 +101,14 @@ ADAPTERS: Registry[Adapter] = Registry("hf format", package="src.models.hf.forma
 
 
 def get_adapter(model_type: str | None) -> Adapter:
-    """The registered adapter for ``model_type``; an unknown one lists the formats and how to add one."""
+    """The registered adapter for ``model_type``; an unknown one lists the formats and how to add
+    one."""
     if model_type is None or model_type not in ADAPTERS:
         raise HFConversionError(
-            f"Hugging Face model_type {model_type!r} is not supported; supported: {', '.join(ADAPTERS.names())}. "
-            f"To add it, write src/models/hf/formats/{model_type or '<model_type>'}.py with an Adapter subclass "
-            f"registered as @ADAPTERS.register({model_type or '<model_type>'!r}) and a parity test (docs/hf.md)"
+            f"Hugging Face model_type {model_type!r} is not supported; supported: "
+            f"{', '.join(ADAPTERS.names())}. To add it, write "
+            f"src/models/hf/formats/{model_type or '<model_type>'}.py with an Adapter subclass "
+            f"registered as @ADAPTERS.register({model_type or '<model_type>'!r}) and a parity test "
+            "(docs/hf.md)"
         )
     return ADAPTERS.get(model_type)()

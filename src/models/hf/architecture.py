@@ -1,4 +1,5 @@
-"""Which of our configs a format holds exactly (``Architecture``), and the activation names both sides use.
+"""Which of our configs a format holds exactly (``Architecture``), and the activation names both
+sides use.
 
 ``to_hf`` asks each candidate format's ``Architecture`` for the ways a config differs from
 it; a config no format holds is refused with every difference named by its config key.
@@ -161,7 +162,8 @@ class Architecture:
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
             if f.name not in known and getattr(c, f.name) != default:
                 p.append(
-                    f"model.{f.name}={getattr(c, f.name)!r} (this format has no field for it; needs {default!r})"
+                    f"model.{f.name}={getattr(c, f.name)!r} (this format has no field for it; "
+                    f"needs {default!r})"
                 )
         return p
 

@@ -52,8 +52,8 @@ def _hf_config_object(hf_config: Any) -> Any:
 def config_from_hf(hf_config: Any) -> ModelConfig:
     """Our ModelConfig from a transformers config object or a config.json dict.
 
-    Raises HFConversionError naming the model_type and the key for anything we cannot reproduce exactly.
-    """
+    Raises HFConversionError naming the model_type and the key for anything we cannot reproduce
+    exactly."""
     hf = _hf_config_object(hf_config)
     adapter = get_adapter(getattr(hf, "model_type", None))
     cfg = adapter.config(hf)
@@ -96,9 +96,10 @@ def convert_from_hf(
         t = ckpt.take_optional(theirs)
         if t is not None and not torch.equal(t, ours[mine]):
             raise HFConversionError(
-                f"{model_type} tensor '{theirs}' should be a tied copy of the one we load as '{mine}', but differs: "
-                f"the checkpoint has separate weights where our model shares one (if its LM head is untied, "
-                f"tie_word_embeddings=false in config.json says so)"
+                f"{model_type} tensor '{theirs}' should be a tied copy of the one we load as "
+                f"'{mine}', but differs: the checkpoint has separate weights where our model "
+                "shares one (if its LM head is untied, tie_word_embeddings=false in config.json "
+                "says so)"
             )
     if cfg.tie_embeddings:
         ours["head.weight"] = ours["tok_embed.weight"]  # Press & Wolf 2017: one matrix in and out
@@ -136,7 +137,8 @@ def convert_to_hf(
     """Our state dict -> the Hugging Face tensors to save (tied ones once, as ``save_pretrained``).
 
     Strict both ways: every tensor of ours goes through a rule or a tied copy, and the result is
-    checked, names and shapes, against ``adapter.hf_model_class()(hf_config)`` on the meta device."""
+    checked, names and shapes, against ``adapter.hf_model_class()(hf_config)`` on the meta
+    device."""
     ours = {k: v.detach().cpu() for k, v in state_dict.items()}
     for key in (
         "tok_embed.weight",
@@ -152,8 +154,9 @@ def convert_to_hf(
         set(ours) - used
     ):  # e.g. a variant's weights (QK-norm) the format has no place for
         raise HFConversionError(
-            f"our tensors {left[:10]} have no rule in the {adapter.model_type} adapter: writing would silently lose "
-            f"them. Add rules to src/models/hf/formats/{adapter.model_type}.py, or refuse this config in its arch"
+            f"our tensors {left[:10]} have no rule in the {adapter.model_type} adapter: writing "
+            "would silently lose them. Add rules to "
+            f"src/models/hf/formats/{adapter.model_type}.py, or refuse this config in its arch"
         )
     hf: dict[str, Tensor] = {}
     for rule in rules:
@@ -190,7 +193,8 @@ def from_hf(name_or_path: str | Path, *, dtype: torch.dtype | None = None) -> Tr
     cfg = config_from_hf(hf_dict)
     cfg.name = Path(str(name_or_path)).name or cfg.name
     tensors = read_tensors(folder)
-    # config.json's sizes against the weight files, before anything is allocated (src/models/sizes.py)
+    # config.json's sizes against the weight files, before anything is allocated
+    # (src/models/sizes.py)
     check_sizes_fit(
         cfg,
         weight_count(tensors.values()),

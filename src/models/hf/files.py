@@ -20,7 +20,8 @@ from src.files import atomic_path
 
 
 def resolve(name_or_path: str | Path) -> Path:
-    """A local checkpoint directory, or a Hub repo downloaded (or found in the cache) by huggingface_hub."""
+    """A local checkpoint directory, or a Hub repo downloaded (or found in the cache) by
+    huggingface_hub."""
     path = Path(name_or_path)
     if path.is_dir():
         return path
@@ -49,9 +50,9 @@ def resolve(name_or_path: str | Path) -> Path:
             folder = Path(snapshot_download(str(name_or_path), allow_patterns=pickled))
     except Exception as e:  # offline, unknown repo, gated …
         raise HFConversionError(
-            f"{str(name_or_path)!r} is not a local directory and could not be fetched from the Hugging Face Hub "
-            f"({type(e).__name__}: {e}). Pass a directory holding config.json and model.safetensors / "
-            f"pytorch_model.bin, or go online (HF_HUB_OFFLINE=0)"
+            f"{str(name_or_path)!r} is not a local directory and could not be fetched from the "
+            f"Hugging Face Hub ({type(e).__name__}: {e}). Pass a directory holding config.json and "
+            "model.safetensors / pytorch_model.bin, or go online (HF_HUB_OFFLINE=0)"
         ) from e
     return folder
 
@@ -79,8 +80,8 @@ def read_config(folder: Path) -> dict[str, Any]:
 
 
 def _load_safetensors(path: Path) -> dict[str, Tensor]:
-    """One safetensors file; a header that lies (shapes, dtypes or offsets past the end) or a cut file is an
-    ``HFConversionError`` naming it (safetensors raises its own ``SafetensorError``)."""
+    """One safetensors file; a header that lies (shapes, dtypes or offsets past the end) or a cut
+    file is an ``HFConversionError`` naming it (safetensors raises its own ``SafetensorError``)."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
@@ -88,23 +89,24 @@ def _load_safetensors(path: Path) -> dict[str, Tensor]:
         return load_file(path)
     except (SafetensorError, OSError, ValueError) as e:
         raise HFConversionError(
-            f"{path} is not a valid safetensors file ({type(e).__name__}: {e}): its header does not "
-            "match its data, or the file is cut short; download or copy it again"
+            f"{path} is not a valid safetensors file ({type(e).__name__}: {e}): its header does "
+            "not match its data, or the file is cut short; download or copy it again"
         ) from None
 
 
 def _load_pickled(path: Path) -> dict[str, Tensor]:
-    """One pickled ``.bin``, with ``weights_only=True`` (unpickling anything else can run code). torch's own
-    refusal advises ``weights_only=False``, which this project never does: the error says what to do instead."""
+    """One pickled ``.bin``, with ``weights_only=True`` (unpickling anything else can run code).
+    torch's own refusal advises ``weights_only=False``, which this project never does: the error
+    says what to do instead."""
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         found = re.search(r"GLOBAL (\S+)", str(e))
         what = f"a Python object ({found.group(1)})" if found else "Python objects"
         raise HFConversionError(
-            f"{path} holds {what} besides tensors; unpickling it could run code, so it is never loaded with "
-            "weights_only=False here. Use the model's model.safetensors, or convert the file to safetensors on a "
-            "machine where you trust it"
+            f"{path} holds {what} besides tensors; unpickling it could run code, so it is never "
+            "loaded with weights_only=False here. Use the model's model.safetensors, or convert "
+            "the file to safetensors on a machine where you trust it"
         ) from None
     except (RuntimeError, OSError, EOFError) as e:  # a torn zip: PytorchStreamReader failed …
         raise HFConversionError(
@@ -141,8 +143,9 @@ def read_tensors(folder: Path) -> dict[str, Tensor]:
             files = shards(folder / "pytorch_model.bin.index.json")
         else:
             raise HFConversionError(
-                f"{folder} has no model.safetensors, model.safetensors.index.json, pytorch_model.bin or "
-                f"pytorch_model.bin.index.json (found: {sorted(p.name for p in folder.iterdir())})"
+                f"{folder} has no model.safetensors, model.safetensors.index.json, "
+                "pytorch_model.bin or pytorch_model.bin.index.json (found: "
+                f"{sorted(p.name for p in folder.iterdir())})"
             )
     tensors: dict[str, Tensor] = {}
     for f in files:

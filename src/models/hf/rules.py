@@ -19,7 +19,8 @@ from src.models.config import ModelConfig
 
 
 class Checkpoint:
-    """The Hugging Face tensors being converted. Each is taken at most once; leftovers are an error."""
+    """The Hugging Face tensors being converted. Each is taken at most once; leftovers are an
+    error."""
 
     def __init__(self, tensors: Mapping[str, Tensor], model_type: str) -> None:
         self.model_type = model_type
@@ -30,8 +31,9 @@ class Checkpoint:
         if key not in self.tensors:
             near = sorted(self.tensors)[:6]
             raise HFConversionError(
-                f"{self.model_type} checkpoint has no tensor '{key}' (it holds {len(self.tensors)} more, e.g. {near}); "
-                f"is it a checkpoint of a different architecture or of the base model without the task head?"
+                f"{self.model_type} checkpoint has no tensor '{key}' (it holds {len(self.tensors)} "
+                f"more, e.g. {near}); is it a checkpoint of a different architecture or of the "
+                "base model without the task head?"
             )
         return self.tensors.pop(key)
 
@@ -39,7 +41,8 @@ class Checkpoint:
         return self.tensors.pop(key, None)
 
     def drop(self, pattern: str) -> int:
-        """Discard tensors whose key matches ``pattern`` (the adapter says why); returns how many."""
+        """Discard tensors whose key matches ``pattern`` (the adapter says why); returns how
+        many."""
         keys = [k for k in self.tensors if re.search(pattern, k)]
         for key in keys:
             self.dropped.append(key)
@@ -49,10 +52,10 @@ class Checkpoint:
     def finish(self) -> None:
         if self.tensors:
             raise HFConversionError(
-                f"{self.model_type} checkpoint has tensors that no conversion rule consumes: {sorted(self.tensors)[:10]}"
-                f"{' …' if len(self.tensors) > 10 else ''}. Converting would silently lose weights; add a rule (or an "
-                f"explicit drop with its reason) to the '{self.model_type}' adapter in "
-                f"src/models/hf/formats/{self.model_type}.py"
+                f"{self.model_type} checkpoint has tensors that no conversion rule consumes: "
+                f"{sorted(self.tensors)[:10]}{' …' if len(self.tensors) > 10 else ''}. Converting "
+                "would silently lose weights; add a rule (or an explicit drop with its reason) to "
+                f"the '{self.model_type}' adapter in src/models/hf/formats/{self.model_type}.py"
             )
 
 
@@ -154,7 +157,8 @@ Rule = Same | Fused | FoldedSegment | Constant
 
 
 def linear(ours: str, theirs: str, bias: bool, rule: type[Same] = Same) -> list[Rule]:
-    """A linear layer or a norm: ``.weight`` by ``rule``, ``.bias`` (1-D, never transposed) as is."""
+    """A linear layer or a norm: ``.weight`` by ``rule``, ``.bias`` (1-D, never transposed) as
+    is."""
     out: list[Rule] = [rule(f"{ours}.weight", f"{theirs}.weight")]
     return out + [Same(f"{ours}.bias", f"{theirs}.bias")] if bias else out
 

@@ -49,7 +49,8 @@ class BertAdapter(Adapter):
         )
         self.need(
             getattr(hf, "position_embedding_type", "absolute") == "absolute",
-            f"position_embedding_type={getattr(hf, 'position_embedding_type', None)!r} (relative) is not supported",
+            f"position_embedding_type={getattr(hf, 'position_embedding_type', None)!r} (relative) "
+            "is not supported",
         )
         self.need(
             not getattr(hf, "is_decoder", False) and not getattr(hf, "add_cross_attention", False),

@@ -1,4 +1,5 @@
-"""GPT-2 (Radford et al. 2019) <-> our decoder_only: pre-norm, learned positions, tanh-GELU, tied head.
+"""GPT-2 (Radford et al. 2019) <-> our decoder_only: pre-norm, learned positions, tanh-GELU, tied
+head.
 
 The conversion is nanoGPT's ``from_pretrained``, step by step: ``Conv1D`` weights are
 transposed, ``c_attn`` is already fused [q | k | v], the causal-mask buffers are dropped.
@@ -19,7 +20,8 @@ from src.models.hf.rules import Rule, Same, Transposed, linear
 
 @ADAPTERS.register("gpt2")
 class GPT2Adapter(Adapter):
-    """GPT2LMHeadModel; base-model checkpoints (``h.0…``, the original ``gpt2`` repo) get the prefix."""
+    """GPT2LMHeadModel; base-model checkpoints (``h.0…``, the original ``gpt2`` repo) get the
+    prefix."""
 
     arch = Architecture(
         "decoder_only",
@@ -43,12 +45,13 @@ class GPT2Adapter(Adapter):
         )
         self.need(
             not hf.scale_attn_by_inverse_layer_idx,
-            "scale_attn_by_inverse_layer_idx=True (scores / (layer+1), Mistral/Stanford-CRFM) is not supported",
+            "scale_attn_by_inverse_layer_idx=True (scores / (layer+1), Mistral/Stanford-CRFM) is "
+            "not supported",
         )
         self.need(
             not hf.reorder_and_upcast_attn,
-            "reorder_and_upcast_attn=True is not supported (it changes mixed-precision numerics, not the maths; "
-            "set it to false in config.json if that is acceptable)",
+            "reorder_and_upcast_attn=True is not supported (it changes mixed-precision numerics, "
+            "not the maths; set it to false in config.json if that is acceptable)",
         )
         self.need(
             not hf.add_cross_attention,
@@ -56,7 +59,8 @@ class GPT2Adapter(Adapter):
         )
         self.need(
             hf.activation_function in ACTIVATIONS,
-            f"activation_function={hf.activation_function!r} is not mapped; known: {sorted(ACTIVATIONS)}",
+            f"activation_function={hf.activation_function!r} is not mapped; known: "
+            f"{sorted(ACTIVATIONS)}",
         )
         return ModelConfig(
             family="decoder_only",
@@ -86,7 +90,8 @@ class GPT2Adapter(Adapter):
         for i in range(c.n_layer):
             h, o = f"transformer.h.{i}.", f"decoder.blocks.{i}."
             r += linear(o + "attn_norm", h + "ln_1", True)
-            # c_attn is already fused [C, 3C] with output columns [q | k | v]: one transpose gives our qkv rows
+            # c_attn is already fused [C, 3C] with output columns [q | k | v]: one transpose gives
+            # our qkv rows
             r += linear(o + "attn.qkv", h + "attn.c_attn", True, Transposed)
             r += linear(o + "attn.out", h + "attn.c_proj", True, Transposed)
             r += linear(o + "ffn_norm", h + "ln_2", True)

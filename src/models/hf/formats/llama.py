@@ -1,4 +1,5 @@
-"""Llama (Touvron et al. 2023) <-> our decoder_only: RMSNorm, SwiGLU, RoPE, GQA, no biases, untied head.
+"""Llama (Touvron et al. 2023) <-> our decoder_only: RMSNorm, SwiGLU, RoPE, GQA, no biases, untied
+head.
 
 Hugging Face Llama checkpoints already store q/k rows permuted for the rotate_half pairing
 ([first half | second half] of each head), which is what our RoPE uses, so the projections
@@ -46,7 +47,8 @@ ROPE_KEYS: dict[str, dict[str, str]] = {
 
 @ADAPTERS.register("llama")
 class LlamaAdapter(Adapter):
-    """LlamaForCausalLM; transformers 4 (``rope_theta``) and 5 (``rope_parameters``) configs both read."""
+    """LlamaForCausalLM; transformers 4 (``rope_theta``) and 5 (``rope_parameters``) configs both
+    read."""
 
     arch = Architecture(
         "decoder_only",
@@ -83,7 +85,8 @@ class LlamaAdapter(Adapter):
         head_dim = getattr(hf, "head_dim", None) or hf.hidden_size // hf.num_attention_heads
         self.need(
             bool(hf.attention_bias) == bool(getattr(hf, "mlp_bias", False)),
-            f"attention_bias={hf.attention_bias} with mlp_bias={getattr(hf, 'mlp_bias', False)}: our model.bias sets both at once",
+            f"attention_bias={hf.attention_bias} with mlp_bias={getattr(hf, 'mlp_bias', False)}: "
+            "our model.bias sets both at once",
         )
         return ModelConfig(
             family="decoder_only",
@@ -108,7 +111,8 @@ class LlamaAdapter(Adapter):
         )
 
     def position(self, rope: dict[str, Any], max_positions: int) -> dict[str, Any]:
-        """transformers' rope parameters -> our ``position`` node (``scaling`` for a scaled rope_type)."""
+        """transformers' rope parameters -> our ``position`` node (``scaling`` for a scaled
+        rope_type)."""
         kind = rope.get("rope_type", "default")
         node: dict[str, Any] = {"name": "rope", "theta": float(rope["rope_theta"])}
         if kind == "default":
@@ -194,8 +198,9 @@ class LlamaAdapter(Adapter):
             and scaling.get("original_max_seq_len", c.max_seq_len) != c.max_seq_len
         ):
             p.append(
-                f"model.position.scaling.original_max_seq_len={scaling['original_max_seq_len']} (transformers' "
-                f"dynamic rope scales from max_position_embeddings = model.max_seq_len={c.max_seq_len})"
+                f"model.position.scaling.original_max_seq_len={scaling['original_max_seq_len']} "
+                "(transformers' dynamic rope scales from max_position_embeddings = "
+                f"model.max_seq_len={c.max_seq_len})"
             )
         return p
 

@@ -20,7 +20,8 @@ from src.models.hf.rules import Constant, Rule, Same, fused_linear, linear, qkv_
 
 @ADAPTERS.register("marian")
 class MarianAdapter(Adapter):
-    """MarianMTModel; the encoder and decoder ``embed_tokens`` (and a tied ``lm_head``) are copies of ``shared``."""
+    """MarianMTModel; the encoder and decoder ``embed_tokens`` (and a tied ``lm_head``) are copies
+    of ``shared``."""
 
     # fixed [sin | cos] sinusoids at base 10000; nn.LayerNorm's eps 1e-5; scale_embedding either way
     arch = Architecture(
@@ -36,17 +37,20 @@ class MarianAdapter(Adapter):
         self.need(
             getattr(hf, "share_encoder_decoder_embeddings", True)
             and hf.decoder_vocab_size in (None, hf.vocab_size),
-            "unshared encoder/decoder embeddings (share_encoder_decoder_embeddings=False or decoder_vocab_size != "
-            "vocab_size) are not supported: our encoder_decoder has one token embedding",
+            "unshared encoder/decoder embeddings (share_encoder_decoder_embeddings=False or "
+            "decoder_vocab_size != vocab_size) are not supported: our encoder_decoder has one "
+            "token embedding",
         )
         self.need(
             hf.encoder_attention_heads == hf.decoder_attention_heads
             and hf.encoder_ffn_dim == hf.decoder_ffn_dim,
-            "encoder and decoder must have the same attention heads and ffn dim (our model.n_head / model.d_ff)",
+            "encoder and decoder must have the same attention heads and ffn dim (our model.n_head "
+            "/ model.d_ff)",
         )
         self.need(
             hf.activation_function in ACTIVATIONS,
-            f"activation_function={hf.activation_function!r} is not mapped; known: {sorted(ACTIVATIONS)}",
+            f"activation_function={hf.activation_function!r} is not mapped; known: "
+            f"{sorted(ACTIVATIONS)}",
         )
         self.need(
             hf.d_model % 2 == 0,
@@ -124,7 +128,8 @@ class MarianAdapter(Adapter):
             Constant(
                 "final_logits_bias",
                 torch.zeros(1, c.vocab_size),
-                "a non-zero final_logits_bias has no place in our head (bias-free for encoder_decoder)",
+                "a non-zero final_logits_bias has no place in our head (bias-free for "
+                "encoder_decoder)",
             )
         )
         return r if c.tie_embeddings else r + [Same("head.weight", "lm_head.weight")]

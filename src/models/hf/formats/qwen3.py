@@ -2,9 +2,9 @@
 
 Qwen 3 normalises queries and keys with an RMSNorm over each head's ``head_dim`` channels, one
 weight [head_dim] per projection shared by the heads, before RoPE (``q_norm``/``k_norm`` in its
-attention): our ``model/qk_norm=rmsnorm`` with ``scope: head`` and the model's ``rms_norm_eps``.
-Its ``head_dim`` (128 in the released models) need not be hidden_size / heads (``model.d_head``).
-The projections and norms map as Llama's; the MLP has no biases, so ``attention_bias`` must be false.
+attention): our ``model/qk_norm=rmsnorm`` with ``scope: head`` and the model's ``rms_norm_eps``. Its
+``head_dim`` (128 in the released models) need not be hidden_size / heads (``model.d_head``). The
+projections and norms map as Llama's; the MLP has no biases, so ``attention_bias`` must be false.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ class Qwen3Adapter(LlamaAdapter):
         qk_eps, eps = setting(QK_NORMS, c.qk_norm, "eps"), setting(NORMS, c.norm, "eps")
         if c.qk_norm.get("name") == "rmsnorm" and qk_eps != eps:
             p.append(
-                f"model.qk_norm.eps={qk_eps} (Qwen 3 uses rms_norm_eps = model.norm.eps={eps} for q_norm and k_norm)"
+                f"model.qk_norm.eps={qk_eps} (Qwen 3 uses rms_norm_eps = model.norm.eps={eps} for "
+                "q_norm and k_norm)"
             )
         return p
 

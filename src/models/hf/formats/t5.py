@@ -1,12 +1,14 @@
 """T5 (Raffel et al. 2020) <-> our encoder_decoder: pre-norm with T5's RMS norm (no mean, no bias),
 no biases anywhere, a bucketed relative position bias per stack (``t5_bias``, stored in block 0's
 self-attention and shared by the stack's layers), unscaled attention scores (``attn_scale: 1.0``)
-and heads of ``d_kv`` channels (``d_head``) whose product with the head count may differ from d_model.
+and heads of ``d_kv`` channels (``d_head``) whose product with the head count may differ from
+d_model.
 
 Two released lines, told apart by how the head reads the decoder's output:
 
 * v1.0 (t5-small … t5-11b): ReLU FFN (``feed_forward_proj: relu``), the head tied to the shared
-  embedding and fed ``hidden × d_model^-0.5`` (``scale_head``; transformers' ``scale_decoder_outputs``);
+  embedding and fed ``hidden × d_model^-0.5`` (``scale_head``; transformers'
+  ``scale_decoder_outputs``);
 * v1.1 / flan-T5: gated GELU (``gated-gelu``: our ``geglu`` with the tanh approximation), an untied
   ``lm_head`` and no scaling (``tie_word_embeddings: false`` in their config.json).
 
@@ -42,22 +44,25 @@ FFN_PROJ: dict[str, dict[str, Any]] = {
 
 @dataclass(frozen=True)
 class UntiedHead(Same):
-    """v1.1's own ``lm_head.weight``; a checkpoint without one ties its head without the v1.0 scale."""
+    """v1.1's own ``lm_head.weight``; a checkpoint without one ties its head without the v1.0
+    scale."""
 
     def load(self, ckpt: Checkpoint) -> Tensor:
         t = ckpt.take_optional(self.theirs)
         if t is None:
             raise HFConversionError(
-                "model_type 't5': scale_decoder_outputs=False (T5 v1.1) but the checkpoint has no lm_head.weight: its "
-                "head is tied to `shared` without the d_model^-0.5 scale (transformers 5 ties T5 heads by default). "
-                "v1.1 / flan-T5 checkpoints store their own lm_head; save the model with config.tie_word_embeddings=False"
+                "model_type 't5': scale_decoder_outputs=False (T5 v1.1) but the checkpoint has no "
+                "lm_head.weight: its head is tied to `shared` without the d_model^-0.5 scale "
+                "(transformers 5 ties T5 heads by default). v1.1 / flan-T5 checkpoints store their "
+                "own lm_head; save the model with config.tie_word_embeddings=False"
             )
         return t
 
 
 @ADAPTERS.register("t5")
 class T5Adapter(Adapter):
-    """T5ForConditionalGeneration; ``encoder/decoder.embed_tokens`` (and a tied ``lm_head``) are copies of ``shared``."""
+    """T5ForConditionalGeneration; ``encoder/decoder.embed_tokens`` (and a tied ``lm_head``) are
+    copies of ``shared``."""
 
     arch = Architecture(
         "encoder_decoder",
@@ -164,8 +169,9 @@ class T5Adapter(Adapter):
         p = dataclasses.replace(self.arch, ffn=ffn).problems(c)
         if c.scale_head != c.tie_embeddings:
             p.append(
-                f"model.scale_head={c.scale_head} with model.tie_embeddings={c.tie_embeddings} (T5 scales the head's "
-                f"input exactly when the head is tied: v1.0 both true, v1.1 both false)"
+                f"model.scale_head={c.scale_head} with model.tie_embeddings={c.tie_embeddings} (T5 "
+                "scales the head's input exactly when the head is tied: v1.0 both true, v1.1 both "
+                "false)"
             )
         return p
 
