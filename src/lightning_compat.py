@@ -1,7 +1,7 @@
 """Every use of Lightning's private API, in one place, each pinned by
 tests/test_lightning_compat.py.
 
-Lightning offers no public way to do these four things; each function says what it reads or
+Lightning offers no public way to do these things; each function says what it reads or
 writes and what happens where a release lacks it. When a Lightning upgrade breaks one, the
 test named beside it fails with the attribute that moved, and only this file changes.
 
@@ -13,6 +13,8 @@ test named beside it fails with the attribute that moved, and only this file cha
   type aliases);
 * ``replace_ddp_child_command``: the function Lightning's subprocess DDP launcher calls to build
   a Hydra app's child command (``subprocess_script._hydra_subprocess_cmd``);
+* ``attached_trainer``: a LightningModule's trainer, or None outside one (``module._trainer``:
+  the public ``module.trainer`` raises when detached);
 * ``logged_as_last_fit_step``: the step the loggers get for a validation run after ``fit``
   (``trainer.fit_loop.epoch_loop._batches_that_stepped``).
 
@@ -36,6 +38,12 @@ def should_update_logs(trainer: Any) -> bool:
     connector = getattr(trainer, "_logger_connector", None)
     flag = getattr(connector, "should_update_logs", None)
     return True if flag is None else bool(flag)
+
+
+def attached_trainer(module: Any) -> Any:
+    """The Trainer ``module`` (a LightningModule) is attached to, or None (built alone, a
+    checkpoint being loaded, a test calling it directly)."""
+    return module._trainer
 
 
 def set_received_sigterm(trainer: Any, received: bool) -> None:

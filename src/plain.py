@@ -20,7 +20,7 @@ def to_plain(cfg: Any) -> Any:
         from omegaconf import DictConfig, ListConfig, OmegaConf
     except (
         ImportError
-    ):  # a bare environment (benchmarks/gpu_check.py needs only torch): no OmegaConf nodes exist
+    ):  # a bare environment (perf/gpu_check.py needs only torch): no OmegaConf nodes exist
         DictConfig = ListConfig = ()  # type: ignore[assignment,misc]
 
     if isinstance(cfg, DictConfig):

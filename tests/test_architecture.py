@@ -109,7 +109,7 @@ def test_tests_mirror_src() -> None:
     test_dirs = {
         p.name for p in (REPO / "tests").iterdir() if p.is_dir() and p.name != "__pycache__"
     }
-    top_level = {"benchmarks"}  # tests of the repository's other top-level package
+    top_level = {"perf"}  # tests of the repository's other top-level package
     assert test_dirs - src_packages - top_level == set(), (
         f"test folders without a src package: {test_dirs - src_packages}"
     )

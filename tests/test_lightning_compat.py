@@ -84,3 +84,10 @@ def test_logged_as_last_fit_step_moves_the_loggers_step_back_by_one_and_restores
     with lightning_compat.logged_as_last_fit_step(trainer):
         assert loop._batches_that_stepped == 5
     assert loop._batches_that_stepped == 6
+
+
+def test_attached_trainer_is_the_modules_trainer_or_none(trainer: pl.Trainer) -> None:
+    module = pl.LightningModule()
+    assert lightning_compat.attached_trainer(module) is None  # the public property raises here
+    module.trainer = trainer
+    assert lightning_compat.attached_trainer(module) is trainer

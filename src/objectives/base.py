@@ -36,7 +36,7 @@ from torchmetrics import MeanMetric
 
 from src.data.tokenizers import Tokenizer, tokenizer_from_state
 from src.errors import ConfigError
-from src.lightning_compat import should_update_logs
+from src.lightning_compat import attached_trainer, should_update_logs
 from src.models import ModelConfig, TransformerModel, build_model
 from src.models.components.masks import MASKS
 from src.models.families import FAMILIES
@@ -333,7 +333,7 @@ class LMTask(pl.LightningModule):
         return self._optimizer_config().callbacks()
 
     def configure_optimizers(self) -> Any:
-        trainer = self._trainer  # None outside a Trainer
+        trainer = attached_trainer(self)
         clips_mixed = (
             trainer is not None
             and str(trainer.precision).endswith("-mixed")
@@ -377,7 +377,7 @@ class LMTask(pl.LightningModule):
         checkpoint["tokens_seen"] = self.tokens_seen
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        if self._trainer is not None and self.trainer.state.fn != "fit":
+        if attached_trainer(self) is not None and self.trainer.state.fn != "fit":
             return  # test/validate with a checkpoint: weights only; this run's counters stay
         self.tokens_seen = int(checkpoint.get("tokens_seen", 0))
         # Restored right before the first resumed training batch, after Lightning has rebuilt

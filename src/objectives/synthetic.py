@@ -35,6 +35,7 @@ from torch import Tensor
 
 from src.data.tokenizers import Tokenizer
 from src.jsonfile import write_json
+from src.lightning_compat import attached_trainer
 from src.models.components.positions import PositionLimitError
 from src.models.families import FAMILIES
 from src.models.families.base import IGNORE_INDEX
@@ -195,7 +196,7 @@ class Synthetic(LMTask):
                 continue
             sums = (
                 self.trainer.strategy.reduce(self._sums[key], reduce_op="sum")
-                if self._trainer
+                if attached_trainer(self) is not None
                 else self._sums[key]
             )
             loss, tokens, correct, exact, examples = (float(v) for v in sums)
@@ -246,7 +247,7 @@ class Synthetic(LMTask):
                     f"{tag:>12}  {f['exact_match']:>11.4f}  {f['token_acc']:>9.4f}  "
                     f"{f['loss']:>8.4f}"
                 )
-        if self._trainer is None or not self.trainer.is_global_zero:
+        if attached_trainer(self) is None or not self.trainer.is_global_zero:
             return
         log.info(
             "synthetic task, test set per length (data=%s):\n%s",

@@ -1,6 +1,6 @@
 """Consumers ask the model what it can do; they never ask which family it holds.
 
-Outside ``src/models/families`` no code in ``src/`` or ``benchmarks/`` may
+Outside ``src/models/families`` no code in ``src/`` or ``perf/`` may
 * call ``isinstance`` / ``issubclass`` with a family class (or compare ``type(model)`` with one),
 * import a concrete family class (only ``TransformerModel``, the interface, and ``FAMILIES``),
 * reach into a model's stacks (``model.decoder``, ``model.encoder``): a family method says it.
@@ -25,7 +25,7 @@ INSIDE = REPO / "src" / "models"  # the model package itself (families, builder,
 
 
 def consumer_files() -> list[Path]:
-    files = [*(REPO / "src").rglob("*.py"), *(REPO / "benchmarks").rglob("*.py")]
+    files = [*(REPO / "src").rglob("*.py"), *(REPO / "perf").rglob("*.py")]
     return sorted(p for p in files if INSIDE not in p.parents and "__pycache__" not in p.parts)
 
 

@@ -37,7 +37,7 @@ def _header_ok(out: str) -> None:
 
 
 def test_train_step_quick(capsys: pytest.CaptureFixture[str]) -> None:
-    from benchmarks import train_step
+    from perf import train_step
 
     res = train_step.main(["--quick"])
     out = capsys.readouterr().out
@@ -52,7 +52,7 @@ def test_train_step_quick(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_train_step_peak_memory_subprocess() -> None:
     """The peak-memory child (skipped by --quick), for our model only (no transformers import)."""
-    from benchmarks import train_step
+    from perf import train_step
     from src.models import build_model
 
     args = train_step.parse_args(["--quick"])
@@ -64,7 +64,7 @@ def test_train_step_peak_memory_subprocess() -> None:
 
 
 def test_generate_quick(capsys: pytest.CaptureFixture[str]) -> None:
-    from benchmarks import generate
+    from perf import generate
 
     res = generate.main(["--quick"])
     out = capsys.readouterr().out
@@ -78,7 +78,7 @@ def test_generate_quick(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_data_quick(capsys: pytest.CaptureFixture[str]) -> None:
-    from benchmarks import data
+    from perf import data
 
     res = data.main(["--quick"])
     out = capsys.readouterr().out
@@ -90,7 +90,7 @@ def test_data_quick(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_eval_quick(capsys: pytest.CaptureFixture[str]) -> None:
-    from benchmarks import eval as eval_bench
+    from perf import eval as eval_bench
 
     res = eval_bench.main(["--quick"])
     out = capsys.readouterr().out
@@ -103,7 +103,7 @@ def test_eval_quick(capsys: pytest.CaptureFixture[str]) -> None:
 def test_framework_overhead_quick(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from benchmarks import framework_overhead
+    from perf import framework_overhead
 
     monkeypatch.setenv("TRANSFORMER_LAB_CACHE", str(tmp_path))
     res = framework_overhead.main(["--quick", "--profile", "toy", "--profile-rows", "200"])
@@ -121,7 +121,7 @@ def test_framework_overhead_quick(
 
 
 def test_gpu_check_cpu_smoke(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from benchmarks import gpu_check
+    from perf import gpu_check
 
     rep = gpu_check.main(
         ["--cpu-smoke", "--no-compile", "--json", str(tmp_path / "gpu_check.json")]
@@ -142,7 +142,7 @@ def test_gpu_check_cpu_smoke(capsys: pytest.CaptureFixture[str], tmp_path: Path)
 
 
 def test_gpu_check_sh_is_valid_bash() -> None:
-    subprocess.run(["bash", "-n", str(REPO_ROOT / "benchmarks" / "gpu_check.sh")], check=True)
+    subprocess.run(["bash", "-n", str(REPO_ROOT / "perf" / "gpu_check.sh")], check=True)
 
 
 @pytest.mark.slow
@@ -153,7 +153,7 @@ def test_gpu_check_sh_without_a_gpu_says_so(tmp_path: Path) -> None:
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is visible")
     r = subprocess.run(
-        ["bash", str(REPO_ROOT / "benchmarks" / "gpu_check.sh")],
+        ["bash", str(REPO_ROOT / "perf" / "gpu_check.sh")],
         capture_output=True,
         text=True,
         env={**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable},
@@ -171,7 +171,7 @@ def test_gpu_check_sh_without_a_gpu_says_so(tmp_path: Path) -> None:
 def test_gpu_check_sh_cpu_smoke(tmp_path: Path) -> None:
     """The whole script at toy size on CPU: compile (aot_eager) and a bf16-mixed Lightning fit."""
     r = subprocess.run(
-        ["bash", str(REPO_ROOT / "benchmarks" / "gpu_check.sh"), "--cpu-smoke"],
+        ["bash", str(REPO_ROOT / "perf" / "gpu_check.sh"), "--cpu-smoke"],
         capture_output=True,
         text=True,
         env={**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable},
@@ -182,7 +182,7 @@ def test_gpu_check_sh_cpu_smoke(tmp_path: Path) -> None:
 
 
 def test_token_check_quick(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from benchmarks import token_check
+    from perf import token_check
 
     res = token_check.main(["--quick", "--dir", str(tmp_path)])
     out = capsys.readouterr().out
@@ -194,7 +194,7 @@ def test_token_check_quick(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
 
 
 def test_scaling_quick(capsys: pytest.CaptureFixture[str]) -> None:
-    from benchmarks import scaling
+    from perf import scaling
 
     res = scaling.main(["--quick"])
     out = capsys.readouterr().out
@@ -213,7 +213,7 @@ def test_scaling_quick(capsys: pytest.CaptureFixture[str]) -> None:
 def test_nanogpt_side_by_side_skips_cleanly_without_nanogpt(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from benchmarks import nanogpt_side_by_side
+    from perf import nanogpt_side_by_side
 
     res = nanogpt_side_by_side.main(["--anchor", str(tmp_path / "no-nanogpt")])
     assert "train.py is not at" in res["skipped"]
@@ -224,7 +224,7 @@ def test_nanogpt_side_by_side_skips_cleanly_without_nanogpt(
 def test_nanogpt_side_by_side_quick(capsys: pytest.CaptureFixture[str]) -> None:
     """Both runs, 20 iterations each (about a minute): nanoGPT's own train.py from its files and
     ours, each evaluated, timed and compared."""
-    from benchmarks import nanogpt_side_by_side
+    from perf import nanogpt_side_by_side
 
     reason = nanogpt_side_by_side.skip_reason(nanogpt_side_by_side.parse_args(["--quick"]))
     if reason:
@@ -246,7 +246,7 @@ def test_nanogpt_side_by_side_quick(capsys: pytest.CaptureFixture[str]) -> None:
 def test_nanogpt_side_by_side_runs_the_experiment_ours_names(tmp_path: Path) -> None:
     """``--ours experiment=<name>`` replaces nanoGPT's recipe on our side (named once, no
     horizon overrides of the other recipe) and sets that experiment's target ratio."""
-    from benchmarks import nanogpt_side_by_side as sbs
+    from perf import nanogpt_side_by_side as sbs
 
     default = sbs.parse_args([])
     ours = sbs.commands(default, tmp_path, 0)["ours"]

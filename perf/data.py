@@ -9,8 +9,8 @@ training data loader, each against what a training step consumes.
 * consumption: tokens/s of one training step (forward + backward + AdamW) of our
   GPT-2-shaped model at the same ``B`` and ``T``, measured interleaved with the loader.
 
-    python benchmarks/data.py            # 4 layers, d 256, B 4, T 256 (~1 min)
-    python benchmarks/data.py --quick    # smoke run
+    python perf/data.py            # 4 layers, d 256, B 4, T 256 (~1 min)
+    python perf/data.py --quick    # smoke run
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch  # noqa: E402
 
-from benchmarks.common import (  # noqa: E402
+from perf.common import (  # noqa: E402
     SHARED_DATA,
     add_shape_args,
     base_parser,

@@ -1,4 +1,4 @@
-"""GPU check for one H100/H200 (the Python part of ``benchmarks/gpu_check.sh``).
+"""GPU check for one H100/H200 (the Python part of ``perf/gpu_check.sh``).
 
 GPT-2 small (124 M parameters), T = 1024, bf16 autocast (as Lightning's ``bf16-mixed``),
 fused AdamW, TF32 on: tokens/s, MFU against the dense bf16 peak (989 TFLOP/s for
@@ -64,7 +64,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def model_config(args: argparse.Namespace, vocab_pad_multiple: int = 1) -> dict:
-    from benchmarks.common import gpt2_config_dict
+    from perf.common import gpt2_config_dict
 
     if args.cpu_smoke:
         return gpt2_config_dict(

@@ -11,9 +11,9 @@ per model*, with glibc's mmap threshold fixed so freed tensors go back to the OS
 reported as the peak during the training steps minus the RSS after imports (weights +
 gradients + AdamW state + activations + allocator slack).
 
-    python benchmarks/train_step.py                 # 4 layers, d 256, T 256, vocab 50257 (~1 min)
-    python benchmarks/train_step.py --gpt2-small    # 12 layers, d 768, T 1024 (slow on CPU)
-    python benchmarks/train_step.py --quick         # smoke run
+    python perf/train_step.py                 # 4 layers, d 256, T 256, vocab 50257 (~1 min)
+    python perf/train_step.py --gpt2-small    # 12 layers, d 768, T 1024 (slow on CPU)
+    python perf/train_step.py --quick         # smoke run
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch  # noqa: E402
 
-from benchmarks.common import (  # noqa: E402
+from perf.common import (  # noqa: E402
     add_shape_args,
     base_parser,
     check_same_logits,

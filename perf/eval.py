@@ -7,15 +7,15 @@ size and token budget, and must agree on every log-likelihood. Items come from
 ``../shared/data`` (LAMBADA test, HellaSwag validation) when present, else synthetic
 passages. The model has random weights (this measures speed, not accuracy).
 
-    python benchmarks/eval.py            # 4 layers, d 256, vocab 50257 (~1 min)
-    python benchmarks/eval.py --quick    # smoke run
+    python perf/eval.py            # 4 layers, d 256, vocab 50257 (~1 min)
+    python perf/eval.py --quick    # smoke run
 """
 
 from __future__ import annotations
 
 import torch  # noqa: E402
 
-from benchmarks.common import (  # noqa: E402
+from perf.common import (  # noqa: E402
     SHARED_DATA,
     base_parser,
     gpt2_config_dict,

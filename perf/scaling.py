@@ -12,10 +12,10 @@ Each training row is one optimizer step (forward with labels, backward, AdamW) t
 ``train_step.py`` (interleaved, median of the repeats); FLOPs per step from ``model.training_flops``
 (the model's own count). Peak memory is ``train_step.py``'s fresh-subprocess RSS high-water mark.
 
-    python benchmarks/scaling.py --threads 1              # all three sweeps (~15 min on an idle core)
-    python benchmarks/scaling.py --threads 1 --no-memory  # without the peak-memory subprocesses
-    python benchmarks/scaling.py --sweeps decode          # one sweep: seq, width, decode (comma-separated)
-    python benchmarks/scaling.py --quick                  # smoke run
+    python perf/scaling.py --threads 1              # all three sweeps (~15 min on an idle core)
+    python perf/scaling.py --threads 1 --no-memory  # without the peak-memory subprocesses
+    python perf/scaling.py --sweeps decode          # one sweep: seq, width, decode (comma-separated)
+    python perf/scaling.py --quick                  # smoke run
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import argparse
 
 import torch
 
-from benchmarks import train_step
-from benchmarks.common import (
+from perf import train_step
+from perf.common import (
     base_parser,
     check_same_logits,
     gpt2_config_dict,

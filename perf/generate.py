@@ -5,16 +5,16 @@ All three decode the same prompt greedily to exactly ``--new-tokens`` tokens (no
 stop) and must produce the same tokens; timings are interleaved in one process and the
 table reports the median of the repeats.
 
-    python benchmarks/generate.py                  # 4 layers, d 256, prompt 32, 256 new tokens (~1 min)
-    python benchmarks/generate.py --gpt2-small     # 12 layers, d 768 (random weights)
-    python benchmarks/generate.py --quick          # smoke run
+    python perf/generate.py                  # 4 layers, d 256, prompt 32, 256 new tokens (~1 min)
+    python perf/generate.py --gpt2-small     # 12 layers, d 768 (random weights)
+    python perf/generate.py --quick          # smoke run
 """
 
 from __future__ import annotations
 
 import torch  # noqa: E402
 
-from benchmarks.common import (  # noqa: E402
+from perf.common import (  # noqa: E402
     add_shape_args,
     base_parser,
     gpt2_config_dict,

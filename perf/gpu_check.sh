@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # GPU check for one H100/H200, in under 8 minutes; installs nothing (uses the python that has torch).
 #
-#   bash benchmarks/gpu_check.sh              # on a GPU machine
-#   bash benchmarks/gpu_check.sh --cpu-smoke  # every part at toy size on CPU (no GPU needed)
+#   bash perf/gpu_check.sh              # on a GPU machine
+#   bash perf/gpu_check.sh --cpu-smoke  # every part at toy size on CPU (no GPU needed)
 #
-# 1. benchmarks/gpu_check.py: GPT-2 small, bf16, T=1024: tokens/s, MFU (vs 989 TFLOP/s), peak memory
+# 1. perf/gpu_check.py: GPT-2 small, bf16, T=1024: tokens/s, MFU (vs 989 TFLOP/s), peak memory
 #    (torch.cuda.max_memory_allocated), eager vs torch.compile (model + loss), padded vocab; flash-SDPA check.
 # 2. A bf16-mixed Lightning fit of a few steps through `python -m src.train` (GPT-2 small, embedded corpus),
 #    printing its metrics.json throughput and the MFU that ThroughputMonitor logged.
@@ -65,7 +65,7 @@ rc=$?
 STATUS=0
 echo
 echo "== 1/2 throughput, MFU, memory, flash attention"
-timeout 300 "$PYTHON" benchmarks/gpu_check.py --json "$OUT_DIR/gpu_check.json" ${ARGS[@]+"${ARGS[@]}"} 2>&1 | tee "$OUT_DIR/gpu_check.log"
+timeout 300 "$PYTHON" perf/gpu_check.py --json "$OUT_DIR/gpu_check.json" ${ARGS[@]+"${ARGS[@]}"} 2>&1 | tee "$OUT_DIR/gpu_check.log"
 rc=${PIPESTATUS[0]}
 if [ "$rc" -eq 124 ]; then echo "gpu_check.py timed out after 300 s (partial log: $OUT_DIR/gpu_check.log)"; STATUS=1
 elif [ "$rc" -ne 0 ]; then echo "gpu_check.py exited $rc"; STATUS=1; fi

@@ -14,9 +14,9 @@ doing the same training on the same model, optimiser, schedule and batches.
 Repeats alternate framework / bare; the median steady-state step time is reported.
 Overhead = framework step time / bare step time − 1 (target ≤ 5%).
 
-    python benchmarks/framework_overhead.py          # GPT-2-shaped 4 layers d 256 T 256 B 4, and the tiny quickstart model
-    python benchmarks/framework_overhead.py --shapes "tiny, char vocab" --profile "tiny, char vocab"   # + where the ms go
-    python benchmarks/framework_overhead.py --quick  # smoke run
+    python perf/framework_overhead.py          # GPT-2-shaped 4 layers d 256 T 256 B 4, and the tiny quickstart model
+    python perf/framework_overhead.py --shapes "tiny, char vocab" --profile "tiny, char vocab"   # + where the ms go
+    python perf/framework_overhead.py --quick  # smoke run
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 import lightning.pytorch as pl  # noqa: E402
 import torch  # noqa: E402
 
-from benchmarks.common import (
+from perf.common import (
     REPO_ROOT,
     base_parser,
     machine_header,
@@ -134,7 +134,7 @@ def compose(
         "test=false",
         f"paths.output_dir={run_dir}",
         f"paths.root_dir={run_dir}",
-        "+callbacks.bench_timer._target_=benchmarks.framework_overhead.StepTimer",
+        "+callbacks.bench_timer._target_=perf.framework_overhead.StepTimer",
     ]
     with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
         return hydra_compose(config_name="train", overrides=overrides)
@@ -142,7 +142,7 @@ def compose(
 
 def framework_run(cfg, warmup: int, steps: int) -> tuple[float, float]:
     """(wall, CPU) seconds per step (steady state) of ``src.training.runner.train``."""
-    from benchmarks.framework_overhead import (
+    from perf.framework_overhead import (
         StepTimer as timer,
     )  # the class Hydra instantiated (not __main__'s)
     from src.training.runner import train
@@ -210,7 +210,7 @@ def profile(args, name: str, tmp: Path) -> dict:
     Python-heavy code, so read the framework-only rows against each other and the two totals)."""
     steps = args.steps or 200
     cfg = compose(SHAPES[name], args.warmup + steps + 1, tmp / "profile", tmp / "cache")
-    from benchmarks.framework_overhead import (
+    from perf.framework_overhead import (
         StepTimer as timer,
     )  # the class Hydra instantiates (not __main__'s)
 

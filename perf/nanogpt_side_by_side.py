@@ -29,11 +29,11 @@ validation). The ratio is ours over nanoGPT's time to that loss (nanoGPT's time 
 evaluation if it never reaches it). Target: ours reaches 1.89 in <= 0.8x the time
 (``shakespeare_char``: the same recipe), <= 0.5x (``shakespeare_char_speedrun``, issue 25).
 
-    python benchmarks/nanogpt_side_by_side.py                     # one pair, ~5 min on 2 idle cores
-    python benchmarks/nanogpt_side_by_side.py --repeats 3         # median of 3 pairs
-    python benchmarks/nanogpt_side_by_side.py --ours "compile=false optim.fused=false"   # a lever off
-    python benchmarks/nanogpt_side_by_side.py --quick             # 20 iterations each (smoke run)
-    python benchmarks/nanogpt_side_by_side.py --ours experiment=shakespeare_char_speedrun   # the speedrun
+    python perf/nanogpt_side_by_side.py                     # one pair, ~5 min on 2 idle cores
+    python perf/nanogpt_side_by_side.py --repeats 3         # median of 3 pairs
+    python perf/nanogpt_side_by_side.py --ours "compile=false optim.fused=false"   # a lever off
+    python perf/nanogpt_side_by_side.py --quick             # 20 iterations each (smoke run)
+    python perf/nanogpt_side_by_side.py --ours experiment=shakespeare_char_speedrun   # the speedrun
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from pathlib import Path
 import lightning.pytorch as pl
 import torch
 
-from benchmarks.common import REPO_ROOT, SHARED_DATA, base_parser, machine_header, table, verdict
+from perf.common import REPO_ROOT, SHARED_DATA, base_parser, machine_header, table, verdict
 
 ANCHOR = REPO_ROOT.parent / "shared" / "anchors" / "nanogpt"
 TEXT = SHARED_DATA / "tinyshakespeare" / "input.txt"
@@ -224,7 +224,7 @@ def commands(args, work: Path, r: int) -> dict[str, list[str]]:
         f"data.path={args.text.resolve()}",
         "test=false",
         f"hydra.run.dir={work / f'ours-{r}'}",
-        "+callbacks.side_by_side_clock._target_=benchmarks.nanogpt_side_by_side.ValidationClock",
+        "+callbacks.side_by_side_clock._target_=perf.nanogpt_side_by_side.ValidationClock",
     ]
     if (
         own and n != 2000

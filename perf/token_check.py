@@ -7,8 +7,8 @@ vocabulary. Measured on a file of ``--gib`` GiB of uint16 GPT-2 ids (written onc
 (``posix_fadvise(DONTNEED)``: cold, read from the disk). The peer is reading the file in 64 MiB
 ``readinto`` chunks, the least any check of every byte costs.
 
-    python benchmarks/token_check.py            # 1 GiB (~30 s, 1 GiB of disk in /tmp)
-    python benchmarks/token_check.py --quick    # 16 MiB smoke run
+    python perf/token_check.py            # 1 GiB (~30 s, 1 GiB of disk in /tmp)
+    python perf/token_check.py --quick    # 16 MiB smoke run
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import base_parser, interleaved, machine_header, median, setup, spread, table
+from perf.common import base_parser, interleaved, machine_header, median, setup, spread, table
 
 TARGET = 1.0  # the check over a plain read of the file (<= 1: no slower than reading it)
 
