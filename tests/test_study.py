@@ -17,7 +17,8 @@ import pytest
 from scipy import stats
 
 from src.errors import ConfigError
-from src.study import confirm_commands, plan, run_commands, tune_commands
+from src.studies.stages import run_commands, tune_commands
+from src.study import confirm_commands, plan
 from tests.reporting.fake_runs import completed, write_run
 
 REPO = Path(__file__).resolve().parents[1]

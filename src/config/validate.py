@@ -11,8 +11,9 @@ Checks, in order (the first failure is raised):
    struct mode already rejects ``key=v`` typos; this also catches ``+key=v``), ``task`` keys the
    objective's ``options``, ``tokenizer`` keys its constructor's (``optim``/``scheduler`` keys are
    the fields of their dataclass in ``src.optim``, checked in 4);
-3. model: the validated ``ModelConfig`` (``ModelConfig.from_dict``: numbers, each component's own
-   ``check_args``, registered names and accepted keys, the family), made once and returned;
+3. model (3 and 4 in ``src.config.part_checks``): the validated ``ModelConfig``
+   (``ModelConfig.from_dict``: numbers, each component's own ``check_args``, registered names and
+   accepted keys, the family), made once and returned;
 4. task and data: the task is registered and fits the model family and the data's batch format
    (translation pairs on an encoder-only model …); the data node is its source's
    (``src.data.sources.check_source``); ``block_size`` fits a learned position table; the
@@ -36,12 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from src.checkpoints.fit import allow_list, run_differences
-from src.checkpoints.io import checkpoint_file, safe_torch_load
-from src.config.trainer_checks import Hardware, check_trainer, checked_max_steps, fail, positive_int
+from src.checkpoints.fit import allow_list
+from src.checkpoints.io import checkpoint_file
+from src.config.part_checks import check_model, check_optimisation, check_task_and_data
+from src.config.trainer_checks import Hardware, check_trainer, positive_int
 from src.errors import ConfigError, did_you_mean
 from src.models.config import ModelConfig
-from src.optim import OptimizerConfig, Schedule, check_pair, optimizer_config, schedule_config
+from src.optim import OptimizerConfig, Schedule
 from src.plain import to_plain
 
 #: the top-level keys of a run config: the groups and values that src.train reads (conf/train.yaml
@@ -83,15 +85,6 @@ NONFINITE_ACTIONS = ("stop", "skip")
 #: the ``reliability.*`` keys ``src.training.harden.harden_trainer`` reads (the non-finite guard's
 #: settings)
 RELIABILITY_KEYS = ("nonfinite", "check_every_n_steps", "max_consecutive_skips")
-#: the model keys ``src.training.setup.resolve_vocab`` sets from the tokenizer after the config is
-#: validated
-TOKENIZER_KEYS = (
-    "vocab_size",
-    "bos_token_id",
-    "eos_token_id",
-    "pad_token_id",
-    "decoder_start_token_id",
-)
 LIGHTNING_CKPT_ALIASES = ("last", "best", "hpc", "registry")
 
 
@@ -118,9 +111,9 @@ def validate_run_config(cfg: Any, *, hardware: Hardware | None = None) -> RunCon
     _check_no_missing(plain)
     _check_top_keys(plain)
     _check_group_keys(plain)
-    model = _check_model(plain["model"])
-    _check_task_and_data(plain, model)
-    optimizer, schedule = _check_optimisation(plain)
+    model = check_model(plain["model"])
+    check_task_and_data(plain, model)
+    optimizer, schedule = check_optimisation(plain)
     check_trainer(plain, hardware or Hardware.detect())
     _check_callbacks(plain)
     _check_run_keys(plain)
@@ -200,179 +193,6 @@ def _check_group_keys(plain: Mapping[str, Any]) -> None:
                     f"{did_you_mean(key, accepted, f'{group}.')} (accepted: "
                     f"{', '.join(accepted)}); fix the spelling or remove the override"
                 )
-
-
-# ---------------------------------------------------------------- 3. model
-
-
-def _check_model(model: Mapping[str, Any]) -> ModelConfig:
-    """The validated ModelConfig (its numbers, each component's own checks, the family), made once
-    without building anything; a ConfigError names the key and the fix."""
-    return ModelConfig.from_dict(model)
-
-
-# ---------------------------------------------------------------- 4. task, data, names
-
-
-def _check_task_and_data(plain: dict[str, Any], model: Any) -> None:
-    """The task fits the model and the data (cross-group); the data node is its source's; the
-    training window fits a learned position table (data x model)."""
-    from src.data.sources import BATCH_FORMATS, check_source, split_config
-    from src.models.components.positions import POSITIONS, LearnedPosition
-    from src.objectives import TASKS
-
-    task_name = (plain.get("task") or {}).get("name")
-    if task_name not in TASKS:
-        raise ConfigError(
-            f"task={task_name!r} is not known{did_you_mean(str(task_name), TASKS.names())}; "
-            f"registered: {', '.join(TASKS.names())} (conf/task/<name>.yaml picks one)"
-        )
-    cls = TASKS.get(task_name)
-    cls.check_family(model)  # ConfigError: masked LM on a causal decoder …
-
-    kind, node, dm_kwargs = split_config(plain.get("data") or {})  # DataError: unknown source
-    source_cls, source_args = check_source(node)  # DataError: a key the source does not take
-    fmt = BATCH_FORMATS[kind]
-    cls.check_batch_format(
-        fmt, f"data={node['name']}"
-    )  # ConfigError: translation pairs on an encoder-only model …
-
-    block = plain.get("block_size")
-    block = (
-        model.max_seq_len if block is None else block
-    )  # null = the model's context; 0 is an error, not a default
-    block = positive_int(
-        "block_size",
-        block,
-        "a positive number of tokens per training window, at most model.max_seq_len",
-    )
-    positive_int(
-        "batch_size", plain.get("batch_size"), "a positive number of sequences per device per step"
-    )
-    check_run = getattr(
-        source_cls, "check_run", None
-    )  # a generated task's values and its examples x block_size
-    if check_run is not None:
-        check_run(
-            source_args,
-            block_size=block,
-            tokenizer=(plain.get("tokenizer") or {}).get("name"),
-            task=task_name,
-            train_min_length=dm_kwargs.get("train_min_length"),
-        )
-    check_test_split = getattr(
-        source_cls, "check_test_split", None
-    )  # a source whose test text may be val's
-    if check_test_split is not None:
-        check_test_split(source_args, test=plain.get("test", True))
-    pos_name = model.position["name"]
-    if (fmt == "text" or check_run is not None) and issubclass(
-        POSITIONS.get(pos_name), LearnedPosition
-    ):
-        if cls.data_block_size(block, model.max_seq_len, fmt) > model.max_seq_len:
-            raise ConfigError(
-                f"block_size={block} exceeds model.max_seq_len={model.max_seq_len}, the rows of "
-                f"the learned position table (model/position={pos_name}); lower block_size to at "
-                f"most {model.max_seq_len}, raise model.max_seq_len, or use a relative scheme "
-                "(model/position=rope)"
-            )
-
-
-def _check_optimisation(plain: Mapping[str, Any]) -> tuple[OptimizerConfig, Schedule]:
-    """``optim`` and ``scheduler`` typed by ``src.optim`` (their dataclasses check their own keys
-    and values; the schedule's ``check_run`` its horizon and ``min_lr`` against this run), and the
-    top-level run values: their types and ranges. Returns the optimiser and schedule configs."""
-    optimizer = optimizer_config(
-        plain.get("optim") or {}
-    )  # ConfigError: optim.lr=-1, optim.lrr=…, betas …
-    max_steps = checked_max_steps(
-        plain.get("trainer") or {}
-    )  # before the schedule reads it as its horizon
-    schedule = schedule_config(plain.get("scheduler") or {"name": "none"})
-    check_pair(
-        optimizer, schedule, max_steps
-    )  # the horizon, min_lr; schedule-free with a moving lr
-    _check_branch(
-        plain, schedule, max_steps
-    )  # scheduler.decay_from: a stable-phase checkpoint of this run
-    seed = plain.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        fail("seed", seed, "an integer seed, 0 or more")
-    workers = plain.get("num_workers", 0)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
-        fail(
-            "num_workers",
-            workers,
-            "0 (load in the training process) or a number of worker processes",
-        )
-    threads = plain.get("cpu_threads")
-    if threads is not None:
-        positive_int(
-            "cpu_threads",
-            threads,
-            "a number of torch threads, 1 or more, or null (torch's default)",
-        )
-    for key in ("compile", "test", "deterministic", "tf32"):
-        if key in plain and not isinstance(plain[key], bool):
-            fail(key, plain[key], "true or false")
-    mode = plain.get("vocab_size_from", "tokenizer")
-    if mode not in ("tokenizer", "model"):
-        raise ConfigError(
-            f"vocab_size_from={mode!r} is invalid: use tokenizer (model.vocab_size from the "
-            "tokenizer) or model (keep model.vocab_size)"
-        )
-    return optimizer, schedule
-
-
-def _check_branch(plain: Mapping[str, Any], schedule: Schedule, max_steps: int | None) -> None:
-    """A schedule that branches off a checkpoint of another run (``scheduler.decay_from``): the file
-    is a checkpoint of the same run (model, objective, data, batches and optimiser as this config),
-    and the schedule accepts its step (``Schedule.check_branch``: not past the stable phase)."""
-    path = schedule.branch_checkpoint()
-    if path is None:
-        return
-    if plain.get("ckpt_path"):
-        # the branch itself resumed (after a preemption): ckpt_path continues it, checked as any
-        # resume
-        return
-    if plain.get("init_from"):
-        raise ConfigError(
-            f"scheduler.decay_from={path} and init_from={plain['init_from']} are two starts of one "
-            "run; keep scheduler.decay_from (it resumes from that checkpoint) and set "
-            "init_from=null"
-        )
-    ckpt = safe_torch_load(
-        checkpoint_file(path)
-    )  # CheckpointError: missing, a directory, torn, pickled
-    source = ((ckpt.get("hyper_parameters") or {}).get("cfg")) if isinstance(ckpt, dict) else None
-    if not isinstance(source, Mapping):
-        raise ConfigError(
-            f"scheduler.decay_from={path} has no run config (hyper_parameters.cfg): not a "
-            "checkpoint of a src.train run; give a stable-phase checkpoint of the run to branch "
-            "from"
-        )
-    # the model keys the tokenizer fills in after validation (src.training.setup.resolve_vocab) are
-    # compared when the checkpoint is loaded (SafeCheckpointIO's same-run check); here they are not
-    # known yet
-    later = (
-        {f"model.{k}" for k in TOKENIZER_KEYS}
-        if plain.get("vocab_size_from", "tokenizer") == "tokenizer"
-        else set()
-    )
-    diffs = [
-        f"{k}: checkpoint {old!r}, now {new!r}"
-        for k, old, new in run_differences(source, plain)
-        if k not in later
-    ]
-    if source.get("optim") != plain.get("optim"):
-        diffs.append(f"optim: checkpoint {source.get('optim')!r}, now {plain.get('optim')!r}")
-    if diffs:
-        raise ConfigError(
-            f"scheduler.decay_from={path} is a checkpoint of another run ({len(diffs)} setting(s) "
-            f"differ: {'; '.join(diffs[:6])}); a cooldown branch continues the same run, so give a "
-            "checkpoint of the run with this model, objective, data, seed and optimiser"
-        )
-    schedule.check_branch(path, int(ckpt.get("global_step", 0)), source, int(max_steps or 0))
 
 
 # ---------------------------------------------------------------- 5. trainer, callbacks, run keys

@@ -21,7 +21,7 @@ import math
 import numpy as np
 import torch
 
-from src.data.cache import Ragged
+from src.data.pair_cache import Ragged
 
 Batch = dict[str, torch.Tensor]
 

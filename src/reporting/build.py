@@ -13,8 +13,9 @@ from pathlib import Path
 from src.errors import ConfigError
 from src.files import atomic_write
 from src.reporting import plots as report_plots
+from src.reporting.csv_files import write_all
 from src.reporting.probe_plots import probe_curves
-from src.reporting.render import render_markdown, write_all
+from src.reporting.render import render_markdown
 from src.reporting.table import DEFAULT_SECONDARY, Report, build_report
 from src.studies.eval_variants import eval_variant_runs, without_scaled
 from src.studies.protocol import Protocol, canonical, merge_protocols

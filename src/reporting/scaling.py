@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from src.files import atomic_write
-from src.reporting.render import significant, write_csv
+from src.reporting.csv_files import write_csv
 from src.reporting.scaling_plot import plot_scaling
+from src.reporting.sections import significant
 from src.studies.outcomes import run_outcome
 from src.studies.power_law import PowerLawError, ScalingFit, bootstrap_fit, crossings
 from src.studies.protocol import Protocol, canonical, merge_protocols

@@ -20,14 +20,16 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from src.checkpoints.load import init_from_checkpoint
-from src.config.validate import TOKENIZER_KEYS, validate_run_config
+from src.config.part_checks import TOKENIZER_KEYS
+from src.config.validate import validate_run_config
 from src.data.datamodule import build_datamodule
 from src.data.sources import BATCH_FORMATS, SOURCES
 from src.data.tokenizers import Tokenizer, build_tokenizer
 from src.errors import ConfigError
 from src.models import ModelConfig
 from src.objectives import TASKS, LMTask
-from src.studies.matching import apply_match_params, write_budget
+from src.studies.budget import write_budget
+from src.studies.matching import apply_match_params
 from src.training.harden import harden_trainer
 
 

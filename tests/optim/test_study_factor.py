@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from src.study import confirm_commands, plan, tune_commands
+from src.studies.stages import tune_commands
+from src.study import confirm_commands, plan
 from tests.reporting.fake_runs import completed, write_run
 
 STUDY = """# @package _global_

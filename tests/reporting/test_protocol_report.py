@@ -13,7 +13,7 @@ import pytest
 
 from src.errors import ConfigError
 from src.report import make_report
-from src.reporting.render import REPORT_COLUMNS
+from src.reporting.csv_files import REPORT_COLUMNS
 from src.studies.outcomes import run_outcome
 from src.studies.protocol import Protocol
 from src.studies.runs import read_run

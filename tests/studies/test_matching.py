@@ -116,7 +116,7 @@ def test_apply_match_params_updates_the_plain_config(
 
 # --------------------------------------------------------------------------- budgets and FLOPs matching
 def _budget(tmp_path, *overrides: str):
-    from src.studies.matching import run_budget
+    from src.studies.budget import run_budget
     from src.training.setup import build_run
     from tests.training.conftest import TINY, compose_train
 
@@ -139,7 +139,7 @@ def test_budget_is_the_models_own_count(tmp_path) -> None:
 
 
 def test_flops_matching_gives_equal_training_flops(tmp_path) -> None:
-    from src.studies.matching import solve_steps
+    from src.studies.budget import solve_steps
 
     _, ref = _budget(tmp_path, "trainer.max_steps=100")
     _, deep = _budget(tmp_path, "model.n_layer=3", "model.d_ff=96", "trainer.max_steps=100")
@@ -163,7 +163,7 @@ def test_flops_per_step_of_the_families_study(tmp_path) -> None:
     """Study 3 at matched parameters: the decoder reads "source <sep> target" through every layer,
     the encoder-decoder reads each side through half of them, so it costs about half the FLOPs
     per step, and FLOPs matching gives it about twice the steps."""
-    from src.studies.matching import run_budget, solve_steps
+    from src.studies.budget import run_budget, solve_steps
     from src.training.setup import build_run
     from tests.training.conftest import SHARED_DATA, compose_train
 

@@ -15,7 +15,8 @@ import src.training  # noqa: F401  (the ${device_precision:} resolver and the ot
 from src.config.trainer_checks import Hardware
 from src.config.validate import validate_run_config
 from src.studies.protocol import Protocol
-from src.study import plan, tune_commands
+from src.studies.stages import tune_commands
+from src.study import plan
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 GROUP = CONF / "experiment" / "study_length_generalization" / "task"

@@ -13,7 +13,8 @@ from omegaconf import OmegaConf
 import src.studies  # noqa: F401  (the ${sweep_subdir:} resolver)
 from src.studies.matching import count_parameters
 from src.studies.protocol import Protocol
-from src.study import plan, tune_commands
+from src.studies.stages import tune_commands
+from src.study import plan
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 GROUP = CONF / "experiment" / "study_scaling"
