@@ -20,8 +20,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from src.cli import clean_errors
-from src.config.typos import check_command_line
-from src.config.yaml_limits import check_command_line_yaml
+from src.config.preflight import preflight
 from src.evaluation.benchmarks import Benchmark, build_benchmark
 from src.evaluation.loading import load_model
 from src.evaluation.scorer import Scorer
@@ -101,10 +100,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_command_line_yaml(
-        sys.argv[1:]
-    )  # first: a YAML alias bomb in a named config file is one line, not a hang
-    check_command_line(
-        "eval", sys.argv[1:]
-    )  # a misspelt key or option: the closest names (src/config/typos.py)
+    preflight("eval", sys.argv[1:])
     main()

@@ -21,8 +21,7 @@ from omegaconf import DictConfig
 from torch import Tensor
 
 from src.cli import clean_errors
-from src.config.typos import check_command_line
-from src.config.yaml_limits import check_command_line_yaml
+from src.config.preflight import preflight
 from src.data.sources.base import file_kind
 from src.data.tokenizers import Tokenizer
 from src.errors import ConfigError
@@ -170,10 +169,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_command_line_yaml(
-        sys.argv[1:]
-    )  # first: a YAML alias bomb in a named config file is one line, not a hang
-    check_command_line(
-        "generate", sys.argv[1:]
-    )  # a misspelt key or option: the closest names (src/config/typos.py)
+    preflight("generate", sys.argv[1:])
     main()

@@ -30,8 +30,7 @@ from omegaconf import DictConfig
 from rich.console import Console
 
 from src.cli import cleanly
-from src.config.typos import check_command_line
-from src.config.yaml_limits import check_command_line_yaml
+from src.config.preflight import preflight
 from src.errors import HFConversionError
 from src.inspection.diagram import component_tree, model_mermaid
 from src.inspection.params import (
@@ -135,12 +134,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"(or none, for the model report), followed by key=value overrides"
         )
     sys.argv = [sys.argv[0], *args]
-    check_command_line_yaml(
-        args
-    )  # first: a YAML alias bomb in a named config file is one line, not a hang
-    check_command_line(
-        config_name, args
-    )  # a misspelt key or option: the closest names (src/config/typos.py)
+    preflight(config_name, args)
     # our errors as one message, others with their traceback (src/cli.py)
     hydra.main(config_path=str(CONF_DIR), config_name=config_name, version_base=None)(
         cleanly(resolve(target))

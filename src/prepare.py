@@ -33,8 +33,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from src.cli import clean_errors
 from src.config.output_dir import check_output_dir
-from src.config.typos import check_command_line
-from src.config.yaml_limits import check_command_line_yaml
+from src.config.preflight import preflight
 from src.data.cache import read_meta, token_dir_for, write_token_dir
 from src.data.shards import DEFAULT_SHARD_DOCS, encode_sharded
 from src.data.sources import build_source, split_config
@@ -194,10 +193,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_command_line_yaml(
-        sys.argv[1:]
-    )  # first: a YAML alias bomb in a named config file is one line, not a hang
-    check_command_line(
-        "prepare", sys.argv[1:]
-    )  # a misspelt key or option: the closest names (src/config/typos.py)
+    preflight("prepare", sys.argv[1:])
     main()

@@ -4,15 +4,16 @@ closest accepted names, before Hydra's own advice.
 For ``model.norm_placment=post`` Hydra says "Could not override 'model.norm_placment'. To append to
 your config use +model.norm_placment=post": wrong advice for a key that exists under another
 spelling (following it gets a second error from this project's validation). For
-``model/position=rotary`` it lists every option, without saying which was meant.
+``model/position=rotary`` it lists every option, without saying which was meant (``ALIASES``
+maps the names papers use to this project's: rotary is ``rope``).
 
 ``check_command_line`` (called by the entry points before ``@hydra.main`` runs) composes the
 config once with the command line's overrides (a sweep's first value of each swept key) through
 Hydra's compose API. When composition fails on a key that is not in the config, or on a group
 option that does not exist, and a close accepted name exists, it exits with status 1 and one line::
 
-    ConfigError: model.norm_placment is not a key of model (did you mean model.norm_placement?); set an
-    existing key, or add a new one with +model.norm_placment=...
+    ConfigError: model.norm_placment is not a key of model (did you mean model.norm_placement?);
+    fix the spelling
 
 Anything else (no close name, another error, composition that succeeds) is left to Hydra and to the
 run's own validation (src/config/validate.py), so nothing is refused here that Hydra accepts. A
@@ -36,6 +37,26 @@ _CONFIG_FLAGS = ("--config-path", "-cp", "--config-name", "-cn", "--config-dir",
 _VALUE_FLAGS = ("--experimental-rerun", "--info", "-i")
 _NOT_IN_STRUCT = re.compile(r"Could not override '([^']+)'")
 _MISSING_OPTION = re.compile(r"Could not find '([^']+)'")
+
+
+#: names a reader may know a group's option by, from papers and other code, and the option's
+#: name here: the did-you-mean that spelling distance cannot find
+ALIASES: dict[str, dict[str, str]] = {
+    "model/position": {
+        "rotary": "rope",
+        "absolute": "learned",
+        "nope": "none",
+        "t5": "t5_bias",
+        "relative": "t5_bias",
+        "sin": "sinusoidal",
+    },
+    "model/norm": {"ln": "layernorm", "layer_norm": "layernorm", "rms": "rmsnorm"},
+    "model/qk_norm": {"ln": "layernorm", "layer_norm": "layernorm", "rms": "rmsnorm"},
+    "model/ffn": {"mlp": "gelu", "swish": "silu"},
+    "model/mask": {"bidirectional_lm": "bidirectional", "prefix": "prefix_lm"},
+    "optim": {"adam": "adamw", "schedule_free": "schedulefree"},
+    "scheduler": {"cos": "cosine", "rsqrt": "inverse_sqrt", "trapezoidal": "wsd"},
+}
 
 
 class MisspeltOverride(SystemExit):
@@ -131,10 +152,7 @@ def _misspelt_key(
     if not hint:
         return None  # no close name: maybe a new key, and Hydra's "+key" advice is right
     where = f"a key of {parent}" if parent else "a top-level key"
-    return (
-        f"ConfigError: {full_key} is not {where}{hint}; set an existing key, or add a new one with "
-        f"+{full_key}=..."
-    )
+    return f"ConfigError: {full_key} is not {where}{hint}; fix the spelling"
 
 
 def _misspelt_option(path: str) -> str | None:
@@ -143,10 +161,14 @@ def _misspelt_option(path: str) -> str | None:
     if not group or not folder.is_dir():
         return None
     options = sorted(p.stem for p in folder.glob("*.yaml"))
-    hint = did_you_mean(name, options)
+    alias = ALIASES.get(group, {}).get(name.lower())
+    hint = f" (did you mean {alias}?)" if alias in options else did_you_mean(name, options)
     if not hint:
         return None
-    return f"ConfigError: {group}={name} is not an option of {group}{hint}; the options: {', '.join(options)}"
+    return (
+        f"ConfigError: {group}={name} is not an option of {group}{hint}; the options: "
+        f"{', '.join(options)}"
+    )
 
 
 def swept_option_misspelling(overrides: Sequence[str]) -> str | None:

@@ -18,6 +18,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from lightning.pytorch.utilities.rank_zero import rank_zero_only
+
+from src.echo import echo
+from src.jsonfile import METRICS, read_json
+
 # Lightning's info lines that our setup triggers and that say nothing about the run
 _DROPPED = (
     "💡 Tip:",  # the litlogger advertisement, on every Trainer
@@ -102,3 +107,19 @@ def final_figures(metrics: dict[str, Any]) -> str:
     if metrics.get("status") == "failed":
         parts.append(f"failed: {metrics.get('error')}")
     return "final: " + (" · ".join(parts) if parts else "no validation or test loss was computed")
+
+
+@rank_zero_only
+def say_where_results_went(run_dir: str, skipped: bool = False) -> None:
+    """The last lines of a run (console and train.log): its final losses and tokens/s, then its
+    directory, metrics.json, checkpoints and each logger's files."""
+    metrics = read_json(Path(run_dir) / METRICS) or {}
+    head = (
+        "skipped by sweep_resume (done earlier with this config)"
+        if skipped
+        else f"{metrics.get('status', 'finished')}"
+    )
+    echo(
+        f"\n{final_figures(metrics)}\nrun {head}; "
+        f"outputs:\n{format_outputs(run_outputs(run_dir, metrics))}"
+    )

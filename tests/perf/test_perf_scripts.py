@@ -281,3 +281,13 @@ def test_nanogpt_side_by_side_runs_the_experiment_ours_names(tmp_path: Path) -> 
         SystemExit
     ):  # argparse: no default target for an experiment it does not know
         sbs.parse_args(["--ours", "experiment=quickstart"])
+
+
+def test_cli_latency_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    from perf import cli_latency
+
+    res = cli_latency.main(["--quick"])
+    out = capsys.readouterr().out
+    _header_ok(out)
+    assert set(res) == {"misspelt key", "wrong group value"}  # each checked: rc 1, one line
+    assert all(ratio > 0 for ratio in res.values())
