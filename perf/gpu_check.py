@@ -119,9 +119,8 @@ def flash_check(args: argparse.Namespace, device: torch.device) -> dict:
         "efficient": SDPBackend.EFFICIENT_ATTENTION,
         "math": SDPBackend.MATH,
     }
-    if (
-        device.type == "cpu"
-    ):  # CPU has its own flash kernel; the CUDA-only efficient one does not exist there
+    # CPU has its own flash kernel; the CUDA-only efficient one does not exist there
+    if device.type == "cpu":
         backends.pop("efficient")
     ref = None
     for name, backend in backends.items():
@@ -240,9 +239,8 @@ def train_variant(
     sync(device)
     dt = (time.perf_counter() - t0) / args.steps
     tps = B * T / dt
-    fpt = model.training_flops(B, T) / (
-        B * T
-    )  # the model's own count (forward + backward), as ThroughputMonitor's
+    # the model's own count (forward + backward), as ThroughputMonitor's
+    fpt = model.training_flops(B, T) / (B * T)
     res = {
         "ms_per_step": round(dt * 1e3, 2),
         "tokens_per_s": round(tps),

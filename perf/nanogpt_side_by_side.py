@@ -98,9 +98,8 @@ class Result:
     returncode: int | None = None
     wall_s: float = float("nan")
     cpu_s: float = float("nan")
-    evals: list[tuple[float, int, float]] = field(
-        default_factory=list
-    )  # (wall s since launch, step, val loss)
+    # (wall s since launch, step, val loss)
+    evals: list[tuple[float, int, float]] = field(default_factory=list)
     tail: list[str] = field(default_factory=list)
 
     def time_to(self, loss: float) -> float | None:
@@ -213,9 +212,8 @@ def commands(args, work: Path, r: int) -> dict[str, list[str]]:
         f"--lr_decay_iters={n}",
         f"--out_dir={work / f'out-nanogpt-{r}'}",
     ]
-    own = (
-        args.experiment == EXPERIMENT
-    )  # nanoGPT's recipe: its horizon follows nanoGPT's iterations
+    # nanoGPT's recipe: its horizon follows nanoGPT's iterations
+    own = args.experiment == EXPERIMENT
     ours = [
         sys.executable,
         "-m",
@@ -226,9 +224,8 @@ def commands(args, work: Path, r: int) -> dict[str, list[str]]:
         f"hydra.run.dir={work / f'ours-{r}'}",
         "+callbacks.side_by_side_clock._target_=perf.nanogpt_side_by_side.ValidationClock",
     ]
-    if (
-        own and n != 2000
-    ):  # the recipe's horizon follows the iterations, as nanoGPT's --lr_decay_iters does
+    # the recipe's horizon follows the iterations, as nanoGPT's --lr_decay_iters does
+    if own and n != 2000:
         ours += [f"trainer.max_steps={n}", f"scheduler.decay_steps={n}"]
     if args.quick:  # evaluations every 10 steps on 2 batches, so the smoke run sees some
         ng += ["--eval_interval=10", "--eval_iters=2"]

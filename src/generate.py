@@ -73,9 +73,8 @@ def check_args(cfg: DictConfig) -> None:
         raise ConfigError(
             f"num_samples={n!r} is invalid: the number of continuations to sample, 1 or more"
         )
-    if (
-        n > MAX_SAMPLES
-    ):  # one batch: num_samples=1e9 was a MemoryError after building a [1e9, T] tensor
+    # one batch: num_samples=1e9 was a MemoryError after building a [1e9, T] tensor
+    if n > MAX_SAMPLES:
         raise ConfigError(
             f"num_samples={n} is over the limit of {MAX_SAMPLES}: every sample runs in one batch "
             "of [num_samples, prompt + max_new_tokens] tokens; sample in several runs with "
@@ -121,9 +120,8 @@ def sample(cfg: DictConfig, write: Callable[[str], object] = sys.stdout.write) -
                 "start from; give a prompt of at least one character, e.g. prompt='The'"
             )
         ids = [tok.eos_token_id]
-    limit = (
-        model.config.max_seq_len
-    )  # decoder-only models past a learned table slide their window (generate)
+    # decoder-only models past a learned table slide their window (generate)
+    limit = model.config.max_seq_len
     input_ids = torch.tensor([ids] * cfg.num_samples, device=model.device)  # [N, T]
     generator = torch.Generator(device=model.device).manual_seed(int(cfg.seed))
     eos = tok.eos_token_id if cfg.stop_at_eos else None

@@ -66,15 +66,13 @@ def load_model_config(cfg: DictConfig) -> tuple[ModelConfig, str]:
 
         where = Path(str(cfg.pretrained))
         if (where / "config.json").is_file():
-            hf_config: Any = json.loads(
-                (where / "config.json").read_text()
-            )  # no transformers import needed
+            # no transformers import needed
+            hf_config: Any = json.loads((where / "config.json").read_text())
         else:  # a hub name (from the local cache when offline)
             from transformers import AutoConfig
 
-            hf_config = AutoConfig.from_pretrained(
-                str(cfg.pretrained), trust_remote_code=False
-            )  # never run Hub code
+            # never run Hub code
+            hf_config = AutoConfig.from_pretrained(str(cfg.pretrained), trust_remote_code=False)
         model_cfg = config_from_hf(hf_config)
         # no weights are read here: absurd sizes in a damaged config.json are refused against a
         # stated limit

@@ -18,9 +18,8 @@ def to_plain(cfg: Any) -> Any:
     """A resolved, plain-data deep copy of ``cfg`` (lists and scalars come back as they are)."""
     try:
         from omegaconf import DictConfig, ListConfig, OmegaConf
-    except (
-        ImportError
-    ):  # a bare environment (perf/gpu_check.py needs only torch): no OmegaConf nodes exist
+    # a bare environment (perf/gpu_check.py needs only torch): no OmegaConf nodes exist
+    except ImportError:
         DictConfig = ListConfig = ()  # type: ignore[assignment,misc]
 
     if isinstance(cfg, DictConfig):

@@ -124,9 +124,8 @@ def check_same_input(out: Path, meta: dict[str, Any], text: LMSource, tokenizer:
     """A directory already prepared is kept only when it was made from this input with this
     tokenizer; else a ``DataError`` naming both (it used to say "already prepared" and keep the
     other corpus). ``overwrite=true`` replaces it."""
-    want_tok = {
-        k: v for k, v in tokenizer.state_dict().items() if v is not None
-    }  # an unfitted char vocabulary: its name
+    # an unfitted char vocabulary: its name
+    want_tok = {k: v for k, v in tokenizer.state_dict().items() if v is not None}
     have_tok = meta.get("tokenizer") or {}
     diffs = []
     if any(have_tok.get(k) != v for k, v in want_tok.items()):

@@ -157,9 +157,8 @@ def power_plan_of(p: Plan) -> PowerPlan:
             f"no tune-stage runs in {p.sweep_dir} to measure the spread from: run --stage tune "
             "first, or set protocol.pilot_sd"
         )
-    if (
-        not tuned
-    ):  # before any run: the pilot spread, unpaired only (a pilot sd says nothing of the pairing)
+    # before any run: the pilot spread, unpaired only (a pilot sd says nothing of the pairing)
+    if not tuned:
         return pilot_plan(
             [" ".join(variant_overrides(v)) or "(defaults)" for v in p.variants],
             baseline_index(p),
@@ -198,12 +197,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "stage's runs or protocol.pilot_sd; runs nothing",
     )
     args = ap.parse_args(argv)
-    check_command_line_yaml(
-        args.overrides
-    )  # a YAML alias bomb in a named config file: one line, not a hang
-    check_command_line(
-        "train", args.overrides
-    )  # a misspelt key or option: the closest names (src/config/typos.py)
+    # a YAML alias bomb in a named config file: one line, not a hang
+    check_command_line_yaml(args.overrides)
+    # a misspelt key or option: the closest names (src/config/typos.py)
+    check_command_line("train", args.overrides)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         p = plan(args.overrides)

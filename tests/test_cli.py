@@ -213,9 +213,8 @@ def test_clean_errors_converts_only_ours(
     stop = Preempted("preempted by SIGTERM at step 3: wrote /r/checkpoints/last.ckpt", signum=15)
     with pytest.raises(SystemExit) as exit_info:
         _raise(stop)()
-    assert (
-        exit_info.value.code == 143 and capsys.readouterr().err == f"{stop}\n"
-    )  # its message, on one line
+    # its message, on one line
+    assert exit_info.value.code == 143 and capsys.readouterr().err == f"{stop}\n"
 
 
 def test_output_dir_checks(tmp_path: Path) -> None:
@@ -230,9 +229,8 @@ def test_output_dir_checks(tmp_path: Path) -> None:
         and f"{tmp_path / 'f'} is a file" in msg
     )
     assert "give a directory outside it" in msg
-    made = check_output_dir(
-        tmp_path / "a" / "b", "hydra.run.dir"
-    )  # created, writable, nothing left in it
+    # created, writable, nothing left in it
+    made = check_output_dir(tmp_path / "a" / "b", "hydra.run.dir")
     assert made.is_dir() and not list(made.iterdir())
 
 

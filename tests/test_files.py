@@ -40,9 +40,8 @@ def test_a_link_planted_under_the_temporary_name_is_not_followed(tmp_path: Path)
     victim.write_text("VICTIM")
     out = tmp_path / "out"
     out.mkdir()
-    (out / f".runs.csv.{os.getpid()}.tmp").symlink_to(
-        victim
-    )  # the name a writer of runs.csv in this process uses
+    # the name a writer of runs.csv in this process uses
+    (out / f".runs.csv.{os.getpid()}.tmp").symlink_to(victim)
     atomic_write(out / "runs.csv", "a,b\n", root=out)
     assert victim.read_text() == "VICTIM"
     assert (out / "runs.csv").read_text() == "a,b\n"

@@ -46,9 +46,8 @@ def test_a_fifo_prompt_file_is_not_read(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def char_ckpt(tmp_path_factory: pytest.TempPathFactory, token_cache: str) -> str:
     run = tmp_path_factory.mktemp("run")
-    train_in_process(
-        [*TINY, "trainer.max_steps=2", "test=false"], run
-    )  # char tokenizer: no end-of-text token
+    # char tokenizer: no end-of-text token
+    train_in_process([*TINY, "trainer.max_steps=2", "test=false"], run)
     return str(run / "checkpoints" / "last.ckpt")
 
 

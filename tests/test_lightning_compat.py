@@ -51,9 +51,8 @@ def test_replace_ddp_child_command_patches_both_launchers(monkeypatch: pytest.Mo
 
     for module in (pl_launcher, fabric_launcher):
         assert callable(getattr(module, "_hydra_subprocess_cmd", None)), module.__name__
-        monkeypatch.setattr(
-            module, "_hydra_subprocess_cmd", module._hydra_subprocess_cmd
-        )  # restored after
+        # restored after
+        monkeypatch.setattr(module, "_hydra_subprocess_cmd", module._hydra_subprocess_cmd)
 
     def command(local_rank: int) -> tuple[list[str], str]:
         return ["child", str(local_rank)], "/"

@@ -63,15 +63,13 @@ def test_decay_only_matrices_not_embeddings_norms_biases() -> None:
     decayed = {names[id(p)] for p in decay["params"]}
     kept = {names[id(p)] for p in no_decay["params"]}
     assert decayed and all(p.dim() >= 2 for p in decay["params"])
-    assert "tok_embed.weight" in kept and any(
-        "position" in n for n in kept
-    )  # embedding tables (head is tied)
+    # embedding tables (head is tied)
+    assert "tok_embed.weight" in kept and any("position" in n for n in kept)
     assert any(n.endswith("bias") for n in kept) and any("norm" in n for n in kept)
     assert not any("embed" in n or "position" in n for n in decayed)
     n_total = sum(p.numel() for p in model.parameters())
-    assert (
-        sum(p.numel() for g in (decay, no_decay) for p in g["params"]) == n_total
-    )  # each parameter once
+    # each parameter once
+    assert sum(p.numel() for g in (decay, no_decay) for p in g["params"]) == n_total
     with_emb, _ = param_groups(model, 0.1, decay_embeddings=True)
     assert {names[id(p)] for p in with_emb["params"]} >= decayed | {"tok_embed.weight"}
 
@@ -107,9 +105,8 @@ def test_constant_none_and_defaults() -> None:
     )
     cosine.check_run(1.0, 100)
     s = cosine.build(opt, 1.0, 100)
-    assert s.lr_lambdas[0].decay_steps == 100 and s.lr_lambdas[0].min_ratio == pytest.approx(
-        0.1
-    )  # defaults
+    # defaults
+    assert s.lr_lambdas[0].decay_steps == 100 and s.lr_lambdas[0].min_ratio == pytest.approx(0.1)
 
 
 def test_schedule_values_refused_naming_key_value_and_fix() -> None:
@@ -163,9 +160,8 @@ def test_optim_values_refused_naming_key_value_and_fix() -> None:
         ("fused", "yes", "auto (the fused kernel"),
         ("fused", 1, "auto (the fused kernel"),
     ):  # 1 == True, but not a bool
-        refused(
-            (f"optim.{key}={value!r}", fix), optimizer_config, {**ADAMW, key: value}
-        )  # the value as written
+        # the value as written
+        refused((f"optim.{key}={value!r}", fix), optimizer_config, {**ADAMW, key: value})
     refused(("optim.lr", "is missing", "set optim.lr="), optimizer_config, {"name": "adamw"})
 
 
@@ -216,9 +212,8 @@ def test_configs_are_frozen_typed_and_match_the_yaml() -> None:
                 group,
                 name,
             )
-            (optimizer_config if group == "optim" else schedule_config)(
-                {"name": name, **yaml}
-            )  # the defaults are valid
+            # the defaults are valid
+            (optimizer_config if group == "optim" else schedule_config)({"name": name, **yaml})
 
 
 def test_adamw_build_groups_and_hyperparameters() -> None:
@@ -280,6 +275,5 @@ def test_fused_where_pytorch_has_the_kernel() -> None:
             opt.step()
             opt.zero_grad()
     for a, b in zip(*(m.parameters() for m in twins)):
-        torch.testing.assert_close(
-            a, b, rtol=1e-4, atol=1e-5
-        )  # rounding only: a step moves a weight ~1e-3
+        # rounding only: a step moves a weight ~1e-3
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)

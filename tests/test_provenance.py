@@ -38,17 +38,15 @@ def test_a_clean_then_a_dirty_tree(repo: Path) -> None:
     assert record["python"] and record["torch"] and record["lightning"] and record["hydra"]
     assert record["gpu_count"] == 0 or record["gpu"]
     (repo / "a.py").write_text("x = 2\n")
-    (repo / "untracked.txt").write_text(
-        "run output\n"
-    )  # untracked files (outputs) do not make a tree dirty
+    # untracked files (outputs) do not make a tree dirty
+    (repo / "untracked.txt").write_text("run output\n")
     prov.code_state.cache_clear()
     dirty = prov.provenance()
     assert dirty["git_dirty"] is True and len(dirty["git_diff_sha256"]) == 64
     (repo / "a.py").write_text("x = 3\n")
     prov.code_state.cache_clear()
-    assert (
-        prov.provenance()["git_diff_sha256"] != dirty["git_diff_sha256"]
-    )  # the hash names the diff
+    # the hash names the diff
+    assert prov.provenance()["git_diff_sha256"] != dirty["git_diff_sha256"]
 
 
 def test_no_git_gives_nulls_not_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

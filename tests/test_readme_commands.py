@@ -50,9 +50,8 @@ def run_line(line: str, cwd: Path, run_entry_point: Any, substitutions: dict[str
     for old, new in substitutions.items():
         line = line.replace(old, new)
     words = shlex.split(line)
-    words = words[
-        words.index("python") + 1 :
-    ]  # drop an environment assignment (OMP_NUM_THREADS=1 is set anyway)
+    # drop an environment assignment (OMP_NUM_THREADS=1 is set anyway)
+    words = words[words.index("python") + 1 :]
     assert words[0] == "-m"
     module, args = words[1], words[2:]
     if module in ("src.train", "src.study") and not any(a in ("--dry-run", "--plan") for a in args):

@@ -23,9 +23,8 @@ def test_extrapolation_scores_a_run_and_records_it(
         r.loss is not None and r.loss > 0 for r in results
     )
     out = capsys.readouterr().out
-    assert (
-        "trained at 32 tokens" in out and f"in {run / 'metrics.json'}" in out
-    )  # the last line says where it went
+    # the last line says where it went
+    assert "trained at 32 tokens" in out and f"in {run / 'metrics.json'}" in out
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["extrapolation/loss@2x"] == pytest.approx(results[1].loss)
     assert (run / "extrapolation.json").is_file()

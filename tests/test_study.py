@@ -260,9 +260,8 @@ def test_quickstart_study_report_recomputes_from_runs_csv(tmp_path: Path) -> Non
         ) == pytest.approx(np.mean(v) + half)
     a, b = verdict["model/ffn=swiglu"], verdict["model/ffn=gelu"]
     row = table["model/ffn=swiglu"]
-    w = stats.ttest_rel(
-        a, b
-    )  # paired by seed (the same seeds, block and batch size: the same batches)
+    # paired by seed (the same seeds, block and batch size: the same batches)
+    w = stats.ttest_rel(a, b)
     ci = w.confidence_interval(0.95)
     assert float(row["delta"]) == pytest.approx(np.mean(a) - np.mean(b))
     assert (float(row["delta_ci_low"]), float(row["delta_ci_high"])) == (
@@ -429,9 +428,8 @@ def test_auto_seeds_confirm_on_the_planned_number_and_the_report_says_so(tmp_pat
     p = plan(args)
     need = power_plan_of(p).rows[0].paired
     cmds = confirm_commands(p)
-    expected = ",".join(
-        str(s) for s in range(3, 3 + min(6, max(2, need)))
-    )  # past the tune seeds 0, 1, 2
+    # past the tune seeds 0, 1, 2
+    expected = ",".join(str(s) for s in range(3, 3 + min(6, max(2, need))))
     assert len(cmds) == 2 and all(f"seed={expected}" in c for c in cmds)
     record = json.loads((sweep / "seeds_plan.json").read_text())
     assert record["needed"] == [need] and record["capped"] == (need > 6)
@@ -478,6 +476,5 @@ def test_a_stage_with_a_job_that_failed_otherwise_than_diverging_stops_the_study
         r"  seed=1,optim.lr=0.01: ConfigError: all 2 job slots",
     ):
         run_commands([fail], sweep, dry_run=False)
-    run_commands(
-        [[sys.executable, "-c", "pass"]], sweep, dry_run=False
-    )  # every job ran fine: nothing is checked
+    # every job ran fine: nothing is checked
+    run_commands([[sys.executable, "-c", "pass"]], sweep, dry_run=False)

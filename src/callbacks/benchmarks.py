@@ -46,9 +46,8 @@ class BenchmarkEval(pl.Callback):
     ) -> None:
         if int(every_n_steps) < 1:
             raise ValueError(f"callbacks.benchmarks.every_n_steps={every_n_steps} must be >= 1")
-        self.benchmarks = {
-            name: build_benchmark(name, dict(node)) for name, node in tasks.items()
-        }  # fail at startup
+        # fail at startup
+        self.benchmarks = {name: build_benchmark(name, dict(node)) for name, node in tasks.items()}
         self.every_n_steps, self.limit = int(every_n_steps), limit
         self.batch_size, self.max_batch_tokens = int(batch_size), int(max_batch_tokens)
         self._last_step = -1
@@ -83,9 +82,8 @@ class BenchmarkEval(pl.Callback):
         if metrics and trainer.loggers:
             for lg in trainer.loggers:
                 lg.log_metrics(metrics, step=step)
-        trainer.callback_metrics.update(
-            {k: torch.tensor(v) for k, v in metrics.items()}
-        )  # -> metrics.json
+        # -> metrics.json
+        trainer.callback_metrics.update({k: torch.tensor(v) for k, v in metrics.items()})
 
     def on_train_batch_end(
         self,
@@ -104,6 +102,5 @@ class BenchmarkEval(pl.Callback):
             self._evaluate(trainer, pl_module)
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self._evaluate(
-            trainer, pl_module
-        )  # the final weights (skipped when the last step was just evaluated)
+        # the final weights (skipped when the last step was just evaluated)
+        self._evaluate(trainer, pl_module)

@@ -71,9 +71,8 @@ class LayerGradNorms(pl.Callback):
     @rank_zero_only
     def on_after_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         step = int(trainer.global_step)
-        if (
-            step not in self.steps or str(step) in self.records
-        ):  # first micro-batch of the step only
+        # first micro-batch of the step only
+        if step not in self.steps or str(step) in self.records:
             return
         model = getattr(pl_module, "model", pl_module)
         norms = layer_grad_norms(model)
@@ -86,6 +85,5 @@ class LayerGradNorms(pl.Callback):
         for lg in trainer.loggers:
             lg.log_metrics(flat, step=step)
         if self.output_dir:
-            write_json(
-                Path(self.output_dir) / FILENAME, self.records, indent=1
-            )  # a NaN norm is written as null
+            # a NaN norm is written as null
+            write_json(Path(self.output_dir) / FILENAME, self.records, indent=1)

@@ -60,9 +60,8 @@ class NonFiniteGuard(pl.Callback):
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, loss: Tensor
     ) -> None:
         bad = ~torch.isfinite(loss.detach()).all()
-        step = torch.full(
-            (), trainer.global_step, dtype=torch.long, device=bad.device
-        )  # a fill, no copy or sync
+        # a fill, no copy or sync
+        step = torch.full((), trainer.global_step, dtype=torch.long, device=bad.device)
         if self._bad is None or self._first_bad is None:
             self._bad, self._first_bad = bad, torch.where(bad, step, torch.full_like(step, -1))
         else:
@@ -85,9 +84,8 @@ class NonFiniteGuard(pl.Callback):
             norms = torch._foreach_norm(grads)
             bad = bad.to(norms[0].device) | ~torch.isfinite(torch.stack(norms)).all()
         self._bad = self._first_bad = None
-        if not trainer.strategy.reduce_boolean_decision(
-            bool(bad), all=False
-        ):  # the one sync per step
+        # the one sync per step
+        if not trainer.strategy.reduce_boolean_decision(bool(bad), all=False):
             self._consecutive = 0
             return
         optimizer.zero_grad(set_to_none=True)  # the optimizer skips parameters without gradients

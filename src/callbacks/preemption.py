@@ -89,9 +89,8 @@ class Preemption(pl.Callback):
         if callable(previous) and self._pending is None:
             self._pending = (signum, previous)
         self.signum = signum
-        os.kill(
-            os.getpid(), signal.SIGTERM
-        )  # Lightning's SIGTERM path: flag, DDP broadcast, stop at the boundary
+        # Lightning's SIGTERM path: flag, DDP broadcast, stop at the boundary
+        os.kill(os.getpid(), signal.SIGTERM)
 
     def _restore_signals(self) -> None:
         for sig, handler in self._deferred.items():
@@ -121,9 +120,8 @@ class Preemption(pl.Callback):
             and trainer.received_sigterm
         ):
             self._held = True
-            set_received_sigterm(
-                trainer, False
-            )  # hold Lightning's stop until this validation is whole
+            # hold Lightning's stop until this validation is whole
+            set_received_sigterm(trainer, False)
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._held:
@@ -164,9 +162,8 @@ class Preemption(pl.Callback):
         self.step = int(trainer.global_step)
         if trainer.state.fn == TrainerFn.FITTING and not trainer.sanity_checking and self.step > 0:
             path = self.last_path(trainer)
-            trainer.save_checkpoint(
-                path, weights_only=False
-            )  # SafeCheckpointIO: atomic, verified, finite
+            # SafeCheckpointIO: atomic, verified, finite
+            trainer.save_checkpoint(path, weights_only=False)
             self.saved = path
             for cb in trainer.checkpoint_callbacks:
                 if isinstance(cb, ModelCheckpoint) and cb.save_last:
@@ -177,9 +174,8 @@ class Preemption(pl.Callback):
                 self.step,
                 path,
             )
-        if (
-            self._pending is not None
-        ):  # SLURM's requeue (Lightning's SLURMEnvironment, submitit), now at the boundary
+        # SLURM's requeue (Lightning's SLURMEnvironment, submitit), now at the boundary
+        if self._pending is not None:
             signum, handler = self._pending
             self._pending = None
             handler(signum, None)

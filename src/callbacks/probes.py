@@ -131,9 +131,8 @@ class Probes(pl.Callback):
     ) -> None:
         step = int(trainer.global_step)
         if self.enabled and step and step % self.every_n_steps == 0 and step != self.last_step:
-            self.probe(
-                trainer, pl_module
-            )  # once per optimizer step, also under gradient accumulation
+            # once per optimizer step, also under gradient accumulation
+            self.probe(trainer, pl_module)
 
     # -- the probe ---------------------------------------------------------------------------
     @staticmethod
@@ -148,9 +147,8 @@ class Probes(pl.Callback):
         # every rank runs the same probe (a sharded model needs all ranks in its forward); rank 0
         # logs
         model = self._model(pl_module)
-        if (
-            self.batch.tokens.device != model.device
-        ):  # the model moved after fit start: the same batch, redrawn there
+        # the model moved after fit start: the same batch, redrawn there
+        if self.batch.tokens.device != model.device:
             self.batch = probe_batch(model, self.batch_size, self.batch.length, self.seed)
         modes = {m: m.training for m in model.modules()}
         model.eval()  # dropout off; the explicit attention path returns the probabilities
@@ -160,9 +158,8 @@ class Probes(pl.Callback):
         finally:
             for m, training in modes.items():
                 m.training = training
-        new = {
-            p: why for p, why in result.skipped.items() if p not in self._reasons
-        }  # once per run
+        # once per run
+        new = {p: why for p, why in result.skipped.items() if p not in self._reasons}
         for why in dict.fromkeys(new.values()):  # one line per reason, naming the probes it skips
             probes = [p for p, w in new.items() if w == why]
             if trainer.is_global_zero:

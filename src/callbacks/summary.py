@@ -147,9 +147,8 @@ class ModelSummary(RichModelSummary):
         from rich.console import Console
         from rich.table import Table
 
-        s = summarize(
-            pl_module, max_depth=self.depth
-        )  # Lightning's public summary; its public columns
+        # Lightning's public summary; its public columns
+        s = summarize(pl_module, max_depth=self.depth)
         modes = ["train" if m else "eval" for m in s.training_modes]
         columns = [
             (" ", [str(i) for i in range(len(s.layer_names))]),
@@ -185,9 +184,8 @@ class ModelSummary(RichModelSummary):
         console = get_console()
         console.print(table)
         console.print(grid)
-        plain = Console(
-            file=io.StringIO(), width=120, color_system=None
-        )  # the same text for train.log
+        # the same text for train.log
+        plain = Console(file=io.StringIO(), width=120, color_system=None)
         plain.print(table)
         plain.print(grid)
         text = "\n".join(line.rstrip() for line in plain.file.getvalue().splitlines())  # type: ignore[attr-defined]

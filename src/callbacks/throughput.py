@@ -111,9 +111,8 @@ class TokenThroughput(pl.Callback):
         optimizer_step = (batch_idx + 1) % max(
             1, trainer.accumulate_grad_batches
         ) == 0 or trainer.is_last_batch
-        if optimizer_step and should_update_logs(
-            trainer
-        ):  # the effective batch is over, its optimizer step included
+        # the effective batch is over, its optimizer step included
+        if optimizer_step and should_update_logs(trainer):
             # the step Lightning logs this optimizer step's metrics under (its batches-that-stepped
             # count, 0-based)
             self._measure(trainer, pl_module, "train", meter, step=max(trainer.global_step - 1, 0))
@@ -141,9 +140,8 @@ class TokenThroughput(pl.Callback):
     @rank_zero_only
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._val_started is not None and trainer.state.fn == "fit":
-            self._meters["train"].t0 += (
-                time.perf_counter() - self._val_started
-            )  # validation is not training time
+            # validation is not training time
+            self._meters["train"].t0 += time.perf_counter() - self._val_started
         self._val_started = None
 
     @rank_zero_only
@@ -166,9 +164,8 @@ class TokenThroughput(pl.Callback):
     # ------------------------------------------------------------ counting and timing
     def _count(self, stage: str, pl_module: pl.LightningModule, batch: Any) -> _Meter:
         meter = self._meters[stage]
-        meter.tokens += int(
-            pl_module.tokens_per_batch
-        )  # the objective's Prepared.tokens for this batch
+        # the objective's Prepared.tokens for this batch
+        meter.tokens += int(pl_module.tokens_per_batch)
         meter.samples += _batch_size(batch)
         meter.batches += 1
         meter.pending += 1

@@ -259,19 +259,16 @@ class SafeCheckpointIO(TorchCheckpointIO):
             )
         if _is_remote(path):
             return super().load_checkpoint(path, map_location=map_location, weights_only=True)
-        checkpoint = safe_torch_load(
-            path, map_location=map_location
-        )  # hash and finite weights checked
+        # hash and finite weights checked
+        checkpoint = safe_torch_load(path, map_location=map_location)
         self._confine_callback_state(checkpoint, path)
         trainer = self._trainer()
         module = getattr(trainer, "lightning_module", None) if trainer is not None else None
         if module is not None and isinstance(checkpoint, Mapping) and "state_dict" in checkpoint:
-            check_state_dict_fits(
-                module, checkpoint, path=str(path)
-            )  # shapes first: no override can fix those
-            check_same_run(
-                checkpoint, getattr(module, "cfg", None), path=str(path)
-            )  # a resume continues the run
+            # shapes first: no override can fix those
+            check_state_dict_fits(module, checkpoint, path=str(path))
+            # a resume continues the run
+            check_same_run(checkpoint, getattr(module, "cfg", None), path=str(path))
         return checkpoint
 
     def _confine_callback_state(self, checkpoint: Any, path: PathLike) -> None:

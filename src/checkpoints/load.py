@@ -40,9 +40,8 @@ def load_checkpoint(
 ) -> LoadedCheckpoint:
     """Rebuild the task from ``hyper_parameters`` and load its weights (strictly)."""
     p = checkpoint_file(path)  # CheckpointError for a directory or a missing file
-    ckpt = safe_torch_load(
-        p, map_location=map_location
-    )  # weights_only=True; clear errors for pickles, torn files
+    # weights_only=True; clear errors for pickles, torn files
+    ckpt = safe_torch_load(p, map_location=map_location)
     hp = ckpt.get("hyper_parameters") if isinstance(ckpt, dict) else None
     if not hp or "cfg" not in hp:
         raise CheckpointError(
@@ -65,9 +64,8 @@ def load_checkpoint(
     check_sizes_fit(ModelConfig.from_dict(cfg["model"]), weight_count(state.values()), where=str(p))
     cls = TASKS.get(cfg["task"]["name"])
     task = cls(cfg, hp.get("tokenizer"))
-    check_state_dict_fits(
-        task, ckpt, path=str(p), current_cfg=cfg
-    )  # names every mismatched key and shape
+    # names every mismatched key and shape
+    check_state_dict_fits(task, ckpt, path=str(p), current_cfg=cfg)
     task.load_state_dict(ckpt["state_dict"], strict=True)
     task.eval()
     return LoadedCheckpoint(

@@ -82,9 +82,8 @@ class OutputDirCheck(Callback):
         if self.hold_run_dir:
             value = OmegaConf.select(config, "hydra.run.dir")
             try:
-                take_run_dir(
-                    str(value)
-                )  # kept by src.train's hold_run_dir, released when the job ends
+                # kept by src.train's hold_run_dir, released when the job ends
+                take_run_dir(str(value))
             except ConfigError as e:
                 raise SystemExit(f"hydra.run.dir={value}: {e}") from None
 
@@ -119,18 +118,16 @@ def check_run_dir_unused(run_dir: str | os.PathLike[str], ckpt_path: Any) -> Non
     would write ``last-v1.ckpt`` beside the old ``last.ckpt`` and a second CSV history beside the
     first, and the report would read them as one run. A resume (``ckpt_path=…``) continues the run
     in place."""
-    if ckpt_path or any(
-        Path(run_dir).glob("hpc_ckpt_*.ckpt")
-    ):  # SLURM's requeued job: Lightning resumes it itself
+    # SLURM's requeued job: Lightning resumes it itself
+    if ckpt_path or any(Path(run_dir).glob("hpc_ckpt_*.ckpt")):
         return
     found = previous_run_files(run_dir)
     if found:
         shown = ", ".join(str(f.relative_to(run_dir)) for f in found[:4]) + (
             " …" if len(found) > 4 else ""
         )
-        kept = restore_hydra_files(
-            run_dir
-        )  # Hydra has just written this run's .hydra/ over the old run's
+        # Hydra has just written this run's .hydra/ over the old run's
+        kept = restore_hydra_files(run_dir)
         last = Path(run_dir) / "checkpoints" / "last.ckpt"
         resume = f"resume it with ckpt_path={last}; " if last.is_file() else ""
         raise ConfigError(

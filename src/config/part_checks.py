@@ -57,14 +57,12 @@ def check_task_and_data(plain: dict[str, Any], model: Any) -> None:
     kind, node, dm_kwargs = split_config(plain.get("data") or {})  # DataError: unknown source
     source_cls, source_args = check_source(node)  # DataError: a key the source does not take
     fmt = BATCH_FORMATS[kind]
-    cls.check_batch_format(
-        fmt, f"data={node['name']}"
-    )  # ConfigError: translation pairs on an encoder-only model …
+    # ConfigError: translation pairs on an encoder-only model …
+    cls.check_batch_format(fmt, f"data={node['name']}")
 
     block = plain.get("block_size")
-    block = (
-        model.max_seq_len if block is None else block
-    )  # null = the model's context; 0 is an error, not a default
+    # null = the model's context; 0 is an error, not a default
+    block = model.max_seq_len if block is None else block
     block = positive_int(
         "block_size",
         block,
@@ -73,9 +71,8 @@ def check_task_and_data(plain: dict[str, Any], model: Any) -> None:
     positive_int(
         "batch_size", plain.get("batch_size"), "a positive number of sequences per device per step"
     )
-    check_run = getattr(
-        source_cls, "check_run", None
-    )  # a generated task's values and its examples x block_size
+    # a generated task's values and its examples x block_size
+    check_run = getattr(source_cls, "check_run", None)
     if check_run is not None:
         check_run(
             source_args,
@@ -84,9 +81,8 @@ def check_task_and_data(plain: dict[str, Any], model: Any) -> None:
             task=task_name,
             train_min_length=dm_kwargs.get("train_min_length"),
         )
-    check_test_split = getattr(
-        source_cls, "check_test_split", None
-    )  # a source whose test text may be val's
+    # a source whose test text may be val's
+    check_test_split = getattr(source_cls, "check_test_split", None)
     if check_test_split is not None:
         check_test_split(source_args, test=plain.get("test", True))
     pos_name = model.position["name"]
@@ -106,19 +102,15 @@ def check_optimisation(plain: Mapping[str, Any]) -> tuple[OptimizerConfig, Sched
     """``optim`` and ``scheduler`` typed by ``src.optim`` (their dataclasses check their own keys
     and values; the schedule's ``check_run`` its horizon and ``min_lr`` against this run), and the
     top-level run values: their types and ranges. Returns the optimiser and schedule configs."""
-    optimizer = optimizer_config(
-        plain.get("optim") or {}
-    )  # ConfigError: optim.lr=-1, optim.lrr=…, betas …
-    max_steps = checked_max_steps(
-        plain.get("trainer") or {}
-    )  # before the schedule reads it as its horizon
+    # ConfigError: optim.lr=-1, optim.lrr=…, betas …
+    optimizer = optimizer_config(plain.get("optim") or {})
+    # before the schedule reads it as its horizon
+    max_steps = checked_max_steps(plain.get("trainer") or {})
     schedule = schedule_config(plain.get("scheduler") or {"name": "none"})
-    check_pair(
-        optimizer, schedule, max_steps
-    )  # the horizon, min_lr; schedule-free with a moving lr
-    _check_branch(
-        plain, schedule, max_steps
-    )  # scheduler.decay_from: a stable-phase checkpoint of this run
+    # the horizon, min_lr; schedule-free with a moving lr
+    check_pair(optimizer, schedule, max_steps)
+    # scheduler.decay_from: a stable-phase checkpoint of this run
+    _check_branch(plain, schedule, max_steps)
     seed = plain.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         fail("seed", seed, "an integer seed, 0 or more")
@@ -165,9 +157,8 @@ def _check_branch(plain: Mapping[str, Any], schedule: Schedule, max_steps: int |
             "run; keep scheduler.decay_from (it resumes from that checkpoint) and set "
             "init_from=null"
         )
-    ckpt = safe_torch_load(
-        checkpoint_file(path)
-    )  # CheckpointError: missing, a directory, torn, pickled
+    # CheckpointError: missing, a directory, torn, pickled
+    ckpt = safe_torch_load(checkpoint_file(path))
     source = ((ckpt.get("hyper_parameters") or {}).get("cfg")) if isinstance(ckpt, dict) else None
     if not isinstance(source, Mapping):
         raise ConfigError(

@@ -203,9 +203,8 @@ def check_command_line(config_name: str, argv: Sequence[str]) -> None:
         return
     try:
         message = swept_option_misspelling(overrides) or misspelling(config_name, plain)
-    except (
-        Exception
-    ):  # a check that cannot run must not stop a command Hydra would accept: Hydra reports
+    # a check that cannot run must not stop a command Hydra would accept: Hydra reports
+    except Exception:
         return
     if message is not None:
         raise MisspeltOverride(message)

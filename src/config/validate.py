@@ -182,9 +182,8 @@ def _check_group_keys(plain: Mapping[str, Any]) -> None:
         node = plain.get(group)
         if not isinstance(node, Mapping) or node.get("name") not in registry:
             continue
-        own = getattr(
-            registry.get(node["name"]), "options", None
-        )  # an objective declares its task.* keys
+        # an objective declares its task.* keys
+        own = getattr(registry.get(node["name"]), "options", None)
         accepted = ["name", *(own if own is not None else registry.accepted_keys(node["name"]))]
         for key, value in node.items():
             if key not in accepted:
@@ -287,9 +286,8 @@ def _check_run_keys(plain: Mapping[str, Any]) -> None:
         ("resume", "conf/train.yaml", ("allow_config_change",)),
     ):
         for key, value in (plain.get(node) or {}).items():
-            if (
-                accepted is not None and key not in accepted
-            ):  # +reliability.nonfinit=skip would change nothing
+            # +reliability.nonfinit=skip would change nothing
+            if accepted is not None and key not in accepted:
                 raise ConfigError(
                     f"{node}.{key}={value!r} is not a key of "
                     f"{where}{did_you_mean(key, accepted, node + '.')} (accepted: "

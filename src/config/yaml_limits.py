@@ -33,9 +33,8 @@ def expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> in
     key = id(node)
     if key in memo:
         return memo[key]
-    if (
-        key in active
-    ):  # an alias inside its own anchor: a recursive structure never finishes expanding
+    # an alias inside its own anchor: a recursive structure never finishes expanding
+    if key in active:
         raise RecursionError
     active.add(key)
     if isinstance(node, yaml.SequenceNode):

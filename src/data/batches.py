@@ -83,13 +83,11 @@ class RandomWindows:
 
     def __call__(self, i: int) -> Batch:
         rng = np.random.default_rng([self.seed, self.rank, i])
-        starts = rng.integers(
-            0, len(self.tokens) - self.block_size, size=self.batch_size
-        )  # last start: n - T - 1
+        # last start: n - T - 1
+        starts = rng.integers(0, len(self.tokens) - self.block_size, size=self.batch_size)
         data = self.tokens.array
-        x = np.stack([data[s : s + self.block_size + 1] for s in starts]).astype(
-            np.int64
-        )  # (B, T+1)
+        # (B, T+1)
+        x = np.stack([data[s : s + self.block_size + 1] for s in starts]).astype(np.int64)
         return {"tokens": torch.from_numpy(x)}
 
 
@@ -115,12 +113,10 @@ class FixedWindows:
         if max_windows is not None:
             n = min(n, max_windows)
         self.n_windows = n
-        self.per_rank = (
-            n // world_size
-        )  # the tail n % world_size is dropped (same count on every rank)
-        self.windows = np.arange(
-            rank, self.per_rank * world_size, world_size
-        )  # strided, like DistributedSampler
+        # the tail n % world_size is dropped (same count on every rank)
+        self.per_rank = n // world_size
+        # strided, like DistributedSampler
+        self.windows = np.arange(rank, self.per_rank * world_size, world_size)
         self.n_batches = math.ceil(self.per_rank / batch_size)
 
     def __len__(self) -> int:
@@ -129,9 +125,8 @@ class FixedWindows:
     def __call__(self, b: int) -> Batch:
         starts = self.windows[b * self.batch_size : (b + 1) * self.batch_size] * self.block_size
         data = self.tokens.array
-        x = np.stack([data[s : s + self.block_size + 1] for s in starts]).astype(
-            np.int64
-        )  # (B', T+1)
+        # (B', T+1)
+        x = np.stack([data[s : s + self.block_size + 1] for s in starts]).astype(np.int64)
         return {"tokens": torch.from_numpy(x)}
 
 
@@ -220,9 +215,8 @@ class ResumableLoader(DataLoader):
             persistent_workers=False,  # workers must see the new start position at every iter()
         )
         self.lookahead = lookahead
-        self._handed_out = (
-            stream.start
-        )  # batches handed to the consumer so far (global index of the next one)
+        # batches handed to the consumer so far (global index of the next one)
+        self._handed_out = stream.start
         self._in_this_iter = 0
 
     def __iter__(self) -> Iterator[Batch]:  # type: ignore[override]

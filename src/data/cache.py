@@ -224,9 +224,8 @@ def encode_split(
                         f.write(np.asarray(ids, dtype=dtype).tobytes())
                         n += len(ids)
                     bar.update(sum(map(len, chunk)))
-        elif hasattr(
-            docs, "num_rows"
-        ):  # datasets.Dataset: many processes, then one memmap written in shards
+        # datasets.Dataset: many processes, then one memmap written in shards
+        elif hasattr(docs, "num_rows"):
             from tqdm.auto import tqdm
 
             mapped = docs.map(

@@ -105,9 +105,8 @@ class LMDataModule(_BaseDataModule):
         self.tokens = {s: open_tokens(self.token_dir, s, meta) for s in meta["tokens"]}
         for split, array in self.tokens.items():
             self._check_ids(array, self.token_dir / f"{split}.bin")
-        if (
-            "test" not in self.tokens
-        ):  # a prepared directory from before test splits (sources always make one)
+        # a prepared directory from before test splits (sources always make one)
+        if "test" not in self.tokens:
             raise self._no_test_split()
         need = self.block_size + 1
         for split in ("train", "val", "test"):

@@ -71,9 +71,8 @@ class PairTrainBatches:
     ) -> None:
         self.src, self.tgt = src, tgt
         self.B, self.seed, self.rank, self.W = batch_size, seed, rank, world_size
-        self.per_epoch = len(src) // (
-            batch_size * world_size
-        )  # global batches per pass over the data
+        # global batches per pass over the data
+        self.per_epoch = len(src) // (batch_size * world_size)
         self.bucket_batches = bucket_batches
         self.collate_kw = {
             "pad_id": pad_id,

@@ -112,9 +112,8 @@ def encode_sharded(
 ) -> int:
     """Tokenise ``docs`` into ``dest`` through resumable shards (module docstring); returns the
     token count."""
-    if not (
-        isinstance(docs, (list, tuple)) or hasattr(docs, "num_rows")
-    ):  # streaming: one pass, no shards
+    # streaming: one pass, no shards
+    if not (isinstance(docs, (list, tuple)) or hasattr(docs, "num_rows")):
         return encode_split(
             docs,
             tokenizer,
@@ -130,15 +129,13 @@ def encode_sharded(
     root = shard_dir(dest)
     plan = _plan(docs, tokenizer, separate, int(shard_docs), desc)
     plan_file = root / "plan.json"
-    confine(
-        plan_file, dest.parent
-    )  # a .shards link out of the output directory: refused before any rmtree or write
+    # a .shards link out of the output directory: refused before any rmtree or write
+    confine(plan_file, dest.parent)
     if plan_file.is_file() and json.loads(plan_file.read_text()) != json.loads(
         json.dumps(plan, default=str)
     ):
-        shutil.rmtree(
-            root
-        )  # shards of other documents, another shard size or tokenizer: start over
+        # shards of other documents, another shard size or tokenizer: start over
+        shutil.rmtree(root)
     root.mkdir(parents=True, exist_ok=True)
     atomic_write(plan_file, json.dumps(plan, default=str), root=dest.parent)
     n_docs = len(docs)

@@ -23,9 +23,8 @@ from typing import Any
 from src.errors import ConfigError, DataError
 from src.registry import Registry
 
-TOKENIZERS: Registry[Tokenizer] = Registry(
-    "tokenizer", package=None
-)  # every tokenizer is in this module
+# every tokenizer is in this module
+TOKENIZERS: Registry[Tokenizer] = Registry("tokenizer", package=None)
 
 GPT2_VOCAB_BPE_SHA256 = "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5"
 GPT2_ENCODER_JSON_SHA256 = "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"

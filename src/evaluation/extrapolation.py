@@ -177,9 +177,8 @@ def evaluate_lengths(
     nodes = [None if scaling is None else scaling_node(scaling, c, train_length) for c in contexts]
     results = [LengthResult(float(f), c, scaling=n) for f, c, n in zip(factors, contexts, nodes)]
     if scaling is not None:
-        scaled_config(
-            model.config, nodes[0]
-        )  # a bad node fails here, naming its key, before any scoring
+        # a bad node fails here, naming its key, before any scoring
+        scaled_config(model.config, nodes[0])
     why = not_applicable(model)
     if why:
         for r in results:

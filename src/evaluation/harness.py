@@ -118,9 +118,8 @@ if LM is not None:
         ) -> None:
             super().__init__()
             loaded = load_model(pretrained, ckpt_path, None, device or "auto", dtype)
-            size = (
-                int(batch_size) if str(batch_size).isdigit() else 32
-            )  # "auto" -> our token budget decides
+            # "auto" -> our token budget decides
+            size = int(batch_size) if str(batch_size).isdigit() else 32
             self.scorer = Scorer(
                 loaded.model,
                 loaded.tokenizer,

@@ -55,9 +55,8 @@ class LoadedModel:
     model: TransformerModel
     tokenizer: Tokenizer
     source: str  # "pretrained=gpt2" or "ckpt_path=…", for reports
-    train_cfg: dict[str, Any] = field(
-        default_factory=dict
-    )  # the checkpoint's training config (empty for pretrained)
+    # the checkpoint's training config (empty for pretrained)
+    train_cfg: dict[str, Any] = field(default_factory=dict)
     pair_format: PairFormat | None = None  # set for checkpoints trained on sentence pairs
     mask_token_id: int | None = (
         None  # [MASK] of a masked LM (the tokenizer's, or the id training reserved)
@@ -153,13 +152,11 @@ def load_model(
     if ckpt_path is not None:
         from src.checkpoints.load import load_checkpoint
 
-        loaded = load_checkpoint(
-            str(Path(ckpt_path).expanduser())
-        )  # CheckpointError: a directory, missing, unsafe …
+        # CheckpointError: a directory, missing, unsafe …
+        loaded = load_checkpoint(str(Path(ckpt_path).expanduser()))
         model, tok, source = loaded.model, loaded.tokenizer, f"ckpt_path={ckpt_path}"
-        train_cfg = dict(
-            loaded.cfg or {}
-        )  # the task gave the model its resolved special ids (model_overrides)
+        # the task gave the model its resolved special ids (model_overrides)
+        train_cfg = dict(loaded.cfg or {})
     else:
         from src.models.hf import from_hf
 

@@ -120,9 +120,8 @@ class KneserNey:
         for k in range(1, self.order + 1):
             uniq, prefix, count, ids = raw[k - 1]
             n_ctx = len(raw[k - 2][0]) if k > 1 else 1
-            if (
-                k < self.order
-            ):  # continuation: distinct (k+1)-grams (seen as scored) whose suffix is this k-gram
+            # continuation: distinct (k+1)-grams (seen as scored) whose suffix is this k-gram
+            if k < self.order:
                 up_ids, up_count = raw[k][3], raw[k][2]
                 ends = np.flatnonzero(up_ids >= 0)
                 first = np.unique(up_ids[ends], return_index=True)[1]
@@ -161,15 +160,13 @@ class KneserNey:
             prev, _ = self._ids(tok, pos, k, prev, self.orders[k - 1])
             ids.append(prev)
         targets = np.flatnonzero(pos >= first)
-        eff = np.minimum(
-            order, pos[targets] + 1
-        )  # the context inside the sequence limits the order
+        # the context inside the sequence limits the order
+        eff = np.minimum(order, pos[targets] + 1)
         p = np.full(len(targets), 1.0 / self.V)
         for k in range(1, order + 1):
             table = self.orders[k - 1]
-            if (
-                table.count.size == 0
-            ):  # no k-gram in training (every sequence shorter than k): order k adds nothing
+            # no k-gram in training (every sequence shorter than k): order k adds nothing
+            if table.count.size == 0:
                 continue
             if k == 1:
                 ctx = np.zeros(len(targets), dtype=np.int64)

@@ -59,9 +59,8 @@ class Scorer:
         self.max_batch_tokens = max_batch_tokens
         self.show_progress = show_progress
         self.is_seq2seq = model.prompt_is_source  # a context is a source read by an encoder
-        self.is_masked_lm = (
-            not model.left_to_right
-        )  # no left-to-right likelihood: pseudo-log-likelihood
+        # no left-to-right likelihood: pseudo-log-likelihood
+        self.is_masked_lm = not model.left_to_right
         self.mask_token_id = mask_token_id if mask_token_id is not None else tokenizer.mask_token_id
         self.max_length = model.config.max_seq_len
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -140,25 +139,22 @@ class Scorer:
             for batch in batches:
                 ids, _ = pad_right([inputs[i] for i in batch], self.pad_id)  # [B, T]
                 prefix = (
-                    torch.tensor(
-                        [n_context[i] for i in batch], device=self.device
-                    )  # the context is bidirectional
+                    # the context is bidirectional
+                    torch.tensor([n_context[i] for i in batch], device=self.device)
                     if self.model.needs_prefix_length
                     else None
                 )
                 # the states before the head, which runs (through model.logits) only at the
                 # positions scored: a LAMBADA passage of ~100 tokens needs it at 1-3 of them
-                hidden = self.model.hidden_states(
-                    ids.to(self.device), prefix_length=prefix
-                )  # [B, T, C]
+                # [B, T, C]
+                hidden = self.model.hidden_states(ids.to(self.device), prefix_length=prefix)
                 self.tokens_read += sum(len(inputs[i]) for i in batch)
                 rows = [
                     hidden[row, len(inputs[i]) - n_scored[i] : len(inputs[i])]
                     for row, i in enumerate(batch)
                 ]
-                logits = self.model.logits(
-                    torch.cat(rows)
-                )  # [Σn, V]: the head only where a token is scored
+                # [Σn, V]: the head only where a token is scored
+                logits = self.model.logits(torch.cat(rows))
                 targets = torch.tensor(
                     [t for i in batch for t in requests[i][1][-n_scored[i] :]], device=self.device
                 )
@@ -181,9 +177,8 @@ class Scorer:
             for batch in length_batches(lengths, self.batch_size, self.max_batch_tokens):
                 src, src_mask = pad_right([sources[i] for i in batch], self.pad_id)  # [B, S]
                 tgt, tgt_mask = pad_right([targets[i] for i in batch], self.pad_id)  # [B, T]
-                labels = tgt.masked_fill(tgt_mask == 0, IGNORE_INDEX).to(
-                    self.device
-                )  # the model shifts them right
+                # the model shifts them right
+                labels = tgt.masked_fill(tgt_mask == 0, IGNORE_INDEX).to(self.device)
                 out = self.model(
                     input_ids=src.to(self.device),
                     attention_mask=src_mask.to(self.device),
@@ -191,9 +186,10 @@ class Scorer:
                     decoder_attention_mask=tgt_mask.to(self.device),
                 )
                 self.tokens_read += sum(lengths[i] for i in batch)
+                # [Σn, V]
                 logits = torch.cat(
                     [out.logits[row, : len(targets[i])] for row, i in enumerate(batch)]
-                )  # [Σn, V]
+                )
                 flat = torch.tensor([t for i in batch for t in targets[i]], device=self.device)
                 for i, score in zip(
                     batch, self._score(logits, flat, [len(targets[i]) for i in batch])
@@ -286,9 +282,8 @@ class Scorer:
                     x = ids.repeat(len(chunk), 1)  # [n, T]: one copy per scored position
                     x[torch.arange(len(chunk)), chunk] = self.mask_token_id
                     hidden = self.model.hidden_states(x)[torch.arange(len(chunk)), chunk]  # [n, C]
-                    logits = self.model.logits(
-                        hidden
-                    )  # [n, V]: the MLM head at the masked tokens only
+                    # [n, V]: the MLM head at the masked tokens only
+                    logits = self.model.logits(hidden)
                     total += float(
                         F.cross_entropy(logits.float(), ids[chunk], reduction="sum").double()
                     )
@@ -330,9 +325,8 @@ class Scorer:
                 [len(p) for p in prompts], self.batch_size, self.max_batch_tokens
             )
         else:
-            prompts = [
-                list(p)[-(L - 1) :] or [self.prefix_token()] for p in prompts
-            ]  # leave room for one token
+            # leave room for one token
+            prompts = [list(p)[-(L - 1) :] or [self.prefix_token()] for p in prompts]
             by_len: dict[int, list[int]] = {}
             for i, p in enumerate(prompts):
                 by_len.setdefault(len(p), []).append(i)
@@ -352,9 +346,8 @@ class Scorer:
         with progress_bar(len(prompts), description, self.show_progress) as advance:
             for batch in groups:
                 ids, mask = pad_right([prompts[i] for i in batch], self.pad_id)
-                if (
-                    self.is_seq2seq
-                ):  # padded sources; the output starts afresh and may use the whole context
+                # padded sources; the output starts afresh and may use the whole context
+                if self.is_seq2seq:
                     kwargs, limit = {"attention_mask": mask.to(self.device)}, L - 1
                 else:  # same-length prompts, continued within the context
                     kwargs, limit = {}, L - ids.shape[1]

@@ -99,10 +99,11 @@ def windows_nll(
             else None
         )
         hidden = model.hidden_states(ids, prefix_length=prefix)  # [B, T, C]
+        # [n, C] each
         rows = [
             hidden[row, lengths[i] - windows[i].n_target : lengths[i]]
             for row, i in enumerate(batch)
-        ]  # [n, C] each
+        ]
         targets = torch.cat(
             [tokens[windows[i].end - windows[i].n_target : windows[i].end] for i in batch]
         ).to(ids.device)

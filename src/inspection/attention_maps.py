@@ -205,9 +205,8 @@ def run(cfg: DictConfig) -> list[Path]:
         )
     input_ids = torch.tensor([ids], device=device)  # [1, T]
     decoder_input_ids = None
-    if (
-        model.prompt_is_source
-    ):  # the decoder reads its start token, then the target (teacher-forced)
+    # the decoder reads its start token, then the target (teacher-forced)
+    if model.prompt_is_source:
         target = torch.tensor(
             [tok.encode(str(cfg.target)) if cfg.get("target") else []],
             dtype=torch.long,

@@ -195,9 +195,8 @@ def _block_rows(block: Block, path: str, counter: _Counter, level: int) -> list[
             norm_names.append(attr)
             norm_kind = registry_label(child)
             continue
-        if isinstance(
-            child, Residual
-        ):  # a placement's own norms (sandwich) count with the block's norms
+        # a placement's own norms (sandwich) count with the block's norms
+        if isinstance(child, Residual):
             for sub, norm in (
                 (f"{attr}.{name}", m) for name, m in child.named_children() if m in child.norms()
             ):

@@ -54,12 +54,10 @@ class ModelConfig:
     norm: dict[str, Any] = field(default_factory=lambda: {"name": "layernorm", "eps": 1e-5})
     ffn: dict[str, Any] = field(default_factory=lambda: {"name": "gelu"})
     mask: dict[str, Any] | None = None  # None = the family's default
-    qk_norm: dict[str, Any] = field(
-        default_factory=lambda: {"name": "none"}
-    )  # a norm on queries and keys (model/qk_norm)
-    init: dict[str, Any] = field(
-        default_factory=lambda: {"name": "gpt2"}
-    )  # the weight initialisation (model/init)
+    # a norm on queries and keys (model/qk_norm)
+    qk_norm: dict[str, Any] = field(default_factory=lambda: {"name": "none"})
+    # the weight initialisation (model/init)
+    init: dict[str, Any] = field(default_factory=lambda: {"name": "gpt2"})
     name: str = "custom"  # a label for tables; never consulted when building
 
     @classmethod

@@ -115,9 +115,8 @@ def generate(
     learned position table generates past the table's length from its last ``max_seq_len``
     tokens (no cache from then on), as nanoGPT does.
     """
-    check_generation_args(
-        max_new_tokens, temperature, top_k, top_p
-    )  # ConfigError naming the argument
+    # ConfigError naming the argument
+    check_generation_args(max_new_tokens, temperature, top_k, top_p)
     was_training = model.training
     model.eval()
     try:
@@ -130,9 +129,8 @@ def generate(
         )
         finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
         for _ in range(max_new_tokens):
-            tok = next_token(
-                model.decode_step(d), do_sample, temperature, top_k, top_p, generator
-            )  # [B]
+            # [B]
+            tok = next_token(model.decode_step(d), do_sample, temperature, top_k, top_p, generator)
             if eos_token_id is not None:
                 tok = torch.where(finished, torch.full_like(tok, eos_token_id), tok)
                 finished |= tok == eos_token_id

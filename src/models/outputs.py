@@ -15,9 +15,8 @@ class ModelOutput:
     logits: Tensor  # [B, T, V]
     loss: Tensor | None = None  # mean cross-entropy over labelled tokens, when labels are given
     hidden_states: Tensor | None = None  # [B, T, C] last hidden state (after the final norm)
-    attentions: list[Tensor] = field(
-        default_factory=list
-    )  # [B, H, T, S] per attention layer, when asked
+    # [B, H, T, S] per attention layer, when asked
+    attentions: list[Tensor] = field(default_factory=list)
     cache: KVCache | None = None  # the KV cache, when decoding incrementally
     encoder_hidden_states: Tensor | None = None  # [B, S, C] (encoder_decoder)
 
@@ -57,7 +56,6 @@ class Decoding:
 
     def append(self, tokens: Tensor) -> None:
         """tokens: [B] chosen at this step."""
-        self.sequences = torch.cat(
-            [self.sequences, tokens[:, None]], dim=1
-        )  # [B, P + n] -> [B, P + n + 1]
+        # [B, P + n] -> [B, P + n + 1]
+        self.sequences = torch.cat([self.sequences, tokens[:, None]], dim=1)
         self.fresh = tokens[:, None]

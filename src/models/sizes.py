@@ -46,9 +46,8 @@ def min_parameters(sizes: dict[str, Any], learned_positions: bool) -> int:
     n_layer = int(sizes["n_layer"])
     enc = int(sizes["n_encoder_layer"]) if sizes.get("n_encoder_layer") is not None else n_layer
     dec = int(sizes["n_decoder_layer"]) if sizes.get("n_decoder_layer") is not None else n_layer
-    layers = min(
-        n_layer, enc + dec
-    )  # decoder- or encoder-only: n_layer; encoder-decoder: both stacks
+    # decoder- or encoder-only: n_layer; encoder-decoder: both stacks
+    layers = min(n_layer, enc + dec)
     bound = int(sizes["vocab_size"]) * c + layers * (2 * c * n_head * head_dim + 2 * c * f)
     return bound + (int(sizes["max_seq_len"]) * c if learned_positions else 0)
 

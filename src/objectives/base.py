@@ -52,9 +52,8 @@ class Prepared:
     # as the model's forward takes them (its family aligns them); IGNORE_INDEX = not scored
     labels: Tensor
     tokens: int  # tokens the model processed (from shapes only: no device sync)
-    shape: dict[
-        str, int
-    ]  # the arguments of model.forward_flops for these inputs (batch_size, seq_len, …)
+    # the arguments of model.forward_flops for these inputs (batch_size, seq_len, …)
+    shape: dict[str, int]
 
 
 @dataclass
@@ -232,13 +231,11 @@ class LMTask(pl.LightningModule):
         Training skips the accuracy: an argmax over [B, T, V] logits is a full extra pass over
         the largest tensor of the step (on CPU about as slow as the loss itself)."""
         prep = self.prepare(batch)
-        self.tokens_per_batch = (
-            prep.tokens
-        )  # this batch's tokens, read by TokenThroughput and the progress bar
+        # this batch's tokens, read by TokenThroughput and the progress bar
+        self.tokens_per_batch = prep.tokens
         out = self.model(**prep.inputs, labels=prep.labels)
-        target = self.model.score_labels(
-            prep.labels, out.logits.shape[1]
-        )  # [B, T] aligned with the logits
+        # [B, T] aligned with the logits
+        target = self.model.score_labels(prep.labels, out.logits.shape[1])
         scored = target != IGNORE_INDEX  # [B, T]
         correct = (out.logits.argmax(-1) == target) & scored if accuracy else None
         return out.loss, correct, scored, prep
@@ -251,9 +248,8 @@ class LMTask(pl.LightningModule):
         self.tokens_seen += prep.tokens * self.trainer.world_size
         self.flops_per_batch = self.flops(prep, training=True)  # read by TokenThroughput
         self._unlogged_loss = None
-        if logs_this_step(
-            self.trainer
-        ):  # self.log costs ~1.5 ms of Python; loggers only read logging steps
+        # self.log costs ~1.5 ms of Python; loggers only read logging steps
+        if logs_this_step(self.trainer):
             self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True)
         else:
             self._unlogged_loss = loss.detach()
@@ -283,9 +279,8 @@ class LMTask(pl.LightningModule):
         mean = loss_metric.compute()
         # MeanMetric.compute() has already reduced over ranks; sync_dist only keeps Lightning quiet
         self.log(f"{stage}/loss", mean, prog_bar=stage == "val", sync_dist=True)
-        self.log(
-            f"{stage}/ppl", torch.exp(mean.clamp(max=50.0)), sync_dist=True
-        )  # clamp: no inf early on
+        # clamp: no inf early on
+        self.log(f"{stage}/ppl", torch.exp(mean.clamp(max=50.0)), sync_dist=True)
         self.log(f"{stage}/acc", acc_metric.compute(), sync_dist=True)
         loss_metric.reset()
         acc_metric.reset()
@@ -320,9 +315,8 @@ class LMTask(pl.LightningModule):
             self._compiled = True
 
     def _optimizer_config(self) -> OptimizerConfig:
-        if (
-            self.optimizer_config is None
-        ):  # not given the run's validated config (a loaded checkpoint): make it
+        # not given the run's validated config (a loaded checkpoint): make it
+        if self.optimizer_config is None:
             self.optimizer_config = optimizer_config(self.cfg["optim"])
         return self.optimizer_config
 
@@ -342,9 +336,8 @@ class LMTask(pl.LightningModule):
         max_steps = (self.cfg.get("trainer") or {}).get("max_steps")
         horizon = max_steps if max_steps and max_steps > 0 else None
         optimizer_cfg = self._optimizer_config()
-        if (
-            self.schedule_config is None
-        ):  # not given the run's validated configs (a loaded checkpoint): make it
+        # not given the run's validated configs (a loaded checkpoint): make it
+        if self.schedule_config is None:
             self.schedule_config = schedule_config(self.cfg.get("scheduler") or {"name": "none"})
             check_pair(optimizer_cfg, self.schedule_config, horizon)
         optimizer = self.optimizer_config.build(

@@ -35,9 +35,8 @@ class CausalLM(LMTask):
     def __init__(
         self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any
     ) -> None:
-        super().__init__(
-            cfg, tokenizer, **typed
-        )  # typed: the validated run's configs (LMTask.__init__)
+        # typed: the validated run's configs (LMTask.__init__)
+        super().__init__(cfg, tokenizer, **typed)
         self.prefix_length: int | None = self.task_cfg.get("prefix_length")
         mask = (self.model_config.mask or {}).get("name", "causal")
         if self.model.needs_prefix_length and self.prefix_length is None:

@@ -65,9 +65,8 @@ class DecoderTranslation(LMTask):
     def __init__(
         self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any
     ) -> None:
-        super().__init__(
-            cfg, tokenizer, **typed
-        )  # typed: the validated run's configs (LMTask.__init__)
+        # typed: the validated run's configs (LMTask.__init__)
+        super().__init__(cfg, tokenizer, **typed)
         sep = self.task_cfg.get("sep_token_id")
         if sep is None:
             raise ConfigError(

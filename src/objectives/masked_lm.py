@@ -43,9 +43,8 @@ class MaskedLM(LMTask):
     def __init__(
         self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any
     ) -> None:
-        super().__init__(
-            cfg, tokenizer, **typed
-        )  # typed: the validated run's configs (LMTask.__init__)
+        # typed: the validated run's configs (LMTask.__init__)
+        super().__init__(cfg, tokenizer, **typed)
         t = self.task_cfg
         self.mask_prob = float(t.get("mask_prob", 0.15))
         self.replace_mask = float(t.get("replace_mask", 0.8))

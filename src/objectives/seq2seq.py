@@ -37,18 +37,16 @@ class Seq2Seq(LMTask):
     def __init__(
         self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any
     ) -> None:
-        super().__init__(
-            cfg, tokenizer, **typed
-        )  # typed: the validated run's configs (LMTask.__init__)
+        # typed: the validated run's configs (LMTask.__init__)
+        super().__init__(cfg, tokenizer, **typed)
         self.split = float(self.task_cfg.get("split", 0.5))
         if not 0.0 < self.split < 1.0:
             raise ConfigError(
                 f"task.split={self.split} must be in (0, 1): the fraction of a text window used as "
                 "source"
             )
-        if (
-            self.task_cfg.get("decoder_start_token_id") is None
-        ):  # model_overrides gave it to the model
+        # model_overrides gave it to the model
+        if self.task_cfg.get("decoder_start_token_id") is None:
             raise ConfigError(
                 "task.decoder_start_token_id is not resolved; build the task with "
                 "src.training.setup.build_run (it picks the model's or tokenizer's start id)"

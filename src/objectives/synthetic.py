@@ -62,9 +62,8 @@ class Synthetic(LMTask):
     def __init__(
         self, cfg: dict[str, Any], tokenizer: dict[str, Any] | None = None, **typed: Any
     ) -> None:
-        super().__init__(
-            cfg, tokenizer, **typed
-        )  # typed: the validated run's configs (LMTask.__init__)
+        # typed: the validated run's configs (LMTask.__init__)
+        super().__init__(cfg, tokenizer, **typed)
         self._sums: dict[tuple[str, int], Tensor] = {}
         self._notes: dict[tuple[str, int], str] = {}
         self.results: dict[
@@ -103,9 +102,8 @@ class Synthetic(LMTask):
     def prepare(self, batch: Mapping[str, Tensor]) -> Prepared:
         src, answer = batch["src_ids"], batch["tgt_ids"]  # [B, P], [B, A]
         B, P = src.shape
-        if (
-            self.model.prompt_is_source
-        ):  # the encoder reads the prompt; the model shifts the answer right itself
+        # the encoder reads the prompt; the model shifts the answer right itself
+        if self.model.prompt_is_source:
             return Prepared(
                 inputs={"input_ids": src},
                 labels=answer,
@@ -118,9 +116,8 @@ class Synthetic(LMTask):
         x = seq[:, :-1]  # [B, P+A-1]
         inputs: dict[str, Any] = {"input_ids": x}
         if self.model.needs_prefix_length:
-            inputs["prefix_length"] = torch.full(
-                (B,), P, dtype=torch.long, device=src.device
-            )  # [B]
+            # [B]
+            inputs["prefix_length"] = torch.full((B,), P, dtype=torch.long, device=src.device)
         return Prepared(
             inputs=inputs,
             labels=labels,

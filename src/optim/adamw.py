@@ -34,9 +34,8 @@ class AdamW(OptimizerConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(
-            self, "betas", check_betas(self.betas)
-        )  # a YAML list, once checked (frozen: the idiom)
+        # a YAML list, once checked (frozen: the idiom)
+        object.__setattr__(self, "betas", check_betas(self.betas))
         if not is_number(self.eps) or self.eps <= 0:
             raise ConfigError(
                 f"optim.eps={self.eps!r} is invalid: a small positive number, e.g. optim.eps=1e-8"

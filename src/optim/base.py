@@ -202,9 +202,8 @@ class ScheduleLR(LambdaLR):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         state = dict(state_dict)
-        state["lr_lambdas"] = [None] * len(
-            self.lr_lambdas
-        )  # older checkpoints stored them: the config wins
+        # older checkpoints stored them: the config wins
+        state["lr_lambdas"] = [None] * len(self.lr_lambdas)
         super().load_state_dict(state)
 
 

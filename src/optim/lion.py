@@ -60,9 +60,8 @@ class Lion(torch.optim.Optimizer):
                 m = state["exp_avg"]
                 if wd:
                     p.mul_(1.0 - lr * wd)
-                p.add_(
-                    m.mul(beta1).add_(p.grad, alpha=1.0 - beta1).sign_(), alpha=-lr
-                )  # sign(β1·m + (1−β1)·g)
+                # sign(β1·m + (1−β1)·g)
+                p.add_(m.mul(beta1).add_(p.grad, alpha=1.0 - beta1).sign_(), alpha=-lr)
                 m.mul_(beta2).add_(p.grad, alpha=1.0 - beta2)  # β2·m + (1−β2)·g
         return loss
 

@@ -70,9 +70,8 @@ class MuonWithAdamW(torch.optim.Optimizer):
         self.muon.state = self.adamw.state = self.state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        super().load_state_dict(
-            state_dict
-        )  # replaces self.param_groups and self.state with new objects
+        # replaces self.param_groups and self.state with new objects
+        super().load_state_dict(state_dict)
         self._link()
 
     @torch.no_grad()

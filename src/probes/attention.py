@@ -50,9 +50,10 @@ def visible_keys(
     """[1|B, T]: how many keys each query may attend to under ``mask`` (None: all S)."""
     allowed = None
     if mask is not None:
+        # [1|B, T, S]
         allowed = mask.allowed(
             torch.arange(T, device=device), torch.arange(S, device=device), prefix_length
-        )  # [1|B, T, S]
+        )
     if allowed is None:
         return torch.full((1, T), S, device=device)
     return allowed.sum(-1)  # [1|B, T, S] -> [1|B, T]

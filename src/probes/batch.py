@@ -41,9 +41,8 @@ class ProbeBatch:
     offset: int  # stream index of x_0 (1 when the stream starts with the decoder's start token)
     forward: dict[str, Any]  # model(**forward, labels=tokens) -> the loss on x (teacher-forced)
     probs: dict[str, Any]  # model.attention_probs(**probs)
-    prefix_length: (
-        Tensor | None
-    )  # [B] the bidirectional prefix of a prefix-LM (the first copy), else None
+    # [B] the bidirectional prefix of a prefix-LM (the first copy), else None
+    prefix_length: Tensor | None
 
     @property
     def length(self) -> int:
@@ -93,14 +92,12 @@ def probe_batch(
     g = torch.Generator(device="cpu").manual_seed(int(seed))
     L = length // 2
     V = model.config.vocab_size
-    half = torch.rand(batch_size, V, generator=g).argsort(dim=-1)[
-        :, :L
-    ]  # [B, V] -> [B, L] distinct ids per row
+    # [B, V] -> [B, L] distinct ids per row
+    half = torch.rand(batch_size, V, generator=g).argsort(dim=-1)[:, :L]
     x = torch.cat([half, half], dim=1).to(device)  # [B, L] -> [B, 2L]
     B = x.shape[0]
-    if (
-        model.prompt_is_source
-    ):  # the encoder reads x; the decoder is teacher-forced on it after its start token
+    # the encoder reads x; the decoder is teacher-forced on it after its start token
+    if model.prompt_is_source:
         stream = torch.cat([model.start_tokens(B, device), x[:, :-1]], dim=1)  # [B, T]
         return ProbeBatch(
             x, L, stream, 1, {"input_ids": x}, {"input_ids": x, "decoder_input_ids": stream}, None

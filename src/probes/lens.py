@@ -58,9 +58,8 @@ def logit_lens(model: TransformerModel, batch: ProbeBatch) -> LensResult:
     final_norm = stack.final_norm
     layer_loss = []
     for h in captured:
-        logits = model.logits(
-            final_norm(h) if final_norm is not None else h
-        )  # [B, T, C] -> [B, T, V]
+        # [B, T, C] -> [B, T, V]
+        logits = model.logits(final_norm(h) if final_norm is not None else h)
         layer_loss.append(float(model.loss(logits, batch.tokens)))
     target = model.score_labels(batch.tokens, out.logits.shape[1])  # [B, T] aligned with the logits
     per_pos = F.cross_entropy(

@@ -182,9 +182,8 @@ def make_report(
         kept_ids = {id(r) for r in kept}
         left_out = dict(Counter(protocol.stage_of(r.config) for r in runs if id(r) not in kept_ids))
         runs = kept
-    check_duplicates(
-        runs
-    )  # one sample counted twice; losses in two tokenizers' units (issue 21, item 7)
+    # one sample counted twice; losses in two tokenizers' units (issue 21, item 7)
+    check_duplicates(runs)
     check_units(runs, [protocol.metric])
     derived = eval_variant_runs(runs, [*ignore, *protocol.tune]) if eval_variants else []
     if eval_variants:  # each scaling's figures are its derived variant's extrapolation/* now
@@ -203,9 +202,8 @@ def make_report(
     )
     out_dir = Path(out or roots[0])
     out_dir.mkdir(parents=True, exist_ok=True)
-    trained = [
-        row for row in report.rows if row.evaluation_of is None
-    ]  # an evaluation-time variant trained nothing
+    # an evaluation-time variant trained nothing
+    trained = [row for row in report.rows if row.evaluation_of is None]
     plots: dict[str, Path | None] = {
         "validation loss vs tokens": report_plots.loss_vs_tokens(
             trained, out_dir, protocol.select, report.references

@@ -156,9 +156,8 @@ def compare(
     xb = [float(x) for x in b if x is not None and np.isfinite(x)]
     delta = sa.mean - sb.mean if sa.mean is not None and sb.mean is not None else None
     c = Comparison(metric, variant, reference, (sa.n, sb.n), delta, margin=margin, values=(xa, xb))
-    if (
-        delta is None
-    ):  # no runs (a tune-stage-only report has no verdict runs), or none finished with a number
+    # no runs (a tune-stage-only report has no verdict runs), or none finished with a number
+    if delta is None:
         c.reason = (
             "no verdict runs on either side"
             if not len(a) and not len(b)
@@ -177,17 +176,14 @@ def compare(
             c.p_tost = paired_tost(pa, pb, margin) if margin else None
             return c
         same = constant_difference(pa, pb)
-        if (
-            same is not None
-        ):  # every seed the same difference (a saturated metric: exact match 1.00 vs 0.00)
+        # every seed the same difference (a saturated metric: exact match 1.00 vs 0.00)
+        if same is not None:
             c.test, c.pairs, c.values = CONSTANT, len(pa), (pa, pb)
-            c.p = (
-                0.0 if same != 0 else 1.0
-            )  # scipy's ttest_rel: t = ±inf, p = 0; no difference at all: p = 1
+            # scipy's ttest_rel: t = ±inf, p = 0; no difference at all: p = 1
+            c.p = 0.0 if same != 0 else 1.0
             c.delta_ci_low = c.delta_ci_high = same
-            c.p_tost = (
-                (0.0 if abs(same) < margin else 1.0) if margin else None
-            )  # TOST's limit: t = ±inf
+            # TOST's limit: t = ±inf
+            c.p_tost = (0.0 if abs(same) < margin else 1.0) if margin else None
             return c
         c.pairing_note = "the paired differences have no spread"
     if min(sa.n, sb.n) < 2:

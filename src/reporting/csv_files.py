@@ -152,9 +152,8 @@ def run_records(report: Report) -> list[dict[str, Any]]:
             prov = m.get("provenance") if isinstance(m.get("provenance"), dict) else {}
             rec.update({f"provenance/{k}": prov.get(k) for k in PROVENANCE_FIELDS})
             rec["evaluation_of"] = row.evaluation_of
-            if (
-                row.evaluation_of is not None
-            ):  # its training is its parent's row: summing the column counts it once
+            # its training is its parent's row: summing the column counts it once
+            if row.evaluation_of is not None:
                 rec.update(train_flops=None, wall_time_s=None)
             recs.append(rec)
     return recs

@@ -170,9 +170,8 @@ def extrapolation(
             ax.plot([], [], color=color, label=label)
     ax.set_xscale("log", base=2)
     finite_y = [y for line in ax.get_lines() for y in line.get_ydata() if y > 0]
-    if (
-        finite_y and max(finite_y) / min(finite_y) > 10
-    ):  # a blow-up: log scale keeps the rest readable
+    # a blow-up: log scale keeps the rest readable
+    if finite_y and max(finite_y) / min(finite_y) > 10:
         ax.set_yscale("log")
     ax.set_xticks([_factor(k) for k in keys if _factor(k)])
     ax.set_xticklabels([f"{_factor(k):g}×" for k in keys if _factor(k)])
@@ -209,9 +208,8 @@ def by_length(
     for i, (row, color) in enumerate(zip(rows, _colors(len(rows)))):
         xs, mean, missing = [], [], []
         runs = [r for r in row.runs if r.status == "completed"]
-        nudge = 2 ** (
-            0.015 * (i - (len(rows) - 1) / 2)
-        )  # each variant a little sideways: equal values (0, 1) stay visible
+        # each variant a little sideways: equal values (0, 1) stay visible
+        nudge = 2 ** (0.015 * (i - (len(rows) - 1) / 2))
         for n in sizes:
             vals = finite(r.metric(f"{metric}@{n}") for r in runs)
             if not vals:
@@ -236,9 +234,8 @@ def by_length(
     ax.set_xticks(sizes)
     ax.set_xticklabels([f"{n}\n{n / train:g}×" for n in sizes], fontsize=8)
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    if metric.endswith(
-        ("exact_match", "acc")
-    ):  # a fraction: the whole range, so 0 and 1 read as such
+    # a fraction: the whole range, so 0 and 1 read as such
+    if metric.endswith(("exact_match", "acc")):
         ax.set_ylim(-0.04, 1.04)
     ax.set_xlabel("test size (the training size: 1×)")
     ax.set_ylabel(metric)

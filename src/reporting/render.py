@@ -153,9 +153,8 @@ def render_markdown(
         + _seeds_lines(report)
         + _factorial_lines(report)
     )
-    verdicts = any(
-        counted(row.runs) for row in rows
-    )  # False: --stages tune (no verdict runs at all)
+    # False: --stages tune (no verdict runs at all)
+    verdicts = any(counted(row.runs) for row in rows)
     lines += [f"## Verdicts on `{p.metric}`", ""]
     if verdicts:
         lines += _metric_table(
@@ -329,9 +328,8 @@ def render_markdown(
     for name, path in plots.items():
         if path is not None:
             lines += [f"![{name}]({path.name})", ""]
-    errors = list(
-        dict.fromkeys(e for row in rows for e in row.errors)
-    )  # an evaluation-time variant repeats its parent's
+    # an evaluation-time variant repeats its parent's
+    errors = list(dict.fromkeys(e for row in rows for e in row.errors))
     lines += [
         "## Runs",
         "",
@@ -344,6 +342,5 @@ def render_markdown(
     ]
     if errors:
         lines += ["Errors:", ""] + [f"- {e}" for e in errors] + [""]
-    return "\n".join(
-        one_line(line) for line in lines
-    )  # an override's own newline cannot start a line
+    # an override's own newline cannot start a line
+    return "\n".join(one_line(line) for line in lines)

@@ -58,9 +58,8 @@ def provenance_lines(report: Report) -> list[str]:
     """What code, libraries and devices the verdict runs came from (metrics.json's ``provenance``),
     and a warning when they differ within the study: a comparison across commits or versions is not
     one factor."""
-    runs = [
-        r for row in report.rows if row.evaluation_of is None for r in row.runs
-    ]  # trained runs, each once
+    # trained runs, each once
+    runs = [r for row in report.rows if row.evaluation_of is None for r in row.runs]
     seen: dict[str, Counter] = {k: Counter() for k in PROVENANCE_FIELDS}
     missing = 0
     for r in runs:
@@ -243,9 +242,8 @@ def _scored_lines(report: Report) -> list[str]:
     final ones, at which step."""
     seen: Counter = Counter()
     for row in report.rows:
-        for r in (
-            counted(row.runs) if row.evaluation_of is None else ()
-        ):  # an evaluation-time variant: its parent's
+        # an evaluation-time variant: its parent's
+        for r in counted(row.runs) if row.evaluation_of is None else ():
             kind, step = (
                 (r.metrics or {}).get("scored_weights"),
                 (r.metrics or {}).get("scored_step"),

@@ -123,12 +123,10 @@ def tost(a: Sequence[float], b: Sequence[float], margin: float) -> float | None:
     if pair is None:
         return None
     xa, xb = pair
-    above = stats.ttest_ind(
-        xa + margin, xb, equal_var=False, alternative="greater"
-    )  # H0: Δ <= -margin
-    below = stats.ttest_ind(
-        xa - margin, xb, equal_var=False, alternative="less"
-    )  # H0: Δ >= +margin
+    # H0: Δ <= -margin
+    above = stats.ttest_ind(xa + margin, xb, equal_var=False, alternative="greater")
+    # H0: Δ >= +margin
+    below = stats.ttest_ind(xa - margin, xb, equal_var=False, alternative="less")
     return float(max(above.pvalue, below.pvalue))
 
 

@@ -35,9 +35,8 @@ class Budget:
     lengths), on one device; ``python -m src.report`` shows it for every variant."""
 
     params: int
-    shape: dict[
-        str, int
-    ]  # the model's FLOPs arguments for the nominal batch (batch_size, seq_len, …)
+    # the model's FLOPs arguments for the nominal batch (batch_size, seq_len, …)
+    shape: dict[str, int]
     tokens_per_step: (
         int  # tokens the model processes per optimizer step (nominal batch x accumulation)
     )
@@ -86,9 +85,8 @@ def training_budget(
 ) -> Budget:
     """The budget of ``task`` (an ``LMTask``) on its nominal batch: the task prepares the batch as
     in training and the model counts the FLOPs of the shape it gets."""
-    with torch.random.fork_rng(
-        devices=[]
-    ):  # an objective that draws (masked LM) leaves the run's RNG untouched
+    # an objective that draws (masked LM) leaves the run's RNG untouched
+    with torch.random.fork_rng(devices=[]):
         prep = task.prepare(nominal_batch(batch_format, batch_size, lengths))
     per_batch = int(task.model.training_flops(**prep.shape))
     return Budget(

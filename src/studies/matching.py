@@ -100,9 +100,8 @@ def compose_model(name: str) -> dict[str, Any]:
         return OmegaConf.to_container(cfg.model, resolve=True)  # type: ignore[return-value]
 
     try:
-        if (
-            GlobalHydra.instance().is_initialized()
-        ):  # inside a Hydra app (src.train): reuse its search path
+        # inside a Hydra app (src.train): reuse its search path
+        if GlobalHydra.instance().is_initialized():
             return _compose()
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return _compose()

@@ -83,9 +83,8 @@ def fit_power_law(n: Sequence[float], loss: Sequence[float]) -> PowerLaw:
     x = x_raw / n_ref
     p0 = _start(x, y)
     with warnings.catch_warnings():
-        warnings.simplefilter(
-            "ignore", OptimizeWarning
-        )  # a 3-point fit has no covariance: we do not use it
+        # a 3-point fit has no covariance: we do not use it
+        warnings.simplefilter("ignore", OptimizeWarning)
         (e, a, alpha), _ = curve_fit(
             _model,
             x,

@@ -76,9 +76,8 @@ class Protocol:
     only."""
 
     factors: list[str] = field(default_factory=list)
-    tune: dict[str, list[str]] = field(
-        default_factory=dict
-    )  # key -> canonical candidates ([] = those run)
+    # key -> canonical candidates ([] = those run)
+    tune: dict[str, list[str]] = field(default_factory=dict)
     design: str = "grid"
     tune_seeds: list[str] = field(default_factory=list)
     seeds: list[str] = field(default_factory=list)

@@ -83,9 +83,8 @@ def job_dirname(override_dirname: Any = "", max_len: int = MAX_DIRNAME) -> str:
     """A directory name from Hydra's ``override_dirname`` (``model/position=rope,seed=1`` ->
     ``model.position=rope,seed=1``); empty -> ``default``; too long -> a prefix plus a hash."""
     text = "" if override_dirname is None else str(override_dirname)
-    text = ",".join(
-        item for item in text.split(",") if not _RESUME_ITEM.match(item)
-    )  # see _RESUME_ITEM
+    # see _RESUME_ITEM
+    text = ",".join(item for item in text.split(",") if not _RESUME_ITEM.match(item))
     name = _UNSAFE.sub("_", text.replace("/", "."))
     if not name:
         return "default"
@@ -225,9 +224,8 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
             f"sweep_resume.skip_completed={node.get('skip_completed')!r} is invalid: true or false"
         )
     if not node or not node.get("skip_completed", False) or not _is_rank_zero():
-        if (
-            _is_rank_zero() and _in_multirun()
-        ):  # stamp anyway: a re-run with skip_completed then knows this job
+        # stamp anyway: a re-run with skip_completed then knows this job
+        if _is_rank_zero() and _in_multirun():
             run_dir = run_dir_of(cfg)
             stamp = read_json(run_dir / STAMP) or {}
             fp = fingerprint(cfg, run_dir)
@@ -326,9 +324,8 @@ def _write_stamp(
     run_dir.mkdir(parents=True, exist_ok=True)
     attempts = int(stamp.get("attempt", 0)) + 1 if same else 1
     now = time.time()
-    first = stamp.get(
-        "first_started", stamp.get("started", now)
-    )  # when the job first ran here: the report's order
+    # when the job first ran here: the report's order
+    first = stamp.get("first_started", stamp.get("started", now))
     atomic_write(
         run_dir / STAMP,
         json.dumps(

@@ -58,9 +58,8 @@ class RunRecord:
     path: Path
     overrides: dict[str, str]  # key -> value as typed on the command line (leading +/~ dropped)
     config: dict[str, Any]  # .hydra/config.yaml (interpolations unresolved)
-    metrics: (
-        dict[str, Any] | None
-    )  # metrics.json (plus merged evaluation figures); None: no metrics.json
+    # metrics.json (plus merged evaluation figures); None: no metrics.json
+    metrics: dict[str, Any] | None
     job_num: int = 0
     first_started: float | None = (
         None  # when the job first ran (src/studies/resume.py stamp), for the sweep order
@@ -355,9 +354,8 @@ class Variant:
 
     key: tuple[tuple[str, str], ...]  # the variant-defining overrides, sorted
     runs: list[RunRecord]
-    implied: dict[str, str] = field(
-        default_factory=dict
-    )  # varying keys this variant did not override: config values
+    # varying keys this variant did not override: config values
+    implied: dict[str, str] = field(default_factory=dict)
 
     def values(self) -> dict[str, str]:
         """Override values, plus the config's value for varying keys the variant left at their

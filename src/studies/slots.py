@@ -52,9 +52,8 @@ class Slot:
     index: int  # 0 .. count-1
     count: int  # jobs at once (hydra.launcher.n_jobs, resolved)
     cpus: tuple[int, ...]
-    gpus: (
-        tuple[str, ...] | None
-    )  # CUDA device ids given to this slot; None on a machine without GPUs
+    # CUDA device ids given to this slot; None on a machine without GPUs
+    gpus: tuple[str, ...] | None
 
 
 _held: tuple[Slot, int] | None = None  # this process's slot and the descriptor of its lock
@@ -153,9 +152,8 @@ def pin_job(
     found = joblib_slots(hydra_cfg)
     if found is None:
         return None
-    if (
-        _held is None
-    ):  # a worker's first job; its later jobs keep the slot, the pinning and the devices
+    # a worker's first job; its later jobs keep the slot, the pinning and the devices
+    if _held is None:
         _held = _claim_and_pin(*found, accelerator=accelerator)
     slot = _held[0]
     threads = int(cpu_threads) if cpu_threads else len(slot.cpus)

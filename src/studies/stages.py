@@ -29,12 +29,10 @@ class Plan:
     protocol: Protocol
     sweep_dir: Path
     fixed: list[str]  # the overrides every job gets (no sweeps)
-    variants: list[
-        dict[str, str]
-    ]  # factor override text -> value, one dict per variant (override keys as typed)
-    steps: list[
-        int | None
-    ]  # solved trainer.max_steps per variant (flops / tokens matching), else None
+    # factor override text -> value, one dict per variant (override keys as typed)
+    variants: list[dict[str, str]]
+    # solved trainer.max_steps per variant (flops / tokens matching), else None
+    steps: list[int | None]
 
 
 def compose(overrides: Sequence[str]) -> Any:
@@ -190,9 +188,8 @@ def confirm_commands(p: Plan, auto_seeds: Callable[[Plan], list[str]]) -> list[l
     out = []
     for v, steps in zip(p.variants, p.steps):
         want = {parse_override(k)[0]: canonical(x) for k, x in v.items()}
-        if (
-            steps is not None
-        ):  # flops / tokens matching: the tune runs at this variant's solved steps
+        # flops / tokens matching: the tune runs at this variant's solved steps
+        if steps is not None:
             want["trainer.max_steps"] = canonical(steps)
         match = [
             t

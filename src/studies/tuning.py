@@ -33,9 +33,8 @@ from src.studies.runs import RunRecord, Variant, config_value, group_runs
 class Candidate:
     values: dict[str, str]  # tuned key -> canonical value
     runs: list[RunRecord]  # the selection runs at these values
-    score: (
-        float | None
-    )  # mean selection metric over seeds; inf: a seed diverged; None: nothing to score
+    # mean selection metric over seeds; inf: a seed diverged; None: nothing to score
+    score: float | None
     seeds: list[Any] = field(default_factory=list)  # seeds that entered the score
     note: str = ""
 

@@ -23,9 +23,8 @@ def device_precision(accelerator: str = "auto") -> str:
     """``bf16-mixed`` when ``accelerator`` resolves to CUDA GPUs with bfloat16, else ``32``."""
     import torch
 
-    if (
-        str(accelerator) not in GPU_ACCELERATORS or torch.cuda.device_count() == 0
-    ):  # NVML: CUDA not initialised
+    # NVML: CUDA not initialised
+    if str(accelerator) not in GPU_ACCELERATORS or torch.cuda.device_count() == 0:
         return "32"
     return "bf16-mixed" if torch.cuda.is_bf16_supported() else "32"
 

@@ -51,9 +51,8 @@ def harden_trainer(trainer: Any, cfg: Mapping[str, Any] | Any) -> Any:
             (i for i, c in enumerate(trainer.callbacks) if isinstance(c, Checkpoint)),
             len(trainer.callbacks),
         )
-        trainer.callbacks.insert(
-            at, guard
-        )  # before the checkpoint callbacks, like Lightning orders them
+        # before the checkpoint callbacks, like Lightning orders them
+        trainer.callbacks.insert(at, guard)
     if not any(isinstance(c, Preemption) for c in trainer.callbacks):
         trainer.callbacks.append(Preemption())
     return trainer

@@ -51,9 +51,8 @@ def configure_backends(cfg: DictConfig) -> None:
     """Seed (python, numpy, torch, dataloader workers), CPU threads and float32 matmul precision."""
     pl.seed_everything(int(cfg.seed), workers=True, verbose=False)
     threads = cfg.get("cpu_threads")
-    if (
-        threads
-    ):  # small models on a few shared cores: OpenMP threads spinning against each other cost ~10x
+    # small models on a few shared cores: OpenMP threads spinning against each other cost ~10x
+    if threads:
         torch.set_num_threads(int(threads))
     if torch.cuda.is_available():
         allow = bool(cfg.get("tf32", True))
@@ -72,9 +71,8 @@ def train(cfg: DictConfig) -> float | None:
     """Fit (and test) one configuration; write metrics.json; return the best
     ``optimized_metric``."""
     t0 = time.perf_counter()
-    origin = (
-        provenance()
-    )  # read now, not at the end: a commit or an edit during a long run is not this run's code
+    # read now, not at the end: a commit or an edit during a long run is not this run's code
+    origin = provenance()
     run_dir = output_dir(cfg)
     monitor = str(cfg.get("optimized_metric") or "val/loss")
     summary = RunSummary(monitor=monitor)
@@ -99,9 +97,8 @@ def train(cfg: DictConfig) -> float | None:
                     run.task, datamodule=run.datamodule, ckpt_path=summary.scored[2], verbose=False
                 )
         except BaseException as e:
-            stopped = preemption_error(
-                e, trainer
-            )  # SIGTERM / SLURM's signal: Preempted, naming the checkpoint written
+            # SIGTERM / SLURM's signal: Preempted, naming the checkpoint written
+            stopped = preemption_error(e, trainer)
             _record(run_dir, "failed", stopped or e, run, trainer, summary, t0, origin)
             close_loggers(trainer, failed=True)
             if stopped is not None:
@@ -130,9 +127,8 @@ def validate_final_weights(trainer: pl.Trainer, run: Run, summary: RunSummary) -
         or not summary.history
     ):  # no validation at all: the run asked for none
         return
-    with logged_as_last_fit_step(
-        trainer
-    ):  # its val/* rows at the fit's convention (global_step - 1)
+    # its val/* rows at the fit's convention (global_step - 1)
+    with logged_as_last_fit_step(trainer):
         trainer.validate(run.task, datamodule=run.datamodule, verbose=False)
 
 
@@ -173,20 +169,17 @@ def _record(
     tokens = task.tokens_seen if task is not None else 0
     record["tokens_seen"] = tokens
     record["wall_time_s"] = round(time.perf_counter() - t0, 3)
-    record["throughput_tokens_per_s"] = (
-        summary.tokens_per_s
-    )  # the one definition (src/callbacks/summary.py)
+    # the one definition (src/callbacks/summary.py)
+    record["throughput_tokens_per_s"] = summary.tokens_per_s
     best = summary.best
     record["best_step"] = best[0] if best is not None else None
     record["global_step"] = int(trainer.global_step) if trainer is not None else 0
-    if (
-        summary.scored is not None
-    ):  # the weights test/* scored: "best" (by validation) or "final", and their step
+    # the weights test/* scored: "best" (by validation) or "final", and their step
+    if summary.scored is not None:
         record["scored_weights"], record["scored_step"] = summary.scored[0], summary.scored[1]
     record.update(sorted(summary.final.items()))
-    for cb in (
-        trainer.callbacks if trainer is not None else []
-    ):  # run-level values of a callback (probes' induction step)
+    # run-level values of a callback (probes' induction step)
+    for cb in trainer.callbacks if trainer is not None else []:
         run_record = getattr(cb, "run_record", None)
         if callable(run_record):
             record.update(run_record())

@@ -48,9 +48,8 @@ def resolve_vocab(plain: dict[str, Any], tokenizer: Tokenizer, n_reserved: int) 
     ``vocab_size_from=tokenizer``: model.vocab_size = tokenizer.vocab_size + ids reserved by the
     task. ``vocab_size_from=model``: keep model.vocab_size; it must hold the tokenizer's ids and the
     reserved ones."""
-    mode = plain.get(
-        "vocab_size_from", "tokenizer"
-    )  # tokenizer | model (checked by validate_run_config)
+    # tokenizer | model (checked by validate_run_config)
+    mode = plain.get("vocab_size_from", "tokenizer")
     model = plain["model"]
     needed = tokenizer.vocab_size + n_reserved
     extra = f" (+{n_reserved} id(s) reserved by task={plain['task']['name']})" if n_reserved else ""
@@ -78,16 +77,14 @@ def build_run(
     cfg: DictConfig | Mapping[str, Any], *, rank: int | None = None, world_size: int | None = None
 ) -> Run:
     """Tokenizer, datamodule, resolved config and task from a composed run config."""
-    checked = validate_run_config(
-        cfg
-    )  # every config-only check, once, before anything heavy (docs/reliability.md)
+    # every config-only check, once, before anything heavy (docs/reliability.md)
+    checked = validate_run_config(cfg)
     plain = checked.plain
     cls: type[LMTask] = TASKS.get(plain["task"]["name"])  # type: ignore[assignment]
     tokenizer = build_tokenizer(plain["tokenizer"])
     max_seq_len = int(plain["model"]["max_seq_len"])
-    block_size = (
-        max_seq_len if plain.get("block_size") is None else int(plain["block_size"])
-    )  # 0 refused by validate
+    # 0 refused by validate
+    block_size = max_seq_len if plain.get("block_size") is None else int(plain["block_size"])
     batch_format = BATCH_FORMATS[SOURCES.get(plain["data"]["name"]).kind]
     datamodule = build_datamodule(
         plain["data"],
@@ -104,12 +101,10 @@ def build_run(
     specials = cls.special_ids(plain["task"], tokenizer, plain["model"])
     plain["task"].update(specials.ids)
     resolve_vocab(plain, tokenizer, specials.n_reserved)
-    datamodule.vocab_size = int(
-        plain["model"]["vocab_size"]
-    )  # setup checks every token id against it
-    if apply_match_params(
-        plain
-    ):  # match_params: model sizes solved to a reference's parameter count (studies/matching.py)
+    # setup checks every token id against it
+    datamodule.vocab_size = int(plain["model"]["vocab_size"])
+    # match_params: model sizes solved to a reference's parameter count (studies/matching.py)
+    if apply_match_params(plain):
         model = ModelConfig.from_dict(plain["model"])  # a new model config: validated as it is made
     else:  # the validated config with what the tokenizer decided (vocabulary size, special ids)
         model = dataclasses.replace(
@@ -122,16 +117,14 @@ def build_run(
         optimizer_config=checked.optimizer,
         schedule_config=checked.schedule,
     )
-    if plain.get(
-        "init_from"
-    ):  # fine-tuning: only the weights of that checkpoint (src/checkpoints/load.py)
+    # fine-tuning: only the weights of that checkpoint (src/checkpoints/load.py)
+    if plain.get("init_from"):
         init_from_checkpoint(task, plain["init_from"], resume_path=plain.get("ckpt_path"))
     run = Run(
         cfg=plain, tokenizer=tokenizer, datamodule=datamodule, task=task, batch_format=batch_format
     )
-    write_budget(
-        run
-    )  # budget.json: parameters, training FLOPs per step and per token (src/studies/matching.py)
+    # budget.json: parameters, training FLOPs per step and per token (src/studies/matching.py)
+    write_budget(run)
     return run
 
 
@@ -154,6 +147,5 @@ def build_trainer(cfg: DictConfig, extra_callbacks: list[pl.Callback] = ()) -> p
         logger=loggers or False,
         _convert_="partial",
     )
-    return harden_trainer(
-        trainer, cfg
-    )  # atomic weights-only checkpoints, non-finite loss guard (docs/reliability.md)
+    # atomic weights-only checkpoints, non-finite loss guard (docs/reliability.md)
+    return harden_trainer(trainer, cfg)

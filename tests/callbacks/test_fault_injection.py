@@ -104,9 +104,8 @@ def test_sigkill_three_times_then_resume_equals_uninterrupted(
     assert (info["what"], info["step"]) == ("validation", 16)
     on_disk = _load_all(ckpts)
     assert on_disk["last.ckpt"]["global_step"] == 12
-    assert not list(
-        ckpts.glob(".*.tmp")
-    )  # the stale temporary file went with the next successful save
+    # the stale temporary file went with the next successful save
+    assert not list(ckpts.glob(".*.tmp"))
 
     # 4. resume to the end
     log = tmp_path / "final.log"

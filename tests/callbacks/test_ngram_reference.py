@@ -29,9 +29,8 @@ def test_ngram_reference_scores_the_runs_own_batches(tmp_path: Path) -> None:
     ref = json.loads((run / "ngram.json").read_text())
     metrics = json.loads((run / "metrics.json").read_text())
     assert ref["orders"] == [1, 3] and set(ref["val"]) == set(ref["test"]) == {"1", "3"}
-    assert (
-        ref["val"]["3"]["tokens"] == 2 * 4 * 32 and ref["test"]["3"]["tokens"] == 2 * 4 * 32
-    )  # 2 batches x 4 x T
+    # 2 batches x 4 x T
+    assert ref["val"]["3"]["tokens"] == 2 * 4 * 32 and ref["test"]["3"]["tokens"] == 2 * 4 * 32
     assert ref["val"]["3"]["loss"] < ref["val"]["1"]["loss"] and metrics["status"] == "completed"
     # the same numbers from the model fitted here on the training split, scored on the first val windows
     from src.data.datamodule import build_datamodule
@@ -47,6 +46,5 @@ def test_ngram_reference_scores_the_runs_own_batches(tmp_path: Path) -> None:
     corpus = dm.reference_corpus()
     model = KneserNey(3, ref["vocab_size"]).fit(corpus.sequences, start=corpus.start)
     assert model.nll(windows, 3) == (pytest.approx(ref["val"]["3"]["loss"], rel=1e-12), 256)
-    assert (
-        len(list((cache / "ngram").glob("*.json"))) == 2
-    )  # val and test results cached by content
+    # val and test results cached by content
+    assert len(list((cache / "ngram").glob("*.json"))) == 2

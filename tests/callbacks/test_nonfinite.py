@@ -45,9 +45,8 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(
     with pytest.raises(NonFiniteLossError) as info:
         train(cfg)
     last = tmp_path / "checkpoints" / "last.ckpt"
-    text = str(
-        info.value
-    )  # the step, the setting that stopped it, the checkpoint to resume from, the fixes
+    # the step, the setting that stopped it, the checkpoint to resume from, the fixes
+    text = str(info.value)
     assert (
         "non-finite training loss (NaN/inf) at step 6; the run stopped (reliability.nonfinite=stop)"
         in text

@@ -133,9 +133,8 @@ def test_sigterm_slurm_signal_and_validation_then_resume_equals_uninterrupted(
     )
     log = (tmp_path / "1.log").read_text()
     assert proc.returncode == 128 + signal.SIGTERM, log[-3000:]
-    message = log.rstrip().splitlines()[
-        -1
-    ]  # one line: the signal, the step, the checkpoint, how to resume
+    # one line: the signal, the step, the checkpoint, how to resume
+    message = log.rstrip().splitlines()[-1]
     assert (
         message.startswith(f"preempted by SIGTERM at step 6: wrote {last}")
         and "Traceback" not in log
@@ -191,9 +190,8 @@ def test_sigterm_slurm_signal_and_validation_then_resume_equals_uninterrupted(
     assert resumed["global_step"] == ref["global_step"] == 16
     assert not _same_weights(ref, resumed), "weights differ from the uninterrupted run"
     got, want = _curves(run_dir), _curves(ref_dir)
-    assert (
-        len(want["val/loss"]) == 4 and got == want
-    )  # every step logged once, at the same step, same values
+    # every step logged once, at the same step, same values
+    assert len(want["val/loss"]) == 4 and got == want
 
 
 def test_preempted_sweep_job_is_resumed_not_restarted(
@@ -222,9 +220,8 @@ def test_preempted_sweep_job_is_resumed_not_restarted(
     again = procs.start(sweep, log)
     assert again.wait(timeout=300) == 0, log.read_text()[-3000:]
     text = log.read_text()
-    assert (
-        f"continuing from {last}" in text and not (jobs / "0" / "attempts").exists()
-    )  # resumed, not restarted
+    # resumed, not restarted
+    assert f"continuing from {last}" in text and not (jobs / "0" / "attempts").exists()
     assert json.loads((jobs / "0" / ".sweep_job.json").read_text())["attempt"] == 2
     for job in ("0", "1"):
         assert json.loads((jobs / job / "metrics.json").read_text())["status"] == "completed"

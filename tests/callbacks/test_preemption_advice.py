@@ -60,9 +60,8 @@ def test_the_advised_rerun_resumes_the_same_job_directories(
     again = procs.start(rerun, log)
     assert again.wait(timeout=300) == 0, log.read_text()[-3000:]
     after = sorted(p.name for p in sweep_dir.iterdir() if p.is_dir())
-    assert len(after) == 2 and set(before) <= set(after), (
-        after
-    )  # the preempted job's directory, and the second job's
+    # the preempted job's directory, and the second job's
+    assert len(after) == 2 and set(before) <= set(after), after
     assert not any("sweep_resume" in name for name in after), after  # no second set of directories
     assert f"continuing from {first / 'checkpoints' / 'last.ckpt'}" in log.read_text()
     for job in after:

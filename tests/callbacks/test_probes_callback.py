@@ -120,9 +120,8 @@ def test_training_is_bit_identical_with_and_without_probes(tmp_path: Path) -> No
     runner.train(compose_train([*base, "callbacks.probes.every_n_steps=1"], tmp_path / "on"))
     off, on = read_csv_metrics(tmp_path / "off"), read_csv_metrics(tmp_path / "on")
     for key in ("train/loss", "val/loss"):
-        assert series(off, key) and series(off, key) == series(on, key), (
-            key
-        )  # == on floats: bit for bit
+        # == on floats: bit for bit
+        assert series(off, key) and series(off, key) == series(on, key), key
     assert metrics(tmp_path / "off")["test/loss"] == metrics(tmp_path / "on")["test/loss"]
     probed = series(on, "probe/induction_max")
     assert sorted(probed) == [0, 1, 2, 3, 4, 5, 6]  # before the first step, then after each

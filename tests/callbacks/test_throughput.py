@@ -53,9 +53,8 @@ def test_timed_updates_only_on_logging_steps(
         9,
         12,
     ]  # one timed update per logging step, cumulative batch counts
-    assert all(
-        b % 3 == 0 for b in timed if b > 2
-    )  # validation batches (<= 2 per run) aside, none in between
+    # validation batches (<= 2 per run) aside, none in between
+    assert all(b % 3 == 0 for b in timed if b > 2)
 
     rows = read_csv_metrics(run_dir)
     tok_s = series(rows, "train/device/items_per_sec")

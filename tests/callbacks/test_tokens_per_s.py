@@ -13,9 +13,8 @@ from src.training.console import final_figures
 
 
 def test_validation_time_is_not_training_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = iter(
-        [100.0, 110.0, 115.0, 120.0, 130.0]
-    )  # train start, val start, val end, (read), fit end
+    # train start, val start, val end, (read), fit end
+    clock = iter([100.0, 110.0, 115.0, 120.0, 130.0])
     monkeypatch.setattr(summary_module.time, "perf_counter", lambda: next(clock))
     trainer = SimpleNamespace(sanity_checking=False, callback_metrics={}, global_step=4)
     module = SimpleNamespace(tokens_seen=1000)  # a resumed run: 1000 tokens before this start
@@ -25,9 +24,8 @@ def test_validation_time_is_not_training_time(monkeypatch: pytest.MonkeyPatch) -
     s.on_train_batch_end(trainer, module, None, None, 0)
     s.on_validation_start(trainer, module)  # t = 110
     s.on_validation_end(trainer, module)  # t = 115: 5 s of validation
-    assert s.tokens_per_s == pytest.approx(
-        2000 / (120 - 100 - 5)
-    )  # t = 120, live (the progress bar)
+    # t = 120, live (the progress bar)
+    assert s.tokens_per_s == pytest.approx(2000 / (120 - 100 - 5))
     s.on_fit_end(trainer, module)  # t = 130
     assert s.train_time_s == pytest.approx(25.0) and s.tokens_per_s == pytest.approx(2000 / 25.0)
 

@@ -73,9 +73,8 @@ def test_an_edited_checkpoint_cannot_delete_a_file_outside_the_run(
     key, state = next((k, v) for k, v in ckpt["callbacks"].items() if "best_k_models" in v)
     crafted = f"{state['dirpath']}/../../../victim.txt"
     assert Path(crafted).resolve() == victim.resolve()
-    worse = torch.tensor(
-        99.0
-    )  # worse than any real val/loss: Lightning deletes it when a better one comes
+    # worse than any real val/loss: Lightning deletes it when a better one comes
+    worse = torch.tensor(99.0)
     state.update(
         best_k_models={crafted: worse},
         kth_best_model_path=crafted,
@@ -108,10 +107,8 @@ def test_a_moved_run_directory_resumes_and_tests(
         and metrics.get("test/loss") is not None
     )
     names = sorted(p.name for p in (moved / "checkpoints").iterdir())
-    assert "last.ckpt" in names and not [
-        n for n in names if "-v1" in n
-    ]  # continued in place, no second series
-    assert (
-        len([n for n in names if n.startswith("best-")]) == 1
-    )  # the top-1 record survived the move
+    # continued in place, no second series
+    assert "last.ckpt" in names and not [n for n in names if "-v1" in n]
+    # the top-1 record survived the move
+    assert len([n for n in names if n.startswith("best-")]) == 1
     assert not first.exists()

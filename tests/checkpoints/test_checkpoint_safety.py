@@ -91,9 +91,8 @@ def test_torn_checkpoint_is_reported(tiny_ckpt: Path, tmp_path: Path) -> None:
         safe_torch_load(torn)
     text = str(info.value)
     assert text.startswith(f"{torn} is not a readable checkpoint (")
-    assert (
-        "checkpoints/last.ckpt" in text and "ckpt_path=null" in text
-    )  # the fix: another checkpoint, or start fresh
+    # the fix: another checkpoint, or start fresh
+    assert "checkpoints/last.ckpt" in text and "ckpt_path=null" in text
 
 
 def test_resume_with_a_different_model_names_keys_shapes_and_settings(
@@ -151,9 +150,8 @@ def test_interrupted_save_keeps_the_old_file(
     dest, old = _old_file(tmp_path)
 
     def interrupt(tmp: Path, path: Path) -> None:
-        assert (
-            len(list(tmp_path.glob(".last.ckpt.*.tmp"))) == 1
-        )  # the new file is complete, under its temp name
+        # the new file is complete, under its temp name
+        assert len(list(tmp_path.glob(".last.ckpt.*.tmp"))) == 1
         raise KeyboardInterrupt
 
     monkeypatch.setattr(files, "_replace", interrupt)

@@ -47,9 +47,8 @@ def test_a_flipped_bit_is_refused_on_load(trained: Path, tmp_path: Path) -> None
     ckpt = torch.load(trained, weights_only=True)
     name, weight = max(ckpt["state_dict"].items(), key=lambda kv: kv[1].numel())
     raw = trained.read_bytes()
-    at = raw.find(
-        weight.contiguous().view(torch.uint8).numpy().tobytes()[:64]
-    )  # the tensor's bytes in the zip
+    # the tensor's bytes in the zip
+    at = raw.find(weight.contiguous().view(torch.uint8).numpy().tobytes()[:64])
     assert at > 0
     damaged = bytearray(raw)
     damaged[at + 2] ^= 0x10  # one bit of one float of the largest weight
@@ -92,9 +91,8 @@ def test_a_real_full_disk_in_torchs_zip_writer_is_a_checkpoint_error(
         state = torch.load(trained, weights_only=True)
         small = seal({"state_dict": {"w": torch.zeros(10)}})
         atomic_torch_save(small, old)
-        fill(
-            disk, leave=64 * 1024
-        )  # more than ~8 KB free: torch's writer fails with RuntimeError, not OSError
+        # more than ~8 KB free: torch's writer fails with RuntimeError, not OSError
+        fill(disk, leave=64 * 1024)
         with pytest.raises(CheckpointError) as info:
             atomic_torch_save(seal(state), old)  # ~300 kB
         assert str(old) in str(info.value) and "previous file at that path is kept" in str(

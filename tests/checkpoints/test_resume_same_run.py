@@ -83,9 +83,8 @@ def test_resume_refuses_a_different_run(
     with pytest.raises(CheckpointError) as info:
         _resume(compose, tiny, trained, tmp_path, *extra)
     n = details.count("\n") + 1
-    text = str(
-        info.value
-    )  # the file, every key that differs with both values, and the three ways on
+    # the file, every key that differs with both values, and the three ways on
+    text = str(info.value)
     assert text.startswith(
         f"{trained} was trained with a different config ({n} key(s) differ):\n{details}\n"
     )

@@ -39,9 +39,8 @@ class Case:
     id: str
     overrides: list[str]
     error: type[BaseException]
-    names: tuple[
-        str, ...
-    ]  # the key and the offending value, as the message writes them ("model.n_head=5")
+    # the key and the offending value, as the message writes them ("model.n_head=5")
+    names: tuple[str, ...]
     fix: str  # a stable part of the fix
     hardware: Hardware = field(default_factory=lambda: CPU)
 
@@ -548,9 +547,8 @@ def test_more_cpu_processes_than_cores_warns_with_the_cost(compose: Callable[...
     with pytest.warns(UserWarning) as caught:
         validate_run_config(compose("trainer=ddp_cpu", "trainer.devices=4"), hardware=two_cores)
     [text] = [str(w.message) for w in caught if "trainer.devices" in str(w.message)]
-    assert text.startswith(
-        "trainer.devices=4 starts 4 training processes on 2 usable CPU cores"
-    )  # key, value
+    # key, value
+    assert text.startswith("trainer.devices=4 starts 4 training processes on 2 usable CPU cores")
     assert "0.5 of a core" in text and "more than 2x as long" in text  # the cost
     assert "use trainer.devices=2 or fewer" in text  # the fix
     import warnings

@@ -79,13 +79,11 @@ def test_a_new_run_refuses_a_directory_holding_a_run(
     )
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert f"hydra.run.dir={run} already holds a run" in r.stderr
-    assert (
-        f"ckpt_path={run / 'checkpoints' / 'last.ckpt'}" in r.stderr
-    )  # the fix: resume, or another directory
+    # the fix: resume, or another directory
+    assert f"ckpt_path={run / 'checkpoints' / 'last.ckpt'}" in r.stderr
     assert hydra_files(run) == saved  # Hydra's write of the refused run's config was undone
-    assert (
-        sorted(p.relative_to(run) for p in run.rglob("*") if p.suffix != ".log") == before
-    )  # no last-v1, no version_1
+    # no last-v1, no version_1
+    assert sorted(p.relative_to(run) for p in run.rglob("*") if p.suffix != ".log") == before
     r = subprocess.run(
         [*cmd, "trainer.max_steps=6", f"ckpt_path={run / 'checkpoints' / 'last.ckpt'}"],
         cwd=REPO,
@@ -145,9 +143,8 @@ def test_a_sweep_job_refused_after_hydras_write_leaves_the_runs_config_as_it_was
             timeout=300,
         )
         assert sweep.returncode != 0 and f"{run} is in use by another running job" in sweep.stderr
-        assert (
-            hydra_files(run) != saved
-        )  # Hydra wrote the sweep job's files before any lock could be taken
+        # Hydra wrote the sweep job's files before any lock could be taken
+        assert hydra_files(run) != saved
         marker.unlink()
         assert first.wait(timeout=300) == 0, (tmp_path / "first.log").read_text()[-2000:]
     finally:

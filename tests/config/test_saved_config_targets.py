@@ -97,6 +97,5 @@ def test_the_configured_callbacks_and_loggers_pass(
     compose: Callable[..., DictConfig], tiny: tuple[str, ...]
 ) -> None:
     validate_run_config(compose(*tiny, "logger=csv"))
-    validate_run_config(
-        compose(*tiny, "logger=mlflow")
-    )  # a factory of ours (src.training.loggers.mlflow_logger)
+    # a factory of ours (src.training.loggers.mlflow_logger)
+    validate_run_config(compose(*tiny, "logger=mlflow"))

@@ -57,9 +57,8 @@ def test_swept_naming_adds_the_fixed_keys_to_hydras_overrides(
     SweepDirs().on_multirun_end(cfg)
     out = capsys.readouterr().out
     assert f"1 job folder(s) with metrics.json in {tmp_path.resolve()}" in out
-    assert out.rstrip().endswith(
-        f"python -m src.report {tmp_path.resolve()}"
-    )  # the last line says where to look
+    # the last line says where to look
+    assert out.rstrip().endswith(f"python -m src.report {tmp_path.resolve()}")
 
 
 def test_name_by_all_leaves_the_overrides_alone(tmp_path: Path) -> None:

@@ -60,9 +60,8 @@ def test_each_kind_of_misspelling_names_the_closest(
 
 def test_no_close_name_or_a_valid_line_is_left_to_hydra() -> None:
     assert misspelling("train", ["model.norm_placement=post", "experiment=quickstart"]) is None
-    assert (
-        misspelling("train", ["model.zzzzqqq=1"]) is None
-    )  # nothing close: Hydra's advice (+key) stands
+    # nothing close: Hydra's advice (+key) stands
+    assert misspelling("train", ["model.zzzzqqq=1"]) is None
     assert misspelling("train", ["+model.new_key=1"]) is None  # adding a key is Hydra's business
 
 
@@ -73,9 +72,8 @@ def test_sweeps_check_every_value_and_flags_are_skipped() -> None:
         "seed=1",
         "model/position=rope",
     ]
-    assert (
-        command_line_overrides(["-m", "a=1", "--config-name", "x"]) is None
-    )  # another primary config: not ours to check
+    # another primary config: not ours to check
+    assert command_line_overrides(["-m", "a=1", "--config-name", "x"]) is None
     assert command_line_overrides(["-m", "a=1", "--info", "config"]) == ["a=1"]
     # Optuna's interval sweep does not enumerate: nothing to compose, and no error of ours
     check_command_line(

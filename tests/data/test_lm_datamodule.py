@@ -112,13 +112,11 @@ def test_ddp_ranks_get_distinct_train_batches_and_disjoint_val_windows(cache_dir
     t0, t1 = (next(iter(dm.train_dataloader()))["tokens"] for dm in ranks)
     assert not torch.equal(t0, t1)
     w = [dm._windows("val") for dm in ranks]
-    assert (
-        w[0].per_rank == w[1].per_rank == 50
-    )  # 101 windows: the last one is dropped, none duplicated
+    # 101 windows: the last one is dropped, none duplicated
+    assert w[0].per_rank == w[1].per_rank == 50
     assert set(w[0].windows.tolist()).isdisjoint(w[1].windows.tolist())
-    assert (
-        len(ranks[0].val_dataloader()) == len(ranks[1].val_dataloader()) == 13
-    )  # ceil(50 / 4) on every rank
+    # ceil(50 / 4) on every rank
+    assert len(ranks[0].val_dataloader()) == len(ranks[1].val_dataloader()) == 13
     single = make(cache_dir, data={"max_val_windows": 101})._windows("val")
     assert sorted(w[0].windows.tolist() + w[1].windows.tolist()) == single.windows[:100].tolist()
 
@@ -129,9 +127,8 @@ def test_val_windows_cover_the_split_without_overlap(cache_dir: str) -> None:
     val = torch.from_numpy(dm.tokens["val"].astype(np.int64))
     n = (len(val) - 1) // 16
     assert rows.shape == (n, 17)
-    assert torch.equal(
-        rows[:, :-1].reshape(-1), val[: n * 16]
-    )  # consecutive windows share exactly one token
+    # consecutive windows share exactly one token
+    assert torch.equal(rows[:, :-1].reshape(-1), val[: n * 16])
 
 
 def test_large_vocabularies_are_stored_as_uint32(tmp_path) -> None:

@@ -18,9 +18,8 @@ from tests.run_fixtures import compose  # noqa: F401  (pytest fixture)
 
 def _text(tmp_path: Path) -> Path:
     path = tmp_path / "input.txt"
-    path.write_text(
-        "".join(f"Line {i}: to be or not to be.\n" for i in range(400))
-    )  # 12,790 characters
+    # 12,790 characters
+    path.write_text("".join(f"Line {i}: to be or not to be.\n" for i in range(400)))
     return path
 
 
@@ -55,9 +54,8 @@ def test_on_input_txt_the_training_text_is_the_same_and_val_is_ours_plus_test(
         111540,
     )  # nanoGPT's train.bin / val.bin
     assert ours["train"] == theirs["train"]
-    assert (
-        ours["val"][0] + ours["test"][0] == theirs["val"][0]
-    )  # our val and test cut nanoGPT's val text in two
+    # our val and test cut nanoGPT's val text in two
+    assert ours["val"][0] + ours["test"][0] == theirs["val"][0]
 
 
 def test_the_token_cache_follows_the_val_text(tmp_path: Path, cache_dir: str) -> None:

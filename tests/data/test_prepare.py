@@ -53,9 +53,8 @@ def test_openwebtext_recipe_on_a_local_text_round_trips(
     train, val, test = (
         np.memmap(out / f"{s}.bin", dtype=np.uint16, mode="r") for s in ("train", "val", "test")
     )
-    assert (
-        len(train) == meta["tokens"]["train"] and train[-1] == tok.eos_token_id
-    )  # one document: eos at its end
+    # one document: eos at its end
+    assert len(train) == meta["tokens"]["train"] and train[-1] == tok.eos_token_id
     assert (
         tok.decode(train[:-1].tolist()) == text[:a] and tok.decode(val[:-1].tolist()) == text[a:b]
     )

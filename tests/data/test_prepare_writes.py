@@ -23,9 +23,8 @@ def test_a_full_disk_is_one_line_and_leaves_no_temporary_file(tmp_path: Path) ->
     disk = tmp_path / "disk"
     mount_tmpfs(disk, "400k")
     try:
-        fill(
-            disk, leave=100 * 1024
-        )  # past the output-dir probe (64 KiB), short of the tokens (~200 KB)
+        # past the output-dir probe (64 KiB), short of the tokens (~200 KB)
+        fill(disk, leave=100 * 1024)
         env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1", "HYDRA_FULL_ERROR": "0"}
         r = subprocess.run(
             [

@@ -125,9 +125,8 @@ def test_prepare_command_on_a_fineweb_format_file(
         cwd=tmp_path,
     )
     assert r.returncode == 0, r.stderr[-3000:]
-    assert (
-        r.stdout.strip().splitlines()[-1].startswith(f"prepared: {out}")
-    )  # the last line says where it went
+    # the last line says where it went
+    assert r.stdout.strip().splitlines()[-1].startswith(f"prepared: {out}")
     meta = json.loads((out / "meta.json").read_text())
     assert meta["tokens"]["train"] > 0 and meta["tokens"]["val"] > 0 and meta["dtype"] == "uint16"
     assert {p.name for p in out.iterdir()} == {"train.bin", "val.bin", "test.bin", "meta.json"}

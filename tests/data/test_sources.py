@@ -122,9 +122,8 @@ def test_text_files_globs_and_val_paths(tmp_path: Path, small_text: Path, cache_
             "cache_dir": cache_dir,
         }
     ).splits()
-    assert s["train"] == [
-        f"document {i}\n" * 50 for i in range(3)
-    ]  # both held-out splits from files: train keeps all
+    # both held-out splits from files: train keeps all
+    assert s["train"] == [f"document {i}\n" * 50 for i in range(3)]
 
 
 def test_cache_key_follows_content(tmp_path: Path, cache_dir: str) -> None:
@@ -167,9 +166,8 @@ def test_hf_source_on_a_local_json_file(tmp_path: Path, cache_dir: str) -> None:
     )  # val of 60, then test of 54
     assert s["train"].column_names == ["text"]
     texts = [set(s[k]["text"]) for k in ("train", "val", "test")]
-    assert not (
-        texts[0] & texts[1] or texts[0] & texts[2] or texts[1] & texts[2]
-    )  # three disjoint splits
+    # three disjoint splits
+    assert not (texts[0] & texts[1] or texts[0] & texts[2] or texts[1] & texts[2])
     tok = build_tokenizer({"name": "gpt2"})
     dm = build_datamodule(cfg, tok, block_size=8, batch_size=2, seed=0)
     dm.setup("fit")
@@ -248,9 +246,8 @@ def test_your_own_text_as_a_file_a_directory_or_json_lines_trains(
     (tmp_path / "docs.jsonl").write_text(
         "\n".join(json.dumps({"id": i, "body": text}) for i in range(4)) + "\n"
     )
-    assert (
-        len(build_source({"name": "text", "path": str(folder)}).files) == 3
-    )  # the .txt files, in name order
+    # the .txt files, in name order
+    assert len(build_source({"name": "text", "path": str(folder)}).files) == 3
     docs = build_source(
         {"name": "text", "path": str(tmp_path / "docs.jsonl"), "text_field": "body"}
     )._read([tmp_path / "docs.jsonl"])

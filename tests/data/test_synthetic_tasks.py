@@ -68,9 +68,8 @@ def test_induction_answers() -> None:
         cue = ex.prompt[-1]
         first = ex.prompt.index(cue)  # the cue occurs once before the second occurrence
         assert ex.prompt.count(cue) == 2 and first < len(ex.prompt) - 1
-        assert (
-            ex.answer == seq[first + 1 : first + 4]
-        )  # the tokens after the cue's first occurrence
+        # the tokens after the cue's first occurrence
+        assert ex.answer == seq[first + 1 : first + 4]
         firsts.add(first)
     assert len(firsts) > 5  # drawn afresh: no fixed offset finds the first occurrence
 
@@ -137,9 +136,8 @@ def test_splits_are_disjoint(name: str, args: dict[str, Any]) -> None:
     assert not prompts["val"] & prompts["test"]
     for split, ps in prompts.items():
         assert all(split_of(p) == split for p in ps)
-    train_again = {
-        src.example("train", i, stream=9).prompt for i in range(200)
-    }  # another run seed's stream
+    # another run seed's stream
+    train_again = {src.example("train", i, stream=9).prompt for i in range(200)}
     assert not train_again & prompts["test"]
 
 
@@ -217,9 +215,8 @@ def test_block_size_too_short_and_tokenizer() -> None:
     with pytest.raises(DataError) as e:
         SOURCES.get("copy").check_run({"length": 16}, block_size=20, tokenizer="char")
     msg = str(e.value)
-    assert (
-        "block_size=20" in msg and "data.length=16" in msg and "at least 32" in msg
-    )  # 17 + 16 - 1
+    # 17 + 16 - 1
+    assert "block_size=20" in msg and "data.length=16" in msg and "at least 32" in msg
     SOURCES.get("copy").check_run({"length": 16}, block_size=32, tokenizer="char")  # exactly fits
     with pytest.raises(DataError, match="needs tokenizer=char, not tokenizer=gpt2"):
         SOURCES.get("copy").check_run({}, block_size=64, tokenizer="gpt2")

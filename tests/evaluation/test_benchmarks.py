@@ -143,9 +143,8 @@ def test_perplexity_reads_wikitext2_lines(shared_file) -> None:
         "wikitext2", {"task": "perplexity", "path": str(shared_file("wikitext2/test.txt"))}
     )
     text, rows = task.text()
-    assert (
-        rows == 4358 and len(text.split()) == 241211
-    )  # lines and whitespace tokens, as SOURCE.txt counts
+    # lines and whitespace tokens, as SOURCE.txt counts
+    assert rows == 4358 and len(text.split()) == 241211
     assert task.text(limit=10)[1] == 10
 
 
@@ -213,6 +212,5 @@ def test_perplexity_on_a_data_source_and_on_token_bins(
         by_bin.metrics["ppl"] == pytest.approx(by_source.metrics["ppl"], rel=1e-6)
         and "bits_per_byte" not in by_bin.metrics
     )
-    assert (
-        task.run(scorer, limit=2).details["tokens_scored"] == 127
-    )  # two 64-token blocks: every token but the first
+    # two 64-token blocks: every token but the first
+    assert task.run(scorer, limit=2).details["tokens_scored"] == 127

@@ -220,9 +220,8 @@ def test_generate_from_decoder_and_encoder_decoder_checkpoints(checkpoints) -> N
     texts, printed = run_generate(
         checkpoints["decoder"], "prompt='The cat'", "num_samples=2", "seed=3"
     )
-    assert (
-        len(texts) == 2 and printed.startswith("The cat") and texts[0] in printed
-    )  # streamed after the prompt
+    # streamed after the prompt
+    assert len(texts) == 2 and printed.startswith("The cat") and texts[0] in printed
     again, _ = run_generate(checkpoints["decoder"], "prompt='The cat'", "num_samples=2", "seed=3")
     assert again == texts  # the seed fixes the samples
     texts, printed = run_generate(

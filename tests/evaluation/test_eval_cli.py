@@ -92,9 +92,8 @@ def test_mistakes_name_the_key_to_fix(tiny_gpt2_dir) -> None:
         evaluate(eval_cfg(f"pretrained={tiny_gpt2_dir}", "tasks=[]"))
     with pytest.raises(ValueError, match="exactly one of pretrained"):
         evaluate(eval_cfg("tasks=[lambada]", f"tasks.lambada.path={tiny_gpt2_dir / 'config.json'}"))
-    with pytest.raises(
-        ValueError, match=r"tasks\.lambada\.path='x' does not exist"
-    ):  # checked before any model loads
+    # checked before any model loads
+    with pytest.raises(ValueError, match=r"tasks\.lambada\.path='x' does not exist"):
         evaluate(eval_cfg("tasks=[lambada]", "tasks.lambada.path=x"))
     with pytest.raises(ValueError, match=r"tasks\.perplexity\.path"):
         evaluate(eval_cfg(f"pretrained={tiny_gpt2_dir}", "tasks=[perplexity]"))

@@ -11,9 +11,8 @@ from src.evaluation.scorer import Scorer
 
 
 def test_loglikelihood_rolling_scores_every_token(scorer: Scorer, hf_model, hf_reference) -> None:
-    text = (
-        "Rain fell all night, and by morning the river had risen above the old bridge. " * 9
-    )  # > 128 tokens
+    # > 128 tokens
+    text = "Rain fell all night, and by morning the river had risen above the old bridge. " * 9
     ids = scorer.tokenizer.encode(text)
     assert len(ids) > 2 * scorer.max_length
     # the harness's disjoint windows: 64 targets each, the first after <|endoftext|>, later ones after one token,

@@ -98,15 +98,13 @@ def test_a_scaling_override_rebuilds_the_model_with_its_weights(
         res[2].loss, rel=1e-6
     )
     scaled = with_scaling(model, node)
-    assert (
-        scaled.decoder.position.scaling is not None and model.decoder.position.scaling is None
-    )  # the model is untouched
+    # the model is untouched
+    assert scaled.decoder.position.scaling is not None and model.decoder.position.scaling is None
     x = tokens[:128][None]
     with torch.no_grad():
         assert not torch.equal(scaled(x).logits, model(x).logits)  # the rotation at 4x differs
-    assert res[0].loss == pytest.approx(
-        plain[0].loss, rel=1e-5
-    )  # factor 1 at the trained length: as trained
+    # factor 1 at the trained length: as trained
+    assert res[0].loss == pytest.approx(plain[0].loss, rel=1e-5)
 
 
 def test_scaling_metrics_have_their_own_prefix(

@@ -38,9 +38,8 @@ def test_unseen_character_names_character_position_and_line() -> None:
     with pytest.raises(DataError) as e:
         tok.encode("abc\nab=c€")
     msg = str(e.value)
-    assert (
-        "'='" in msg and "U+003D" in msg and "position 6" in msg and "line 2" in msg
-    )  # the first unseen one
+    # the first unseen one
+    assert "'='" in msg and "U+003D" in msg and "position 6" in msg and "line 2" in msg
     assert "replace" in msg  # the fix
 
 

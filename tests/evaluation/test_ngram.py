@@ -22,9 +22,8 @@ def brute_force_kn(train: list[list[int]], V: int, order: int, start: bool):
         for i in range(first, len(s)):
             for k in range(1, min(order, i + 1) + 1):
                 count[k][tuple(s[i - k + 1 : i + 1])] += 1
-    cont: list[Counter] = [
-        Counter() for _ in range(order + 1)
-    ]  # distinct left extensions with count > 0
+    # distinct left extensions with count > 0
+    cont: list[Counter] = [Counter() for _ in range(order + 1)]
     for k in range(2, order + 1):
         for g in count[k]:
             cont[k - 1][g[1:]] += 1
@@ -67,9 +66,8 @@ def test_matches_the_formula_written_with_dicts(start: bool) -> None:
     for s in train:  # some structure, so higher orders matter
         s[::3] = [2] * len(s[::3])
     model = KneserNey(4, V).fit([np.array(s) for s in train], start=start)
-    evals = [
-        list(rng.integers(0, V, 9)) + [5] for _ in range(5)
-    ]  # 5 never follows in a fixed context
+    # 5 never follows in a fixed context
+    evals = [list(rng.integers(0, V, 9)) + [5] for _ in range(5)]
     ref = brute_force_kn(train, V, 4, start)
     for order in (1, 2, 3, 4):
         got = model.probabilities([np.array(e) for e in evals], order, n_context=1, start=start)

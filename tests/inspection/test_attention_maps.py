@@ -73,9 +73,8 @@ def test_save_maps_writes_png_npy_pt(make_tiny_config: MakeConfig, tmp_path: Pat
     }
     assert (tmp_path / "layer00.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     saved = np.load(tmp_path / "layer01.npy")
-    np.testing.assert_array_equal(
-        saved, maps[1].probs[[0, 3]].numpy()
-    )  # [h, T, S], the chosen heads
+    # [h, T, S], the chosen heads
+    np.testing.assert_array_equal(saved, maps[1].probs[[0, 3]].numpy())
     bundle = torch.load(tmp_path / "attention.pt", weights_only=True)
     torch.testing.assert_close(bundle["maps"]["layer00"], maps[0].probs)  # every head
     assert bundle["queries"]["layer00"] == maps[0].queries

@@ -57,9 +57,8 @@ def test_report_prints_gpt2_small_figures() -> None:
         assert figure in text
     assert "24 MiB per layer, 288 MiB for 12 attention layers" in text
     assert "LM head (tied to tok_embed)" in text
-    assert (
-        "854,438,400" in text
-    )  # training FLOPs per token: 3 × model.forward_flops(1, 1024) / 1024
+    # training FLOPs per token: 3 × model.forward_flops(1, 1024) / 1024
+    assert "854,438,400" in text
 
 
 def test_parameter_table_rows_for_gpt2_small() -> None:
@@ -107,9 +106,8 @@ def test_flops_per_token_counts_every_matmul() -> None:
     model = meta_model(inspect_cfg())
     f = flops_per_token(model, 1024)
     C, L, T, V = 768, 12, 1024, 50257
-    weights = 2 * (
-        L * 12 * C * C + C * V
-    )  # per block qkv 3C², out C², up and down 4C² each; the tied head C·V
+    # per block qkv 3C², out C², up and down 4C² each; the tied head C·V
+    weights = 2 * (L * 12 * C * C + C * V)
     attention = L * 4 * T * C  # Q·Kᵀ and P·V: 2 · 2·H·D·T per token and layer (H·D = C)
     assert (f.weights, f.attention, f.forward) == (weights, attention, weights + attention)
     assert (f.forward, f.training, f.seq_len) == (284_812_800, 3 * 284_812_800, 1024)
@@ -192,9 +190,8 @@ def test_mermaid_post_norm_block() -> None:
         "dec_norm1 --> dec_ffn", "dec_ffn --> dec_add2", "dec_add2 --> dec_norm2", "dec_norm2 --> head",
     ]:  # fmt: skip
         assert edge in text, edge
-    assert (
-        "dec_in --> dec_norm1" not in text and "dec_final" not in text
-    )  # no final norm after post-norm
+    # no final norm after post-norm
+    assert "dec_in --> dec_norm1" not in text and "dec_final" not in text
     assert 'subgraph dec["decoder block × 6 (post-norm)"]' in text
 
 

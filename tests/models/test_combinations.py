@@ -47,9 +47,8 @@ QK_NORMS = [{"name": "none"}, {"name": "rmsnorm"}, {"name": "layernorm", "scope"
 
 CASES = []
 for family, placement in itertools.product(FAMILIES, PLACEMENTS):
-    for i, position in enumerate(
-        POSITIONS
-    ):  # 10 positions: each norm 5 times, each FFN twice, each QK-norm 3-4 times
+    # 10 positions: each norm 5 times, each FFN twice, each QK-norm 3-4 times
+    for i, position in enumerate(POSITIONS):
         CASES.append(
             (
                 family,
@@ -97,9 +96,8 @@ def test_combination(case: tuple) -> None:
     torch.manual_seed(0)
     family = case[0]
     model = build_model(config(*case))
-    if (
-        case[1] == "rezero"
-    ):  # α = 0 makes every block the identity: open the gates so the blocks are tested
+    # α = 0 makes every block the identity: open the gates so the blocks are tested
+    if case[1] == "rezero":
         with torch.no_grad():
             for name, p in model.named_parameters():
                 if name.endswith("_res.alpha"):

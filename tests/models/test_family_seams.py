@@ -101,9 +101,8 @@ def test_what_each_family_says_about_itself(name: str) -> None:
     assert model.needs_prefix_length == (name == "prefix_lm")
     assert model.left_to_right == (name != "encoder_only")
     assert model.prompt_is_source == (name == "encoder_decoder")
-    assert model.max_positions == (
-        None if name == "encoder_decoder" else 32
-    )  # the learned table's rows
+    # the learned table's rows
+    assert model.max_positions == (None if name == "encoder_decoder" else 32)
     assert set(model.stacks()) == (
         {"encoder", "decoder"}
         if name == "encoder_decoder"

@@ -45,9 +45,8 @@ def test_xavier_bounds_and_embedding_std():
             fan_out, fan_in = module.weight.shape
             bound = math.sqrt(6.0 / (fan_in + fan_out))
             assert module.weight.abs().max().item() <= bound + 1e-6, name
-            assert module.weight.abs().max().item() > 0.8 * bound, (
-                name
-            )  # uniform over the whole range
+            # uniform over the whole range
+            assert module.weight.abs().max().item() > 0.8 * bound, name
             if module.bias is not None:
                 assert torch.count_nonzero(module.bias) == 0, name
     emb = model.tok_embed.weight

@@ -89,9 +89,8 @@ def test_encoder_decoder_cache_matches_full_forward(make_tiny_config: MakeConfig
             ).logits
             for t in range(6)
         ]
-    assert all(
-        kv is not None for kv in cache.cross
-    )  # cross-attention K/V kept after the first step
+    # cross-attention K/V kept after the first step
+    assert all(kv is not None for kv in cache.cross)
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
 
 
@@ -146,9 +145,8 @@ def test_prefix_lm_generation_with_cache_matches_full_forward() -> None:
         full = model(cached[:, :-1], prefix_length=prefix).logits
         causal_only = model(cached[:, :-1], prefix_length=torch.zeros(2, dtype=torch.long)).logits
     assert not torch.allclose(full[:, :6], causal_only[:, :6])
-    assert torch.equal(
-        full[:, 5:].argmax(-1), cached[:, 6:]
-    )  # greedy tokens = argmax of the full forward
+    # greedy tokens = argmax of the full forward
+    assert torch.equal(full[:, 5:].argmax(-1), cached[:, 6:])
 
 
 def test_generation_past_a_learned_table_slides_the_window() -> None:
@@ -238,9 +236,8 @@ def test_new_variants_decode_the_same_with_and_without_the_cache(family: str, va
     cfg = dict(NEW_VARIANTS[variant], max_seq_len=16, family=family, decoder_start_token_id=0)
     model = build_model(make_tiny_config_dict(**cfg)).eval()
     g = torch.Generator().manual_seed(1)
-    with (
-        torch.no_grad()
-    ):  # weights of unit scale and ReZero's gates open, so that every part of every block counts
+    # weights of unit scale and ReZero's gates open, so that every part of every block counts
+    with torch.no_grad():
         for p in model.parameters():
             p.copy_(
                 torch.randn(p.shape, generator=g) * p.shape[-1] ** -0.5
@@ -252,9 +249,8 @@ def test_new_variants_decode_the_same_with_and_without_the_cache(family: str, va
     torch.testing.assert_close(
         cached, decode_logits(model, prompt, continuation, use_cache=False), atol=1e-5, rtol=1e-5
     )
-    assert torch.equal(
-        generate(model, prompt, 20), generate(model, prompt, 20, use_cache=False)
-    )  # the tokens
+    # the tokens
+    assert torch.equal(generate(model, prompt, 20), generate(model, prompt, 20, use_cache=False))
 
 
 def test_a_cache_past_a_dynamic_ropes_original_length_is_refused(

@@ -99,9 +99,8 @@ def test_encoder_right_padding_leaves_real_tokens_unchanged(
     )
     model = build_model(cfg).eval()
     ids = torch.randint(1, 97, (1, 7))
-    padded = torch.cat(
-        [ids, torch.zeros(1, 3, dtype=torch.long)], dim=1
-    )  # [1, 10]: 3 pads on the right
+    # [1, 10]: 3 pads on the right
+    padded = torch.cat([ids, torch.zeros(1, 3, dtype=torch.long)], dim=1)
     mask = torch.tensor([[1] * 7 + [0] * 3])
     with torch.no_grad():
         ref = model(ids).logits

@@ -87,9 +87,8 @@ def test_each_config_has_its_papers_initialisation() -> None:
     assert cfg.init.name == "xavier"
     model = build_model(compose_model(tiny_overrides("transformer_base")))
     emb = next(m for m in model.modules() if isinstance(m, torch.nn.Embedding))
-    assert (
-        abs(float(emb.weight.std()) - 32**-0.5) < 0.03
-    )  # N(0, d_model^-1/2) at d_model 32, not 0.02
+    # N(0, d_model^-1/2) at d_model 32, not 0.02
+    assert abs(float(emb.weight.std()) - 32**-0.5) < 0.03
 
 
 @pytest.mark.parametrize("model", MODEL_CONFIGS)

@@ -56,18 +56,15 @@ def test_a_placement_is_one_class(gate: type[Gate]) -> None:
     )
     model = build_model(cfg).eval()
     residuals = [m for m in model.modules() if isinstance(m, gate)]
-    assert (
-        len(residuals) == 2 * 2 + 3 * 3
-    )  # one per sublayer: 2 per encoder block, 3 per decoder block
+    # one per sublayer: 2 per encoder block, 3 per decoder block
+    assert len(residuals) == 2 * 2 + 3 * 3
     assert {r.seen for r in residuals} == {(2, "encoder"), (3, "decoder")}
-    assert all(
-        len(r.initialised) == 1 for r in residuals
-    )  # each adjusted its own sublayer after the family's init
+    # each adjusted its own sublayer after the family's init
+    assert all(len(r.initialised) == 1 for r in residuals)
     assert model.encoder.final_norm is None and model.encoder.blocks[0].attn_norm is None
     ids = torch.randint(2, 97, (2, 6))
-    with (
-        torch.no_grad()
-    ):  # α = 0: every block is the identity, so the output is the embeddings' head
+    # α = 0: every block is the identity, so the output is the embeddings' head
+    with torch.no_grad():
         out = model(input_ids=ids, decoder_input_ids=ids).logits
         expected = model.logits(
             model.embed(ids)

@@ -92,9 +92,8 @@ def test_deepnorm_initialisation_gains() -> None:
     assert block.ffn.down.weight.std().item() == pytest.approx(
         beta * math.sqrt(2 / (C + 4 * C)), rel=0.05
     )
-    assert model.tok_embed.weight.std().item() == pytest.approx(
-        0.02, rel=0.05
-    )  # embeddings keep the family's init
+    # embeddings keep the family's init
+    assert model.tok_embed.weight.std().item() == pytest.approx(0.02, rel=0.05)
 
 
 def test_deepnorm_initialises_cross_attention_too() -> None:
@@ -179,9 +178,8 @@ def test_sandwich_has_one_more_norm_per_sublayer_than_pre(family: str, norm: str
     )
     for name in pre.stacks():
         for a, b in zip(pre.stacks()[name].blocks, sandwich.stacks()[name].blocks):
-            assert _norms(b) == _norms(a) + len(
-                a.sublayers()
-            )  # 2 sublayers, 3 with cross-attention
+            # 2 sublayers, 3 with cross-attention
+            assert _norms(b) == _norms(a) + len(a.sublayers())
         assert sandwich.stacks()[name].final_norm is not None  # the final norm, as pre-norm
     assert sandwich.num_parameters() - pre.num_parameters() == sum(
         len(b.sublayers()) * (64 if norm == "layernorm" else 32)

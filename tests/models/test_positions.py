@@ -67,9 +67,8 @@ def test_rope_scores_depend_only_on_relative_offset(rotary_fraction: float) -> N
     for m, n in [(0, 0), (3, 1), (1, 5), (7, 7)]:
         for s in (1, 10, 123):
             torch.testing.assert_close(score(m + s, n + s), score(m, n), atol=1e-4, rtol=1e-4)
-    assert not torch.allclose(
-        score(3, 1), score(3, 2), atol=1e-3
-    )  # a different offset, a different score
+    # a different offset, a different score
+    assert not torch.allclose(score(3, 1), score(3, 2), atol=1e-3)
     qr, _ = rope.rotate(q, k, torch.tensor([5]), torch.tensor([5]))
     torch.testing.assert_close(qr.norm(), q.norm())  # a rotation keeps the norm
 
@@ -127,9 +126,8 @@ def test_alibi_model_attends_less_far_away(make_tiny_config: MakeConfig) -> None
     with torch.no_grad():
         attn.qkv.weight[: 2 * 32].zero_()  # Q and K rows
         attn.qkv.bias[: 2 * 32].zero_()
-    probs = model(torch.randint(0, 97, (1, 6)), output_attentions=True).attentions[
-        0
-    ]  # [B, H, T, S]
+    # [B, H, T, S]
+    probs = model(torch.randint(0, 97, (1, 6)), output_attentions=True).attentions[0]
     last = probs[0, :, -1]  # [H, S]: how the last token spreads its attention
     assert (last[:, 1:] > last[:, :-1]).all()  # nearer keys get more weight, in every head
     ratio = last[:, -2] / last[:, -1]

@@ -74,9 +74,8 @@ def test_attention_matches_transformers(model: str, scope: str) -> None:
         ours.k_norm.norm.weight.copy_(ref.k_norm.weight)
         x = torch.randn(2, T, C, generator=torch.Generator().manual_seed(8))
         pos = torch.arange(T)
-        mask = torch.full((T, T), float("-inf")).triu(1)[
-            None, None
-        ]  # [1, 1, T, T] additive causal mask
+        # [1, 1, T, T] additive causal mask
+        mask = torch.full((T, T), float("-inf")).triu(1)[None, None]
         expected, _ = ref(x, rotary(x, pos[None].expand(2, T)), mask)
         for need_weights in (False, True):  # SDPA and the explicit path
             got = ours(
@@ -114,12 +113,10 @@ def test_qk_norm_in_every_attention(family: str) -> None:
         )
     )
     attns = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
-    assert attns and all(
-        a.q_norm is not None and a.k_norm is not None for a in attns
-    )  # cross-attention included
-    assert all(
-        a.q_norm.norm.bias is not None for a in attns
-    )  # the bias follows model.bias (true here)
+    # cross-attention included
+    assert attns and all(a.q_norm is not None and a.k_norm is not None for a in attns)
+    # the bias follows model.bias (true here)
+    assert all(a.q_norm.norm.bias is not None for a in attns)
     plain = build_model(tiny_model_dict(family=family, decoder_start_token_id=1))
     assert all(m.q_norm is None for m in plain.modules() if isinstance(m, MultiHeadAttention))
     per_attention = 2 * 2 * 4 * 8  # q and k norms over H·D = 32 channels, weight and bias

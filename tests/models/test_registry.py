@@ -38,9 +38,10 @@ def test_unknown_family_and_placement(make_tiny_config: MakeConfig) -> None:
     with pytest.raises(ConfigError) as family:
         build_model(make_tiny_config(family="decoder"))
     assert "model.family='decoder' is not known" in str(family.value)  # the key, the value
+    # the fix
     assert all(
         name in str(family.value) for name in ("decoder_only", "encoder_only", "encoder_decoder")
-    )  # the fix
+    )
     with pytest.raises(ConfigError) as placement:
         build_model(make_tiny_config(norm_placement="peri"))
     assert "model.norm_placement='peri' is not known" in str(placement.value)

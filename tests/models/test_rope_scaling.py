@@ -111,9 +111,8 @@ def test_dynamic_changes_only_beyond_the_original_length() -> None:
     assert not torch.allclose(
         at_long[:, :, 1:16], plain.rotate(q, q, long, long)[0][:, :, 1:16], atol=1e-3
     )
-    base = 10000.0 * ((2.0 * 24 / 16) - 1) ** (
-        16 / 14
-    )  # transformers' _compute_dynamic_ntk_parameters
+    # transformers' _compute_dynamic_ntk_parameters
+    base = 10000.0 * ((2.0 * 24 / 16) - 1) ** (16 / 14)
     torch.testing.assert_close(at_long, RotaryPosition(16, theta=base).rotate(q, q, long, long)[0])
     model = build_model(
         tiny_model_dict(
@@ -131,9 +130,8 @@ def test_yarn_temperature_scales_the_scores() -> None:
     yarn = RotaryPosition(16, max_seq_len=32, scaling={"name": "yarn", "factor": 4.0})
     assert yarn.attention_factor == pytest.approx(0.1 * torch.log(torch.tensor(4.0)).item() + 1)
     q = torch.randn(1, 1, 1, 16)
-    qr, kr = yarn.rotate(
-        q, q, torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long)
-    )  # position 0: no turn
+    # position 0: no turn
+    qr, kr = yarn.rotate(q, q, torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long))
     torch.testing.assert_close((qr * kr).sum(), (q * q).sum() * yarn.attention_factor**2)
 
 
@@ -142,9 +140,8 @@ def test_scaling_composes_with_partial_rotary() -> None:
         16, max_seq_len=32, rotary_fraction=0.5, scaling={"name": "yarn", "factor": 2.0}
     )
     assert rope.inv_freq.shape == (4,)
-    torch.testing.assert_close(
-        rope.inv_freq[:1], base_inv_freq(10000.0, 8)[:1]
-    )  # the highest frequency is kept
+    # the highest frequency is kept
+    torch.testing.assert_close(rope.inv_freq[:1], base_inv_freq(10000.0, 8)[:1])
 
 
 @pytest.mark.parametrize(

@@ -21,9 +21,8 @@ from transformers.models.t5.modeling_t5 import T5Attention  # noqa: E402
 def test_buckets_equal_transformers(
     bidirectional: bool, num_buckets: int, max_distance: int
 ) -> None:
-    relative = torch.arange(-300, 301)[None, :] - torch.zeros(
-        1, 1, dtype=torch.long
-    )  # memory - query, [1, 601]
+    # memory - query, [1, 601]
+    relative = torch.arange(-300, 301)[None, :] - torch.zeros(1, 1, dtype=torch.long)
     expected = T5Attention._relative_position_bucket(
         relative, bidirectional, num_buckets, max_distance
     )
@@ -38,9 +37,8 @@ def test_bucket_layout_by_hand() -> None:
     (15 -> 9, 16 -> 10); keys after the query in buckets 16…31."""
     d = torch.tensor([0, 1, 15, 16, 127, 128, 1000])
     assert relative_buckets(-d, False, 32, 128).tolist() == [0, 1, 15, 16, 31, 31, 31]
-    assert (
-        relative_buckets(d, False, 32, 128).tolist() == [0] * 7
-    )  # later keys share bucket 0 (masked anyway)
+    # later keys share bucket 0 (masked anyway)
+    assert relative_buckets(d, False, 32, 128).tolist() == [0] * 7
     assert relative_buckets(-d, True, 32, 128).tolist() == [0, 1, 9, 10, 15, 15, 15]
     assert relative_buckets(d, True, 32, 128).tolist() == [0, 17, 25, 26, 31, 31, 31]
 
@@ -78,9 +76,8 @@ def test_encoder_bias_tells_left_from_right() -> None:
     """Bidirectional buckets: a key 2 tokens to the right and one 2 to the left get different biases."""
     pos = T5RelativeBias(n_head=1, causal=False)
     b = pos.score_bias(torch.arange(5), torch.arange(5))[0]
-    assert (
-        b[2, 4] != b[2, 0] and b[2, 3] == b[1, 2]
-    )  # direction matters, absolute position does not
+    # direction matters, absolute position does not
+    assert b[2, 4] != b[2, 0] and b[2, 3] == b[1, 2]
 
 
 @pytest.mark.parametrize(

@@ -65,9 +65,8 @@ def test_loss_covers_exactly_the_answer(family: str, tmp_path: Path) -> None:
     A = answer.shape[1]
     prep = run.task.prepare(batch)
     out = run.task.model(**prep.inputs, labels=prep.labels)
-    target = run.task.model.score_labels(
-        prep.labels, out.logits.shape[1]
-    )  # [B, T] aligned with the logits
+    # [B, T] aligned with the logits
+    target = run.task.model.score_labels(prep.labels, out.logits.shape[1])
     scored = target != IGNORE_INDEX
     assert scored.sum(dim=1).tolist() == [A] * B
     assert torch.equal(target[scored].view(B, A), answer)
@@ -157,9 +156,8 @@ def test_learned_table_too_short_is_not_applicable(tmp_path: Path) -> None:
     runner.train(cfg)
     m = json.loads((run_dir / "metrics.json").read_text())
     assert m["status"] == "completed", m["error"]
-    assert (
-        m["test/exact_match@8"] is not None and m["test/token_acc@8"] is not None
-    )  # 17 tokens fit 24 rows
+    # 17 tokens fit 24 rows
+    assert m["test/exact_match@8"] is not None and m["test/token_acc@8"] is not None
     for n in (16, 32):  # 33 and 65 tokens do not
         assert m[f"test/exact_match@{n}"] is None and m[f"test/token_acc@{n}"] is None
     notes = json.loads((run_dir / "synthetic.json").read_text())["test"]
@@ -277,9 +275,8 @@ def test_train_min_length_draws_every_size_per_batch(tmp_path: Path) -> None:
     make = TrainBatches(dm.source, dm.ids, 4, seed=0, rank=0, world_size=1, min_length=2)
     sizes = [make.length(i) for i in range(400)]
     assert set(sizes) == set(range(2, 9))  # every size, none outside
-    assert max(sizes.count(n) for n in range(2, 9)) < 2.2 * min(
-        sizes.count(n) for n in range(2, 9)
-    )  # ~uniform
+    # ~uniform
+    assert max(sizes.count(n) for n in range(2, 9)) < 2.2 * min(sizes.count(n) for n in range(2, 9))
     for i in (0, 1, 7):
         batch, n = make(i), make.length(i)
         assert batch["src_ids"].shape == (4, n + 1) and batch["tgt_ids"].shape == (
@@ -287,14 +284,12 @@ def test_train_min_length_draws_every_size_per_batch(tmp_path: Path) -> None:
             n,
         )  # prompt = string + separator
         assert (batch["length"] == n).all()
-        assert torch.equal(
-            batch["src_ids"][:, :n], batch["tgt_ids"]
-        )  # copy: the answer is the string
+        # copy: the answer is the string
+        assert torch.equal(batch["src_ids"][:, :n], batch["tgt_ids"])
         assert torch.equal(batch["src_ids"], make(i)["src_ids"])  # a pure function of the index
     other_rank = TrainBatches(dm.source, dm.ids, 4, seed=0, rank=1, world_size=2, min_length=2)
-    assert [other_rank.length(i) for i in range(50)] == sizes[
-        :50
-    ]  # ranks agree on each batch's shape
+    # ranks agree on each batch's shape
+    assert [other_rank.length(i) for i in range(50)] == sizes[:50]
     loader_sizes = {first_batch(run)["tgt_ids"].shape[1]}
     assert loader_sizes <= set(range(2, 9))
     assert next(iter(dm.val_dataloader()))["tgt_ids"].shape[1] == 8
@@ -336,8 +331,7 @@ def test_train_min_length_trains_end_to_end_and_counts_the_tokens_it_read(tmp_pa
         for i in range(steps)
     ]
     assert len(set(sizes)) > 1
-    assert m["tokens_seen"] == sum(
-        4 * 2 * n for n in sizes
-    )  # B x (P + A - 1), P = n + 1 (the separator), A = n
+    # B x (P + A - 1), P = n + 1 (the separator), A = n
+    assert m["tokens_seen"] == sum(4 * 2 * n for n in sizes)
     assert m["tokens_seen"] < steps * 4 * (2 * 8)
     assert math.isfinite(m["test/exact_match@8"])

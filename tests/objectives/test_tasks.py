@@ -131,9 +131,8 @@ def test_causal_targets_are_next_tokens_and_prefix_is_unscored() -> None:
     tokens = torch.arange(10)[None]  # [1, 10]
     task = cls(plain_cfg({"name": "causal_lm", "prefix_length": None}), TOK.state_dict())
     prep = task.prepare({"tokens": tokens})
-    targets = task.model.score_labels(
-        prep.labels, 9
-    )  # the family aligns the labels with the 9 logit positions
+    # the family aligns the labels with the 9 logit positions
+    targets = task.model.score_labels(prep.labels, 9)
     assert torch.equal(prep.inputs["input_ids"], tokens[:, :-1]) and torch.equal(
         targets, tokens[:, 1:]
     )
@@ -162,9 +161,8 @@ def test_masked_lm_selection_and_80_10_10() -> None:
         family="encoder_only",
     )
     ids = cls.special_ids(cfg["task"], TOK, cfg["model"])
-    assert (
-        ids.ids == {"mask_token_id": V} and ids.n_reserved == 1
-    )  # char has no [MASK]: reserved after the vocab
+    # char has no [MASK]: reserved after the vocab
+    assert ids.ids == {"mask_token_id": V} and ids.n_reserved == 1
     cfg["task"].update(ids.ids)
     task = cls(cfg, TOK.state_dict())
     torch.manual_seed(0)
@@ -207,9 +205,8 @@ def test_seq2seq_teacher_forcing_inputs() -> None:
         "tgt_mask": torch.tensor([[1, 1, 0]]),
     }
     prep = task.prepare(b)
-    assert task.model.shift_right(prep.labels).tolist() == [
-        [2, 7, 1]
-    ]  # the decoder's teacher-forced inputs
+    # the decoder's teacher-forced inputs
+    assert task.model.shift_right(prep.labels).tolist() == [[2, 7, 1]]
     assert prep.labels.tolist() == [[7, 1, -100]]
     prep = task.prepare({"tokens": torch.arange(10)[None]})
     assert prep.inputs["input_ids"].tolist() == [[0, 1, 2, 3, 4]] and prep.labels.tolist() == [

@@ -73,9 +73,8 @@ def test_a_branch_is_the_run_of_its_length(
     trunk_metrics = json.loads((trunk.parent / "metrics.json").read_text())
     assert branch["val/loss"] != trunk_metrics["val/loss"]  # a different budget, a different model
     lr = [k for k in branch if k.startswith("lr-")]
-    assert lr and branch[lr[0]] == pytest.approx(
-        2e-3 * 0.5
-    )  # step 5 of 6: halfway down the linear decay
+    # step 5 of 6: halfway down the linear decay
+    assert lr and branch[lr[0]] == pytest.approx(2e-3 * 0.5)
 
 
 def _refused(compose: Callable[..., Any], overrides: list[str], *parts: str) -> None:

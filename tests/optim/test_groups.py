@@ -37,9 +37,8 @@ def test_decay_only_on_matrices(family: str, name: str) -> None:
     assert set(decay) == {n for n, _ in model.named_parameters()}  # every trainable parameter, once
     embeddings = {f"{n}.weight" for n, m in model.named_modules() if isinstance(m, nn.Embedding)}
     for n, p in model.named_parameters():
-        if (
-            p.dim() < 2 or n in embeddings
-        ):  # biases, norm gains (and placement scalars), embedding tables
+        # biases, norm gains (and placement scalars), embedding tables
+        if p.dim() < 2 or n in embeddings:
             assert decay[n] == 0.0, (name, n)
         else:
             assert decay[n] == 0.1, (

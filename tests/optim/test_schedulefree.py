@@ -87,9 +87,8 @@ def runs(
 def test_validation_scores_and_checkpoints_hold_the_averaged_weights(runs: dict[str, Any]) -> None:
     records = runs["records"]
     assert [r["step"] for r in records] == [4, 8]
-    assert all(
-        mode is False for r in records for mode in r["train_mode"]
-    )  # eval(): the weights are x
+    # eval(): the weights are x
+    assert all(mode is False for r in records for mode in r["train_mode"])
     ckpt = safe_torch_load(runs["full"] / "checkpoints" / "last.ckpt")
     assert ckpt["global_step"] == 8
     saved, validated = ckpt["state_dict"], records[-1]["weights"]
@@ -128,9 +127,8 @@ def test_a_save_in_training_holds_x_and_the_resumed_run_is_bit_identical(
 ) -> None:
     step3 = safe_torch_load(runs["every3"] / "checkpoints" / "best-000003.ckpt")
     assert step3["global_step"] == 3
-    assert all(
-        g["train_mode"] is False for g in step3["optimizer_states"][0]["param_groups"]
-    )  # written as x
+    # written as x
+    assert all(g["train_mode"] is False for g in step3["optimizer_states"][0]["param_groups"])
     a = safe_torch_load(runs["every3"] / "checkpoints" / "best-000006.ckpt")
     b = safe_torch_load(runs["every3_resumed"] / "checkpoints" / "best-000006.ckpt")
     assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])

@@ -142,9 +142,8 @@ def test_schedule_free_refuses_a_schedule_that_moves_the_lr(scheduler: dict) -> 
     assert "optim=schedulefree" in text and f"scheduler={scheduler['name']}" in text
     assert "scheduler=none" in text and "optim.warmup_steps" in text
     check_pair(sf, schedule_config({"name": "none"}), 1000)  # accepted
-    check_pair(
-        sf, schedule_config({"name": "constant", "warmup_steps": 0}), 1000
-    )  # a flat lr: accepted
+    # a flat lr: accepted
+    check_pair(sf, schedule_config({"name": "constant", "warmup_steps": 0}), 1000)
 
 
 def test_a_checkpoint_restores_the_step_not_the_schedule() -> None:
@@ -160,9 +159,8 @@ def test_a_checkpoint_restores_the_step_not_the_schedule() -> None:
     long = schedule_config({**WSD, "warmup_steps": 0, "decay_shape": "linear"}).build(
         opt2, 1.0, 100
     )
-    long.load_state_dict(
-        {**state, "lr_lambdas": [{"total_steps": 10, "decay_start": 8}]}
-    )  # an older file's
+    # an older file's
+    long.load_state_dict({**state, "lr_lambdas": [{"total_steps": 10, "decay_start": 8}]})
     opt2.step()
     long.step()
     assert (

@@ -110,9 +110,8 @@ def test_framework_overhead_quick(
     out = capsys.readouterr().out
     _header_ok(out)
     rows = _table_rows(out, "model")
-    assert rows[0][0] == "toy" and rows[0][-2].endswith(
-        "%"
-    )  # overhead (wall), overhead (CPU), CPU ms/step
+    # overhead (wall), overhead (CPU), CPU ms/step
+    assert rows[0][0] == "toy" and rows[0][-2].endswith("%")
     assert res["toy"]["framework_s"] > 0 and res["toy"]["bare_s"] > 0
     # the profile covers the framework's steady-state steps: our training_step once per step
     prof = {(r[0], r[1].rsplit(":", 1)[0]): r for r in _table_rows(out, "function")}
@@ -232,13 +231,11 @@ def test_nanogpt_side_by_side_quick(capsys: pytest.CaptureFixture[str]) -> None:
     res = nanogpt_side_by_side.main(["--quick"])
     out = capsys.readouterr().out
     (pair,) = res["pairs"]
-    assert (
-        len(pair["nanoGPT"].evals) >= 2 and len(pair["ours"].evals) >= 2
-    )  # evaluations at steps 10 and 20
+    # evaluations at steps 10 and 20
+    assert len(pair["nanoGPT"].evals) >= 2 and len(pair["ours"].evals) >= 2
     assert [s for _, s, _ in pair["ours"].evals] == [10, 20]
-    assert all(
-        0 < v < 5 for who in pair.values() for _, _, v in who.evals
-    )  # character-level losses
+    # character-level losses
+    assert all(0 < v < 5 for who in pair.values() for _, _, v in who.evals)
     assert res["ratio"] > 0 and "time to nanoGPT's loss" in out
     assert [r[1] for r in _table_rows(out, "pair")] == ["nanoGPT", "ours"]
 
@@ -259,9 +256,10 @@ def test_nanogpt_side_by_side_runs_the_experiment_ours_names(tmp_path: Path) -> 
     assert [c for c in cmds["ours"] if c.startswith("experiment=")] == [
         "experiment=shakespeare_char_speedrun"
     ]
+    # its steps are its own
     assert "compile=false" in cmds["ours"] and not any(
         c.startswith(("scheduler.decay_steps", "trainer.max_steps")) for c in cmds["ours"]
-    )  # its steps are its own
+    )
     assert "--max_iters=1000" in cmds["nanoGPT"] and args.target_ratio == 0.5
 
     quick = sbs.commands(
@@ -277,9 +275,8 @@ def test_nanogpt_side_by_side_runs_the_experiment_ours_names(tmp_path: Path) -> 
         sbs.parse_args(["--ours", "experiment=quickstart", "--target-ratio", "0.9"]).target_ratio
         == 0.9
     )
-    with pytest.raises(
-        SystemExit
-    ):  # argparse: no default target for an experiment it does not know
+    # argparse: no default target for an experiment it does not know
+    with pytest.raises(SystemExit):
         sbs.parse_args(["--ours", "experiment=quickstart"])
 
 

@@ -81,18 +81,15 @@ def test_hand_built_circuit_scores_previous_token_and_induction_heads() -> None:
     result = run_probes(model, probe_batch(model, batch_size=8, length=T, seed=0))
     assert float(result.prev_token[0][0]) >= 0.9  # layer 0 is the previous-token head
     assert float(result.induction[1][0]) >= 0.9  # layer 1 is the induction head
-    assert (
-        float(result.induction[0][0]) < 0.1
-    )  # and not the other way round (layer 1's first-copy queries find no
-    assert (
-        float(result.prev_token[1][0]) < 0.2
-    )  # match and spread evenly, so some of their mass lands on p - 1)
+    # and not the other way round (layer 1's first-copy queries find no
+    assert float(result.induction[0][0]) < 0.1
+    # match and spread evenly, so some of their mass lands on p - 1)
+    assert float(result.prev_token[1][0]) < 0.2
     m = result.metrics()
     assert m["probe/induction_max"] == pytest.approx(float(result.induction[1][0]))
     assert m["probe/induction@L1H0"] >= 0.9 and m["probe/prev_token_max"] >= 0.9
-    assert (
-        m["probe/attn_entropy@L0"] < 0.05
-    )  # a sharp head: entropy near 0 (layer 1 is uniform on the first copy)
+    # a sharp head: entropy near 0 (layer 1 is uniform on the first copy)
+    assert m["probe/attn_entropy@L0"] < 0.05
 
 
 def test_uniform_attention_scores_about_one_over_T() -> None:
@@ -113,9 +110,8 @@ def test_uniform_attention_scores_about_one_over_T() -> None:
     assert 1 / length < expected < 2 / length  # "about 1/T"
     sink = sum(1 / (p + 1) for p in range(1, length)) / (length - 1)
     for layer in range(2):
-        assert result.entropy[""][layer].mean().item() == pytest.approx(
-            1.0, abs=1e-5
-        )  # uniform = 1 after normalising
+        # uniform = 1 after normalising
+        assert result.entropy[""][layer].mean().item() == pytest.approx(1.0, abs=1e-5)
         assert result.sink[""][layer].mean().item() == pytest.approx(sink, abs=1e-6)
 
 
@@ -125,9 +121,8 @@ def test_induction_of_hand_made_probabilities() -> None:
     for p in range(4, 8):
         probs[0, 0, p, p - 3] = 1.0
     assert induction_scores(probs, period=4).item() == 1.0
-    assert (
-        induction_scores(probs, period=4, offset=1).item() == 1.0
-    )  # queries 5..7 of a start-token stream
+    # queries 5..7 of a start-token stream
+    assert induction_scores(probs, period=4, offset=1).item() == 1.0
     uniform = torch.full((1, 2, 3, 3), 1 / 3)
     assert attention_entropy(uniform, torch.full((1, 3), 3)).tolist() == pytest.approx([1.0, 1.0])
 
@@ -176,9 +171,8 @@ def test_the_probe_batch_never_touches_the_global_rng() -> None:
     state = torch.random.get_rng_state()
     a = probe_batch(model, batch_size=3, length=16, seed=5)
     assert torch.equal(torch.random.get_rng_state(), state)
-    assert torch.equal(
-        a.tokens, probe_batch(model, batch_size=3, length=16, seed=5).tokens
-    )  # fixed by the seed
+    # fixed by the seed
+    assert torch.equal(a.tokens, probe_batch(model, batch_size=3, length=16, seed=5).tokens)
     assert torch.equal(a.tokens[:, :8], a.tokens[:, 8:])  # two copies
     assert all(len(set(row.tolist())) == 8 for row in a.tokens[:, :8])  # of distinct tokens
 

@@ -40,9 +40,8 @@ SIN = "model/position=sinusoidal"
 def ppl(position: str, lr: str, seed: int, scaling: str | None = None) -> dict[str, float | None]:
     """Perplexities at 1x, 2x, 4x (chosen so that the per-seed differences vary: a paired test has a spread)."""
     j = LRS.index(lr)
-    if (
-        scaling == "yarn" and position == "rope"
-    ):  # the callback's scaled run, here without its 1x (the unscaled one stands in)
+    # the callback's scaled run, here without its 1x (the unscaled one stands in)
+    if scaling == "yarn" and position == "rope":
         return {"2x": 9.0 + 0.3 * seed**2 + j, "4x": 12.0 + 0.7 * seed + 0.2 * seed**2 + j}
     if scaling is not None:  # not applicable to sinusoidal positions
         return {"1x": None, "2x": None, "4x": None}
@@ -111,9 +110,8 @@ def test_a_scaling_is_a_variant_of_the_same_weights_paired_by_seed(tmp_path: Pat
     for s in SEEDS:
         assert derived[s].metric("extrapolation/ppl@2x") == yarn[s]["2x"]
         assert derived[s].metric("extrapolation/loss@4x") == pytest.approx(math.log(yarn[s]["4x"]))
-        assert (
-            derived[s].metric("extrapolation/ppl@1x") == ppl("rope", "2e-3", s)["1x"]
-        )  # no scaled 1x: unscaled
+        # no scaled 1x: unscaled
+        assert derived[s].metric("extrapolation/ppl@1x") == ppl("rope", "2e-3", s)["1x"]
         assert "test/loss" not in derived[s].metrics and not any(
             "/yarn/" in k for k in derived[s].metrics
         )
@@ -167,9 +165,8 @@ def test_a_scaling_is_a_variant_of_the_same_weights_paired_by_seed(tmp_path: Pat
     md = files.markdown.read_text()
     assert "`--eval-variants`" in md and "same trained weights" in md
     assert "12 runs in 2 variants and 1 evaluation-time variant" in md
-    assert (
-        "not compared: model/position=rope's own figure" in md
-    )  # the unscaled 1x in the secondary table
+    # the unscaled 1x in the secondary table
+    assert "not compared: model/position=rope's own figure" in md
     assert len(files.runs) == 12  # the runs read; the derived ones are not training runs
 
 
@@ -203,9 +200,8 @@ def test_the_per_scaling_secondary_metrics_leave_the_report_with_eval_variants(
         and "extrapolation/ppl@2x" in files.report.secondary
     )
     assert "### `extrapolation/yarn/ppl@2x`" not in files.markdown.read_text()
-    plain = make_report(
-        [root], tmp_path / "plain", extra=listed
-    )  # without the flag they are the only scaled figures
+    # without the flag they are the only scaled figures
+    plain = make_report([root], tmp_path / "plain", extra=listed)
     assert "extrapolation/yarn/ppl@2x" in plain.report.secondary
 
 
@@ -214,9 +210,10 @@ def test_a_diverged_seed_without_scaled_figures_keeps_the_parents_choice(tmp_pat
     # rope at 1e-3 would win on the mean val/loss, but seed 3 diverged there (no figures at all): +inf, not chosen
     path = root / "model.position=rope,optim.lr=1e-3,seed=1" / "metrics.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), "val/loss": 1.5}))
+    # left out of the mean
     (root / "model.position=rope,optim.lr=1e-3,seed=2" / "metrics.json").write_text(
         '{"status": "failed", "error": "RuntimeError: out of memory"}'
-    )  # left out of the mean
+    )
     (root / "model.position=rope,optim.lr=1e-3,seed=3" / "metrics.json").write_text(
         '{"status": "failed", "error": "NonFiniteLossError: non-finite training loss at step 40"}'
     )
@@ -226,9 +223,8 @@ def test_a_diverged_seed_without_scaled_figures_keeps_the_parents_choice(tmp_pat
     by_seed = {(r.overrides["optim.lr"], r.seed): r for r in rows[YARN].variant.runs}
     assert run_outcome(by_seed[("1e-3", "3")]) == "diverged"
     assert run_outcome(by_seed[("1e-3", "2")]) == "failed"
-    assert (
-        files.markdown.read_text().count("RuntimeError: out of memory") == 1
-    )  # listed once, not once per variant
+    # listed once, not once per variant
+    assert files.markdown.read_text().count("RuntimeError: out of memory") == 1
 
 
 def test_eval_variants_without_scaled_figures_name_the_flag_and_the_fix(
@@ -245,9 +241,8 @@ def test_eval_variants_without_scaled_figures_name_the_flag_and_the_fix(
     with pytest.raises(SystemExit) as exit_info:
         main([str(root), "--eval-variants", "--out", str(tmp_path / "out")])
     assert exit_info.value.code == 2 and "--eval-variants" in capsys.readouterr().err
-    files = make_report(
-        [root], tmp_path / "plain"
-    )  # without the flag: the variants of the sweep, nothing derived
+    # without the flag: the variants of the sweep, nothing derived
+    files = make_report([root], tmp_path / "plain")
     assert [r.label for r in files.report.rows] == [ROPE, SIN] and all(
         r["evaluation_of"] == "" for r in read_csv(files.runs_csv)
     )

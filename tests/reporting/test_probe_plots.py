@@ -63,9 +63,8 @@ def test_probe_figures_and_not_reached(tmp_path: Path) -> None:
     assert "n/a: not reached: stayed at or below 0.4" in text  # the 1-layer variant's verdict cell
     assert "![probe/induction_max over training](probe_induction_max.png)" in text
     row = next(r for r in files.report.rows if "n_layer=2" in r.label)
-    assert (
-        row.primary.n == 2 and row.primary.mean == 20.0
-    )  # probe/induction_step as the verdict metric
+    # probe/induction_step as the verdict metric
+    assert row.primary.n == 2 and row.primary.mean == 20.0
 
 
 def test_history_and_induction_note(tmp_path: Path) -> None:

@@ -121,9 +121,8 @@ def test_verdicts_use_test_and_recompute_from_runs_csv(tmp_path: Path) -> None:
         for v in ("model/ffn=gelu", "model/ffn=swiglu")
     }
     seeds = sorted(verdict["model/ffn=gelu"])
-    assert (
-        sorted(verdict["model/ffn=swiglu"]) == seeds
-    )  # both variants ran seeds 0, 1, 2 on the same data: paired
+    # both variants ran seeds 0, 1, 2 on the same data: paired
+    assert sorted(verdict["model/ffn=swiglu"]) == seeds
     a, b = (
         [verdict["model/ffn=swiglu"][s] for s in seeds],
         [verdict["model/ffn=gelu"][s] for s in seeds],
@@ -146,9 +145,8 @@ def test_verdicts_use_test_and_recompute_from_runs_csv(tmp_path: Path) -> None:
     assert row["verdict"] in ("better", "worse", "equivalent", "inconclusive")
     # the references and the compute columns
     md = files.markdown.read_text()
-    assert (
-        "reference: trigram (Kneser-Ney)" in md and "| 2.1000 |" in md
-    )  # test-split trigram in the verdict table
+    # test-split trigram in the verdict table
+    assert "reference: trigram (Kneser-Ney)" in md and "| 2.1000 |" in md
     assert float(runs[0]["train_flops"]) == 6000.0 * 6400
 
 
@@ -180,9 +178,8 @@ def test_two_stages_select_on_tune_and_judge_on_confirm(tmp_path: Path) -> None:
     )
     files = make_report([root], tmp_path / "out")
     (row,) = files.report.rows
-    assert row.tuned.chosen == {
-        "optim.lr": "0.002"
-    }  # the confirm runs' val (9.0, 0.1) never enters selection
+    # the confirm runs' val (9.0, 0.1) never enters selection
+    assert row.tuned.chosen == {"optim.lr": "0.002"}
     assert row.primary.n == 2 and row.primary.mean == pytest.approx(1.75)
     roles = {(r["seed"], r["stage"], r["optim.lr"]): r["role"] for r in read_csv(files.runs_csv)}
     assert (
@@ -282,9 +279,8 @@ def test_run_outcomes(tmp_path: Path) -> None:
     )
     short = r("short", metrics=completed(None, 2.3), train_history=[(1, 4.0), (2, 3.5)])
     assert run_outcome(short) == "no validation" and short.metric("test/loss") == 2.3
-    assert (
-        run_outcome(r("nanval", metrics={**completed(2.0, 2.0), "val/loss": None})) == "diverged"
-    )  # NaN -> null
+    # NaN -> null
+    assert run_outcome(r("nanval", metrics={**completed(2.0, 2.0), "val/loss": None})) == "diverged"
     assert (
         run_outcome(
             r("nanlog", metrics=completed(2.0, 2.0), train_history=[(1, 4.0), (2, math.nan)])
@@ -394,9 +390,8 @@ def test_tune_flag_without_a_declared_protocol(tmp_path: Path) -> None:
         {"optim.lr": "0.004"},
     ]
     assert "±0.05" in files.markdown.read_text()
-    untuned = make_report(
-        [tmp_path / "sweep"], tmp_path / "out2"
-    )  # no --tune: the lr defines variants
+    # no --tune: the lr defines variants
+    untuned = make_report([tmp_path / "sweep"], tmp_path / "out2")
     assert len(untuned.report.rows) == 6 and all(r.primary.n == 3 for r in untuned.report.rows)
     json.loads(json.dumps(read_csv(untuned.csv)))  # plain strings
 
@@ -481,12 +476,10 @@ def test_factor_comparisons_pair_each_variant_with_itself_under_the_other_value(
     assert {(c.variant, c.reference) for c in primary} == {
         (label(f, "rmsnorm"), label(f, "layernorm")) for f in ("gelu", "swiglu", "relu")
     }
-    assert (
-        report.m == len(primary) == 3
-    )  # Holm's family: the three pairs alone, not the 5 baseline comparisons
-    assert all(
-        c.delta == pytest.approx(-(0.2 + 0.01 * 14 / 3)) for c in primary
-    )  # mean of 0.2 + 0.01 seed^2
+    # Holm's family: the three pairs alone, not the 5 baseline comparisons
+    assert report.m == len(primary) == 3
+    # mean of 0.2 + 0.01 seed^2
+    assert all(c.delta == pytest.approx(-(0.2 + 0.01 * 14 / 3)) for c in primary)
     rows = {r.label: r for r in report.rows}
     assert (
         rows[label("gelu", "rmsnorm")].comparison is not None
@@ -521,9 +514,8 @@ def test_the_command_line_contract(tmp_path: Path, capsys: pytest.CaptureFixture
         overrides.write_text(
             overrides.read_text() + f"- data.num_workers={int(run.name[-1]) % 2}\n"
         )
-    assert (
-        len(make_report([root], tmp_path / "split", tune=["optim.lr"]).report.rows) == 4
-    )  # it splits the variants
+    # it splits the variants
+    assert len(make_report([root], tmp_path / "split", tune=["optim.lr"]).report.rows) == 4
     files = main(
         [
             str(root),
@@ -741,9 +733,8 @@ def test_a_metric_is_drawn_against_a_numeric_factor(tmp_path: Path) -> None:
         and plot.name == "test_loss_vs_model.n_layer.png"
         and plot.stat().st_size > 5000
     )
-    assert "model.norm_placement vs model.n_layer" not in " ".join(
-        files.plots
-    )  # a two-valued factor gets no trend plot
+    # a two-valued factor gets no trend plot
+    assert "model.norm_placement vs model.n_layer" not in " ".join(files.plots)
 
 
 def test_fixed_compares_every_tuned_value_as_its_own_variant(tmp_path: Path) -> None:

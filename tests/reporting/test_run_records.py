@@ -93,9 +93,8 @@ def test_losses_of_two_tokenizers_are_not_one_metric(
         and "bits_per_byte" in err
     )
     assert str(root / "model.ffn=gelu,seed=1") in err and str(root / "model.ffn=relu,seed=1") in err
-    files = main(
-        [str(root), "--metric", "perplexity/bits_per_byte"]
-    )  # per byte: one unit across tokenizers
+    # per byte: one unit across tokenizers
+    files = main([str(root), "--metric", "perplexity/bits_per_byte"])
     assert files.markdown.is_file()
 
 

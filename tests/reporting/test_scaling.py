@@ -164,9 +164,8 @@ def test_sweep_directory_end_to_end(tmp_path: Path) -> None:
     assert at == pytest.approx(CROSS, rel=0.15) and cross["inside_range"] == "True"
     assert float(cross["boot_share_inside"]) > 0.9
     text = files["scaling.md"].read_text()
-    assert (
-        f"size factor `{SIZE}`" in text
-    )  # found without --size: the key along which N changes 64x
+    # found without --size: the key along which N changes 64x
+    assert f"size factor `{SIZE}`" in text
     assert "| l2_d32 | 1e+04 | post_learned < pre_learned |" in text
     assert "| l4_d80 | 6.4e+05 | pre_learned < post_learned |" in text
     assert "The ranking **changes** across the range." in text

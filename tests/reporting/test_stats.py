@@ -26,9 +26,8 @@ def test_welch_matches_hand_computation() -> None:
     assert (r.ci_low, r.ci_high) == (pytest.approx(-3.5 - half), pytest.approx(-3.5 + half))
 
 
-@pytest.mark.parametrize(
-    ("n", "t_crit"), [(2, 4.303), (6, 2.228)]
-)  # Student's t, two-sided 5%, df 2 and 10
+# Student's t, two-sided 5%, df 2 and 10
+@pytest.mark.parametrize(("n", "t_crit"), [(2, 4.303), (6, 2.228)])
 def test_welch_p_at_tabulated_critical_values(n: int, t_crit: float) -> None:
     """Equal sizes and spreads give df = 2(n-1); a mean difference at the critical t gives p = 0.05."""
     a = [i - (n - 1) / 2 for i in range(n)]
@@ -50,13 +49,11 @@ def test_t_interval_against_the_t_table() -> None:
     assert s.ci_low == pytest.approx(mean - half, abs=1e-4) and s.ci_high == pytest.approx(
         mean + half, abs=1e-4
     )
-    lo, hi = stats.t.interval(
-        0.95, 5, loc=mean, scale=sd / math.sqrt(6)
-    )  # scipy's own, on the same numbers
+    # scipy's own, on the same numbers
+    lo, hi = stats.t.interval(0.95, 5, loc=mean, scale=sd / math.sqrt(6))
     assert (s.ci_low, s.ci_high) == (pytest.approx(lo), pytest.approx(hi))
-    assert (
-        summarize([3.0]).ci_low is None and summarize([3.0, 3.0]).ci_low == 3.0
-    )  # no spread: the mean itself
+    # no spread: the mean itself
+    assert summarize([3.0]).ci_low is None and summarize([3.0, 3.0]).ci_low == 3.0
 
 
 def test_tost_is_two_one_sided_welch_tests() -> None:
@@ -68,9 +65,8 @@ def test_tost_is_two_one_sided_welch_tests() -> None:
     p_upper = stats.t.cdf((d - margin) / se, df)  # H0: Δ >= +margin
     p = tost(a, b, margin)
     assert p == pytest.approx(max(p_lower, p_upper)) and p < 0.01  # equivalent within ±0.05
-    assert (
-        tost([x + 0.04 for x in a], b, margin) > 0.05
-    )  # a shift near the margin: not shown equivalent
+    # a shift near the margin: not shown equivalent
+    assert tost([x + 0.04 for x in a], b, margin) > 0.05
     assert tost(a, b, 0.0) is None and tost([1.0], b, margin) is None
 
 
@@ -85,18 +81,17 @@ def test_minimum_detectable_effect() -> None:
     base = np.array([-1.0, 1.0] * 13)
     base /= base.std(ddof=1)  # n = 26, sd = 1 per side
     mde = minimum_detectable_effect(base, base + 5.0)  # the spreads, not the means, set it
-    assert (
-        mde is not None and 0.78 < mde < 0.8
-    )  # just below d = 0.8, which has power 0.807 at n = 26
+    # just below d = 0.8, which has power 0.807 at n = 26
+    assert mde is not None and 0.78 < mde < 0.8
     assert power_at(mde, math.sqrt(2 / 26), 50, 0.05) == pytest.approx(0.8, abs=1e-9)
     big = np.array([-1.0, 1.0] * 500)
     se = math.sqrt(2 * big.var(ddof=1) / 1000)
+    # normal limit
     assert minimum_detectable_effect(big, big) == pytest.approx(
         (1.959964 + 0.841621) * se, rel=2e-3
-    )  # normal limit
-    assert (
-        minimum_detectable_effect([1.0, 1.0], [2.0, 2.0]) is None
-    )  # no spread: nothing to base it on
+    )
+    # no spread: nothing to base it on
+    assert minimum_detectable_effect([1.0, 1.0], [2.0, 2.0]) is None
 
 
 def test_holm_on_published_examples() -> None:
@@ -231,9 +226,8 @@ def test_a_shared_per_seed_offset_cancels_in_the_paired_test(tmp_path) -> None: 
     b = [2.0 + offset[s] for s in range(1, 6)]
     welch = st.ttest_ind(a, b, equal_var=False).pvalue
     assert c.test == "paired" and c.pairs == 5 and c.correlation > 0.99
-    assert (
-        c.p == pytest.approx(st.ttest_rel(a, b).pvalue) and c.p < 1e-3 < 0.5 < welch
-    )  # Welch sees only seed noise
+    # Welch sees only seed noise
+    assert c.p == pytest.approx(st.ttest_rel(a, b).pvalue) and c.p < 1e-3 < 0.5 < welch
     assert c.verdict == "better"
     md = files.markdown.read_text()
     assert "paired t-test" in md and "| model/ffn=swiglu | model/ffn=gelu | paired | 5 |" in md

@@ -58,9 +58,8 @@ def test_export_keeps_the_small_files_of_finished_jobs_only(
     assert not list(dest.rglob("*.ckpt")) and not list(dest.rglob("attempts"))
     # the report recomputes from the exported files alone, with the same numbers
     a, b = make_report([src], tmp_path / "a"), make_report([dest], tmp_path / "b")
-    finished = [
-        (r.label, r.primary.mean) for r in a.report.rows if r.primary.n
-    ]  # not the job still running
+    # not the job still running
+    finished = [(r.label, r.primary.mean) for r in a.report.rows if r.primary.n]
     assert finished == [(r.label, r.primary.mean) for r in b.report.rows] and len(finished) == 2
 
 

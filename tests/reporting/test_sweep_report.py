@@ -141,14 +141,12 @@ def test_rerun_completes_only_the_missing_jobs(sweep: dict) -> None:
     assert len(after) == 4 and len(job_dirs(sweep["dir"])) == 4  # deterministic dirs: no duplicates
     for d, content in sweep["before"].items():  # finished jobs were not run again
         assert after[d] == content and (d / "metrics.json").stat().st_mtime_ns == sweep["mtimes"][d]
-    assert sweep["rerun"].count("already completed (") == len(
-        sweep["before"]
-    )  # sweep_resume's "…; skipping" line
+    # sweep_resume's "…; skipping" line
+    assert sweep["rerun"].count("already completed (") == len(sweep["before"])
     restarted = [d for d in after if d not in sweep["before"]]
     assert len(restarted) == 4 - len(sweep["before"])
-    for d in (
-        restarted
-    ):  # one fresh attempt each: a single CSV log, the killed attempt's files set aside
+    # one fresh attempt each: a single CSV log, the killed attempt's files set aside
+    for d in restarted:
         assert len(list(d.glob("csv/version_*"))) == 1
     names = {d.name for d in job_dirs(sweep["dir"])}  # directory = the job's overrides, "/" -> "."
     assert all("model.ffn=" in n or len(n) == 120 for n in names)
@@ -162,9 +160,8 @@ def test_report_table_matches_the_runs_metrics(sweep: dict) -> None:
         table = {row["variant"]: row for row in csv.DictReader(f)}
     assert set(table) == {"model/ffn=gelu", "model/ffn=swiglu"}
     per_variant: dict[str, list[dict]] = {"gelu": [], "swiglu": []}
-    for d in sorted(
-        job_dirs(sweep["dir"]), key=lambda d: str(overrides(d).get("seed"))
-    ):  # by seed: paired
+    # by seed: paired
+    for d in sorted(job_dirs(sweep["dir"]), key=lambda d: str(overrides(d).get("seed"))):
         per_variant[overrides(d)["model/ffn"]].append(json.loads((d / "metrics.json").read_text()))
     for ffn, runs in per_variant.items():
         row = table[f"model/ffn={ffn}"]

@@ -32,9 +32,8 @@ def test_swiglu_matches_gelu_at_two_thirds_width(
     assert r.reference_params == count_parameters(gelu)
     assert abs(count_parameters(solved) - r.reference_params) <= 0.01 * r.reference_params
     assert r.params == count_parameters(solved) and r.solved == {"d_ff": solved["d_ff"]}
-    assert solved["d_ff"] == pytest.approx(
-        128 * 2 / 3, abs=3
-    )  # Shazeer 2020: ~2/3 of the GELU width
+    # Shazeer 2020: ~2/3 of the GELU width
+    assert solved["d_ff"] == pytest.approx(128 * 2 / 3, abs=3)
 
 
 def test_no_position_table_gets_a_wider_ffn(
@@ -78,9 +77,8 @@ def test_errors_are_explicit(make_tiny_config: Callable[..., dict[str, Any]]) ->
         match_model(cfg, "no_such_model")
     with pytest.raises(ConfigError, match="solve='width'"):
         match_model(cfg, {"d_ff": 100}, solve="width")
-    with pytest.raises(
-        ConfigError, match="tolerance"
-    ):  # 64-multiples cannot hit a 1-unit change within 0.01%
+    # 64-multiples cannot hit a 1-unit change within 0.01%
+    with pytest.raises(ConfigError, match="tolerance"):
         match_model(cfg, {"d_ff": 65}, multiple_of=64, tolerance=1e-4)
 
 
@@ -127,9 +125,8 @@ def _budget(tmp_path, *overrides: str):
 def test_budget_is_the_models_own_count(tmp_path) -> None:
     run, b = _budget(tmp_path, "trainer.max_steps=100")
     assert b.shape == {"batch_size": 4, "seq_len": 32} and b.tokens_per_step == 4 * 32
-    assert b.flops_per_step == run.task.model.training_flops(
-        batch_size=4, seq_len=32
-    )  # one formula, the model's
+    # one formula, the model's
+    assert b.flops_per_step == run.task.model.training_flops(batch_size=4, seq_len=32)
     assert (
         b.flops_per_token == b.flops_per_step / 128 and b.params == run.task.model.num_parameters()
     )
@@ -151,9 +148,8 @@ def test_flops_matching_gives_equal_training_flops(tmp_path) -> None:
         <= 0.01 * 100 * ref.flops_per_step
     )
     assert solve_steps(ref, deep, "tokens") == 100 and solve_steps(ref, deep, "params") == 100
-    _, long = _budget(
-        tmp_path, "block_size=16", "trainer.max_steps=100"
-    )  # half the tokens per step
+    # half the tokens per step
+    _, long = _budget(tmp_path, "block_size=16", "trainer.max_steps=100")
     assert solve_steps(ref, long, "tokens") == 200
     with pytest.raises(ConfigError, match="protocol.match='compute'"):
         solve_steps(ref, deep, "compute")

@@ -38,9 +38,8 @@ def test_completed_job_is_skipped_and_a_changed_value_reruns(tmp_path: Path) -> 
     finish(run)
     done = skip_completed(cfg_for(run))
     assert done is not None and done.value == 2.4
-    assert (
-        skip_completed(cfg_for(run, num_workers=0)) is not None
-    )  # a key added to the defaults: same experiment
+    # a key added to the defaults: same experiment
+    assert skip_completed(cfg_for(run, num_workers=0)) is not None
     changed = cfg_for(run)
     changed.optim.lr = 0.01
     assert skip_completed(changed) is None  # a value changed: run again, the old attempt set aside
@@ -132,20 +131,17 @@ def test_a_null_that_became_a_node_reruns_the_job(tmp_path: Path) -> None:
     position = {"name": "rope", "theta": 10000.0, "scaling": None}
     assert skip_completed(cfg_for(run, model={"position": position})) is None
     finish(run)
-    assert (
-        skip_completed(cfg_for(run, model={"position": position})) is not None
-    )  # same config: skipped
+    # same config: skipped
+    assert skip_completed(cfg_for(run, model={"position": position})) is not None
     scaled = {**position, "scaling": {"name": "yarn", "factor": 4.0}}
-    assert (
-        skip_completed(cfg_for(run, model={"position": scaled})) is None
-    )  # null -> node: runs again
+    # null -> node: runs again
+    assert skip_completed(cfg_for(run, model={"position": scaled})) is None
     assert (run / "attempts" / "1" / "metrics.json").is_file()
     stamp = json.loads((run / STAMP).read_text())
     assert stamp["config"]["model.position.scaling.name"] == "yarn"
     finish(run)
-    assert (
-        skip_completed(cfg_for(run, model={"position": position})) is None
-    )  # node -> null: runs again too
+    # node -> null: runs again too
+    assert skip_completed(cfg_for(run, model={"position": position})) is None
     assert (run / "attempts" / "2" / "metrics.json").is_file()
 
 

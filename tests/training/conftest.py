@@ -85,9 +85,8 @@ def compose_train(overrides: Sequence[str], run_dir: Path | str) -> DictConfig:
         cfg.hydra.job.num = 0
     HydraConfig.instance().set_config(cfg)
     with open_dict(cfg):
-        del cfg[
-            "hydra"
-        ]  # as @hydra.main hands it to the task function (the ${hydra:...} resolver reads HydraConfig)
+        # as @hydra.main hands it to the task function (the ${hydra:...} resolver reads HydraConfig)
+        del cfg["hydra"]
     return cfg
 
 

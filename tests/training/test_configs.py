@@ -28,9 +28,8 @@ TOP_GROUPS = [
     "paths",
     "hydra",
 ]
-TOP_GROUPS += [
-    g for g in ("reliability",) if (CONF / g).is_dir()
-]  # groups other parts add to train.yaml
+# groups other parts add to train.yaml
+TOP_GROUPS += [g for g in ("reliability",) if (CONF / g).is_dir()]
 MODEL_SUBGROUPS = [
     "model/position",
     "model/norm",

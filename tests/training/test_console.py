@@ -29,6 +29,5 @@ def test_inspect_attention_writes_under_its_run_directory(
     assert [p.name for p in cwd.iterdir()] == ["outputs"]  # nothing in the current directory itself
     (maps,) = cwd.glob("outputs/inspect/*/*/attention_maps")
     assert sorted(p.name for p in maps.iterdir()) == ["attention.pt", "layer01.npy", "layer01.png"]
-    assert (
-        r.stdout.strip().splitlines()[-1].strip().endswith("attention_maps/attention.pt")
-    )  # the last line names it
+    # the last line names it
+    assert r.stdout.strip().splitlines()[-1].strip().endswith("attention_maps/attention.pt")

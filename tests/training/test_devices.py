@@ -21,9 +21,8 @@ from lightning.pytorch.strategies import DDPStrategy, SingleDeviceStrategy
 import src.training  # noqa: F401  (registers ${device_precision:...})
 
 
-def default_trainer(
-    conf_dir: Path, tmp_path: Path, overrides: tuple[str, ...] = ()
-):  # -> lightning Trainer
+# -> lightning Trainer
+def default_trainer(conf_dir: Path, tmp_path: Path, overrides: tuple[str, ...] = ()):
     """The Trainer ``python -m src.train model=gpt2_small`` builds, from the composed config."""
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):

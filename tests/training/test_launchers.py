@@ -185,9 +185,8 @@ def test_submitit_local_launcher(
         "seed=2",
     ]  # named by the swept override (src/config/sweep_dirs.py)
     assert all(metrics(j)["status"] == "completed" and metrics(j)["global_step"] == 4 for j in jobs)
-    results = sorted(
-        (sweep / ".submitit").glob("*/*_result.pkl")
-    )  # submitit ran them: its own records
+    # submitit ran them: its own records
+    results = sorted((sweep / ".submitit").glob("*/*_result.pkl"))
     assert len(results) == 2
     for p in results:
         status, value = pickle.loads(p.read_bytes())
@@ -208,9 +207,8 @@ def test_missing_plugin_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None
     message = missing_plugin(["-m", "model.n_layer=2,4", "hydra/launcher=submitit_slurm"])
     assert message is not None
     assert "hydra-submitit-launcher" in message and "pip install -e '.[slurm]'" in message
-    assert (
-        missing_plugin(["hydra/launcher=joblib", "hydra/sweeper=optuna"]) is None
-    )  # installed by .[dev]
+    # installed by .[dev]
+    assert missing_plugin(["hydra/launcher=joblib", "hydra/sweeper=optuna"]) is None
     assert {o.split("=")[1] for o in PLUGINS} == {
         "joblib",
         "submitit_slurm",
@@ -324,9 +322,8 @@ def test_joblib_slot_pins_cpus_and_gpus(tmp_path: Path) -> None:
         got = pin(4)
         assert got["index"] == 1 and got["cuda"] == "2,3"
         assert got["cpus"] == split(cpus, 1, 4) and got["threads"] == str(len(split(cpus, 1, 4)))
-        assert (
-            "hydra.launcher.n_jobs=8" in pin(16)["error"]
-        )  # 16 jobs, 8 GPUs: one GPU each is impossible
+        # 16 jobs, 8 GPUs: one GPU each is impossible
+        assert "hydra.launcher.n_jobs=8" in pin(16)["error"]
         cpu_only = pin(16, accelerator="cpu")  # CPU jobs: GPUs not handed out
         assert cpu_only["cuda"] == "0,1,2,3,4,5,6,7" and cpu_only["index"] == 1
     finally:

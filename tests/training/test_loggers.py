@@ -36,9 +36,8 @@ def run(
         cwd=tmp,
     )
     assert r.returncode == 0, r.stderr[-4000:]
-    assert sorted(p.name for p in tmp.iterdir()) == [
-        "run"
-    ]  # every logger wrote inside the run directory
+    # every logger wrote inside the run directory
+    assert sorted(p.name for p in tmp.iterdir()) == ["run"]
     return run_dir, r
 
 
@@ -140,9 +139,8 @@ def test_tensorboard_logger(logged_run: Path) -> None:
 def test_mlflow_logger(logged_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mlflow.tracking import MlflowClient
 
-    monkeypatch.setenv(
-        "MLFLOW_ALLOW_FILE_STORE", "true"
-    )  # reading a file store too (src/training/loggers.py)
+    # reading a file store too (src/training/loggers.py)
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
 
     client = MlflowClient(tracking_uri=f"file:{logged_run / 'mlruns'}")
     (experiment,) = [e for e in client.search_experiments() if e.name == "transformer-lab"]
@@ -171,9 +169,8 @@ def _wandb_records(run_file: Path) -> list[Any]:
     assert data[:4] == b":W&B", data[:8]
     records, pos, buf = [], header, b""
     while pos + header <= len(data):
-        if (
-            block - pos % block < header
-        ):  # a block's tail too short for a chunk header is zero padding
+        # a block's tail too short for a chunk header is zero padding
+        if block - pos % block < header:
             pos += block - pos % block
             continue
         _crc, length, kind = struct.unpack("<IHB", data[pos : pos + header])
@@ -206,6 +203,5 @@ def test_wandb_logger_offline(logged_run: Path) -> None:
     }
     _check(steps)
     exits = [r.exit for r in records if r.WhichOneof("record_type") == "exit"]
-    assert [e.exit_code for e in exits] == [
-        0
-    ]  # the run was finished (src.training.loggers.close_loggers)
+    # the run was finished (src.training.loggers.close_loggers)
+    assert [e.exit_code for e in exits] == [0]

@@ -70,9 +70,8 @@ def test_recipe_numbers(
         and cfg.scheduler.min_lr == 6e-5
     )
     assert cfg.trainer.max_steps == decay and cfg.trainer.gradient_clip_val == 1.0
-    assert (
-        tokens_per_step(cfg, 1) == tokens
-    )  # on this CPU: one process, all of it through accumulation
+    # on this CPU: one process, all of it through accumulation
+    assert tokens_per_step(cfg, 1) == tokens
     for gpus in (1, 8):
         with mock.patch.object(torch.cuda, "device_count", return_value=gpus):
             assert tokens_per_step(cfg, gpus) == tokens, gpus

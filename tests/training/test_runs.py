@@ -66,9 +66,10 @@ def test_quickstart_command(tmp_path: Path) -> None:
     )
     assert series(read_csv_metrics(run_dir), "train/loss")
     sample = (run_dir / "samples.txt").read_text()
+    # beyond the 64-token context
     assert (
         sample.startswith("The assert statement") and len(sample) > len("The assert statement") + 40
-    )  # beyond the 64-token context
+    )
 
     # the checkpoint holds plain data only and rebuilds model + tokenizer
     raw = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)
@@ -202,9 +203,8 @@ def test_resume_after_crash_matches_uninterrupted_run(
 
     full, resumed = read_csv_metrics(full_dir), read_csv_metrics(resume_dir)
     full_loss, resumed_loss = series(full, "train/loss"), series(resumed, "train/loss")
-    assert sorted(resumed_loss) == [
-        s for s in sorted(full_loss) if s >= 4
-    ]  # steps after the checkpoint
+    # steps after the checkpoint
+    assert sorted(resumed_loss) == [s for s in sorted(full_loss) if s >= 4]
     for step, loss in resumed_loss.items():
         assert loss == pytest.approx(full_loss[step], abs=1e-6), f"train/loss at step {step}"
     assert series(resumed, "val/loss")[7] == pytest.approx(series(full, "val/loss")[7], abs=1e-6)

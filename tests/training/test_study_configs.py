@@ -44,9 +44,8 @@ def test_study_composes_with_a_sweep(study: str) -> None:
     raw = OmegaConf.to_container(cfg.hydra.sweep, resolve=False)
     assert raw["subdir"] == "${sweep_subdir:${hydra.job.override_dirname}}"
     params = cfg.hydra.sweeper.params
-    assert (
-        params is not None and "seed" not in params
-    )  # seeds come from the protocol (python -m src.study)
+    # seeds come from the protocol (python -m src.study)
+    assert params is not None and "seed" not in params
     assert cfg.sweep_resume.skip_completed is True
     variants = [parse_override(k)[0] for k in params]
     assert variants, f"{study} sweeps nothing"
@@ -56,9 +55,8 @@ def test_study_composes_with_a_sweep(study: str) -> None:
     ratios = [b / a for a, b in zip(lrs, lrs[1:])]
     assert 3 <= len(lrs) <= 5 and all(r > 1.5 for r in ratios) and max(ratios) / min(ratios) < 1.2
     assert len(protocol.seeds) >= 3 and (protocol.design == "grid" or protocol.tune_seeds)
-    assert set(protocol.seeds).isdisjoint(
-        protocol.tune_seeds
-    )  # confirm seeds never repeat a tuning run
+    # confirm seeds never repeat a tuning run
+    assert set(protocol.seeds).isdisjoint(protocol.tune_seeds)
     assert (
         protocol.metric.startswith("test/")
         and protocol.select.startswith("val/")

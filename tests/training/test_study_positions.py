@@ -58,17 +58,14 @@ def test_each_task_selects_its_data_and_steps_and_validates_with_every_scheme(
             and cfg.task.name == "synthetic"
             and cfg.model.position.name == position
         )
-        assert int(cfg.trainer.max_steps) == int(
-            own.trainer.max_steps
-        )  # the task's steps win over the config's
-        assert (
-            int(cfg.trainer.max_steps) % int(cfg.trainer.val_check_interval) == 0
-        )  # the last step is validated
+        # the task's steps win over the config's
+        assert int(cfg.trainer.max_steps) == int(own.trainer.max_steps)
+        # the last step is validated
+        assert int(cfg.trainer.max_steps) % int(cfg.trainer.val_check_interval) == 0
         for key, value in (own.get("data") or {}).items():
             assert cfg.data[key] == value
-        validate_run_config(
-            cfg, hardware=GPU if size == "gpu" else None
-        )  # test lengths within each task's limits
+        # test lengths within each task's limits
+        validate_run_config(cfg, hardware=GPU if size == "gpu" else None)
     if size == "gpu":
         assert cfg.trainer.precision == "bf16-mixed" and int(cfg.data.test_examples) == 1024
 
@@ -150,9 +147,8 @@ def test_size_ablation_is_copy_mixed_deeper_longer_and_tested_between_one_and_tw
         "0.001",
         "0.003",
     ]
-    for position in sorted(
-        POSITIONS
-    ):  # 24 symbols (50 tokens) fit the learned table's 64 rows; 32 (66) do not
+    # 24 symbols (50 tokens) fit the learned table's 64 rows; 32 (66) do not
+    for position in sorted(POSITIONS):
         validate_run_config(
             _compose(
                 "study_length_generalization",
@@ -218,9 +214,8 @@ def test_text_part_scores_six_schemes_at_one_to_eight_x_against_sinusoidal(exper
     assert {"extrapolation/ppl@2x", "extrapolation/ppl@4x", "extrapolation/ppl@8x"} <= set(
         protocol.secondary
     )
-    assert int(cfg.model.max_seq_len) == int(
-        cfg.block_size
-    )  # the learned table ends at the training length
+    # the learned table ends at the training length
+    assert int(cfg.model.max_seq_len) == int(cfg.block_size)
     validate_run_config(
         _compose(experiment, "model/position=rope"),
         hardware=GPU if experiment.endswith("gpu") else None,

@@ -18,12 +18,10 @@ from src.study import plan
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 GROUP = CONF / "experiment" / "study_scaling"
-SIZES = sorted(
-    p.stem for p in (GROUP / "size").glob("l*.yaml")
-)  # the CPU size's (experiment=study_scaling)
-GPU_SIZES = sorted(
-    p.stem for p in (GROUP / "size").glob("g*.yaml")
-)  # the GPU size's (experiment=study_scaling_gpu)
+# the CPU size's (experiment=study_scaling)
+SIZES = sorted(p.stem for p in (GROUP / "size").glob("l*.yaml"))
+# the GPU size's (experiment=study_scaling_gpu)
+GPU_SIZES = sorted(p.stem for p in (GROUP / "size").glob("g*.yaml"))
 ARMS = sorted(p.stem for p in (GROUP / "arm").glob("*.yaml"))
 CHAR_VOCAB = 65  # Tiny Shakespeare's characters
 GPT2_VOCAB = 50257
@@ -75,9 +73,8 @@ def test_arms_are_the_two_contrasts(arm: str, placement: str, position: str) -> 
     assert arm in ARMS
     cfg = _compose(f"+experiment/study_scaling/arm={arm}", "+experiment/study_scaling/size=l2_d32")
     assert cfg.model.norm_placement == placement and cfg.model.position.name == position
-    assert (
-        int(cfg.model.n_layer) == 2 and int(cfg.model.d_model) == 32
-    )  # the size file wins over the config's own
+    # the size file wins over the config's own
+    assert int(cfg.model.n_layer) == 2 and int(cfg.model.d_model) == 32
 
 
 def test_protocol_tunes_each_arm_and_size_and_plans_every_job(tmp_path: Path) -> None:

@@ -84,9 +84,8 @@ def test_placement_sweep_with_the_new_components(tmp_path: Path) -> None:
     pre = params["pre"]  # 2 norms per block + a final norm
     assert params["post"] == params["deepnorm"] == pre - LN  # no final norm
     assert params["sandwich"] == pre + 2 * L * LN  # one more norm per sublayer
-    assert (
-        params["rezero"] == pre - 2 * L * LN - LN + 2 * L
-    )  # no norm at all, one gate α per sublayer
+    # no norm at all, one gate α per sublayer
+    assert params["rezero"] == pre - 2 * L * LN - LN + 2 * L
 
 
 def test_t5_small_seq2seq_with_each_placement(tmp_path: Path) -> None:
@@ -104,9 +103,8 @@ def test_t5_small_seq2seq_with_each_placement(tmp_path: Path) -> None:
     )
     assert [model["norm_placement"] for _, model in jobs] == list(PLACEMENTS)
     rms = C  # T5's RMS norm: a weight, no bias
-    norms = (
-        2 * 2 + 2 * 3
-    )  # per sublayer: 2 encoder blocks × 2, 2 decoder blocks × 3 (with cross-attention)
+    # per sublayer: 2 encoder blocks × 2, 2 decoder blocks × 3 (with cross-attention)
+    norms = 2 * 2 + 2 * 3
     params = {}
     for m, model in jobs:
         assert_completed(m)

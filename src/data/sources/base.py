@@ -29,9 +29,8 @@ from src.files import atomic_path
 
 DEFAULT_CACHE_DIR = "~/.cache/transformer-lab"
 SPLITS = ("train", "val", "test")
-_HASH_CONTENT_LIMIT = (
-    64 * 2**20
-)  # files up to this size are keyed by content, bigger ones by (size, mtime)
+# files up to this size are keyed by content, bigger ones by (size, mtime)
+_HASH_CONTENT_LIMIT = 64 * 2**20
 
 
 class Source:

@@ -59,9 +59,8 @@ class Induction(SyntheticSource):
         perm = rng.permutation(self.alphabet)
         seg, filler = perm[:k], perm[k:]  # distinct segment symbols; the filler never holds one
         seq = filler[rng.integers(0, len(filler), size=length)]
-        first = int(
-            rng.integers(0, length - 2 * k + 1)
-        )  # the first occurrence, anywhere before the second
+        # the first occurrence, anywhere before the second
+        first = int(rng.integers(0, length - 2 * k + 1))
         seq[first : first + k] = seg
         seq[length - k :] = seg  # the second occurrence ends the sequence
         text = "".join(symbol(int(i)) for i in seq)

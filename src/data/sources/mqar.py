@@ -67,9 +67,8 @@ class MQAR(SyntheticSource):
     def sample(self, rng: np.random.Generator, length: int) -> Example:
         keys = rng.choice(self.num_keys, size=length, replace=False)  # distinct keys
         values = rng.integers(0, self.num_values, size=length)
-        asked = rng.choice(
-            length, size=self.num_queries, replace=False
-        )  # which pairs are queried, in query order
+        # which pairs are queried, in query order
+        asked = rng.choice(length, size=self.num_queries, replace=False)
         pairs = "".join(
             symbol(int(k)) + symbol(self.num_keys + int(v)) for k, v in zip(keys, values)
         )

@@ -104,9 +104,8 @@ class SyntheticSource(Source):
         test_examples: int = 256,
         cache_dir: str | None = None,
     ) -> None:
-        super().__init__(
-            cache_dir=cache_dir
-        )  # examples are never stored; a study's n-gram references cache there
+        # examples are never stored; a study's n-gram references cache there
+        super().__init__(cache_dir=cache_dir)
         self.seed = int(seed)
         self.val_examples, self.test_examples = int(val_examples), int(test_examples)
         self._test_lengths = None if test_lengths is None else [int(n) for n in test_lengths]
@@ -275,9 +274,8 @@ class SyntheticSource(Source):
                 f"data.test_lengths at most {limit[0]}"
             )
         for split, n in [("val", train), *(("test", n) for n in source.test_lengths)]:
-            source.example(
-                split, 0, length=n
-            )  # DataError: an example space too small to give every split a prompt
+            # DataError: an example space too small to give every split a prompt
+            source.example(split, 0, length=n)
         source.check_train_min_length(train_min_length)
         prompt, answer = source.sizes(train)
         if prompt + answer - 1 > block_size:

@@ -238,9 +238,8 @@ class SyntheticDataModule(L.LightningDataModule):
         )
         epoch = self.epoch_batches
         stream = SizedBatchStream(make, epoch, start) if epoch else BatchStream(make, None, start)
-        lookahead = (
-            1 if epoch is None and getattr(self, "trainer", None) is not None else 0
-        )  # as LMDataModule
+        # as LMDataModule
+        lookahead = 1 if epoch is None and getattr(self, "trainer", None) is not None else 0
         loader = ResumableLoader(
             stream, num_workers=self.num_workers, pin_memory=self.pin_memory, lookahead=lookahead
         )

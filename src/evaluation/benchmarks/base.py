@@ -113,9 +113,8 @@ class MultipleChoiceBenchmark(Benchmark):
         for d in docs:
             lls = [next(scores).logprob for _ in d.choices]
             acc.append(float(max(range(len(lls)), key=lambda i: lls[i]) == d.label))
-            normed = [
-                ll / max(len(c), 1) for ll, c in zip(lls, d.choices)
-            ]  # per character, as the harness
+            # per character, as the harness
+            normed = [ll / max(len(c), 1) for ll, c in zip(lls, d.choices)]
             acc_norm.append(float(max(range(len(normed)), key=lambda i: normed[i]) == d.label))
         n = max(len(docs), 1)
         return BenchmarkResult(

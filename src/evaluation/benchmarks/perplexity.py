@@ -122,9 +122,8 @@ class Perplexity(Benchmark):
                 f"{self.key}.split='{self.split}' is not one of the source's splits "
                 f"{sorted(splits)}"
             )
-        return list(
-            splits.get(self.split, splits.get("val", []))
-        )  # a source without test: val doubles as test
+        # a source without test: val doubles as test
+        return list(splits.get(self.split, splits.get("val", [])))
 
     def _bin_tokens(self, scorer: Scorer, limit: int | None, context_length: int) -> Any | None:
         """Tokens of a pre-tokenized ``bin`` / ``openwebtext`` source (``{split}.bin``), or None
@@ -176,9 +175,8 @@ class Perplexity(Benchmark):
             n_bytes=len(text.encode("utf-8")) if text is not None else None,
             n_words=len(text.split()) if text is not None else None,
         )
-        if (
-            scorer.is_masked_lm
-        ):  # pseudo-log-likelihood: not comparable with a causal model's figures
+        # pseudo-log-likelihood: not comparable with a causal model's figures
+        if scorer.is_masked_lm:
             metrics = {f"pseudo_{k}": v for k, v in metrics.items()}
         return BenchmarkResult(
             metrics=metrics,

@@ -82,9 +82,8 @@ class Translation(Benchmark):
         if scorer.pair_format is not None:  # a checkpoint trained on pairs: its own source format
             prompts = [tok.encode(s) + scorer.pair_format.source_suffix for s in sources]
         else:
-            add_eos = (
-                scorer.is_seq2seq if self.source_eos is None else self.source_eos
-            )  # null: encoder-decoders only
+            # null: encoder-decoders only
+            add_eos = scorer.is_seq2seq if self.source_eos is None else self.source_eos
             eos = [tok.eos_token_id] if add_eos and tok.eos_token_id is not None else []
             prompts = [tok.encode(self.prompt.format(source=s)) + eos for s in sources]
         stop_ids = tok.encode(self.stop) if self.stop else []

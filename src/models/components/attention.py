@@ -209,9 +209,8 @@ class MultiHeadAttention(nn.Module):
         return x.view(B, T, n, self.head_dim).transpose(1, 2)  # [B, T, n·D] -> [B, n, T, D]
 
     def _project_kv(self, src: Tensor) -> tuple[Tensor, Tensor]:
-        k, v = self.kv(src).split(
-            self.n_kv_head * self.head_dim, dim=-1
-        )  # [B, S, 2·K·D] -> 2 × [B, S, K·D]
+        # [B, S, 2·K·D] -> 2 × [B, S, K·D]
+        k, v = self.kv(src).split(self.n_kv_head * self.head_dim, dim=-1)
         if self.k_norm is not None:
             k = self.k_norm(k)
         return self._heads(k, self.n_kv_head), self._heads(v, self.n_kv_head)
@@ -242,9 +241,8 @@ class MultiHeadAttention(nn.Module):
         B, T, C = x.shape
         if self.cross:
             q = self.q(x)  # [B, T, H·D]
-            q = self._heads(
-                q if self.q_norm is None else self.q_norm(q), self.n_head
-            )  # [B, H, T, D]
+            # [B, H, T, D]
+            q = self._heads(q if self.q_norm is None else self.q_norm(q), self.n_head)
             if cache is not None and cache.cross[layer_idx] is not None:
                 k, v = cache.cross[layer_idx]  # type: ignore[misc]
             else:
@@ -261,9 +259,8 @@ class MultiHeadAttention(nn.Module):
                 ],
                 dim=-1,
             )
-            if (
-                self.q_norm is not None
-            ):  # QK-norm on [B, T, H·D] and [B, T, K·D], before the rotation
+            # QK-norm on [B, T, H·D] and [B, T, K·D], before the rotation
+            if self.q_norm is not None:
                 q, k = self.q_norm(q), self.k_norm(k)  # type: ignore[misc]
             q, k, v = (
                 self._heads(q, self.n_head),
@@ -271,9 +268,8 @@ class MultiHeadAttention(nn.Module):
                 self._heads(v, self.n_kv_head),
             )
             if position is not None:
-                q, k = position.rotate(
-                    q, k, positions, positions
-                )  # the new tokens, at their own positions
+                # the new tokens, at their own positions
+                q, k = position.rotate(q, k, positions, positions)
             if cache is not None:
                 k, v = cache.update(layer_idx, k, v)  # [B, K, offset+T, D]
 
@@ -286,7 +282,6 @@ class MultiHeadAttention(nn.Module):
             y, probs = explicit_attention(q, k, v, bias, p, self.training, self.scale)
         else:
             y = sdpa_attention(q, k, v, bias, p, self.training, self.scale)
-        y = y.transpose(1, 2).reshape(
-            B, T, self.n_head * self.head_dim
-        )  # [B, H, T, D] -> [B, T, H·D]
+        # [B, H, T, D] -> [B, T, H·D]
+        y = y.transpose(1, 2).reshape(B, T, self.n_head * self.head_dim)
         return AttentionOutput(out=self.out_dropout(self.out(y)), probs=probs)

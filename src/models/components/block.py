@@ -130,9 +130,8 @@ class Block(nn.Module):
 @dataclass
 class StackOutput:
     hidden: Tensor  # [B, T, C] after the final norm (if any)
-    attentions: list[Tensor] = field(
-        default_factory=list
-    )  # per layer [B, H, T, S] (self, then cross)
+    # per layer [B, H, T, S] (self, then cross)
+    attentions: list[Tensor] = field(default_factory=list)
 
 
 def build_bias(
@@ -160,9 +159,8 @@ def build_bias(
             return AttentionBias(is_causal=True)  # kernel's own causal mask (flash-eligible)
         if T == 1:
             return AttentionBias()  # one new token sees the whole cache
-    allowed = (
-        mask.allowed(positions, key_positions, prefix_length) if mask is not None else None
-    )  # [1|B, T, S]
+    # [1|B, T, S]
+    allowed = mask.allowed(positions, key_positions, prefix_length) if mask is not None else None
     if allowed is not None:
         allowed = allowed[:, None]  # [1|B, T, S] -> [1|B, 1, T, S]
     if key_padding is not None:

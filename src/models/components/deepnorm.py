@@ -70,9 +70,8 @@ class DeepNorm(Residual):
                 "model.norm_placement=deepnorm needs its stack ('encoder' or 'decoder'), got "
                 f"{stack!r}"
             )
-        needed = [
-            s for s, n in depths.items() if s == stack or n
-        ]  # its own stack, and the other one if present
+        # its own stack, and the other one if present
+        needed = [s for s, n in depths.items() if s == stack or n]
         for s in needed:
             n = depths[s]
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:

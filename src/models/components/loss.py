@@ -29,9 +29,8 @@ class _CrossEntropy(torch.autograd.Function):
         """logits [N, V] (any float dtype), target [N] -> mean loss over the scored rows
         (float32)."""
         logp = torch.log_softmax(logits, dim=-1, dtype=torch.float32)  # [N, V]
-        loss = F.nll_loss(
-            logp, target, ignore_index=ignore_index
-        )  # exactly F.cross_entropy's value
+        # exactly F.cross_entropy's value
+        loss = F.nll_loss(logp, target, ignore_index=ignore_index)
         valid = target != ignore_index  # [N]
         ctx.save_for_backward(logp, torch.where(valid, target, 0), valid)
         ctx.logits_dtype = logits.dtype

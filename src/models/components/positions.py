@@ -213,19 +213,17 @@ class RotaryPosition(Position):
         rot = rotated_width(head_dim, rotary_fraction)
         self.head_dim, self.rot_dim, self.theta = head_dim, rot, theta
         self.scaling = build_scaling(scaling, max_seq_len)
-        self.follows_length = (
-            self.scaling is not None and self.scaling.follows_length
-        )  # dynamic NTK
-        if (
-            self.follows_length
-        ):  # below the original length the frequencies are fixed, so the cache is exact there
+        # dynamic NTK
+        self.follows_length = self.scaling is not None and self.scaling.follows_length
+        # below the original length the frequencies are fixed, so the cache is exact there
+        if self.follows_length:
             self.cache_limit = self.scaling.original  # type: ignore[union-attr]
-        self.attention_factor = (
-            1.0 if self.scaling is None else self.scaling.attention_factor
-        )  # YaRN's temperature
+        # YaRN's temperature
+        self.attention_factor = 1.0 if self.scaling is None else self.scaling.attention_factor
+        # [R/2]
         inv_freq = (
             base_inv_freq(theta, rot) if self.scaling is None else self.scaling.inv_freq(theta, rot)
-        )  # [R/2]
+        )
         self.register_buffer("inv_freq", inv_freq, persistent=False)
         # (q positions, k positions, dtype, cos/sin of q, cos/sin of k) of the last call: every
         # layer of a forward passes the same position tensors, so cos/sin are computed once per
@@ -308,9 +306,8 @@ class RotaryPosition(Position):
         ):
             cq, ck = memo[3], memo[4]
         else:
-            inv_freq = self._freqs(
-                k_pos
-            )  # dynamic: the frequencies of the current length, for q and k alike
+            # dynamic: the frequencies of the current length, for q and k alike
+            inv_freq = self._freqs(k_pos)
             cq = self._cos_sin(q_pos, inv_freq, q.dtype)
             ck = cq if k_pos is q_pos else self._cos_sin(k_pos, inv_freq, q.dtype)
             if not torch.compiler.is_compiling():  # compiled graphs dedupe it themselves
@@ -341,9 +338,8 @@ def build_scaling(scaling: Mapping[str, Any] | None, max_seq_len: int | None) ->
             "the training length (e.g. model.position.scaling.factor=4)"
         )
     try:
-        cls, kwargs = ROPE_SCALINGS.resolve(
-            node, max_seq_len=max_seq_len
-        )  # ROPE_SCALINGS.build, before it constructs
+        # ROPE_SCALINGS.build, before it constructs
+        cls, kwargs = ROPE_SCALINGS.resolve(node, max_seq_len=max_seq_len)
     except ConfigError as e:  # an unknown key: say which node
         raise ConfigError(f"model.position.scaling: {e}") from None
     try:

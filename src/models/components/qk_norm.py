@@ -42,9 +42,8 @@ class ProjectionNorm(nn.Module):
     def forward(self, x: Tensor) -> Tensor:  # [B, T, n·D] -> [B, T, n·D]
         if self.scope == "all":
             return self.norm(x)
-        return self.norm(x.unflatten(-1, (self.n_heads, self.head_dim))).flatten(
-            -2
-        )  # via [B, T, n, D]
+        # via [B, T, n, D]
+        return self.norm(x.unflatten(-1, (self.n_heads, self.head_dim))).flatten(-2)
 
 
 class QKNorm:

@@ -164,9 +164,8 @@ class YaRNScaling(RopeScaling):
         low, high = max(low, 0), min(high, dim - 1)
         if low == high:
             high += 0.001  # prevent a division by zero
-        ramp = ((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low)).clamp(
-            0, 1
-        )  # [R/2]
+        # [R/2]
+        ramp = ((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low)).clamp(0, 1)
         extrapolation = base_inv_freq(theta, dim)
         keep = 1 - ramp  # 1: keep the frequency (high frequencies), 0: interpolate it
         return extrapolation / self.factor * (1 - keep) + extrapolation * keep

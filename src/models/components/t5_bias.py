@@ -36,14 +36,12 @@ def relative_buckets(
     buckets = torch.zeros_like(relative)
     if bidirectional:
         num_buckets //= 2
-        buckets = (
-            buckets + (relative > 0).long() * num_buckets
-        )  # keys after the query: the upper half
+        # keys after the query: the upper half
+        buckets = buckets + (relative > 0).long() * num_buckets
         distance = relative.abs()
     else:
-        distance = -torch.clamp(
-            relative, max=0
-        )  # keys at or before the query; later ones are masked
+        # keys at or before the query; later ones are masked
+        distance = -torch.clamp(relative, max=0)
     max_exact = num_buckets // 2
     is_small = distance < max_exact
     # log-spaced buckets from max_exact up to max_distance; the float log of distance 0 is never
@@ -92,8 +90,7 @@ class T5RelativeBias(Position):
             )
 
     def score_bias(self, q_pos: Tensor, k_pos: Tensor) -> Tensor:
-        relative = (
-            k_pos[..., None, :] - q_pos[..., :, None]
-        )  # [T, S] (or [B, T, S]): memory - query
+        # [T, S] (or [B, T, S]): memory - query
+        relative = k_pos[..., None, :] - q_pos[..., :, None]
         buckets = relative_buckets(relative, not self.causal, self.num_buckets, self.max_distance)
         return self.table(buckets).movedim(-1, -3)  # [.., T, S, H] -> [.., H, T, S]

@@ -67,9 +67,8 @@ class DecoderOnly(TransformerModel):
             cache=cache,
             need_weights=output_attentions,
         )
-        logits = self.logits(
-            out.hidden[:, -logits_to_keep:] if logits_to_keep else out.hidden
-        )  # [B, T|n, V]
+        # [B, T|n, V]
+        logits = self.logits(out.hidden[:, -logits_to_keep:] if logits_to_keep else out.hidden)
         loss = self.loss(logits, labels) if labels is not None else None
         return ModelOutput(
             logits=logits,
@@ -95,9 +94,8 @@ class DecoderOnly(TransformerModel):
         # scatter it back in backward.
         target = labels[:, 1:]  # [B, T-1] or [B, T]
         if target.shape[1] == length - 1:
-            return F.pad(
-                target, (0, 1), value=IGNORE_INDEX
-            )  # the last position has nothing to predict
+            # the last position has nothing to predict
+            return F.pad(target, (0, 1), value=IGNORE_INDEX)
         if target.shape[1] != length:
             raise ValueError(
                 f"labels {tuple(labels.shape)} fit neither {length} positions nor a window of "
@@ -142,15 +140,13 @@ class DecoderOnly(TransformerModel):
 
     def decode_step(self, d: Decoding) -> Tensor:
         seq, mask, prefix = d.sequences, d.attention_mask, d.prefix_length
-        if (
-            mask is not None and seq.shape[1] > mask.shape[1]
-        ):  # the padding mask grows over generated tokens
+        # the padding mask grows over generated tokens
+        if mask is not None and seq.shape[1] > mask.shape[1]:
             mask = torch.cat(
                 [mask, mask.new_ones(seq.shape[0], seq.shape[1] - mask.shape[1])], dim=1
             )
-        if (
-            d.window is not None and seq.shape[1] > d.window
-        ):  # past the table: slide the window, no cache
+        # past the table: slide the window, no cache
+        if d.window is not None and seq.shape[1] > d.window:
             d.cache = None
             shift = seq.shape[1] - d.window
             seq, mask = seq[:, -d.window :], None if mask is None else mask[:, -d.window :]
@@ -159,9 +155,8 @@ class DecoderOnly(TransformerModel):
             # past a dynamic RoPE's original length every rotation changes: recompute the prefix
             d.cache = None
         ids = d.fresh if d.cache is not None else seq
-        out = self(
-            ids, attention_mask=mask, cache=d.cache, logits_to_keep=1, prefix_length=prefix
-        )  # head at the end only
+        # head at the end only
+        out = self(ids, attention_mask=mask, cache=d.cache, logits_to_keep=1, prefix_length=prefix)
         return out.logits[:, -1]  # [B, V]
 
     def new_tokens(self, sequences: Tensor, input_ids: Tensor) -> Tensor:

@@ -77,9 +77,8 @@ class EncoderDecoder(TransformerModel):
         return int(start)
 
     def start_tokens(self, batch: int, device: torch.device) -> Tensor:
-        return torch.full(
-            (batch, 1), self.decoder_start_id, dtype=torch.long, device=device
-        )  # [B, 1]
+        # [B, 1]
+        return torch.full((batch, 1), self.decoder_start_id, dtype=torch.long, device=device)
 
     def shift_right(self, labels: Tensor) -> Tensor:
         """Teacher forcing input: labels [y0, y1, …] (-100 for padding) -> [start, y0, y1, …]
@@ -231,9 +230,8 @@ class EncoderDecoder(TransformerModel):
         default: the start token alone) and cross-attention (decoder queries, encoder keys)."""
         if prefix_length is not None:
             raise ValueError("prefix_length is for prefix-LM decoders; an encoder_decoder has none")
-        enc = self.encoder(
-            self.embed(input_ids), need_weights=True
-        )  # encoder self-attention, per layer
+        # encoder self-attention, per layer
+        enc = self.encoder(self.embed(input_ids), need_weights=True)
         if decoder_input_ids is None:
             decoder_input_ids = self.start_tokens(input_ids.shape[0], input_ids.device)
         out = self(

@@ -117,9 +117,8 @@ class Architecture:
     embedding_norm: Any = False
     scale_embeddings: Any = False
     gqa: bool = False  # n_kv_head < n_head allowed
-    more: Mapping[str, Any] = field(
-        default_factory=dict
-    )  # other keys: the value needed, ANY, or a node pattern
+    # other keys: the value needed, ANY, or a node pattern
+    more: Mapping[str, Any] = field(default_factory=dict)
 
     def problems(self, c: ModelConfig) -> list[str]:
         """Each way ``c`` differs from this architecture, named by its config key."""
@@ -146,9 +145,8 @@ class Architecture:
             **self.more,
         }
         for k, want in wants.items():
-            if isinstance(
-                want, Mapping
-            ):  # a component node added later (in GROUPS), e.g. more={"qk_norm": {...}}
+            # a component node added later (in GROUPS), e.g. more={"qk_norm": {...}}
+            if isinstance(want, Mapping):
                 p += _node_problems(k, getattr(c, k) or {"name": None}, want)
             elif want is not ANY and getattr(c, k) != want:
                 p.append(f"model.{k}={getattr(c, k)!r} (needs {want!r})")
@@ -173,9 +171,8 @@ def _node_problems(group: str, node: Mapping[str, Any], pattern: Mapping[str, An
         return [f"model/{group}={node['name']} (needs {pattern['name']})"]
     p = []
     for key in sorted((set(node) | set(pattern)) - {"name"}):
-        want = pattern.get(
-            key, setting(GROUPS[group], {"name": node["name"]}, key)
-        )  # unset: the default
+        # unset: the default
+        want = pattern.get(key, setting(GROUPS[group], {"name": node["name"]}, key))
         if want is not ANY and setting(GROUPS[group], node, key) != want:
             p.append(f"model.{group}.{key}={setting(GROUPS[group], node, key)!r} (needs {want!r})")
     return p

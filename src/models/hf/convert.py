@@ -150,9 +150,8 @@ def convert_to_hf(
     rules, copies = adapter.rules(cfg), adapter.copies(cfg)
     used = {r.ours for r in rules if r.ours is not None} | set(copies.values())
     used |= {"head.weight"} if cfg.tie_embeddings else set()  # the tied head is tok_embed
-    if left := sorted(
-        set(ours) - used
-    ):  # e.g. a variant's weights (QK-norm) the format has no place for
+    # e.g. a variant's weights (QK-norm) the format has no place for
+    if left := sorted(set(ours) - used):
         raise HFConversionError(
             f"our tensors {left[:10]} have no rule in the {adapter.model_type} adapter: writing "
             "would silently lose them. Add rules to "

@@ -104,9 +104,8 @@ class Fused:
         return torch.cat(parts, dim=0)  # n × [rows_i, C] -> [Σ rows_i, C]
 
     def save(self, x: Tensor) -> dict[str, Tensor]:
-        return dict(
-            zip(self.theirs, x.split(list(self.sizes), dim=0))
-        )  # [Σ rows_i, C] -> n × [rows_i, C]
+        # [Σ rows_i, C] -> n × [rows_i, C]
+        return dict(zip(self.theirs, x.split(list(self.sizes), dim=0)))
 
 
 @dataclass(frozen=True)
@@ -141,9 +140,8 @@ class Constant:
 
     def load(self, ckpt: Checkpoint) -> None:
         t = ckpt.take_optional(self.theirs)
-        atol = (
-            1e-4 if t is not None and t.dtype == torch.float32 else 1e-2
-        )  # half-precision checkpoints round
+        # half-precision checkpoints round
+        atol = 1e-4 if t is not None and t.dtype == torch.float32 else 1e-2
         if t is not None and not torch.allclose(t.float(), self.value.float(), atol=atol, rtol=0):
             raise HFConversionError(
                 f"{ckpt.model_type} tensor '{self.theirs}' differs from what we compute: {self.why}"

@@ -101,9 +101,8 @@ def test_a_tokenizer_with_auto_map_is_refused_before_transformers_reads_it(tmp_p
     shutil.copytree(
         Path(__file__).resolve().parents[3] / "experiments" / "03_families" / "tokenizer", folder
     )
-    assert (
-        build_tokenizer({"name": "hf", "path": str(folder)}).vocab_size > 0
-    )  # as committed: loads
+    # as committed: loads
+    assert build_tokenizer({"name": "hf", "path": str(folder)}).vocab_size > 0
     config = folder / "tokenizer_config.json"
     node = json.loads(config.read_text())
     node.update(

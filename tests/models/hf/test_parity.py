@@ -57,9 +57,8 @@ def build_reference(kind: str) -> torch.nn.Module:
             eos_token_id=1,
         )
         return randomize(t.GPT2LMHeadModel(cfg), 1)
-    if (
-        kind == "llama"
-    ):  # GQA: 4 query heads share 2 K/V heads; untied head; non-default theta and eps
+    # GQA: 4 query heads share 2 K/V heads; untied head; non-default theta and eps
+    if kind == "llama":
         cfg = t.LlamaConfig(
             vocab_size=V,
             hidden_size=64,
@@ -103,9 +102,8 @@ def build_reference(kind: str) -> torch.nn.Module:
             tie_word_embeddings=False,
         )
         return randomize(t.Qwen3ForCausalLM(cfg), 5)
-    if kind.startswith(
-        "t5"
-    ):  # v1.0: ReLU, tied head fed hidden × d_model^-0.5; v1.1: gated GELU, own lm_head.
+    # v1.0: ReLU, tied head fed hidden × d_model^-0.5; v1.1: gated GELU, own lm_head.
+    if kind.startswith("t5"):
         # d_kv 12 × 4 heads != d_model 32; 3 decoder layers vs 2; 16 buckets up to distance 20 (T up to 32 uses them all)
         v10 = kind == "t5"
         cfg = t.T5Config(
@@ -123,9 +121,8 @@ def build_reference(kind: str) -> torch.nn.Module:
             tie_word_embeddings=v10,
             decoder_start_token_id=0,
         )  # as the released configs: decoding starts from <pad>
-        model = t.T5ForConditionalGeneration(
-            cfg
-        )  # transformers 5 ties T5's head always; v1.1 checkpoints untie it
+        # transformers 5 ties T5's head always; v1.1 checkpoints untie it
+        model = t.T5ForConditionalGeneration(cfg)
         if not v10:
             model.lm_head.weight = torch.nn.Parameter(torch.empty(V, 32))
         return randomize(model, 6)
@@ -150,9 +147,8 @@ def build_reference(kind: str) -> torch.nn.Module:
         tie_word_embeddings=kind == "marian",
     )
     model = t.MarianMTModel(cfg)
-    if (
-        kind == "marian_untied"
-    ):  # transformers 5 unties encoder/decoder embeddings from `shared` along with the head
+    # transformers 5 unties encoder/decoder embeddings from `shared` along with the head
+    if kind == "marian_untied":
         model.model.encoder.embed_tokens = model.model.decoder.embed_tokens = model.model.shared
     return randomize(model, 4)
 
@@ -254,9 +250,8 @@ def test_padded_decoder_logits(pairs, kind: str, side: str) -> None:
     expected, got = logits(ref, kind, src, mask), logits(ours, kind, src, mask)
     real = mask.bool()
     torch.testing.assert_close(got[real], expected[real], atol=ATOL, rtol=0)
-    if (
-        side == "left"
-    ):  # causal right padding cannot change real tokens; left padding must be masked out
+    # causal right padding cannot change real tokens; left padding must be masked out
+    if side == "left":
         unmasked = logits(ours, kind, src)
         assert not torch.allclose(got[1][real[1]], unmasked[1][real[1]], atol=1e-3), (
             "the padding mask had no effect"

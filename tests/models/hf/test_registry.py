@@ -242,9 +242,8 @@ def test_export_refuses_a_tensor_no_rule_writes() -> None:
     adapter = export_adapter(model.config)
     hf_config = adapter.hf_config(model.config)
     state = model.state_dict()
-    assert (
-        len(convert_to_hf(state, model.config, adapter, hf_config)) == len(state) - 1
-    )  # the tied head is written once
+    # the tied head is written once
+    assert len(convert_to_hf(state, model.config, adapter, hf_config)) == len(state) - 1
     extra = {**state, "decoder.blocks.0.attn.q_norm.weight": torch.ones(8)}
     lost = r"our tensors \['decoder.blocks.0.attn.q_norm.weight'\] have no rule in the gpt2 adapter"
     with pytest.raises(HFConversionError, match=lost):

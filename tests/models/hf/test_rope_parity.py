@@ -76,9 +76,8 @@ def test_scaled_rope_logits_match_transformers(kind: str, tmp_path: Path) -> Non
     ref.save_pretrained(tmp_path / "ref")
     ours = from_hf(tmp_path / "ref")
     assert ours.config.position == {"name": "rope", "theta": 500.0, "scaling": ROPES[kind][1]}
-    src = ids(
-        2, 3 * L0, seed=30
-    )  # 48 tokens: beyond the original length (dynamic scales at this length)
+    # 48 tokens: beyond the original length (dynamic scales at this length)
+    src = ids(2, 3 * L0, seed=30)
     with torch.no_grad():
         expected, got = ref(src).logits, ours(src).logits
         unscaled = build_model(

@@ -95,9 +95,8 @@ class BertAdapter(Adapter):
                 o + "attn.qkv", (a + "query", a + "key", a + "value"), qkv_sizes(c), True
             )
             r += linear(o + "attn.out", h + "attention.output.dense", True)
-            r += linear(
-                o + "attn_norm", h + "attention.output.LayerNorm", True
-            )  # post-norm: after the residual add
+            # post-norm: after the residual add
+            r += linear(o + "attn_norm", h + "attention.output.LayerNorm", True)
             r += linear(o + "ffn.up", h + "intermediate.dense", True)
             r += linear(o + "ffn.down", h + "output.dense", True)
             r += linear(o + "ffn_norm", h + "output.LayerNorm", True)
@@ -110,9 +109,8 @@ class BertAdapter(Adapter):
 
     def copies(self, c: ModelConfig) -> dict[str, str]:
         tied = {"cls.predictions.decoder.weight": "tok_embed.weight"} if c.tie_embeddings else {}
-        return tied | {
-            "cls.predictions.decoder.bias": "head.bias"
-        }  # the decoder's bias is cls.predictions.bias
+        # the decoder's bias is cls.predictions.bias
+        return tied | {"cls.predictions.decoder.bias": "head.bias"}
 
     def hf_config(self, c: ModelConfig) -> Any:
         from transformers import BertConfig

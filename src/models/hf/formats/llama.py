@@ -125,9 +125,10 @@ class LlamaAdapter(Adapter):
         scaling: dict[str, Any] = {"name": kind}
         for ours, theirs in ROPE_KEYS[kind].items():
             value = rope.get(theirs)
+            # the default
             if value is not None and not (
                 ours == "original_max_seq_len" and value == max_positions
-            ):  # the default
+            ):
                 scaling[ours] = value
         return {**node, "scaling": scaling}
 

@@ -91,9 +91,8 @@ class MarianAdapter(Adapter):
         )
 
     def rules(self, c: ModelConfig) -> list[Rule]:
-        table = sinusoid_table(
-            c.max_seq_len, c.d_model, "concat"
-        )  # [P, C], what embed_positions holds
+        # [P, C], what embed_positions holds
+        table = sinusoid_table(c.max_seq_len, c.d_model, "concat")
         r: list[Rule] = [Same("tok_embed.weight", "model.shared.weight")]
         for stack, n in (("encoder", c.encoder_layers), ("decoder", c.decoder_layers)):
             r.append(
@@ -111,9 +110,8 @@ class MarianAdapter(Adapter):
                 )
                 r += linear(o + "attn.out", a + "out_proj", True)
                 r += linear(o + "attn_norm", h + "self_attn_layer_norm", True)
-                if (
-                    stack == "decoder"
-                ):  # cross-attention: Q from the decoder, [k | v] fused over the encoder output
+                # cross-attention: Q from the decoder, [k | v] fused over the encoder output
+                if stack == "decoder":
                     x = h + "encoder_attn."
                     r += linear(o + "cross_attn.q", x + "q_proj", True)
                     r += fused_linear(

@@ -137,9 +137,8 @@ class T5Adapter(Adapter):
                 r += fused_linear(o + "attn.qkv", (a + "q", a + "k", a + "v"), qkv_sizes(c), False)
                 r += linear(o + "attn.out", a + "o", False)
                 f = 1
-                if (
-                    stack == "decoder"
-                ):  # layer 1: cross-attention, Q from the decoder, [k | v] over the encoder output
+                # layer 1: cross-attention, Q from the decoder, [k | v] over the encoder output
+                if stack == "decoder":
                     x = h + "1.EncDecAttention."
                     r += linear(o + "cross_norm", h + "1.layer_norm", False)
                     r += linear(o + "cross_attn.q", x + "q", False)
@@ -199,9 +198,8 @@ class T5Adapter(Adapter):
             if c.decoder_start_token_id is not None
             else c.pad_token_id,
         )
-        cfg.tie_word_embeddings = (
-            c.tie_embeddings
-        )  # T5Config forces True; v1.1 keeps its own lm_head
+        # T5Config forces True; v1.1 keeps its own lm_head
+        cfg.tie_word_embeddings = c.tie_embeddings
         return cfg
 
     def hf_model_class(self) -> type[nn.Module]:
