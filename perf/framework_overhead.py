@@ -161,21 +161,19 @@ def bare_run(
 ) -> tuple[float, float]:
     """(wall, CPU) seconds per step of a plain loop over the same pieces (profiled over the
     timed steps when ``profiler`` is given)."""
-    from src.optim import optimizer_config, schedule_config
+    from src.config.validate import validate_run_config
     from src.training.runner import configure_backends
     from src.training.setup import build_run
 
-    configure_backends(cfg)
-    run = build_run(cfg)  # same tokenizer, datamodule and model construction (seeded alike)
+    spec = validate_run_config(cfg)
+    configure_backends(spec)
+    run = build_run(spec)  # same tokenizer, datamodule and model construction (seeded alike)
     model = run.task.model.train()
     dm = run.datamodule
     dm.prepare_data()
     dm.setup("fit")
-    optim = optimizer_config(run.cfg["optim"])  # the run's configs, already validated by build_run
-    opt = optim.build(model, torch.device("cpu"))
-    sched = schedule_config(run.cfg["scheduler"]).build(
-        opt, float(optim.lr), int(run.cfg["trainer"]["max_steps"])
-    )
+    opt = spec.optimizer.build(model, torch.device("cpu"))  # the run's typed configs
+    sched = spec.schedule.build(opt, float(spec.optimizer.lr), int(run.cfg["trainer"]["max_steps"]))
     it = iter(dm.train_dataloader())
     t0 = c0 = 0.0
     for i in range(warmup + steps):

@@ -10,21 +10,11 @@ from typing import Any
 
 from src.checkpoints.fit import run_differences
 from src.checkpoints.io import checkpoint_file, safe_torch_load
+from src.config.spec import TOKENIZER_KEYS, DataSpec, freeze
 from src.config.trainer_checks import checked_max_steps, fail, positive_int
 from src.errors import ConfigError, did_you_mean
 from src.models.config import ModelConfig
 from src.optim import OptimizerConfig, Schedule, check_pair, optimizer_config, schedule_config
-
-#: the model keys ``src.training.setup.resolve_vocab`` sets from the tokenizer after the config is
-#: validated
-TOKENIZER_KEYS = (
-    "vocab_size",
-    "bos_token_id",
-    "eos_token_id",
-    "pad_token_id",
-    "decoder_start_token_id",
-)
-
 
 # ---------------------------------------------------------------- 3. model
 
@@ -38,9 +28,9 @@ def check_model(model: Mapping[str, Any]) -> ModelConfig:
 # ---------------------------------------------------------------- 4. task, data, names
 
 
-def check_task_and_data(plain: dict[str, Any], model: Any) -> None:
+def check_task_and_data(plain: dict[str, Any], model: Any) -> DataSpec:
     """The task fits the model and the data (cross-group); the data node is its source's; the
-    training window fits a learned position table (data x model)."""
+    training window fits a learned position table (data x model). Returns the data's spec."""
     from src.data.sources import BATCH_FORMATS, check_source, split_config
     from src.models.components.positions import POSITIONS, LearnedPosition
     from src.objectives import TASKS
@@ -96,6 +86,17 @@ def check_task_and_data(plain: dict[str, Any], model: Any) -> None:
                 f"most {model.max_seq_len}, raise model.max_seq_len, or use a relative scheme "
                 "(model/position=rope)"
             )
+    return DataSpec(
+        name=node["name"],
+        kind=kind,
+        batch_format=fmt,
+        source_args=freeze(source_args),
+        loader=freeze(dm_kwargs),
+        block_size=cls.data_block_size(block, model.max_seq_len, fmt),
+        batch_size=int(plain["batch_size"]),
+        seed=plain.get("seed", 0),  # its type and range: check_optimisation
+        num_workers=plain.get("num_workers", 0),
+    )
 
 
 def check_optimisation(plain: Mapping[str, Any]) -> tuple[OptimizerConfig, Schedule]:
@@ -166,7 +167,7 @@ def _check_branch(plain: Mapping[str, Any], schedule: Schedule, max_steps: int |
             "checkpoint of a src.train run; give a stable-phase checkpoint of the run to branch "
             "from"
         )
-    # the model keys the tokenizer fills in after validation (src.training.setup.resolve_vocab) are
+    # the model keys the tokenizer fills in after validation (src.config.spec.resolve) are
     # compared when the checkpoint is loaded (SafeCheckpointIO's same-run check); here they are not
     # known yet
     later = (

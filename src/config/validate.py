@@ -24,7 +24,7 @@ Checks, in order (the first failure is raised):
    ``ckpt_path`` exists, ``reliability`` and ``resume`` keys and values.
 
 Checks that need built objects stay where the objects are: the tokenizer's vocabulary against
-``model.vocab_size`` (``src.training.setup.resolve_vocab``), data files and their contents
+``model.vocab_size`` (``src.config.spec.resolve``), data files and their contents
 (``src.data``), a checkpoint against the model (``src.checkpoints.fit``).
 """
 
@@ -33,18 +33,17 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from src.checkpoints.fit import allow_list
 from src.checkpoints.io import checkpoint_file
 from src.config.part_checks import check_model, check_optimisation, check_task_and_data
+from src.config.spec import RunSpec, freeze
 from src.config.trainer_checks import Hardware, check_trainer, positive_int
 from src.errors import ConfigError, did_you_mean
-from src.models.config import ModelConfig
-from src.optim import OptimizerConfig, Schedule
 from src.plain import to_plain
+from src.studies.matching import match_params_node
 
 #: the top-level keys of a run config: the groups and values that src.train reads (conf/train.yaml
 #: gives each its default; tests/config/test_error_catalogue.py checks the two agree)
@@ -88,20 +87,9 @@ RELIABILITY_KEYS = ("nonfinite", "check_every_n_steps", "max_consecutive_skips")
 LIGHTNING_CKPT_ALIASES = ("last", "best", "hpc", "registry")
 
 
-@dataclass(frozen=True)
-class RunConfig:
-    """A run config validated once (``validate_run_config``): the plain resolved dict (what
-    checkpoints store, what the run reads) and the typed configs made from it, passed down so
-    nothing checks them again."""
-
-    plain: dict[str, Any]
-    model: ModelConfig  # model: validated when made (``ModelConfig.from_dict``)
-    optimizer: OptimizerConfig  # optim: its dataclass in src/optim.py
-    schedule: Schedule  # scheduler: its dataclass, its horizon checked against trainer.max_steps
-
-
-def validate_run_config(cfg: Any, *, hardware: Hardware | None = None) -> RunConfig:
-    """Check a composed run config (DictConfig or plain dict) once; return it as a ``RunConfig``.
+def validate_run_config(cfg: Any, *, hardware: Hardware | None = None) -> RunSpec:
+    """Check a composed run config (DictConfig or plain dict) once; return it as a ``RunSpec``
+    (src/config/spec.py), frozen.
 
     Raises ``ConfigError`` (for the model's numbers, component names and the task too), or
     ``DataError`` for the data node, each with a message naming key, value and fix.
@@ -112,12 +100,20 @@ def validate_run_config(cfg: Any, *, hardware: Hardware | None = None) -> RunCon
     _check_top_keys(plain)
     _check_group_keys(plain)
     model = check_model(plain["model"])
-    check_task_and_data(plain, model)
+    data = check_task_and_data(plain, model)
     optimizer, schedule = check_optimisation(plain)
+    match_params_node(plain)  # its keys; the solution needs the tokenizer (spec.resolve)
     check_trainer(plain, hardware or Hardware.detect())
     _check_callbacks(plain)
     _check_run_keys(plain)
-    return RunConfig(plain=plain, model=model, optimizer=optimizer, schedule=schedule)
+    return RunSpec(
+        plain=freeze(plain),
+        model=model,
+        objective=plain["task"]["name"],
+        data=data,
+        optimizer=optimizer,
+        schedule=schedule,
+    )
 
 
 # ---------------------------------------------------------------- helpers

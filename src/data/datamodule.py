@@ -1,12 +1,13 @@
 """Lightning datamodules: ``LMDataModule`` (text -> token windows) and ``PairDataModule``
-(sentence pairs -> padded batches), and ``build_datamodule`` which picks one by source kind.
+(sentence pairs -> padded batches); ``datamodule_for`` picks one by the source's kind, and
+``build_datamodule`` does so from a plain ``data`` node.
 
 Order of calls (``src.training.setup.build_run``)::
 
-    dm = build_datamodule(plain["data"], tokenizer, block_size=..., batch_size=..., seed=...)
+    dm = datamodule_for(spec.data.kind, source, tokenizer, block_size=..., batch_size=..., ...)
     dm.prepare_tokenizer()        # fits a char vocabulary on the corpus (cached); no-op for gpt2/hf
-    resolve_vocab(plain, tokenizer, n_reserved)   # model.vocab_size from the (fitted) tokenizer
-    task = TASKS.get(name)(plain, tokenizer.state_dict())  # the objective builds the model from plain["model"]
+    spec = resolve(spec, tokenizer).spec   # model.vocab_size from the (fitted) tokenizer
+    task = TASKS.get(name)(spec.to_dict(), tokenizer.state_dict(), model_config=spec.model, ...)
     trainer.fit(task, datamodule=dm, ckpt_path=...)   # prepare_data -> setup -> loaders
 
 Batches follow docs/CONTRACTS.md. Training batches are functions of (seed, rank, batch
@@ -29,7 +30,7 @@ from src.data.datamodule_base import _BaseDataModule
 from src.data.pair_cache import open_pairs, write_pair_dir
 from src.data.pairs import PairEvalBatches, PairTrainBatches
 from src.data.sources import build_source, split_config
-from src.data.sources.base import LMSource, PairSource
+from src.data.sources.base import LMSource, PairSource, Source
 from src.data.sources.openwebtext import BinDir
 from src.data.synthetic.datamodule import SyntheticDataModule
 from src.data.tokenizers import Tokenizer
@@ -326,8 +327,38 @@ def build_datamodule(
     except ImportError:  # pragma: no cover
         node = dict(data_cfg)
     kind, node, dm_kwargs = split_config(node)
+    return datamodule_for(
+        kind,
+        build_source(node),
+        tokenizer,
+        block_size=block_size,
+        batch_size=batch_size,
+        seed=seed,
+        num_workers=num_workers,
+        pin_memory=pin_memory,
+        rank=rank,
+        world_size=world_size,
+        **dm_kwargs,
+    )
+
+
+def datamodule_for(
+    kind: str,
+    source: Source,
+    tokenizer: Tokenizer,
+    *,
+    block_size: int,
+    batch_size: int,
+    seed: int,
+    num_workers: int = 0,
+    pin_memory: bool = False,
+    rank: int | None = None,
+    world_size: int | None = None,
+    **loader: Any,
+) -> LMDataModule | PairDataModule | SyntheticDataModule:
+    """The datamodule of a built source's ``kind`` ("text", "pairs", "synthetic"); ``loader``:
+    the datamodule's own keys (``src.data.sources.DATAMODULE_KEYS``), checked by the caller."""
     cls = {"pairs": PairDataModule, "synthetic": SyntheticDataModule}.get(kind, LMDataModule)
-    source = build_source(node)
     return cls(
         source,
         tokenizer,
@@ -338,5 +369,5 @@ def build_datamodule(
         pin_memory=pin_memory,
         rank=rank,
         world_size=world_size,
-        **dm_kwargs,
+        **loader,
     )

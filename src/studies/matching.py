@@ -15,10 +15,10 @@ Narang et al. 2021 compare at equal parameters), a learned position table adds
       multiple_of: 1                 # round d_ff to a multiple (8 or 64 suit GPUs)
 
 A named reference keeps this run's ``vocab_size`` and special token ids (both models read
-the same tokenizer). ``src.training.setup.build_run`` calls ``apply_match_params`` once the
-vocabulary is known; the solved sizes go into the plain config the task (and every
-checkpoint) is built from, both counts are logged and written to
-``<run dir>/match_params.json``, and ``python -m src.report`` shows them.
+the same tokenizer). ``src.config.spec.resolve`` calls ``match_params_of`` once the vocabulary
+is known; the solved sizes go into the resolved spec the task (and every checkpoint) is built
+from, and ``src.training.setup.build_run`` logs both counts and writes them to
+``<run dir>/match_params.json`` (``report_match``), and ``python -m src.report`` shows them.
 
 Counts are exact: the model is built on PyTorch's ``meta`` device (no memory, no init
 cost) and its parameters counted (tied weights once), so every component, bias and norm
@@ -262,28 +262,39 @@ def match_model(
     return solved, result
 
 
-def apply_match_params(
-    plain: dict[str, Any], run_dir: str | Path | None = None
-) -> MatchResult | None:
-    """If ``plain['match_params'].reference`` is set, solve ``plain['model']`` in place, log
-    both counts and write ``<run dir>/match_params.json`` (run dir: ``paths.output_dir``)."""
+MATCH_KEYS = ("reference", "solve", "tolerance", "multiple_of")
+
+
+def match_params_node(plain: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``match_params`` when it names a reference, else None; its keys checked (validation)."""
     node = to_plain(plain.get("match_params"))
     if not node or node.get("reference") in (None, "", "null"):
         return None
-    unknown = sorted(set(node) - {"reference", "solve", "tolerance", "multiple_of"})
+    unknown = sorted(set(node) - set(MATCH_KEYS))
     if unknown:
         raise ConfigError(
-            f"match_params has unknown key(s) {unknown}; accepted: reference, solve, tolerance, "
-            "multiple_of"
+            f"match_params has unknown key(s) {unknown}; accepted: {', '.join(MATCH_KEYS)}"
         )
-    solved, result = match_model(
+    return node
+
+
+def match_params_of(plain: Mapping[str, Any]) -> tuple[dict[str, Any], MatchResult] | None:
+    """The model node solved to ``match_params.reference``'s parameter count, and the solution;
+    None when the run matches nothing. Pure: ``plain`` is unchanged."""
+    node = match_params_node(plain)
+    if node is None:
+        return None
+    return match_model(
         plain["model"],
         node["reference"],
         solve=node.get("solve", "d_ff"),
         tolerance=float(node.get("tolerance", 0.01)),
         multiple_of=int(node.get("multiple_of", 1)),
     )
-    plain["model"] = solved
+
+
+def report_match(result: MatchResult, run_dir: str | Path | None) -> None:
+    """Log both counts and write ``<run dir>/match_params.json``."""
     log.info(
         "match_params: %s -> %s: %s parameters vs reference %s (%+.3f%%, tolerance %.2f%%)",
         result.before,
@@ -293,7 +304,5 @@ def apply_match_params(
         100 * result.rel_error,
         100 * result.tolerance,
     )
-    out = run_dir if run_dir is not None else (plain.get("paths") or {}).get("output_dir")
-    if out:
-        write_json(Path(out) / FILENAME, result.to_dict())
-    return result
+    if run_dir:
+        write_json(Path(run_dir) / FILENAME, result.to_dict())

@@ -25,6 +25,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from src.callbacks.preemption import preemption_error
 from src.callbacks.summary import ModelSummary, RunSummary
+from src.config.spec import RunSpec
+from src.config.validate import validate_run_config
 from src.echo import mirror_lightning_to_log_file
 from src.errors import Preempted
 from src.jsonfile import METRICS, write_json
@@ -47,24 +49,26 @@ def output_dir(cfg: DictConfig) -> Path:
     return Path(str(d))
 
 
-def configure_backends(cfg: DictConfig) -> None:
+def configure_backends(spec: RunSpec) -> None:
     """Seed (python, numpy, torch, dataloader workers), CPU threads and float32 matmul precision."""
-    pl.seed_everything(int(cfg.seed), workers=True, verbose=False)
-    threads = cfg.get("cpu_threads")
+    plain = spec.plain
+    pl.seed_everything(int(plain["seed"]), workers=True, verbose=False)
+    threads = plain.get("cpu_threads")
     # small models on a few shared cores: OpenMP threads spinning against each other cost ~10x
     if threads:
         torch.set_num_threads(int(threads))
     if torch.cuda.is_available():
-        allow = bool(cfg.get("tf32", True))
+        allow = bool(plain.get("tf32", True))
         torch.backends.cuda.matmul.allow_tf32 = allow
         torch.backends.cudnn.allow_tf32 = allow
 
 
-def model_summary(cfg: DictConfig) -> list[pl.Callback]:
+def model_summary(spec: RunSpec) -> list[pl.Callback]:
     """Our model summary (own FLOPs count) in place of Lightning's, when the trainer shows one."""
-    if not OmegaConf.select(cfg, "trainer.enable_model_summary", default=True):
+    if not spec.section("trainer").get("enable_model_summary", True):
         return []
-    return [ModelSummary(seq_len=int(cfg.block_size) if cfg.get("block_size") else None)]
+    block = spec.plain.get("block_size")
+    return [ModelSummary(seq_len=int(block) if block else None)]
 
 
 def train(cfg: DictConfig) -> float | None:
@@ -84,14 +88,15 @@ def train(cfg: DictConfig) -> float | None:
             quiet_third_party()
             # Lightning's info lines into train.log too (src/echo.py)
             mirror_lightning_to_log_file()
-            configure_backends(cfg)
-            run = build_run(cfg)
-            trainer = build_trainer(cfg, extra_callbacks=[summary, *model_summary(cfg)])
+            spec = validate_run_config(cfg)  # the one validation; nothing reads cfg after it
+            configure_backends(spec)
+            run = build_run(spec)
+            trainer = build_trainer(run.spec, extra_callbacks=[summary, *model_summary(spec)])
             # a cooldown branch (scheduler.decay_from) resumes its stable-phase checkpoint
-            start = cfg.get("ckpt_path") or run.task.schedule_config.branch_checkpoint()
+            start = spec.plain.get("ckpt_path") or spec.schedule.branch_checkpoint()
             trainer.fit(run.task, datamodule=run.datamodule, ckpt_path=start)
             validate_final_weights(trainer, run, summary)
-            if cfg.get("test", True):
+            if spec.plain.get("test", True):
                 summary.scored = scored_weights(trainer, summary)
                 trainer.test(
                     run.task, datamodule=run.datamodule, ckpt_path=summary.scored[2], verbose=False

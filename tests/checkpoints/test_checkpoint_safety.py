@@ -237,9 +237,10 @@ def test_refuses_to_write_what_a_weights_only_load_would_refuse(tmp_path: Path) 
 
 def test_training_uses_the_safe_plugin(compose: Callable[..., Any], tiny: tuple[str, ...]) -> None:
     from src.callbacks.nonfinite import NonFiniteGuard
+    from src.config.validate import validate_run_config
     from src.training.setup import build_trainer
 
-    trainer = build_trainer(compose(*tiny))
+    trainer = build_trainer(validate_run_config(compose(*tiny)))
     assert isinstance(trainer.strategy.checkpoint_io, SafeCheckpointIO)
     guards = [c for c in trainer.callbacks if isinstance(c, NonFiniteGuard)]
     assert len(guards) == 1 and guards[0].action == "stop"

@@ -597,9 +597,9 @@ def test_bad_generation_argument(key: str, value: Any, names: str, fix: str) -> 
 
 
 def test_tokenizer_larger_than_model() -> None:
-    """Needs the built tokenizer, so it is checked in ``resolve_vocab`` (src.training.setup)."""
+    """Needs the built tokenizer, so it is checked where the spec is resolved against it."""
+    from src.config.spec import vocabulary
     from src.data.tokenizers import build_tokenizer
-    from src.training.setup import resolve_vocab
 
     plain = {
         "vocab_size_from": "model",
@@ -607,7 +607,7 @@ def test_tokenizer_larger_than_model() -> None:
         "task": {"name": "causal_lm"},
     }
     with pytest.raises(ConfigError) as info:
-        resolve_vocab(plain, build_tokenizer({"name": "gpt2"}), 0)
+        vocabulary(plain, build_tokenizer({"name": "gpt2"}), 0)
     text = str(info.value)  # both sizes, and the two fixes
     assert "tokenizer=gpt2 has 50257 tokens" in text and "model.vocab_size=1000" in text
     assert (

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 import torch
 
+from src.config.spec import vocabulary
 from src.data.tokenizers import CharTokenizer
 from src.errors import ConfigError
 from src.models.families.base import IGNORE_INDEX
 from src.objectives import TASKS
 from src.objectives.decoder_translation import concat_pairs
-from src.training.setup import resolve_vocab
 from tests.conftest import tiny_model_dict
 
 V = 40  # tokenizer vocabulary of the synthetic batches
@@ -257,8 +257,9 @@ def test_prefix_length_needs_prefix_mask() -> None:
 def test_vocab_follows_tokenizer_or_must_fit() -> None:
     cfg = plain_cfg({"name": "causal_lm"}) | {"vocab_size_from": "tokenizer"}
     cfg["model"]["vocab_size"] = 50257
-    resolve_vocab(cfg, TOK, n_reserved=1)
-    assert cfg["model"]["vocab_size"] == V + 1 and cfg["model"]["eos_token_id"] is None
+    keys = vocabulary(cfg, TOK, n_reserved=1)
+    assert keys["vocab_size"] == V + 1 and keys["eos_token_id"] is None
+    assert cfg["model"]["vocab_size"] == 50257  # the plain config is not changed
     cfg = plain_cfg({"name": "causal_lm"}) | {"vocab_size_from": "model"}
     cfg["model"]["vocab_size"] = 20
     with pytest.raises(
@@ -266,4 +267,4 @@ def test_vocab_follows_tokenizer_or_must_fit() -> None:
         match=f"tokenizer=char has {V} tokens, more than model.vocab_size=20; "
         f"raise model.vocab_size to at least {V}",
     ):
-        resolve_vocab(cfg, TOK, n_reserved=0)
+        vocabulary(cfg, TOK, n_reserved=0)

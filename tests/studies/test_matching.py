@@ -10,7 +10,7 @@ import pytest
 
 from src.errors import ConfigError
 from src.models import build_model
-from src.studies.matching import apply_match_params, count_parameters, match_model
+from src.studies.matching import count_parameters, match_model, match_params_of, report_match
 
 
 def test_count_on_meta_equals_real_model(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
@@ -82,7 +82,7 @@ def test_errors_are_explicit(make_tiny_config: Callable[..., dict[str, Any]]) ->
         match_model(cfg, {"d_ff": 65}, multiple_of=64, tolerance=1e-4)
 
 
-def test_apply_match_params_updates_the_plain_config(
+def test_match_params_of_solves_the_model_and_report_match_writes_it(
     tmp_path, make_tiny_config: Callable[..., dict[str, Any]]
 ) -> None:
     plain = {
@@ -95,19 +95,22 @@ def test_apply_match_params_updates_the_plain_config(
             "multiple_of": 1,
         },
     }
-    r = apply_match_params(plain)
-    assert r is not None and plain["model"]["d_ff"] == r.solved["d_ff"] != 64
+    match = match_params_of(plain)
+    assert match is not None
+    model, r = match
+    assert model["d_ff"] == r.solved["d_ff"] != 64
+    assert plain["model"]["d_ff"] == 64  # pure: the plain config is unchanged
+    report_match(r, tmp_path)
     saved = json.loads((tmp_path / "match_params.json").read_text())
     assert (
-        saved["params"] == count_parameters(plain["model"])
+        saved["params"] == count_parameters(model)
         and saved["reference_params"] == r.reference_params
     )
     assert (
-        apply_match_params({"model": make_tiny_config(), "match_params": {"reference": None}})
-        is None
+        match_params_of({"model": make_tiny_config(), "match_params": {"reference": None}}) is None
     )
     with pytest.raises(ConfigError, match="unknown key"):
-        apply_match_params(
+        match_params_of(
             {"model": make_tiny_config(), "match_params": {"reference": "tiny", "tol": 1}}
         )
 
