@@ -32,7 +32,6 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from src.cli import clean_errors
-from src.config.output_dir import check_output_dir
 from src.config.preflight import preflight
 from src.data.cache import read_meta, token_dir_for, write_token_dir
 from src.data.shards import DEFAULT_SHARD_DOCS, encode_sharded
@@ -41,6 +40,7 @@ from src.data.sources.base import LMSource
 from src.data.sources.openwebtext import BinDir
 from src.data.tokenizers import build_tokenizer
 from src.errors import DataError
+from src.runs.output_dir import check_output_dir
 
 log = logging.getLogger(__name__)
 

@@ -14,17 +14,19 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-import src.studies  # noqa: F401  (registers ${sweep_subdir:...}, which Hydra resolves before main)
+# the resolvers of conf/: Hydra and its callbacks resolve them before main runs
+import src.runs  # noqa: F401  (${sweep_subdir:...})
+import src.training  # noqa: F401  (${device_precision:...}, ${grad_accum:...}; loads no torch)
 from src.cli import clean_errors
 from src.config.preflight import preflight
 
 
 @hydra.main(config_path="../conf", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> float | None:
-    from src.config.output_dir import check_run_dir_unused
-    from src.studies import skip_completed
-    from src.studies.lock import hold_run_dir
-    from src.studies.slots import pin_job
+    from src.runs.lock import hold_run_dir
+    from src.runs.output_dir import check_run_dir_unused
+    from src.runs.resume import skip_completed
+    from src.runs.slots import pin_job
     from src.training.console import say_where_results_went
     from src.training.distributed import install_ddp_launcher_fix
     from src.training.runner import train

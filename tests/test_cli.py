@@ -218,7 +218,7 @@ def test_clean_errors_converts_only_ours(
 
 
 def test_output_dir_checks(tmp_path: Path) -> None:
-    from src.config.output_dir import check_output_dir
+    from src.runs.output_dir import check_output_dir
 
     (tmp_path / "f").write_text("")
     with pytest.raises(ConfigError) as info:
@@ -240,7 +240,7 @@ def test_every_app_that_makes_a_run_dir_checks_it(config: str) -> None:
 
     node = OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / config)
     hydra = node if config.startswith("hydra/") else node.hydra
-    assert hydra.callbacks.output_dir_check._target_ == "src.config.output_dir.OutputDirCheck"
+    assert hydra.callbacks.output_dir_check._target_ == "src.runs.output_dir.OutputDirCheck"
 
 
 def test_evaluation_paths_say_directory_or_missing(tmp_path: Path) -> None:

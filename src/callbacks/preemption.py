@@ -32,7 +32,7 @@ The run then ends with ``Preempted`` (exit status 128 + the signal number; ``met
 records it as ``status: failed`` with the message). A sweep re-run with the same command, the same
 ``hydra.sweep.dir`` (the message names it) and ``sweep_resume.skip_completed=true
 sweep_resume.incomplete=last`` continues that job from its ``last.ckpt`` in the same directory
-(``src.studies.resume``; ``sweep_resume.*`` is never part of a job directory's name).
+(``src.runs.resume``; ``sweep_resume.*`` is never part of a job directory's name).
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ class Preemption(pl.Callback):
 def sweep_advice() -> str:
     """How to re-run the sweep so that each job continues in its own directory: the same command
     with the same ``hydra.sweep.dir`` (a default one holds the start time) plus the ``sweep_resume``
-    keys, which no job directory name contains (``src.studies.resume.job_dirname`` leaves them out),
+    keys, which no job directory name contains (``src.runs.resume.job_dirname`` leaves them out),
     so the re-run finds the same directories and the report one set of runs."""
     sweep_dir = "<the sweep's directory>"
     try:

@@ -1,2 +1,3 @@
-"""The run config, validated once before anything heavy is built (validate), the trainer/hardware
-checks (trainer_checks), the output-directory check Hydra runs first (output_dir)."""
+"""The run config, validated once into a frozen RunSpec (validate, part_checks, spec) and resolved
+against the tokenizer; the trainer/hardware checks (trainer_checks); the command line's checks before
+Hydra starts (preflight)."""

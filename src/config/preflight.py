@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from src.config.typos import check_command_line
 from src.config.yaml_limits import check_command_line_yaml
-from src.studies.plugins import check_plugins
+from src.runs.plugins import check_plugins
 
 
 def preflight(config_name: str, argv: Sequence[str]) -> None:

@@ -15,17 +15,11 @@ from __future__ import annotations
 
 import math
 
+from src.runs.divergence import is_divergence
 from src.studies.runs import RunRecord
 
 OUTCOMES = ("ok", "no validation", "diverged", "failed", "incomplete")
 FINAL_LOSSES = ("val/loss", "test/loss", "train/loss")
-NONFINITE_WORDS = ("nonfinite", "non-finite", "nan loss", "inf loss", "nan/inf")
-
-
-def is_divergence(error: object) -> bool:
-    """Whether a failed run's stored error (``metrics.json``'s ``error``) is a non-finite loss."""
-    text = str(error or "").lower()
-    return any(w in text for w in NONFINITE_WORDS)
 
 
 def run_outcome(run: RunRecord) -> str:

@@ -62,7 +62,7 @@ class RunRecord:
     metrics: dict[str, Any] | None
     job_num: int = 0
     first_started: float | None = (
-        None  # when the job first ran (src/studies/resume.py stamp), for the sweep order
+        None  # when the job first ran (src/runs/resume.py stamp), for the sweep order
     )
     val_history: list[Point] = field(default_factory=list)
     train_history: list[Point] = field(default_factory=list)

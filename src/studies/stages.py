@@ -39,7 +39,7 @@ def compose(overrides: Sequence[str]) -> Any:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    import src.studies  # noqa: F401  (the ${sweep_subdir:} resolver of the study configs)
+    import src.runs  # noqa: F401  (the ${sweep_subdir:} resolver of the study configs)
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
-from src.studies.plugins import PLUGINS, missing_plugin
-from src.studies.slots import split
+from src.runs.plugins import PLUGINS, missing_plugin
+from src.runs.slots import split
 
 slow = pytest.mark.slow
 QUIET = [
@@ -136,7 +136,7 @@ def test_joblib_launcher_two_at_a_time_and_resume(
                 assert a[2] != b[2], (a, b)
 
     # re-run with one result removed while another job's directory is held by a live process (as
-    # src/studies/lock.py holds it): the 2 free completed jobs are skipped, the removed one runs again, and
+    # src/runs/lock.py holds it): the 2 free completed jobs are skipped, the removed one runs again, and
     # the held one stops at once naming its directory, its files untouched (nothing archived from under it)
     before = {j.name: (j / "metrics.json").stat().st_mtime_ns for j in jobs}
     (sweep / "seed3" / "metrics.json").unlink()
@@ -183,7 +183,7 @@ def test_submitit_local_launcher(
     assert [j.name for j in jobs] == [
         "seed=1",
         "seed=2",
-    ]  # named by the swept override (src/config/sweep_dirs.py)
+    ]  # named by the swept override (src/runs/sweep_dirs.py)
     assert all(metrics(j)["status"] == "completed" and metrics(j)["global_step"] == 4 for j in jobs)
     # submitit ran them: its own records
     results = sorted((sweep / ".submitit").glob("*/*_result.pkl"))
@@ -256,7 +256,7 @@ def test_a_job_waits_for_a_slot_then_names_the_pids_holding_them(tmp_path: Path)
     import threading
 
     from src.errors import ConfigError
-    from src.studies.slots import _claim
+    from src.runs.slots import _claim
 
     lock_dir = tmp_path / ".slots"
     lock_dir.mkdir()
@@ -283,7 +283,7 @@ PIN = """
 import json, os, sys
 from omegaconf import OmegaConf
 from src.errors import ConfigError
-from src.studies.slots import pin_job
+from src.runs.slots import pin_job
 hc = OmegaConf.create({"launcher": {"_target_": "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
                                     "n_jobs": int(sys.argv[2])}, "sweep": {"dir": sys.argv[1]}})
 try:

@@ -44,7 +44,7 @@ def test_grid_sweep_gives_one_directory_per_job(tmp_path: Path) -> None:
     )
     assert r.returncode == 0, r.stderr[-3000:]
     dirs = job_dirs(sweep)
-    # named by the swept overrides only (src/config/sweep_dirs.py); the fixed ones (trainer.max_steps=2 …) are left out
+    # named by the swept overrides only (src/runs/sweep_dirs.py); the fixed ones (trainer.max_steps=2 …) are left out
     assert [d.name for d in dirs] == [
         f"model.norm_placement={n},model.position={p}"
         for n in ("post", "pre")

@@ -9,10 +9,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import src.studies  # noqa: F401  (the ${sweep_subdir:} resolver)
+import src.runs  # noqa: F401  (the ${sweep_subdir:} resolver)
+from src.runs.resume import job_dirname
 from src.studies.matching import count_parameters, reference_config
 from src.studies.protocol import Protocol, as_number
-from src.studies.resume import job_dirname
 from src.studies.runs import parse_override
 
 CONF = Path(__file__).resolve().parents[2] / "conf"

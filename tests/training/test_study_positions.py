@@ -10,7 +10,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import src.studies  # noqa: F401  (the ${sweep_subdir:} resolver)
+import src.runs  # noqa: F401  (the ${sweep_subdir:} resolver)
 import src.training  # noqa: F401  (the ${device_precision:} resolver and the others src.train registers)
 from src.config.trainer_checks import Hardware
 from src.config.validate import validate_run_config

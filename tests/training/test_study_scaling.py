@@ -10,7 +10,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import src.studies  # noqa: F401  (the ${sweep_subdir:} resolver)
+import src.runs  # noqa: F401  (the ${sweep_subdir:} resolver)
 from src.studies.matching import count_parameters
 from src.studies.protocol import Protocol
 from src.studies.stages import tune_commands

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from src.config.output_dir import check_output_dir
 from src.errors import ConfigError
+from src.runs.output_dir import check_output_dir
 from tests.faults import fill, mount_tmpfs, unmount
 from tests.run_fixtures import REPO, TINY
 

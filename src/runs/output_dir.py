@@ -16,7 +16,7 @@ file at 0 bytes free).
 With ``hold_run_dir: true`` (``conf/hydra/default.yaml``, for ``src.train``) a single run also takes
 the run directory's lock here, before Hydra writes ``.hydra/`` into it: a second run given the same
 ``hydra.run.dir`` stops with the lock's error and leaves the first run's saved config alone
-(``src.studies.lock``).
+(``src.runs.lock``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from src.errors import ConfigError
-from src.studies.lock import restore_hydra_files, take_run_dir
+from src.runs.lock import restore_hydra_files, take_run_dir
 
 PROBE_BYTES = 64 * 1024  # more than Hydra's .hydra/*.yaml of any run (a few KiB each)
 

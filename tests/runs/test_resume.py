@@ -1,4 +1,4 @@
-"""src.studies.resume decisions without training: skip, re-run, archive, continue from last.ckpt."""
+"""src.runs.resume decisions without training: skip, re-run, archive, continue from last.ckpt."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from src.errors import NonFiniteLossError
-from src.studies.resume import STAMP, skip_completed
+from src.runs.resume import STAMP, skip_completed
 
 
 def cfg_for(run_dir: Path, **extra):
@@ -147,7 +147,7 @@ def test_a_null_that_became_a_node_reruns_the_job(tmp_path: Path) -> None:
 
 def test_sweep_resume_overrides_are_never_part_of_a_job_directory() -> None:
     """Issue 21 item 6: re-running a sweep with the advised sweep_resume.* overrides finds the same directories."""
-    from src.studies.resume import job_dirname
+    from src.runs.resume import job_dirname
 
     plain = job_dirname("model.position=rope,seed=1")
     assert (

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from src.config.sweep_dirs import EXCLUDE_KEY, SweepDirs, fixed_keys
 from src.errors import ConfigError
+from src.runs.sweep_dirs import EXCLUDE_KEY, SweepDirs, fixed_keys
 
 
 def test_fixed_keys_are_the_overrides_that_do_not_sweep() -> None:

@@ -3,7 +3,7 @@
 Hydra numbers a multirun's job folders (0, 1, …) and its launchers never print the sweep
 directory (the basic launcher says "Launching N jobs locally", joblib and submitit say less).
 ``conf/hydra/default.yaml`` names each job folder ``${sweep_subdir:${hydra.job.override_dirname}}``
-(``src/studies/resume.py``), and the ``SweepDirs`` Hydra callback (``hydra.callbacks.sweep_dirs``),
+(``src/runs/resume.py``), and the ``SweepDirs`` Hydra callback (``hydra.callbacks.sweep_dirs``),
 which runs in the sweeping process whatever the launcher (basic, joblib, submitit, optuna):
 
 * ``on_multirun_start``: with ``name_by: swept`` (the default), leaves out of

@@ -56,7 +56,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from src.errors import ConfigError, NonFiniteLossError
 from src.files import atomic_write
 from src.jsonfile import METRICS, read_json
-from src.studies.outcomes import is_divergence
+from src.runs.divergence import is_divergence
 
 log = logging.getLogger(__name__)
 
