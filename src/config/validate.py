@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from src.checkpoints.fit import allow_list
 from src.checkpoints.io import checkpoint_file
+from src.config.inherited import drop_inherited
 from src.config.part_checks import check_model, check_optimisation, check_task_and_data
 from src.config.spec import RunSpec, freeze
 from src.config.trainer_checks import Hardware, check_trainer, positive_int
@@ -87,14 +88,19 @@ RELIABILITY_KEYS = ("nonfinite", "check_every_n_steps", "max_consecutive_skips")
 LIGHTNING_CKPT_ALIASES = ("last", "best", "hpc", "registry")
 
 
-def validate_run_config(cfg: Any, *, hardware: Hardware | None = None) -> RunSpec:
+def validate_run_config(
+    cfg: Any, *, hardware: Hardware | None = None, inherited: Iterable[str] = ()
+) -> RunSpec:
     """Check a composed run config (DictConfig or plain dict) once; return it as a ``RunSpec``
-    (src/config/spec.py), frozen.
+    (src/config/spec.py), frozen. ``inherited``: keys an experiment set and the command line did
+    not; one the chosen variant of its group does not take is left out, not refused
+    (src/config/inherited.py).
 
     Raises ``ConfigError`` (for the model's numbers, component names and the task too), or
     ``DataError`` for the data node, each with a message naming key, value and fix.
     """
     plain = to_plain(cfg)
+    drop_inherited(plain, set(inherited))
     _check_no_remote_code(plain)
     _check_no_missing(plain)
     _check_top_keys(plain)

@@ -78,6 +78,10 @@ class ModelConfig:
                 if isinstance(d[group], str):
                     d[group] = {"name": d[group]}
                 d[group] = dict(d[group])
+        from src.models.families import FAMILIES
+
+        if d.get("family", cls.family) in FAMILIES:  # an unknown family: validate() says so
+            d = FAMILIES.get(d.get("family", cls.family)).derive(d)
         cfg = cls(**d)
         cfg.validate()
         return cfg

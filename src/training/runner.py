@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from src.callbacks.preemption import preemption_error
 from src.callbacks.summary import ModelSummary, RunSummary
+from src.config.inherited import hydra_inherited
 from src.config.spec import RunSpec
 from src.config.validate import validate_run_config
 from src.echo import mirror_lightning_to_log_file
@@ -88,7 +89,8 @@ def train(cfg: DictConfig) -> float | None:
             quiet_third_party()
             # Lightning's info lines into train.log too (src/echo.py)
             mirror_lightning_to_log_file()
-            spec = validate_run_config(cfg)  # the one validation; nothing reads cfg after it
+            # the one validation; nothing reads cfg after it
+            spec = validate_run_config(cfg, inherited=hydra_inherited())
             configure_backends(spec)
             run = build_run(spec)
             trainer = build_trainer(run.spec, extra_callbacks=[summary, *model_summary(spec)])

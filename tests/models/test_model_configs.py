@@ -141,10 +141,15 @@ def test_encoder_only_takes_a_mask_option() -> None:
     smoke(compose_model([*tiny_overrides("bert_base"), "model/mask=prefix_lm"]))
 
 
-def test_encoder_decoder_rejects_a_mask_option() -> None:
+def test_encoder_decoder_derives_the_causal_mask_and_rejects_another() -> None:
+    """The decoder-only defaults' causal mask is what the family's decoder does: it becomes null;
+    a prefix-LM or bidirectional mask asks for what the family cannot do."""
     cfg = compose_model([*tiny_overrides("transformer_base"), "+model/mask=causal"])
-    with pytest.raises(ConfigError, match="model.mask is for decoder_only / encoder_only"):
-        build_model(cfg)
+    assert build_model(cfg).config.mask is None
+    for mask in ("prefix_lm", "bidirectional"):
+        cfg = compose_model([*tiny_overrides("transformer_base"), f"+model/mask={mask}"])
+        with pytest.raises(ConfigError, match=f"model/mask={mask} is for decoder_only"):
+            build_model(cfg)
 
 
 def test_unknown_override_key_fails_in_hydra() -> None:

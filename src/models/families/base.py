@@ -76,6 +76,13 @@ class TransformerModel(nn.Module):
     def check_config(cls, config: ModelConfig) -> None:
         """The family's own rules on a config (raise ConfigError naming the key and the fix)."""
 
+    @classmethod
+    def derive(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """The plain model config as this family reads it: a key another family's defaults set,
+        which says nothing this family can use, is derived from the family here (before
+        ``check_config``, which refuses what the family cannot honour)."""
+        return config
+
     # -- construction helpers -------------------------------------------------------
     def make_norm(self) -> nn.Module:
         return NORMS.build(self.config.norm, **self.config.component_context())

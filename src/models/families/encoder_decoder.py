@@ -14,6 +14,8 @@ generation encodes it once and writes a new sequence from the start token.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
@@ -41,11 +43,21 @@ class EncoderDecoder(TransformerModel):
         self.init_weights()
 
     @classmethod
+    def derive(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """``model.mask: causal`` (the decoder-only defaults' mask) is what this family's decoder
+        does by construction, and its encoder is bidirectional: the family fixes both masks, so
+        that setting becomes ``null``. Another mask asks for what the family cannot do."""
+        if (config.get("mask") or {}).get("name") == "causal":
+            return {**config, "mask": None}
+        return config
+
+    @classmethod
     def check_config(cls, config: ModelConfig) -> None:
         if config.mask is not None:
             raise ConfigError(
-                "model.mask is for decoder_only / encoder_only; an encoder_decoder's encoder is "
-                "bidirectional and its decoder causal. Remove model/mask from the defaults"
+                f"model/mask={config.mask.get('name')} is for decoder_only / encoder_only; an "
+                "encoder_decoder's encoder is bidirectional and its decoder causal. Remove "
+                "model/mask (or set model.mask=null)"
             )
 
     @classmethod
