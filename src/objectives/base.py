@@ -78,6 +78,29 @@ class SpecialIds:
         return self.ids[name]
 
 
+def pick_decoder_start(
+    ids: SpecialIds, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
+) -> None:
+    """The start id of a decoder that reads its source through an encoder: ``task``'s, else the
+    model's, else the tokenizer's bos, pad or eos, else a reserved one (the one rule for every
+    objective with such a decoder)."""
+    ids.pick(
+        "decoder_start_token_id",
+        task_cfg.get("decoder_start_token_id"),
+        model.get("decoder_start_token_id"),
+        tokenizer.bos_token_id,
+        tokenizer.pad_token_id,
+        tokenizer.eos_token_id,
+        base=tokenizer.vocab_size,
+    )
+
+
+def decoder_start_override(task_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The model key the resolved start id sets (the model shifts the labels right with it)."""
+    start = task_cfg.get("decoder_start_token_id")
+    return {} if start is None else {"decoder_start_token_id": int(start)}
+
+
 class LMTask(pl.LightningModule):
     """Base class. ``families`` lists the model families the objective fits."""
 

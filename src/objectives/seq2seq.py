@@ -23,7 +23,13 @@ from torch import Tensor
 from src.data.tokenizers import Tokenizer
 from src.errors import ConfigError
 from src.models.families.base import IGNORE_INDEX
-from src.objectives.base import LMTask, Prepared, SpecialIds
+from src.objectives.base import (
+    LMTask,
+    Prepared,
+    SpecialIds,
+    decoder_start_override,
+    pick_decoder_start,
+)
 from src.objectives.registry import TASKS
 
 
@@ -57,23 +63,12 @@ class Seq2Seq(LMTask):
         cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
     ) -> SpecialIds:
         s = SpecialIds()
-        s.pick(
-            "decoder_start_token_id",
-            task_cfg.get("decoder_start_token_id"),
-            model.get("decoder_start_token_id"),
-            tokenizer.bos_token_id,
-            tokenizer.pad_token_id,
-            tokenizer.eos_token_id,
-            base=tokenizer.vocab_size,
-        )
+        pick_decoder_start(s, task_cfg, tokenizer, model)
         return s
 
     @classmethod
     def model_overrides(cls, task_cfg: Mapping[str, Any]) -> dict[str, Any]:
-        """The decoder starts from the id resolved here (the model shifts the labels right with
-        it)."""
-        start = task_cfg.get("decoder_start_token_id")
-        return {} if start is None else {"decoder_start_token_id": int(start)}
+        return decoder_start_override(task_cfg)
 
     @classmethod
     def data_block_size(cls, block_size: int, max_seq_len: int, batch_format: str) -> int:

@@ -40,7 +40,13 @@ from src.models.components.positions import PositionLimitError
 from src.models.families import FAMILIES
 from src.models.families.base import IGNORE_INDEX
 from src.models.generation import generate
-from src.objectives.base import LMTask, Prepared, SpecialIds
+from src.objectives.base import (
+    LMTask,
+    Prepared,
+    SpecialIds,
+    decoder_start_override,
+    pick_decoder_start,
+)
 from src.objectives.registry import TASKS
 
 log = logging.getLogger(__name__)
@@ -82,21 +88,12 @@ class Synthetic(LMTask):
         the tokenizer's bos/pad/eos, else a reserved one); a decoder-only model needs none."""
         s = SpecialIds()
         if FAMILIES.get(model["family"]).prompt_is_source:
-            s.pick(
-                "decoder_start_token_id",
-                task_cfg.get("decoder_start_token_id"),
-                model.get("decoder_start_token_id"),
-                tokenizer.bos_token_id,
-                tokenizer.pad_token_id,
-                tokenizer.eos_token_id,
-                base=tokenizer.vocab_size,
-            )
+            pick_decoder_start(s, task_cfg, tokenizer, model)
         return s
 
     @classmethod
     def model_overrides(cls, task_cfg: Mapping[str, Any]) -> dict[str, Any]:
-        start = task_cfg.get("decoder_start_token_id")
-        return {} if start is None else {"decoder_start_token_id": int(start)}
+        return decoder_start_override(task_cfg)
 
     # ---------------------------------------------------------------- inputs
     def prepare(self, batch: Mapping[str, Tensor]) -> Prepared:

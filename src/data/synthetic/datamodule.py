@@ -25,19 +25,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-import lightning as L
 import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
 from src.data.batches import (
-    BatchStream,
-    EvalStream,
     ResumableLoader,
-    SizedBatchStream,
-    resolve_rank,
 )
+from src.data.datamodule_base import _BaseDataModule
 from src.data.synthetic.base import Example, SyntheticSource
 from src.data.tokenizers import Tokenizer
 from src.errors import DataError
@@ -139,51 +136,30 @@ class EvalBatches:
         return collate(self.examples[b * self.B : (b + 1) * self.B], self.length, self.ids)
 
 
-class SyntheticDataModule(L.LightningDataModule):
-    """A synthetic task (``SyntheticSource``) -> pair batches; see the module docstring."""
+class SyntheticDataModule(_BaseDataModule):
+    """A synthetic task (``SyntheticSource``) -> pair batches; see the module docstring. The base
+    holds the run values, rank resolution and the loaders; nothing is tokenized into a cache."""
 
     def __init__(
         self,
         source: SyntheticSource,
         tokenizer: Tokenizer,
         *,
-        block_size: int,
-        batch_size: int,
-        seed: int = 0,
-        num_workers: int = 0,
-        pin_memory: bool = False,
-        epoch_batches: int | None = None,
-        val_batch_size: int | None = None,
-        train_min_length: int | None = None,
-        rank: int | None = None,
-        world_size: int | None = None,
+        train_min_length: int | None = None,  # checked with the run (SyntheticSource.check_run)
+        **run: Any,
     ) -> None:
-        super().__init__()
-        self.train_min_length = (
-            train_min_length  # checked with the run config (SyntheticSource.check_run)
-        )
-        self.source, self.tokenizer = source, tokenizer
-        self.block_size, self.batch_size, self.seed = int(block_size), int(batch_size), int(seed)
-        self.val_batch_size = int(val_batch_size or batch_size)
-        self.num_workers, self.pin_memory = int(num_workers), bool(pin_memory)
-        self.epoch_batches = None if epoch_batches is None else int(epoch_batches)
-        self._rank, self._world_size = rank, world_size
-        self.vocab_size: int | None = (
-            None  # set by the run (src.training.setup); the ids are the tokenizer's
-        )
+        super().__init__(source, tokenizer, **run)
+        self.source: SyntheticSource = source
+        self.train_min_length = train_min_length
         self.ids: dict[str, int] = {}
         self.examples: dict[tuple[str, int], list[Example]] = {}
-        self._last_train_loader: ResumableLoader | None = None
 
     @property
     def test_lengths(self) -> list[int]:
         return self.source.test_lengths
 
-    def rank_world(self) -> tuple[int, int]:
-        rank, world = resolve_rank(getattr(self, "trainer", None))
-        return (self._rank if self._rank is not None else rank), (
-            self._world_size if self._world_size is not None else world
-        )
+    def prepare_data(self) -> None:
+        """Nothing to prepare: examples are generated, never stored."""
 
     def prepare_tokenizer(self) -> Tokenizer:
         """Fit ``char`` on the task's symbols (a given vocabulary must hold them all); build the
@@ -233,18 +209,7 @@ class SyntheticDataModule(L.LightningDataModule):
         make = TrainBatches(
             self.source, self.ids, self.batch_size, self.seed, rank, world, self.train_min_length
         )
-        start = (
-            self._last_train_loader.batches_consumed if self._last_train_loader is not None else 0
-        )
-        epoch = self.epoch_batches
-        stream = SizedBatchStream(make, epoch, start) if epoch else BatchStream(make, None, start)
-        # as LMDataModule
-        lookahead = 1 if epoch is None and getattr(self, "trainer", None) is not None else 0
-        loader = ResumableLoader(
-            stream, num_workers=self.num_workers, pin_memory=self.pin_memory, lookahead=lookahead
-        )
-        self._last_train_loader = loader
-        return loader
+        return self._train_loader(make, self.epoch_batches)
 
     def _eval(self, split: str, length: int) -> DataLoader:
         rank, world = self.rank_world()
@@ -257,12 +222,7 @@ class SyntheticDataModule(L.LightningDataModule):
                 f"data.{split}_examples={len(self.examples[(split, length)])} is fewer than the "
                 f"world size {world}; raise it"
             )
-        return DataLoader(
-            EvalStream(batches, len(batches)),
-            batch_size=None,
-            num_workers=self.num_workers,
-            pin_memory=self.pin_memory,
-        )
+        return self._eval_loader(batches, len(batches))
 
     def val_dataloader(self) -> DataLoader:
         return self._eval("val", self.source.train_length)
