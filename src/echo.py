@@ -1,7 +1,7 @@
 """What a run says on the console also goes to its log file (``<run dir>/train.log``).
 
 Hydra's job logging writes every Python log record to ``<run dir>/<job name>.log`` (``train.log``)
-and prints it to the console. Three kinds of console output used to miss the file:
+and prints it to the console. Three kinds of console output would miss the file:
 
 * Lightning's own lines ("GPU available: …", "`Trainer.fit` stopped: …"): when ``lightning`` is
   imported before Hydra sets up logging (always: the entry points import it), its loggers get

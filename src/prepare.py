@@ -102,7 +102,7 @@ def prepare(
 def one_writer(out: Path, key: str) -> Iterator[None]:
     """One ``src.prepare`` at a time per output directory: ``fcntl.flock`` on the directory
     (released when the process ends, even when killed). A second one stops at once with a
-    ``DataError`` naming it; two used to share one ``.shards`` folder and remove each other's shards
+    ``DataError`` naming it: two would share one ``.shards`` folder and remove each other's shards
     (a raw ``FileNotFoundError``)."""
     out.mkdir(parents=True, exist_ok=True)
     fd = os.open(out, os.O_RDONLY)
@@ -122,8 +122,8 @@ def one_writer(out: Path, key: str) -> Iterator[None]:
 
 def check_same_input(out: Path, meta: dict[str, Any], text: LMSource, tokenizer: Any) -> None:
     """A directory already prepared is kept only when it was made from this input with this
-    tokenizer; else a ``DataError`` naming both (it used to say "already prepared" and keep the
-    other corpus). ``overwrite=true`` replaces it."""
+    tokenizer; else a ``DataError`` naming both, never "already prepared" over another corpus.
+    ``overwrite=true`` replaces it."""
     # an unfitted char vocabulary: its name
     want_tok = {k: v for k, v in tokenizer.state_dict().items() if v is not None}
     have_tok = meta.get("tokenizer") or {}

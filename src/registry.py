@@ -38,25 +38,28 @@ class Registry(Generic[T]):
     """Maps names to classes of one kind (``position``, ``norm``, ``ffn`` …).
 
     ``conf``: the config group a variant's YAML goes in (``model/position``), named in the
-    error for an unknown name. ``package``: the package whose modules hold the variants,
-    imported on the first lookup (module docstring).
+    error for an unknown name. ``package``: the package (or packages) whose modules hold the
+    variants, imported on the first lookup (module docstring).
     """
 
-    def __init__(self, kind: str, conf: str | None = None, package: str | None = None) -> None:
+    def __init__(
+        self, kind: str, conf: str | None = None, package: str | tuple[str, ...] | None = None
+    ) -> None:
         self.kind = kind
         self.conf = conf
-        self.package = package
+        self.packages = (package,) if isinstance(package, str) else tuple(package or ())
         self._classes: dict[str, type[T]] = {}
-        self._discovered = package is None
+        self._discovered = not self.packages
 
     def _discover(self) -> dict[str, type[T]]:
-        """Import every module of ``package`` once (each registers its variants), then the
+        """Import every module of each package once (each registers its variants), then the
         classes."""
         if not self._discovered:
             self._discovered = True
-            pkg = importlib.import_module(str(self.package))
-            for module in sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)):
-                importlib.import_module(f"{self.package}.{module}")
+            for package in self.packages:
+                pkg = importlib.import_module(package)
+                for module in sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)):
+                    importlib.import_module(f"{package}.{module}")
         return self._classes
 
     def register(self, name: str) -> Callable[[type[T]], type[T]]:

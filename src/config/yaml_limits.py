@@ -3,7 +3,7 @@
 YAML aliases (``&a`` … ``*a``) let a few lines name an exponential number of values (the "billion
 laughs" file: nine lists of nine aliases of the previous list are 9⁹ strings). PyYAML builds such
 a file cheaply, sharing one object per anchor, but OmegaConf copies every reference when it makes
-the config, so ``python -m src.train experiment=<that file>`` used to hang with no output until
+the config, so ``python -m src.train experiment=<that file>`` would hang with no output until
 memory ran out. ``check_command_line_yaml`` runs first in ``src.train`` (before ``@hydra.main``):
 it composes (``yaml.compose``: nodes only, aliases not expanded) each config file the command line
 names — every ``.yaml`` under ``--config-dir`` / ``--config-path`` / ``hydra.searchpath`` and the

@@ -77,8 +77,7 @@ def _damaged_meta(p: Path, what: str) -> DataError:
 def read_meta(out_dir: Path) -> dict[str, Any] | None:
     """``meta.json`` of a token directory, checked; None when there is none (not prepared yet). A
     file that is empty, torn, not a JSON object, or whose ``dtype``/``tokens``/``tokenizer`` cannot
-    be right is a ``DataError`` naming it (it used to be a raw ``JSONDecodeError`` or
-    ``KeyError``)."""
+    be right is a ``DataError`` naming it, not a raw ``JSONDecodeError`` or ``KeyError``."""
     p = Path(out_dir) / "meta.json"
     if not p.exists():
         return None

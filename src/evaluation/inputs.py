@@ -23,8 +23,8 @@ _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
 class CheckedText:
     """A text file being read whose decoding errors name the file: bytes that are not UTF-8, a
-    ``.gz`` / ``.bz2`` / ``.xz`` that is not that format or is cut short (they used to surface as a
-    raw ``UnicodeDecodeError`` / ``BadGzipFile`` traceback from deep inside a benchmark)."""
+    ``.gz`` / ``.bz2`` / ``.xz`` that is not that format or is cut short: a ``DataError`` naming
+    the file, never a ``UnicodeDecodeError`` / ``BadGzipFile`` traceback from inside a benchmark."""
 
     def __init__(self, f: IO[str], path: Path) -> None:
         self._f, self.path = f, path

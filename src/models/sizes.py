@@ -1,9 +1,9 @@
 """A stored model config checked against the weights stored with it, before anything is allocated.
 
 A checkpoint's ``hyper_parameters.cfg.model`` and a Hugging Face ``config.json`` are input: a
-damaged or edited one (``vocab_size: 1e9``, ``n_layer: 1e6``) used to be built as given, ending in
-a raw allocation error, a ``MemoryError`` after minutes, or the machine running out of memory
-layer by layer. Every model this project builds holds, at least (C = d_model, L = layers, H heads
+damaged or edited one (``vocab_size: 1e9``, ``n_layer: 1e6``) built as given would end in a raw
+allocation error, a ``MemoryError`` after minutes, or the machine running out of memory layer by
+layer. Every model this project builds holds, at least (C = d_model, L = layers, H heads
 of D channels, F = d_ff, V = vocab_size, T = max_seq_len)::
 
     V·C                      token embedding (a tied head shares it)

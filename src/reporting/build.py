@@ -182,7 +182,7 @@ def make_report(
         kept_ids = {id(r) for r in kept}
         left_out = dict(Counter(protocol.stage_of(r.config) for r in runs if id(r) not in kept_ids))
         runs = kept
-    # one sample counted twice; losses in two tokenizers' units (issue 21, item 7)
+    # one sample counted twice; losses in two tokenizers' units
     check_duplicates(runs)
     check_units(runs, [protocol.metric])
     derived = eval_variant_runs(runs, [*ignore, *protocol.tune]) if eval_variants else []

@@ -319,7 +319,7 @@ def make_scaling_report(
         merge_protocols([p for r in runs if (p := Protocol.from_config(r.config)) is not None])
         or Protocol()
     )
-    # one sample counted twice; losses in two tokenizers' units (issue 21, item 7)
+    # one sample counted twice; losses in two tokenizers' units
     check_duplicates(runs)
     check_units(runs, [metric or protocol.metric])
     a = analyse(runs, protocol, size_key, metric, n_boot, seed)

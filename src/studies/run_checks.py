@@ -1,4 +1,4 @@
-"""Checks on a set of runs before any statistic is computed from them (issue 21, item 7).
+"""Checks on a set of runs before any statistic is computed from them.
 
 * **Duplicated seeds.** Two run directories with the same overrides (the variant *and* the seed)
   are one sample, not two: a copied run directory, or ``python -m src.report dirA dirB`` where dirB

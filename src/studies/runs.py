@@ -119,7 +119,8 @@ def _damaged(path: Path, what: str) -> DataError:
 def read_object(path: Path) -> dict[str, Any] | None:
     """The JSON object in ``path``; None when the file does not exist. A file that is there but is
     not a JSON object (torn, hand-edited, a list) is a ``DataError`` naming it: a run's record never
-    goes missing silently (a torn metrics.json used to make a completed run count as incomplete)."""
+    goes missing silently (a torn metrics.json must not make a completed run count as
+    incomplete)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -137,8 +138,8 @@ def read_object(path: Path) -> dict[str, Any] | None:
 
 def read_overrides(path: Path) -> list[str]:
     """``.hydra/overrides.yaml``: the list of overrides Hydra wrote. A missing, torn or non-list
-    file is a ``DataError`` naming it (it used to become a variant of its own, "(defaults)" or a
-    garbled one)."""
+    file is a ``DataError`` naming it, never a variant of its own ("(defaults)" or a garbled
+    one)."""
     if not path.is_file():
         raise _damaged(path, "is missing (Hydra writes it for every run, with the run's overrides)")
     try:

@@ -98,8 +98,10 @@ def test_invalid_sizes_explain_the_fix(make_tiny_config: MakeConfig) -> None:
         build_model(make_tiny_config(n_kv_head=3))
     with pytest.raises(ConfigError, match="rope needs an even head dimension"):
         ModelConfig.from_dict(make_tiny_config(d_model=36, n_head=4, position={"name": "rope"}))
-    with pytest.raises(ConfigError, match="model.mask is for decoder_only / encoder_only"):
-        build_model(make_tiny_config(family="encoder_decoder", mask={"name": "causal"}))
+    with pytest.raises(
+        ConfigError, match="model/mask=prefix_lm is for decoder_only / encoder_only"
+    ):
+        build_model(make_tiny_config(family="encoder_decoder", mask={"name": "prefix_lm"}))
     with pytest.raises(ConfigError, match=r"model.d_head=0 must be a positive integer"):
         build_model(make_tiny_config(d_head=0))
     with pytest.raises(ConfigError, match=r"model.attn_scale=-1.0 must be a positive number"):

@@ -14,7 +14,8 @@ from src.data.sources.base import LMSource, PairSource, Source
 from src.errors import DataError, did_you_mean
 from src.registry import Registry
 
-SOURCES: Registry[Source] = Registry("source", package="src.data.sources")
+#: files and corpora live in this package; the synthetic tasks beside their base class
+SOURCES: Registry[Source] = Registry("source", package=("src.data.sources", "src.data.synthetic"))
 
 
 #: keys of a data config node that configure batching (the datamodule), by source kind; the rest

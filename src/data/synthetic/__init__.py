@@ -2,6 +2,7 @@
 (docs/synthetic.md).
 
 ``base``: what a task is (``SyntheticSource``: a prompt and its answer, one character per token) and
-the split rule; ``datamodule``: the batches. The tasks themselves are data sources registered in
-``src/data/sources/`` (copy, reverse, sort, addition, induction, mqar, selective_copy).
+the split rule; ``datamodule``: the batches; beside them, the tasks, each a data source registered
+in ``SOURCES``: ``strings`` (copy, reverse, sort), ``addition``, ``induction``, ``mqar``,
+``selective_copy``.
 """
