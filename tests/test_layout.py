@@ -61,3 +61,24 @@ def test_the_private_attribute_pattern_finds_what_it_is_for() -> None:
     ):
         assert PRIVATE_LIGHTNING.search(line), line
     assert not PRIVATE_LIGHTNING.search("self.trainer.global_step")
+
+
+#: basenames several packages use, each for the same role in each (STYLE.md: one word, one meaning)
+SHARED_BASENAMES = {
+    "base.py": "the base class of a registry's variants (optim, benchmarks, objectives, families, "
+    "sources, synthetic tasks)",
+    "suite.py": "every check of its kind run on one model (benchmarks, probes)",
+    "probes.py": "the probes behind this package's interface (a callback, an inspect subcommand)",
+    "datamodule.py": "a Lightning datamodule (token windows and pairs, synthetic examples)",
+    "registry.py": "a registry: the Registry class, the objectives' instance",
+}
+
+
+def test_modules_share_a_basename_only_for_the_same_role() -> None:
+    from collections import Counter
+
+    names = Counter(p.name for p in _sources() if p.name != "__init__.py")
+    shared = {name for name, n in names.items() if n > 1}
+    assert shared <= set(SHARED_BASENAMES), (
+        f"rename one of each: {sorted(shared - set(SHARED_BASENAMES))}"
+    )

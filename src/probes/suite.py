@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from src.models.families import TransformerModel
-from src.probes.attention import (
+from src.probes.attention_probes import (
     attention_entropy,
     induction_scores,
     previous_token_scores,

@@ -11,7 +11,7 @@ import torch
 from src.errors import ConfigError
 from src.models import build_model
 from src.probes import probe_batch, run_probes
-from src.probes.attention import attention_entropy, induction_scores
+from src.probes.attention_probes import attention_entropy, induction_scores
 from src.probes.lens import logit_lens
 from tests.conftest import tiny_model_dict
 

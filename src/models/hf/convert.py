@@ -24,7 +24,7 @@ from src.models.builder import build_model
 from src.models.config import ModelConfig
 from src.models.families import TransformerModel
 from src.models.hf.adapter import ADAPTERS, Adapter, get_adapter
-from src.models.hf.files import read_config, read_tensors, resolve, write_checkpoint
+from src.models.hf.folders import read_config, read_tensors, resolve, write_checkpoint
 from src.models.hf.rules import Checkpoint
 from src.models.sizes import check_sizes_fit, weight_count
 
