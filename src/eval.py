@@ -1,10 +1,10 @@
-"""Evaluate a pretrained model or one of our checkpoints on benchmark tasks.
+"""Evaluate a pretrained model or one of our checkpoints on benchmarks.
 
-    python -m src.eval pretrained=gpt2 tasks=[lambada,hellaswag] limit=500
-    python -m src.eval ckpt_path=outputs/.../checkpoints/last.ckpt tasks=[perplexity] tasks.perplexity.path=valid.txt
+    python -m src.eval pretrained=gpt2 benchmarks=[lambada,hellaswag] limit=500
+    python -m src.eval ckpt_path=outputs/.../checkpoints/last.ckpt benchmarks=[perplexity] benchmarks.perplexity.path=valid.txt
 
-Tasks are the ``conf/tasks`` group (select several: ``tasks=[a,b]``; set their keys:
-``tasks.<name>.<key>=...``). Writes ``metrics.json`` to the run directory and prints a
+Benchmarks are the ``conf/benchmarks`` group (select several: ``benchmarks=[a,b]``; set their keys:
+``benchmarks.<name>.<key>=...``). Writes ``metrics.json`` to the run directory and prints a
 table. See docs/evaluation.md.
 """
 
@@ -30,26 +30,28 @@ from src.jsonfile import METRICS, write_json
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
 
-def build_benchmarks(tasks_cfg: Any) -> dict[str, Benchmark]:
-    """``cfg.tasks`` (entry name -> config node) -> built tasks, in the selected order."""
-    if not tasks_cfg:
-        available = sorted(p.stem for p in (CONF_DIR / "tasks").glob("*.yaml"))
+def build_benchmarks(benchmarks_cfg: Any) -> dict[str, Benchmark]:
+    """``cfg.benchmarks`` (entry name -> config node) -> built benchmarks, in the selected order."""
+    if not benchmarks_cfg:
+        available = sorted(p.stem for p in (CONF_DIR / "benchmarks").glob("*.yaml"))
         raise ValueError(
-            "no tasks selected; choose some, e.g. tasks=[lambada,hellaswag] (available: "
+            "no benchmarks selected; choose some, e.g. benchmarks=[lambada,hellaswag] (available: "
             f"{', '.join(available)})"
         )
     plain = (
-        OmegaConf.to_container(tasks_cfg, resolve=True)
-        if isinstance(tasks_cfg, DictConfig)
-        else dict(tasks_cfg)
+        OmegaConf.to_container(benchmarks_cfg, resolve=True)
+        if isinstance(benchmarks_cfg, DictConfig)
+        else dict(benchmarks_cfg)
     )
     return {name: build_benchmark(name, node) for name, node in plain.items()}  # type: ignore[union-attr]
 
 
 def evaluate(cfg: DictConfig, run_dir: Path | None = None) -> dict[str, Any]:
-    """Run the configured tasks; return (and, with ``run_dir``, write) the metrics.json content."""
+    """Run the configured benchmarks; return (and, with ``run_dir``, write) the metrics.json content."""
     start = time.perf_counter()
-    tasks = build_benchmarks(cfg.get("tasks"))  # config errors surface before the model is loaded
+    benchmarks = build_benchmarks(
+        cfg.get("benchmarks")
+    )  # config errors surface before the model is loaded
     torch.manual_seed(cfg.seed)
     loaded = load_model(cfg.pretrained, cfg.ckpt_path, cfg.tokenizer, cfg.device, cfg.dtype)
     scorer = Scorer(
@@ -61,7 +63,7 @@ def evaluate(cfg: DictConfig, run_dir: Path | None = None) -> dict[str, Any]:
         pair_format=loaded.pair_format,
         mask_token_id=loaded.mask_token_id,
     )
-    results = run_benchmarks(scorer, tasks, cfg.limit)
+    results = run_benchmarks(scorer, benchmarks, cfg.limit)
     print_results(
         results,
         title=f"{loaded.source} ({loaded.model.config.name}, {loaded.model.num_parameters():,} parameters)",

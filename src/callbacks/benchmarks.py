@@ -1,4 +1,4 @@
-"""Benchmarks during training: HellaSwag (or any ``src.eval`` task) every N optimizer steps.
+"""Benchmarks during training: HellaSwag (or any ``src.eval`` benchmark) every N optimizer steps.
 
 build-nanogpt and llm.c evaluate HellaSwag every 250 steps while pretraining GPT-2 on
 FineWeb-Edu; ``experiment=gpt2_fineweb`` adds this callback to do the same::
@@ -6,13 +6,13 @@ FineWeb-Edu; ``experiment=gpt2_fineweb`` adds this callback to do the same::
     callbacks:
       benchmarks:
         _target_: src.callbacks.benchmarks.BenchmarkEval
-        tasks: {hellaswag: {task: hellaswag, path: null}}   # entries as conf/tasks/<name>.yaml
+        benchmarks: {hellaswag: {type: hellaswag, path: null}}   # entries as conf/benchmarks/<name>.yaml
         every_n_steps: 250
         limit: null                                          # all items (HellaSwag: 10,042)
 
 Each run scores the live weights with the same ``Scorer`` and benchmark code as
 ``python -m src.eval`` (so the numbers are the ones it would report for a checkpoint of that
-step) and logs ``<task>/<metric>`` (``hellaswag/acc_norm``) to every logger and metrics.json.
+step) and logs ``<benchmark>/<metric>`` (``hellaswag/acc_norm``) to every logger and metrics.json.
 Rank 0 evaluates; the other ranks wait for it at the next step's gradient all-reduce.
 """
 
@@ -33,12 +33,12 @@ log = logging.getLogger(__name__)
 
 
 class BenchmarkEval(pl.Callback):
-    """``tasks`` (name -> a ``conf/tasks`` entry) every ``every_n_steps`` optimizer steps and after
+    """``benchmarks`` (name -> a ``conf/benchmarks`` entry) every ``every_n_steps`` optimizer steps and after
     fitting."""
 
     def __init__(
         self,
-        tasks: Mapping[str, Mapping[str, Any]],
+        benchmarks: Mapping[str, Mapping[str, Any]],
         every_n_steps: int = 250,
         limit: int | None = None,
         batch_size: int = 32,
@@ -47,7 +47,9 @@ class BenchmarkEval(pl.Callback):
         if int(every_n_steps) < 1:
             raise ValueError(f"callbacks.benchmarks.every_n_steps={every_n_steps} must be >= 1")
         # fail at startup
-        self.benchmarks = {name: build_benchmark(name, dict(node)) for name, node in tasks.items()}
+        self.benchmarks = {
+            name: build_benchmark(name, dict(node)) for name, node in benchmarks.items()
+        }
         self.every_n_steps, self.limit = int(every_n_steps), limit
         self.batch_size, self.max_batch_tokens = int(batch_size), int(max_batch_tokens)
         self._last_step = -1

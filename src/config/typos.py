@@ -59,6 +59,10 @@ ALIASES: dict[str, dict[str, str]] = {
 }
 
 
+#: keys an entry point renamed: (entry point's config, old key) -> the key that replaced it
+RENAMED: dict[tuple[str, str], str] = {("eval", "tasks"): "benchmarks"}
+
+
 class MisspeltOverride(SystemExit):
     """Exits with status 1 and the message (raised before Hydra starts, where no ``clean_errors``
     runs)."""
@@ -198,6 +202,9 @@ def check_command_line(config_name: str, argv: Sequence[str]) -> None:
     overrides = command_line_overrides(argv)
     if not overrides:
         return
+    message = renamed_key(config_name, overrides)
+    if message is not None:
+        raise MisspeltOverride(message)
     plain = composable(overrides)
     if plain is None:
         return
@@ -208,3 +215,16 @@ def check_command_line(config_name: str, argv: Sequence[str]) -> None:
         return
     if message is not None:
         raise MisspeltOverride(message)
+
+
+def renamed_key(config_name: str, overrides: Sequence[str]) -> str | None:
+    """The message for an override of a key this entry point renamed (``RENAMED``), else None."""
+    for override in overrides:
+        key = override.split("=", 1)[0].lstrip("+~")
+        for (config, old), new in RENAMED.items():
+            if config == config_name and (key == old or key.startswith(old + ".")):
+                return (
+                    f"ConfigError: {key}= is {new + key[len(old) :]}= now; write "
+                    f"{override.lstrip('+~').replace(old, new, 1)}"
+                )
+    return None

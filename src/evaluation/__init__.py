@@ -1,4 +1,4 @@
-"""Evaluation: benchmarks (perplexity, LAMBADA, HellaSwag, translation; chosen with ``tasks=[…]``
+"""Evaluation: benchmarks (perplexity, LAMBADA, HellaSwag, translation; chosen with ``benchmarks=[…]``
 on ``src.eval``), a length-batched scorer, model loading, length extrapolation, reports, and an
 lm-evaluation-harness adapter (``harness``)."""
 

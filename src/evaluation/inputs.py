@@ -1,6 +1,6 @@
 """Where evaluation data comes from: local files (plain, .gz, .bz2, .xz; text or JSON
 lines) or, when no file is given, a Hugging Face ``datasets`` download (cached after the
-first use). Errors say which ``tasks.<name>.*`` key to set."""
+first use). Errors say which ``benchmarks.<name>.*`` key to set."""
 
 from __future__ import annotations
 

@@ -244,7 +244,7 @@ class Scorer:
         if context_length > self.max_length:
             raise ValueError(
                 f"context_length={context_length} exceeds the model's "
-                f"max_seq_len={self.max_length}; lower tasks.<name>.context_length"
+                f"max_seq_len={self.max_length}; lower benchmarks.<name>.context_length"
             )
         stride = stride or context_length
         windows = sliding_windows(len(tokens), context_length, stride)

@@ -1,5 +1,5 @@
 """Run a set of benchmarks on one model, time them, and report: a rich table and metrics.json
-(keys ``<entry>/<metric>`` and ``tasks``, the CLI's name for them)."""
+(keys ``<entry>/<metric>`` and ``benchmarks``, the command line's name for them)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from src.evaluation.scorer import Scorer
 
 
 def run_benchmarks(
-    scorer: Scorer, tasks: Mapping[str, Benchmark], limit: int | None = None
+    scorer: Scorer, benchmarks: Mapping[str, Benchmark], limit: int | None = None
 ) -> dict[str, BenchmarkResult]:
     """Run each task in order; fill in the tokens it made the model read and its wall time."""
     results: dict[str, BenchmarkResult] = {}
-    for name, task in tasks.items():
+    for name, task in benchmarks.items():
         tokens_before, start = scorer.tokens_read, time.perf_counter()
         result = task.run(scorer, limit)
         result.seconds = time.perf_counter() - start
@@ -85,7 +85,7 @@ def metrics_dict(results: Mapping[str, BenchmarkResult], **meta: Any) -> dict[st
     for name, r in results.items():
         for metric, value in r.metrics.items():
             out[f"{name}/{metric}"] = value
-    out["tasks"] = {
+    out["benchmarks"] = {
         name: {
             "metrics": r.metrics,
             "examples": r.examples,

@@ -97,5 +97,5 @@ def check_units(runs: Sequence[RunRecord], metrics: Sequence[str]) -> None:
             f"{' and '.join(per_token)} is measured per token of each run's own tokenizer, so the "
             "runs are not in one unit. Report each tokenizer's runs apart, or compare a per-byte "
             "metric (--metric <benchmark>/bits_per_byte from python -m src.eval "
-            "tasks=[perplexity])"
+            "benchmarks=[perplexity])"
         )

@@ -218,11 +218,14 @@ def read_csv_history(run_dir: Path) -> tuple[list[Point], list[Point]]:
 
 
 def _eval_figures(run_dir: Path) -> dict[str, Any]:
-    """Flat numeric ``<task>/<metric>`` figures of evaluations stored inside the run directory."""
+    """Flat numeric ``<benchmark>/<metric>`` figures of evaluations stored inside the run
+    directory (an evaluation's metrics.json holds ``benchmarks``; one written by an older version
+    of ``src.eval`` holds ``tasks``)."""
     out: dict[str, Any] = {}
     for m in sorted(run_dir.glob(f"*/{METRICS}")):
         data = read_object(m)
-        if not data or "tasks" not in data or data.get("status") != "completed":
+        evaluated = data and ("benchmarks" in data or "tasks" in data)
+        if not evaluated or data.get("status") != "completed":
             continue
         for k, v in data.items():
             if "/" in k and isinstance(v, (int, float)) and not isinstance(v, bool):

@@ -44,8 +44,8 @@ REPO = Path(__file__).resolve().parents[2]
         ("train", ["logger.csv.nmae=x", "logger=csv"], "(did you mean logger.csv.name?)"),
         (
             "eval",
-            ["tasks=perplexity", "tasks.perplexity.pth=x"],
-            "(did you mean tasks.perplexity.path?)",
+            ["benchmarks=perplexity", "benchmarks.perplexity.pth=x"],
+            "(did you mean benchmarks.perplexity.path?)",
         ),
         ("generate", ["max_new_tokns=3"], "(did you mean max_new_tokens?)"),
     ],
@@ -96,3 +96,15 @@ def test_the_command_line_prints_one_line(tmp_path: Path) -> None:
         "model.norm_placement?); fix the spelling"
     )
     assert not (tmp_path / "outputs").exists()  # nothing ran
+
+
+def test_a_renamed_key_names_its_new_name() -> None:
+    from src.config.typos import renamed_key
+
+    assert renamed_key("eval", ["tasks=[lambada]"]) == (
+        "ConfigError: tasks= is benchmarks= now; write benchmarks=[lambada]"
+    )
+    message = renamed_key("eval", ["tasks.lambada.path=x"])
+    assert message is not None and "write benchmarks.lambada.path=x" in message
+    assert renamed_key("train", ["tasks=[lambada]"]) is None  # only where it was renamed
+    assert renamed_key("eval", ["benchmarks=[lambada]"]) is None

@@ -50,7 +50,7 @@ def hellaswag_reference(hf_model, hf_reference, tok, docs) -> dict[str, float]:
 def test_lambada_matches_transformers(
     scorer: Scorer, hf_model, hf_reference, lambada_jsonl: Path
 ) -> None:
-    result = build_benchmark("lambada", {"task": "lambada", "path": str(lambada_jsonl)}).run(
+    result = build_benchmark("lambada", {"type": "lambada", "path": str(lambada_jsonl)}).run(
         scorer, limit=N
     )
     ref = lambada_reference(hf_model, hf_reference, scorer.tokenizer, lambada_jsonl)
@@ -63,7 +63,7 @@ def test_lambada_shared_file_matches_transformers(
     scorer, hf_model, hf_reference, shared_file
 ) -> None:
     path = shared_file("lambada/lambada_test.jsonl")
-    result = build_benchmark("lambada", {"task": "lambada", "path": str(path)}).run(scorer, limit=N)
+    result = build_benchmark("lambada", {"type": "lambada", "path": str(path)}).run(scorer, limit=N)
     ref = lambada_reference(hf_model, hf_reference, scorer.tokenizer, path)
     assert result.metrics["acc"] == ref["acc"]
     assert result.metrics["ppl"] == pytest.approx(ref["ppl"], rel=1e-4)
@@ -71,7 +71,7 @@ def test_lambada_shared_file_matches_transformers(
 
 def test_lambada_loader_reads_all_5153_records(shared_file) -> None:
     task = build_benchmark(
-        "lambada", {"task": "lambada", "path": str(shared_file("lambada/lambada_test.jsonl"))}
+        "lambada", {"type": "lambada", "path": str(shared_file("lambada/lambada_test.jsonl"))}
     )
     docs = list(task.examples())
     assert len(docs) == 5153
@@ -101,7 +101,7 @@ def test_hellaswag_preprocessing_as_the_harness() -> None:
 def test_hellaswag_jsonl_matches_transformers(
     scorer: Scorer, hf_model, hf_reference, hellaswag_jsonl: Path
 ) -> None:
-    task = build_benchmark("hellaswag", {"task": "hellaswag", "path": str(hellaswag_jsonl)})
+    task = build_benchmark("hellaswag", {"type": "hellaswag", "path": str(hellaswag_jsonl)})
     docs = list(task.examples())[:N]
     assert (
         docs[0].context
@@ -117,7 +117,7 @@ def test_hellaswag_shared_file_matches_transformers(
     scorer, hf_model, hf_reference, shared_file
 ) -> None:
     path = shared_file("hellaswag_val/hellaswag_val_full.txt.bz2")
-    task = build_benchmark("hellaswag", {"task": "hellaswag", "path": str(path)})
+    task = build_benchmark("hellaswag", {"type": "hellaswag", "path": str(path)})
     docs = list(task.examples())[:N]
     result = task.run(scorer, limit=N)
     ref = hellaswag_reference(hf_model, hf_reference, scorer.tokenizer, docs)
@@ -127,7 +127,7 @@ def test_hellaswag_shared_file_matches_transformers(
 def test_hellaswag_loader_reads_all_10042_items(shared_file) -> None:
     task = build_benchmark(
         "hellaswag",
-        {"task": "hellaswag", "path": str(shared_file("hellaswag_val/hellaswag_val_full.txt.bz2"))},
+        {"type": "hellaswag", "path": str(shared_file("hellaswag_val/hellaswag_val_full.txt.bz2"))},
     )
     docs = list(task.examples())
     assert len(docs) == 10042
@@ -140,7 +140,7 @@ def test_hellaswag_loader_reads_all_10042_items(shared_file) -> None:
 # -- perplexity and translation sources -------------------------------------------------------
 def test_perplexity_reads_wikitext2_lines(shared_file) -> None:
     task = build_benchmark(
-        "wikitext2", {"task": "perplexity", "path": str(shared_file("wikitext2/test.txt"))}
+        "wikitext2", {"type": "perplexity", "path": str(shared_file("wikitext2/test.txt"))}
     )
     text, rows = task.text()
     # lines and whitespace tokens, as SOURCE.txt counts
@@ -150,7 +150,7 @@ def test_perplexity_reads_wikitext2_lines(shared_file) -> None:
 
 def test_translation_reads_multi30k_test(shared_file) -> None:
     folder = shared_file("multi30k_en_de")
-    src, ref = build_benchmark("translation", {"task": "translation", "path": str(folder)}).pairs()
+    src, ref = build_benchmark("translation", {"type": "translation", "path": str(folder)}).pairs()
     assert len(src) == len(ref) == 1000
     assert src[0] == "A man in an orange hat starring at something."
 
@@ -165,9 +165,9 @@ def test_corpus_scores_are_sacrebleu_scale() -> None:
 
 def test_unknown_task_type_and_key_fail_loudly() -> None:
     with pytest.raises(Exception, match="registered: hellaswag, lambada, perplexity, translation"):
-        build_benchmark("mine", {"task": "nope"})
-    with pytest.raises(Exception, match=r"tasks\.lambada: .*unknown key\(s\) \['pth'\]"):
-        build_benchmark("lambada", {"task": "lambada", "pth": "x"})
+        build_benchmark("mine", {"type": "nope"})
+    with pytest.raises(Exception, match=r"benchmarks\.lambada: .*unknown key\(s\) \['pth'\]"):
+        build_benchmark("lambada", {"type": "lambada", "pth": "x"})
 
 
 def test_perplexity_on_a_data_source_and_on_token_bins(
@@ -179,7 +179,7 @@ def test_perplexity_on_a_data_source_and_on_token_bins(
     by_source = build_benchmark(
         "p",
         {
-            "task": "perplexity",
+            "type": "perplexity",
             "source": {"name": "text", "paths": [str(text_file)], "val_paths": [str(text_file)]},
             "split": "val",
             "context_length": 64,
@@ -200,7 +200,7 @@ def test_perplexity_on_a_data_source_and_on_token_bins(
     task = build_benchmark(
         "owt",
         {
-            "task": "perplexity",
+            "type": "perplexity",
             "source": {"name": "bin", "dir": str(tmp_path / "bins")},
             "split": "val",
             "context_length": 64,

@@ -140,10 +140,10 @@ def test_decoder_checkpoint_evaluates(
 ) -> None:
     m = run_eval(
         checkpoints["decoder"],
-        "tasks=[perplexity,lambada,hellaswag]",
-        f"tasks.perplexity.path={data_dir / 'text.txt'}",
-        f"tasks.lambada.path={lambada_jsonl}",
-        f"tasks.hellaswag.path={hellaswag_jsonl}",
+        "benchmarks=[perplexity,lambada,hellaswag]",
+        f"benchmarks.perplexity.path={data_dir / 'text.txt'}",
+        f"benchmarks.lambada.path={lambada_jsonl}",
+        f"benchmarks.hellaswag.path={hellaswag_jsonl}",
         "limit=5",
     )
     assert (
@@ -165,13 +165,13 @@ def test_encoder_decoder_checkpoint_translates_and_scores(
 ) -> None:
     m = run_eval(
         checkpoints["encoder_decoder"],
-        "tasks=[translation,lambada]",
-        f"tasks.translation.path={data_dir / 'm30k'}",
-        "tasks.translation.max_new_tokens=8",
-        f"tasks.lambada.path={lambada_jsonl}",
+        "benchmarks=[translation,lambada]",
+        f"benchmarks.translation.path={data_dir / 'm30k'}",
+        "benchmarks.translation.max_new_tokens=8",
+        f"benchmarks.lambada.path={lambada_jsonl}",
         "limit=6",
     )
-    assert m["family"] == "encoder_decoder" and m["tasks"]["translation"]["examples"] == 6
+    assert m["family"] == "encoder_decoder" and m["benchmarks"]["translation"]["examples"] == 6
     assert (
         0 <= m["translation/bleu"] <= 100
         and 0 <= m["translation/chrf"] <= 100
@@ -188,9 +188,9 @@ def test_decoder_translation_checkpoint_translates(checkpoints, data_dir) -> Non
     ]  # src eos <sep=eos>
     m = run_eval(
         checkpoints["decoder_translation"],
-        "tasks=[translation]",
-        f"tasks.translation.path={data_dir / 'm30k'}",
-        "tasks.translation.max_new_tokens=8",
+        "benchmarks=[translation]",
+        f"benchmarks.translation.path={data_dir / 'm30k'}",
+        "benchmarks.translation.max_new_tokens=8",
         "limit=4",
     )
     assert 0 <= m["translation/chrf"] <= 100

@@ -26,11 +26,11 @@ def eval_cfg(*overrides: str, name: str = "eval") -> DictConfig:
 
 
 def test_every_task_config_composes_and_builds() -> None:
-    names = sorted(p.stem for p in (CONF / "tasks").glob("*.yaml"))
-    cfg = eval_cfg(f"tasks=[{','.join(names)}]")
-    tasks = build_benchmarks(cfg.tasks)
+    names = sorted(p.stem for p in (CONF / "benchmarks").glob("*.yaml"))
+    cfg = eval_cfg(f"benchmarks=[{','.join(names)}]")
+    tasks = build_benchmarks(cfg.benchmarks)
     assert sorted(tasks) == names
-    assert list(eval_cfg().tasks) == [
+    assert list(eval_cfg().benchmarks) == [
         "wikitext2",
         "lambada",
         "hellaswag",
@@ -47,10 +47,10 @@ def test_eval_perplexity_equals_transformers(
 ) -> None:
     cfg = eval_cfg(
         f"pretrained={tiny_gpt2_dir}",
-        "tasks=[perplexity]",
-        f"tasks.perplexity.path={text_file}",
-        "tasks.perplexity.context_length=64",
-        "tasks.perplexity.stride=24",
+        "benchmarks=[perplexity]",
+        f"benchmarks.perplexity.path={text_file}",
+        "benchmarks.perplexity.context_length=64",
+        "benchmarks.perplexity.stride=24",
     )
     metrics = evaluate(cfg, tmp_path)
     from src.data.tokenizers import build_tokenizer
@@ -65,7 +65,9 @@ def test_eval_perplexity_equals_transformers(
         math.exp(nll / len(text_file.read_text().split())), rel=1e-4
     )
     written = json.loads((tmp_path / "metrics.json").read_text())
-    assert written["status"] == "completed" and written["tasks"]["perplexity"]["tokens_read"] > 0
+    assert (
+        written["status"] == "completed" and written["benchmarks"]["perplexity"]["tokens_read"] > 0
+    )
     assert written["params"] == metrics["params"] and written["family"] == "decoder_only"
 
 
@@ -74,29 +76,33 @@ def test_limit_takes_the_first_examples(
 ) -> None:
     cfg = eval_cfg(
         f"pretrained={tiny_gpt2_dir}",
-        "tasks=[lambada,hellaswag]",
-        f"tasks.lambada.path={lambada_jsonl}",
-        f"tasks.hellaswag.path={hellaswag_jsonl}",
+        "benchmarks=[lambada,hellaswag]",
+        f"benchmarks.lambada.path={lambada_jsonl}",
+        f"benchmarks.hellaswag.path={hellaswag_jsonl}",
         "limit=7",
     )
     metrics = evaluate(cfg)
     assert (
-        metrics["tasks"]["lambada"]["examples"] == 7
-        and metrics["tasks"]["hellaswag"]["examples"] == 7
+        metrics["benchmarks"]["lambada"]["examples"] == 7
+        and metrics["benchmarks"]["hellaswag"]["examples"] == 7
     )
     assert 0.0 <= metrics["hellaswag/acc_norm"] <= 1.0
 
 
 def test_mistakes_name_the_key_to_fix(tiny_gpt2_dir) -> None:
-    with pytest.raises(ValueError, match="no tasks selected"):
-        evaluate(eval_cfg(f"pretrained={tiny_gpt2_dir}", "tasks=[]"))
+    with pytest.raises(ValueError, match="no benchmarks selected"):
+        evaluate(eval_cfg(f"pretrained={tiny_gpt2_dir}", "benchmarks=[]"))
     with pytest.raises(ValueError, match="exactly one of pretrained"):
-        evaluate(eval_cfg("tasks=[lambada]", f"tasks.lambada.path={tiny_gpt2_dir / 'config.json'}"))
+        evaluate(
+            eval_cfg(
+                "benchmarks=[lambada]", f"benchmarks.lambada.path={tiny_gpt2_dir / 'config.json'}"
+            )
+        )
     # checked before any model loads
-    with pytest.raises(ValueError, match=r"tasks\.lambada\.path='x' does not exist"):
-        evaluate(eval_cfg("tasks=[lambada]", "tasks.lambada.path=x"))
-    with pytest.raises(ValueError, match=r"tasks\.perplexity\.path"):
-        evaluate(eval_cfg(f"pretrained={tiny_gpt2_dir}", "tasks=[perplexity]"))
+    with pytest.raises(ValueError, match=r"benchmarks\.lambada\.path='x' does not exist"):
+        evaluate(eval_cfg("benchmarks=[lambada]", "benchmarks.lambada.path=x"))
+    with pytest.raises(ValueError, match=r"benchmarks\.perplexity\.path"):
+        evaluate(eval_cfg(f"pretrained={tiny_gpt2_dir}", "benchmarks=[perplexity]"))
     with pytest.raises(FileNotFoundError, match="no tokenizer files"):
         from src.evaluation.loading import pretrained_tokenizer
 
@@ -117,8 +123,8 @@ def test_cli_end_to_end(tiny_gpt2_dir, lambada_jsonl, tmp_path) -> None:
             "-m",
             "src.eval",
             f"pretrained={tiny_gpt2_dir}",
-            "tasks=[lambada]",
-            f"tasks.lambada.path={lambada_jsonl}",
+            "benchmarks=[lambada]",
+            f"benchmarks.lambada.path={lambada_jsonl}",
             "limit=5",
             "device=cpu",
             f"hydra.run.dir={run_dir}",
@@ -131,7 +137,9 @@ def test_cli_end_to_end(tiny_gpt2_dir, lambada_jsonl, tmp_path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "lambada" in out.stdout and "acc" in out.stdout
-    assert json.loads((run_dir / "metrics.json").read_text())["tasks"]["lambada"]["examples"] == 5
+    assert (
+        json.loads((run_dir / "metrics.json").read_text())["benchmarks"]["lambada"]["examples"] == 5
+    )
     gen = subprocess.run(
         [
             sys.executable,

@@ -21,13 +21,13 @@ def test_missing_task_path_names_key_and_resolved_path(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     with pytest.raises(DataError) as e:
-        build_benchmark("perplexity", {"task": "perplexity", "path": "valid.txt"})
+        build_benchmark("perplexity", {"type": "perplexity", "path": "valid.txt"})
     msg = str(e.value)
-    assert "tasks.perplexity.path='valid.txt'" in msg
+    assert "benchmarks.perplexity.path='valid.txt'" in msg
     assert str(tmp_path.resolve() / "valid.txt") in msg  # the resolved path
     (tmp_path / "valid.txt").write_text("some text\n")
     assert (
-        build_benchmark("perplexity", {"task": "perplexity", "path": "valid.txt"}).path
+        build_benchmark("perplexity", {"type": "perplexity", "path": "valid.txt"}).path
         == "valid.txt"
     )
 
@@ -53,5 +53,5 @@ def test_results_count_tokens_read() -> None:
     result.tokens, result.seconds = 120, 2.0
     header = [c.header for c in results_table({"perplexity": result}).columns]
     assert "tokens read" in header and "tokens" not in header
-    task = metrics_dict({"perplexity": result})["tasks"]["perplexity"]
+    task = metrics_dict({"perplexity": result})["benchmarks"]["perplexity"]
     assert task["tokens_read"] == 120 and task["tokens_read_per_s"] == 60.0 and "tokens" not in task

@@ -80,7 +80,7 @@ def test_bad_json_lines_name_the_file_and_line(tmp_path: Path, text: str, what: 
 def test_every_benchmark_reads_through_the_checks(tmp_path: Path, task: str) -> None:
     path = tmp_path / "fake.jsonl.gz"
     path.write_bytes(b"plain text, not gzip\n")
-    bench = build_benchmark(task, {"task": task, "path": str(path)})
+    bench = build_benchmark(task, {"type": task, "path": str(path)})
     with pytest.raises(DataError) as info:
         if task == "perplexity":
             bench.text()
@@ -99,8 +99,8 @@ def test_the_eval_command_line_says_it_in_one_line(tmp_path: Path, tiny_gpt2_dir
             "-m",
             "src.eval",
             f"pretrained={tiny_gpt2_dir}",
-            "tasks=[perplexity]",
-            f"tasks.perplexity.path={path}",
+            "benchmarks=[perplexity]",
+            f"benchmarks.perplexity.path={path}",
             f"hydra.run.dir={tmp_path / 'eval'}",
         ],
         cwd=REPO,

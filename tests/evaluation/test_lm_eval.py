@@ -115,8 +115,8 @@ def test_simple_evaluate_through_our_adapter_equals_src_eval(
         "src.eval",
         [
             f"pretrained={model_dir}",
-            "tasks=[lambada]",
-            f"tasks.lambada.path={jsonl}",
+            "benchmarks=[lambada]",
+            f"benchmarks.lambada.path={jsonl}",
             "device=cpu",
             f"hydra.run.dir={tmp_path / 'eval'}",
         ],
@@ -128,6 +128,6 @@ def test_simple_evaluate_through_our_adapter_equals_src_eval(
         f"run directory: {tmp_path / 'eval'}",
     ]  # where they went
     ours = json.loads((tmp_path / "eval" / "metrics.json").read_text())
-    assert ours["tasks"]["lambada"]["examples"] == 20
+    assert ours["benchmarks"]["lambada"]["examples"] == 20
     assert harness["acc,none"] == ours["lambada/acc"] == 0.5
     assert harness["perplexity,none"] == pytest.approx(ours["lambada/ppl"], rel=1e-5)

@@ -138,7 +138,7 @@ def test_recipe_runs_two_steps_on_a_tiny_model(
     run = tmp_path / "run"
     extra = (
         [
-            f"callbacks.benchmarks.tasks.hellaswag.path={_hellaswag(tmp_path / 'hs.jsonl')}",
+            f"callbacks.benchmarks.benchmarks.hellaswag.path={_hellaswag(tmp_path / 'hs.jsonl')}",
             "callbacks.benchmarks.every_n_steps=1",
         ]
         if name == "gpt2_fineweb"

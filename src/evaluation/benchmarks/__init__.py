@@ -1,6 +1,5 @@
-"""Evaluation benchmarks, registered by type name (``task:`` in ``conf/tasks/<entry>.yaml``; the CLI
-selects entries with ``tasks=[…]``). In code a *task* is a training objective
-(``src/objectives``)."""
+"""Evaluation benchmarks, registered by type name (``type:`` in ``conf/benchmarks/<entry>.yaml``;
+the command line selects entries with ``benchmarks=[…]``)."""
 
 from src.evaluation.benchmarks.base import (
     BENCHMARKS,

@@ -1,7 +1,7 @@
 """What an evaluation task is, and the two generic kinds most benchmarks are made of.
 
 A task is a registered class whose constructor arguments are its config keys
-(``conf/tasks/<name>.yaml``); ``run(scorer, limit)`` scores the first ``limit`` examples
+(``conf/benchmarks/<name>.yaml``); ``run(scorer, limit)`` scores the first ``limit`` examples
 and returns its metrics. New benchmarks are usually one small subclass:
 
 * ``MultipleChoiceBenchmark`` — implement ``examples()`` yielding ``MultipleChoice(context,
@@ -38,7 +38,7 @@ class BenchmarkRegistry(Registry["Benchmark"]):
             raise ConfigError(
                 f"unknown evaluation task type '{name}'; registered: {', '.join(self.names())}. "
                 f"Add one with @BENCHMARKS.register('{name}') in src/evaluation/benchmarks/ and a "
-                "conf/tasks/<entry>.yaml naming it in 'task:'"
+                "conf/benchmarks/<entry>.yaml naming it in 'task:'"
             )
         return self._classes[name]
 
@@ -60,15 +60,15 @@ class BenchmarkResult:
 class Benchmark:
     """Base class; subclasses are registered with ``@BENCHMARKS.register(type_name)``."""
 
-    name: str = ""  # the entry name (``tasks.<name>``), set by ``build_benchmark``
+    name: str = ""  # the entry name (``benchmarks.<name>``), set by ``build_benchmark``
 
     def run(self, scorer: Scorer, limit: int | None = None) -> BenchmarkResult:
         raise NotImplementedError
 
     @property
     def key(self) -> str:
-        """The config prefix of this task's keys, for error messages."""
-        return f"tasks.{self.name or getattr(self, 'registry_name', 'task')}"
+        """The config prefix of this benchmark's keys, for error messages."""
+        return f"benchmarks.{self.name or getattr(self, 'registry_name', 'benchmark')}"
 
 
 def take(items: Iterable[T], limit: int | None) -> list[T]:
@@ -160,19 +160,20 @@ class CompletionBenchmark(Benchmark):
 
 
 def build_benchmark(name: str, cfg: Mapping[str, Any]) -> Benchmark:
-    """A task from its config entry ``tasks.<name>`` (the ``task`` key names the type)."""
+    """A benchmark from its config entry ``benchmarks.<name>`` (the ``type`` key names its
+    class)."""
     node = dict(cfg)
-    if "task" not in node:
+    if "type" not in node:
         raise ConfigError(
-            f"tasks.{name} needs a 'task' key naming its type (one of: "
+            f"benchmarks.{name} needs a 'type' key naming its class (one of: "
             f"{', '.join(BENCHMARKS.names())})"
         )
-    node["name"] = node.pop("task")
+    node["name"] = node.pop("type")
     try:
         cls, kwargs = BENCHMARKS.resolve(node)  # what BENCHMARKS.build does before it constructs
     except ConfigError as e:  # an unknown type or key: say which entry
-        raise ConfigError(f"tasks.{name}: {e}") from None
-    check_input_path(f"tasks.{name}.path", kwargs.get("path"))
+        raise ConfigError(f"benchmarks.{name}: {e}") from None
+    check_input_path(f"benchmarks.{name}.path", kwargs.get("path"))
     task = cls(**kwargs)
     task.name = name
     return task

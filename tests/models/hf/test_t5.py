@@ -159,12 +159,14 @@ def test_src_eval_on_a_t5_directory(t5_dir: Path, tmp_path: Path) -> None:
         _cfg(
             "eval",
             f"pretrained={t5_dir}",
-            "tasks=[lambada]",
-            f"tasks.lambada.path={data}",
+            "benchmarks=[lambada]",
+            f"benchmarks.lambada.path={data}",
             "progress=false",
         )
     )
-    assert metrics["family"] == "encoder_decoder" and metrics["tasks"]["lambada"]["examples"] == 3
+    assert (
+        metrics["family"] == "encoder_decoder" and metrics["benchmarks"]["lambada"]["examples"] == 3
+    )
     ref = transformers.T5ForConditionalGeneration.from_pretrained(t5_dir).eval()
     tok = transformers.AutoTokenizer.from_pretrained(t5_dir)
     nll = []
