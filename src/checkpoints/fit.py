@@ -7,7 +7,7 @@ Used on resume (``SafeCheckpointIO.load_checkpoint`` compares with the trainer's
 
 **Same run.** ``fit(ckpt_path=...)`` continues a run: same model, objective and data stream. The
 checkpoint's resolved config (``hyper_parameters.cfg``) is compared with the current one on
-``RUN_KEYS`` (``model``, ``task``, ``data``, and ``block_size``/``batch_size``/``seed``, which fix
+``RUN_KEYS`` (``model``, ``objective``, ``data``, and ``block_size``/``batch_size``/``seed``, which fix
 the batches); any value that differs, or a key on one side only, is an error listing them, whether
 or not the weights' shapes still match. ``resume.allow_config_change=[model.dropout]`` accepts the
 listed keys (a node such as ``data`` accepts every key under it), with a warning. Optimiser,
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 MAX_LISTED = 12  # per kind of problem; the count says how many there are
 #: what makes two runs the same run: the model, the objective, the data and the batches drawn from
 #: it
-RUN_KEYS = ("model", "task", "data", "block_size", "batch_size", "seed")
+RUN_KEYS = ("model", "objective", "data", "block_size", "batch_size", "seed")
 #: where, not what: never compared
 LOCATION_KEYS = ("data.cache_dir", "data.num_proc")
 

@@ -93,6 +93,23 @@ def safe_torch_load(path: PathLike, map_location: Any = "cpu") -> Any:
     p = checkpoint_file(path)
     checkpoint = _torch_load(p, map_location)
     check_loaded(checkpoint, p)
+    return with_current_keys(checkpoint)
+
+
+#: run-config keys a checkpoint may hold under an earlier name -> today's name
+RENAMED_RUN_KEYS = {"task": "objective"}
+
+
+def with_current_keys(checkpoint: Any) -> Any:
+    """The checkpoint with its run config (``hyper_parameters.cfg``) in today's keys, so a
+    checkpoint written under an earlier name of a key loads, resumes and branches as one written
+    today (checked after the content hash, which covers what was written)."""
+    hp = checkpoint.get("hyper_parameters") if isinstance(checkpoint, dict) else None
+    cfg = hp.get("cfg") if isinstance(hp, dict) else None
+    if isinstance(cfg, dict):
+        for old, new in RENAMED_RUN_KEYS.items():
+            if old in cfg and new not in cfg:
+                cfg[new] = cfg.pop(old)
     return checkpoint
 
 

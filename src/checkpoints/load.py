@@ -22,7 +22,7 @@ from src.models import TransformerModel
 from src.models.config import ModelConfig
 from src.models.sizes import check_sizes_fit, weight_count
 from src.objectives.base import LMTask
-from src.objectives.registry import TASKS
+from src.objectives.registry import OBJECTIVES
 
 
 @dataclass
@@ -62,7 +62,7 @@ def load_checkpoint(
     # sizes against the stored weights, before anything is allocated (vocab_size=1e9, n_layer=1e6:
     # src/models/sizes.py)
     check_sizes_fit(ModelConfig.from_dict(cfg["model"]), weight_count(state.values()), where=str(p))
-    cls = TASKS.get(cfg["task"]["name"])
+    cls = OBJECTIVES.get(cfg["objective"]["name"])
     task = cls(cfg, hp.get("tokenizer"))
     # names every mismatched key and shape
     check_state_dict_fits(task, ckpt, path=str(p), current_cfg=cfg)
@@ -92,7 +92,7 @@ def check_init_from(init_from: Any, ckpt_path: Any) -> None:
 def init_from_checkpoint(
     task: LMTask, path: str | os.PathLike[str], resume_path: str | None = None
 ) -> None:
-    """Fine-tuning (``init_from=<ckpt>``): the weights of ``path`` into ``task``, nothing else: the
+    """Fine-tuning (``init_from=<ckpt>``): the weights of ``path`` into ``objective``, nothing else: the
     run starts at step 0 with a fresh optimizer, schedule and data position, and its config may
     differ from the checkpoint's; every shape must fit (``CheckpointError`` listing the
     mismatches)."""

@@ -91,7 +91,7 @@ def _variant_nodes(plain: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any],
     """(dotted prefix, node, keys its chosen variant accepts) of each group node with a ``name``."""
     from src.data.sources import DATAMODULE_KEYS, SOURCES
     from src.models.components import FFNS, INITS, MASKS, NORMS, POSITIONS, QK_NORMS
-    from src.objectives import TASKS
+    from src.objectives import OBJECTIVES
     from src.optim import OPTIMIZERS, SCHEDULES
 
     def named(node: Any, registry: Any) -> bool:
@@ -106,9 +106,9 @@ def _variant_nodes(plain: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any],
         cls = SOURCES.get(node["name"])
         own = set(inspect.signature(cls.__init__).parameters) - {"self"}
         yield "data", node, own | set(DATAMODULE_KEYS.get(cls.kind, ()))
-    node = plain.get("task")
-    if named(node, TASKS):
-        yield "task", node, set(TASKS.get(node["name"]).options)
+    node = plain.get("objective")
+    if named(node, OBJECTIVES):
+        yield "objective", node, set(OBJECTIVES.get(node["name"]).options)
     model = plain.get("model") if isinstance(plain.get("model"), dict) else {}
     registries = (POSITIONS, NORMS, FFNS, MASKS, QK_NORMS, INITS)
     for group, registry in zip(MODEL_GROUPS, registries, strict=True):

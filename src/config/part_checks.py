@@ -33,15 +33,15 @@ def check_task_and_data(plain: dict[str, Any], model: Any) -> DataSpec:
     training window fits a learned position table (data x model). Returns the data's spec."""
     from src.data.sources import BATCH_FORMATS, check_source, split_config
     from src.models.components.positions import POSITIONS, LearnedPosition
-    from src.objectives import TASKS
+    from src.objectives import OBJECTIVES
 
-    task_name = (plain.get("task") or {}).get("name")
-    if task_name not in TASKS:
+    task_name = (plain.get("objective") or {}).get("name")
+    if task_name not in OBJECTIVES:
         raise ConfigError(
-            f"task={task_name!r} is not known{did_you_mean(str(task_name), TASKS.names())}; "
-            f"registered: {', '.join(TASKS.names())} (conf/task/<name>.yaml picks one)"
+            f"objective={task_name!r} is not known{did_you_mean(str(task_name), OBJECTIVES.names())}; "
+            f"registered: {', '.join(OBJECTIVES.names())} (conf/objective/<name>.yaml picks one)"
         )
-    cls = TASKS.get(task_name)
+    cls = OBJECTIVES.get(task_name)
     cls.check_family(model)  # ConfigError: masked LM on a causal decoder …
 
     kind, node, dm_kwargs = split_config(plain.get("data") or {})  # DataError: unknown source
@@ -68,7 +68,7 @@ def check_task_and_data(plain: dict[str, Any], model: Any) -> DataSpec:
             source_args,
             block_size=block,
             tokenizer=(plain.get("tokenizer") or {}).get("name"),
-            task=task_name,
+            objective=task_name,
             train_min_length=dm_kwargs.get("train_min_length"),
         )
     # a source whose test text may be val's

@@ -78,7 +78,7 @@ class RunSpec:
 
     plain: Mapping[str, Any]  # the whole run config, read-only (``freeze``)
     model: ModelConfig  # validated when made (``ModelConfig.from_dict``)
-    objective: str  # the registered objective (``task.name``)
+    objective: str  # the registered objective (``objective.name``)
     data: DataSpec
     optimizer: OptimizerConfig  # optim: its dataclass in src/optim
     schedule: Schedule  # scheduler: its horizon checked against trainer.max_steps
@@ -105,7 +105,7 @@ def resolve(spec: RunSpec, tokenizer: Tokenizer) -> Resolved:
     """A new spec with what only the tokenizer knows, in the one order that works:
 
     1. the objective's special ids (``LMTask.special_ids``: a [MASK] or start id it may reserve
-       after the tokenizer's vocabulary) into ``task``;
+       after the tokenizer's vocabulary) into ``objective``;
     2. the vocabulary: ``vocab_size_from=tokenizer`` sets ``model.vocab_size`` (the tokenizer's,
        plus the reserved ids) and the bos/eos/pad ids; ``vocab_size_from=model`` keeps the
        model's, which must hold them; every token id set must lie inside it;
@@ -113,11 +113,13 @@ def resolve(spec: RunSpec, tokenizer: Tokenizer) -> Resolved:
 
     Pure: ``spec`` is unchanged; nothing is written or logged.
     """
-    from src.objectives import TASKS
+    from src.objectives import OBJECTIVES
 
     plain = spec.to_dict()
-    specials = TASKS.get(spec.objective).special_ids(plain["task"], tokenizer, plain["model"])
-    plain["task"].update(specials.ids)
+    specials = OBJECTIVES.get(spec.objective).special_ids(
+        plain["objective"], tokenizer, plain["model"]
+    )
+    plain["objective"].update(specials.ids)
     plain["model"].update(vocabulary(plain, tokenizer, specials.n_reserved))
     match = match_params_of(plain)
     if match is not None:  # new sizes: a new model config, validated as it is made
@@ -138,7 +140,7 @@ def vocabulary(plain: Mapping[str, Any], tokenizer: Tokenizer, n_reserved: int) 
     needed = tokenizer.vocab_size + n_reserved
     if plain.get("vocab_size_from", "tokenizer") == "model":
         if model["vocab_size"] < needed:
-            extra = f" (+{n_reserved} id(s) reserved by task={plain['task']['name']})"
+            extra = f" (+{n_reserved} id(s) reserved by objective={plain['objective']['name']})"
             raise ConfigError(
                 f"tokenizer={tokenizer.name} has {tokenizer.vocab_size} tokens"
                 f"{extra if n_reserved else ''}, more than model.vocab_size={model['vocab_size']}; "

@@ -60,7 +60,10 @@ ALIASES: dict[str, dict[str, str]] = {
 
 
 #: keys an entry point renamed: (entry point's config, old key) -> the key that replaced it
-RENAMED: dict[tuple[str, str], str] = {("eval", "tasks"): "benchmarks"}
+RENAMED: dict[tuple[str, str], str] = {
+    ("eval", "tasks"): "benchmarks",
+    ("train", "task"): "objective",
+}
 
 
 class MisspeltOverride(SystemExit):

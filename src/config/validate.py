@@ -8,7 +8,7 @@ Checks, in order (the first failure is raised):
 
 1. no ``trust_remote_code: true`` anywhere; no mandatory value (``???``) left unset;
 2. keys, as the code declares them (no YAML file is read): top-level keys are ``RUN_KEYS`` (Hydra's
-   struct mode already rejects ``key=v`` typos; this also catches ``+key=v``), ``task`` keys the
+   struct mode already rejects ``key=v`` typos; this also catches ``+key=v``), ``objective`` keys the
    objective's ``options``, ``tokenizer`` keys its constructor's (``optim``/``scheduler`` keys are
    the fields of their dataclass in ``src.optim``, checked in 4);
 3. model (3 and 4 in ``src.config.part_checks``): the validated ``ModelConfig``
@@ -53,7 +53,7 @@ RUN_KEYS = frozenset(
         "model",
         "tokenizer",
         "data",
-        "task",
+        "objective",
         "trainer",
         "optim",
         "scheduler",
@@ -115,7 +115,7 @@ def validate_run_config(
     return RunSpec(
         plain=freeze(plain),
         model=model,
-        objective=plain["task"]["name"],
+        objective=plain["objective"]["name"],
         data=data,
         optimizer=optimizer,
         schedule=schedule,
@@ -175,16 +175,16 @@ def _check_top_keys(plain: Mapping[str, Any]) -> None:
 
 
 def _check_group_keys(plain: Mapping[str, Any]) -> None:
-    """``task.*`` and ``tokenizer.*`` keys against what their code declares: the objective's
+    """``objective.*`` and ``tokenizer.*`` keys against what their code declares: the objective's
     ``options``, the tokenizer's constructor (an unknown name is left to the checks that follow)."""
     from src.data.tokenizers import TOKENIZERS
-    from src.objectives import TASKS
+    from src.objectives import OBJECTIVES
 
-    for group, registry in (("task", TASKS), ("tokenizer", TOKENIZERS)):
+    for group, registry in (("objective", OBJECTIVES), ("tokenizer", TOKENIZERS)):
         node = plain.get(group)
         if not isinstance(node, Mapping) or node.get("name") not in registry:
             continue
-        # an objective declares its task.* keys
+        # an objective declares its objective.* keys
         own = getattr(registry.get(node["name"]), "options", None)
         accepted = ["name", *(own if own is not None else registry.accepted_keys(node["name"]))]
         for key, value in node.items():

@@ -7,7 +7,7 @@ Order of calls (``src.training.setup.build_run``)::
     dm = datamodule_for(spec.data.kind, source, tokenizer, block_size=..., batch_size=..., ...)
     dm.prepare_tokenizer()        # fits a char vocabulary on the corpus (cached); no-op for gpt2/hf
     spec = resolve(spec, tokenizer).spec   # model.vocab_size from the (fitted) tokenizer
-    task = TASKS.get(name)(spec.to_dict(), tokenizer.state_dict(), model_config=spec.model, ...)
+    task = OBJECTIVES.get(name)(spec.to_dict(), tokenizer.state_dict(), model_config=spec.model, ...)
     trainer.fit(task, datamodule=dm, ckpt_path=...)   # prepare_data -> setup -> loaders
 
 Batches follow docs/CONTRACTS.md. Training batches are functions of (seed, rank, batch

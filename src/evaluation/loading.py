@@ -66,7 +66,7 @@ class LoadedModel:
 def pair_format(train_cfg: Mapping[str, Any], tokenizer: Tokenizer) -> PairFormat | None:
     """The source format of a checkpoint trained on pairs (src.data.pairs: both sides end
     with eos; src.objectives.decoder_translation: ``src <sep> tgt``), else None."""
-    task = dict(train_cfg.get("task") or {})
+    task = dict(train_cfg.get("objective") or {})
     eos = tokenizer.eos_token_id
     if eos is None:
         return None
@@ -175,7 +175,7 @@ def load_model(
             "(tokenizer=...)"
         )
     model = model.to(device=resolve_device(device), dtype=resolve_dtype(dtype)).eval()
-    mask_id = (train_cfg.get("task") or {}).get("mask_token_id", tok.mask_token_id)
+    mask_id = (train_cfg.get("objective") or {}).get("mask_token_id", tok.mask_token_id)
     return LoadedModel(
         model=model,
         tokenizer=tok,

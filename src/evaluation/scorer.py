@@ -269,7 +269,7 @@ class Scorer:
         if self.mask_token_id is None:
             raise ValueError(
                 "pseudo-perplexity of a masked LM needs its [MASK] id; the tokenizer has none and "
-                "the checkpoint's task.mask_token_id is unset"
+                "the checkpoint's objective.mask_token_id is unset"
             )
         total, count = 0.0, 0
         with progress_bar(len(windows), description, self.show_progress) as advance:

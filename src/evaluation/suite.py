@@ -41,7 +41,7 @@ def results_table(results: Mapping[str, BenchmarkResult], title: str = "evaluati
     re-reads its overlap); a perplexity's scored tokens are in its details (metrics.json)."""
     table = Table(title=title)
     for col, justify in (
-        ("task", "left"),
+        ("benchmark", "left"),
         ("metric", "left"),
         ("value", "right"),
         ("examples", "right"),

@@ -1,4 +1,4 @@
-"""Training objectives, one LightningModule each, registered by name (``task=<name>``):
+"""Training objectives, one LightningModule each, registered by name (``objective=<name>``):
 
 * ``causal_lm`` — decoder-only next-token prediction (optionally a prefix LM),
 * ``masked_lm`` — encoder-only BERT-style masked LM,
@@ -7,6 +7,6 @@
 """
 
 from src.objectives.base import LMTask, Prepared, SpecialIds
-from src.objectives.registry import TASKS
+from src.objectives.registry import OBJECTIVES
 
-__all__ = ["TASKS", "LMTask", "Prepared", "SpecialIds"]
+__all__ = ["OBJECTIVES", "LMTask", "Prepared", "SpecialIds"]

@@ -79,14 +79,17 @@ class SpecialIds:
 
 
 def pick_decoder_start(
-    ids: SpecialIds, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
+    ids: SpecialIds,
+    objective_cfg: Mapping[str, Any],
+    tokenizer: Tokenizer,
+    model: Mapping[str, Any],
 ) -> None:
-    """The start id of a decoder that reads its source through an encoder: ``task``'s, else the
+    """The start id of a decoder that reads its source through an encoder: ``objective``'s, else the
     model's, else the tokenizer's bos, pad or eos, else a reserved one (the one rule for every
     objective with such a decoder)."""
     ids.pick(
         "decoder_start_token_id",
-        task_cfg.get("decoder_start_token_id"),
+        objective_cfg.get("decoder_start_token_id"),
         model.get("decoder_start_token_id"),
         tokenizer.bos_token_id,
         tokenizer.pad_token_id,
@@ -95,9 +98,9 @@ def pick_decoder_start(
     )
 
 
-def decoder_start_override(task_cfg: Mapping[str, Any]) -> dict[str, Any]:
+def decoder_start_override(objective_cfg: Mapping[str, Any]) -> dict[str, Any]:
     """The model key the resolved start id sets (the model shifts the labels right with it)."""
-    start = task_cfg.get("decoder_start_token_id")
+    start = objective_cfg.get("decoder_start_token_id")
     return {} if start is None else {"decoder_start_token_id": int(start)}
 
 
@@ -106,7 +109,7 @@ class LMTask(pl.LightningModule):
 
     name: ClassVar[str] = "base"
     families: ClassVar[tuple[str, ...]] = ()
-    #: the ``task.*`` keys this objective reads besides ``name`` (its conf/task/<name>.yaml sets
+    #: the ``objective.*`` keys this objective reads besides ``name`` (its conf/objective/<name>.yaml sets
     #: their values); the run-config validation refuses any other key
     options: ClassVar[tuple[str, ...]] = ()
     batch_formats: ClassVar[tuple[str, ...]] = (
@@ -126,7 +129,7 @@ class LMTask(pl.LightningModule):
         optimizer_config: OptimizerConfig | None = None,
         schedule_config: Schedule | None = None,
     ) -> None:
-        """cfg: the plain resolved run config (``model``, ``task``, ``optim``, ``scheduler``,
+        """cfg: the plain resolved run config (``model``, ``objective``, ``optim``, ``scheduler``,
         ``trainer`` …); tokenizer: ``Tokenizer.state_dict()`` (or None for a tokenizer-less model);
         model_config, optimizer_config, schedule_config: the run's typed configs as the run-config
         validation made them (``src.training.setup`` passes them, so nothing is validated twice);
@@ -138,11 +141,13 @@ class LMTask(pl.LightningModule):
         self.save_hyperparameters(ignore=["model_config", "optimizer_config", "schedule_config"])
         self.optimizer_config, self.schedule_config = optimizer_config, schedule_config
         self.cfg = cfg
-        self.task_cfg: dict[str, Any] = dict(cfg.get("task") or {})
+        self.objective_cfg: dict[str, Any] = dict(cfg.get("objective") or {})
         if model_config is None:
             model_config = ModelConfig.from_dict(cfg["model"])
             self.check_family(model_config)
-        self.model_config = dataclasses.replace(model_config, **self.model_overrides(self.task_cfg))
+        self.model_config = dataclasses.replace(
+            model_config, **self.model_overrides(self.objective_cfg)
+        )
         self.tokenizer: Tokenizer | None = tokenizer_from_state(tokenizer) if tokenizer else None
         self.model: TransformerModel = build_model(self.model_config)
         for stage in ("val", "test"):
@@ -167,7 +172,7 @@ class LMTask(pl.LightningModule):
         otherwise)."""
         if model.family not in cls.families:
             raise ConfigError(
-                f"task={cls.name} needs model.family in {list(cls.families)}, but the model is "
+                f"objective={cls.name} needs model.family in {list(cls.families)}, but the model is "
                 f"{model.family} ({model.name}); {cls.family_hint()}"
             )
         cls.check_mask(model)
@@ -188,13 +193,13 @@ class LMTask(pl.LightningModule):
         sees_ahead = not (mask.causal or mask.needs_prefix_length)
         if cls.mask_rule == "left_to_right" and sees_ahead:
             raise ConfigError(
-                f"task={cls.name} predicts each token from the tokens before it, but "
+                f"objective={cls.name} predicts each token from the tokens before it, but "
                 f"model/mask={name} lets every position see the tokens after it, its targets "
                 f"included (the loss would fall without learning to predict); {cls.mask_hint}"
             )
         if cls.mask_rule == "bidirectional" and not sees_ahead:
             raise ConfigError(
-                f"task={cls.name} predicts masked tokens from both sides, but model/mask={name} "
+                f"objective={cls.name} predicts masked tokens from both sides, but model/mask={name} "
                 f"hides the tokens after each position; {cls.mask_hint}"
             )
 
@@ -211,23 +216,23 @@ class LMTask(pl.LightningModule):
         """fmt: "text" or "pairs" (what the datamodule yields)."""
         if fmt not in cls.batch_formats:
             hint = {
-                "pairs": "translation pairs fit task=seq2seq (encoder_decoder) or task=decoder_translation "
+                "pairs": "translation pairs fit objective=seq2seq (encoder_decoder) or objective=decoder_translation "
                 "(decoder_only)",
-                "text": "text windows fit task=causal_lm, masked_lm or seq2seq",
+                "text": "text windows fit objective=causal_lm, masked_lm or seq2seq",
             }[fmt]
             raise ConfigError(
-                f"task={cls.name} cannot train on {data_name}, which yields {fmt} batches; {hint}"
+                f"objective={cls.name} cannot train on {data_name}, which yields {fmt} batches; {hint}"
             )
 
     @classmethod
     def special_ids(
-        cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
+        cls, objective_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
     ) -> SpecialIds:
-        """Ids this task needs (resolved into ``task`` config before the task is built)."""
+        """Ids this task needs (resolved into ``objective`` config before the task is built)."""
         return SpecialIds()
 
     @classmethod
-    def model_overrides(cls, task_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    def model_overrides(cls, objective_cfg: Mapping[str, Any]) -> dict[str, Any]:
         """Model config keys the objective fixes (its resolved special ids), applied before
         building."""
         return {}

@@ -1,7 +1,7 @@
 """Causal language modelling (GPT): predict token t+1 from tokens ≤ t.
 
 Text windows ``tokens [B, T+1]`` give inputs ``tokens[:, :-1]`` and targets
-``tokens[:, 1:]`` (nanoGPT's ``x, y``). With ``task.prefix_length=P`` and
+``tokens[:, 1:]`` (nanoGPT's ``x, y``). With ``objective.prefix_length=P`` and
 ``model/mask=prefix_lm`` it is a prefix LM (Raffel et al. 2020, §3.2.1): the first P input
 tokens attend to each other bidirectionally, and only the continuation is scored (a
 prediction of a token inside the prefix could read that token, so it is not scored).
@@ -18,10 +18,10 @@ from torch import Tensor
 from src.errors import ConfigError
 from src.models.families.base import IGNORE_INDEX
 from src.objectives.base import LMTask, Prepared
-from src.objectives.registry import TASKS
+from src.objectives.registry import OBJECTIVES
 
 
-@TASKS.register("causal_lm")
+@OBJECTIVES.register("causal_lm")
 class CausalLM(LMTask):
     name: ClassVar[str] = "causal_lm"
     options: ClassVar[tuple[str, ...]] = ("prefix_length",)
@@ -29,7 +29,7 @@ class CausalLM(LMTask):
     batch_formats: ClassVar[tuple[str, ...]] = ("text",)
     mask_rule: ClassVar[str | None] = "left_to_right"
     mask_hint: ClassVar[str] = (
-        "use model/mask=causal, or model/mask=prefix_lm with task.prefix_length=P for a prefix LM"
+        "use model/mask=causal, or model/mask=prefix_lm with objective.prefix_length=P for a prefix LM"
     )
 
     def __init__(
@@ -37,23 +37,23 @@ class CausalLM(LMTask):
     ) -> None:
         # typed: the validated run's configs (LMTask.__init__)
         super().__init__(cfg, tokenizer, **typed)
-        self.prefix_length: int | None = self.task_cfg.get("prefix_length")
+        self.prefix_length: int | None = self.objective_cfg.get("prefix_length")
         mask = (self.model_config.mask or {}).get("name", "causal")
         if self.model.needs_prefix_length and self.prefix_length is None:
             raise ConfigError(
-                f"model/mask={mask} needs task.prefix_length (tokens of bidirectional prefix per "
-                "window), e.g. task.prefix_length=32; or use model/mask=causal"
+                f"model/mask={mask} needs objective.prefix_length (tokens of bidirectional prefix per "
+                "window), e.g. objective.prefix_length=32; or use model/mask=causal"
             )
         if self.prefix_length is not None:
             if not self.model.needs_prefix_length:
                 raise ConfigError(
-                    f"task.prefix_length={self.prefix_length} needs model/mask=prefix_lm (the "
+                    f"objective.prefix_length={self.prefix_length} needs model/mask=prefix_lm (the "
                     f"model's mask is {mask}); add model/mask=prefix_lm or set "
-                    "task.prefix_length=null"
+                    "objective.prefix_length=null"
                 )
             if not 0 < self.prefix_length < self.model_config.max_seq_len:
                 raise ConfigError(
-                    f"task.prefix_length={self.prefix_length} must be in [1, model.max_seq_len="
+                    f"objective.prefix_length={self.prefix_length} must be in [1, model.max_seq_len="
                     f"{self.model_config.max_seq_len})"
                 )
 

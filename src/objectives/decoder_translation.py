@@ -11,7 +11,7 @@ With ``model/mask=prefix_lm`` the source and ``<sep>`` form a bidirectional pref
 (``prefix_length = |s| + 1`` per row), i.e. a prefix LM (Raffel et al. 2020, §3.2.1);
 with the default causal mask it is a plain conditional LM.
 
-``<sep>`` is ``task.sep_token_id`` when set, else the tokenizer's eos (GPT-2's
+``<sep>`` is ``objective.sep_token_id`` when set, else the tokenizer's eos (GPT-2's
 ``<|endoftext|>``), else a reserved id after the tokenizer's vocabulary.
 """
 
@@ -27,7 +27,7 @@ from src.data.tokenizers import Tokenizer
 from src.errors import ConfigError
 from src.models.families.base import IGNORE_INDEX
 from src.objectives.base import LMTask, Prepared, SpecialIds
-from src.objectives.registry import TASKS
+from src.objectives.registry import OBJECTIVES
 
 
 def concat_pairs(
@@ -51,7 +51,7 @@ def concat_pairs(
     return seq, labels, src_len + 1
 
 
-@TASKS.register("decoder_translation")
+@OBJECTIVES.register("decoder_translation")
 class DecoderTranslation(LMTask):
     name: ClassVar[str] = "decoder_translation"
     options: ClassVar[tuple[str, ...]] = ("sep_token_id",)
@@ -67,10 +67,10 @@ class DecoderTranslation(LMTask):
     ) -> None:
         # typed: the validated run's configs (LMTask.__init__)
         super().__init__(cfg, tokenizer, **typed)
-        sep = self.task_cfg.get("sep_token_id")
+        sep = self.objective_cfg.get("sep_token_id")
         if sep is None:
             raise ConfigError(
-                "task.sep_token_id is not resolved; build the task with "
+                "objective.sep_token_id is not resolved; build the task with "
                 "src.training.setup.build_run"
             )
         self.sep_id = int(sep)
@@ -82,12 +82,12 @@ class DecoderTranslation(LMTask):
 
     @classmethod
     def special_ids(
-        cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
+        cls, objective_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
     ) -> SpecialIds:
         s = SpecialIds()
         s.pick(
             "sep_token_id",
-            task_cfg.get("sep_token_id"),
+            objective_cfg.get("sep_token_id"),
             tokenizer.eos_token_id,
             base=tokenizer.vocab_size,
         )

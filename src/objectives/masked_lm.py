@@ -7,7 +7,7 @@ selected positions are scored. No shift: the label at position t is the original
 ``[MASK]`` is the tokenizer's ``mask_token_id`` when it has one (BERT WordPiece via
 ``tokenizer=hf``); otherwise (GPT-2 BPE, char) one extra id is reserved right after the
 tokenizer's vocabulary (id ``tokenizer.vocab_size``) and ``model.vocab_size`` grows by one.
-The resolved id is written into ``task.mask_token_id`` and saved with the checkpoint.
+The resolved id is written into ``objective.mask_token_id`` and saved with the checkpoint.
 Random replacements are drawn from the tokenizer's vocabulary only (never reserved ids).
 """
 
@@ -23,10 +23,10 @@ from src.data.tokenizers import Tokenizer
 from src.errors import ConfigError
 from src.models.families.base import IGNORE_INDEX
 from src.objectives.base import LMTask, Prepared, SpecialIds
-from src.objectives.registry import TASKS
+from src.objectives.registry import OBJECTIVES
 
 
-@TASKS.register("masked_lm")
+@OBJECTIVES.register("masked_lm")
 class MaskedLM(LMTask):
     name: ClassVar[str] = "masked_lm"
     options: ClassVar[tuple[str, ...]] = (
@@ -45,25 +45,25 @@ class MaskedLM(LMTask):
     ) -> None:
         # typed: the validated run's configs (LMTask.__init__)
         super().__init__(cfg, tokenizer, **typed)
-        t = self.task_cfg
+        t = self.objective_cfg
         self.mask_prob = float(t.get("mask_prob", 0.15))
         self.replace_mask = float(t.get("replace_mask", 0.8))
         self.replace_random = float(t.get("replace_random", 0.1))
         if not 0.0 < self.mask_prob < 1.0:
-            raise ConfigError(f"task.mask_prob={self.mask_prob} must be in (0, 1)")
+            raise ConfigError(f"objective.mask_prob={self.mask_prob} must be in (0, 1)")
         if (
             self.replace_mask < 0
             or self.replace_random < 0
             or self.replace_mask + self.replace_random > 1.0
         ):
             raise ConfigError(
-                f"task.replace_mask={self.replace_mask} + "
-                f"task.replace_random={self.replace_random} must be non-negative and sum to at "
+                f"objective.replace_mask={self.replace_mask} + "
+                f"objective.replace_random={self.replace_random} must be non-negative and sum to at "
                 "most 1 (the rest keeps the original token)"
             )
         if t.get("mask_token_id") is None:
             raise ConfigError(
-                "task.mask_token_id is not resolved; build the task with "
+                "objective.mask_token_id is not resolved; build the task with "
                 "src.training.setup.build_run (it picks the tokenizer's [MASK] or reserves an id)"
             )
         self.mask_token_id = int(t["mask_token_id"])
@@ -79,12 +79,12 @@ class MaskedLM(LMTask):
 
     @classmethod
     def special_ids(
-        cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
+        cls, objective_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
     ) -> SpecialIds:
         s = SpecialIds()
         s.pick(
             "mask_token_id",
-            task_cfg.get("mask_token_id"),
+            objective_cfg.get("mask_token_id"),
             tokenizer.mask_token_id,
             base=tokenizer.vocab_size,
         )

@@ -1,5 +1,5 @@
-"""The task registry: ``task=<name>`` picks ``conf/task/<name>.yaml``, whose ``name`` is a
-key here."""
+"""The objective registry: ``objective=<name>`` picks ``conf/objective/<name>.yaml``, whose ``name``
+is a key here."""
 
 from __future__ import annotations
 
@@ -10,4 +10,4 @@ from src.registry import Registry
 if TYPE_CHECKING:
     from src.objectives.base import LMTask
 
-TASKS: Registry[LMTask] = Registry("task", package="src.objectives")
+OBJECTIVES: Registry[LMTask] = Registry("objective", conf="objective", package="src.objectives")

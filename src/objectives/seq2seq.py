@@ -9,7 +9,7 @@
 
 The decoder's start token is ``model.decoder_start_token_id`` / ``bos`` / ``pad`` when set,
 else the tokenizer's bos / pad / eos, else a reserved id after the tokenizer's vocabulary;
-it is resolved into ``task.decoder_start_token_id`` and given to the model, which builds the
+it is resolved into ``objective.decoder_start_token_id`` and given to the model, which builds the
 decoder inputs from the labels (``EncoderDecoder.shift_right``, no host sync).
 """
 
@@ -30,10 +30,10 @@ from src.objectives.base import (
     decoder_start_override,
     pick_decoder_start,
 )
-from src.objectives.registry import TASKS
+from src.objectives.registry import OBJECTIVES
 
 
-@TASKS.register("seq2seq")
+@OBJECTIVES.register("seq2seq")
 class Seq2Seq(LMTask):
     name: ClassVar[str] = "seq2seq"
     options: ClassVar[tuple[str, ...]] = ("split", "decoder_start_token_id")
@@ -45,30 +45,30 @@ class Seq2Seq(LMTask):
     ) -> None:
         # typed: the validated run's configs (LMTask.__init__)
         super().__init__(cfg, tokenizer, **typed)
-        self.split = float(self.task_cfg.get("split", 0.5))
+        self.split = float(self.objective_cfg.get("split", 0.5))
         if not 0.0 < self.split < 1.0:
             raise ConfigError(
-                f"task.split={self.split} must be in (0, 1): the fraction of a text window used as "
+                f"objective.split={self.split} must be in (0, 1): the fraction of a text window used as "
                 "source"
             )
         # model_overrides gave it to the model
-        if self.task_cfg.get("decoder_start_token_id") is None:
+        if self.objective_cfg.get("decoder_start_token_id") is None:
             raise ConfigError(
-                "task.decoder_start_token_id is not resolved; build the task with "
+                "objective.decoder_start_token_id is not resolved; build the task with "
                 "src.training.setup.build_run (it picks the model's or tokenizer's start id)"
             )
 
     @classmethod
     def special_ids(
-        cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
+        cls, objective_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
     ) -> SpecialIds:
         s = SpecialIds()
-        pick_decoder_start(s, task_cfg, tokenizer, model)
+        pick_decoder_start(s, objective_cfg, tokenizer, model)
         return s
 
     @classmethod
-    def model_overrides(cls, task_cfg: Mapping[str, Any]) -> dict[str, Any]:
-        return decoder_start_override(task_cfg)
+    def model_overrides(cls, objective_cfg: Mapping[str, Any]) -> dict[str, Any]:
+        return decoder_start_override(objective_cfg)
 
     @classmethod
     def data_block_size(cls, block_size: int, max_seq_len: int, batch_format: str) -> int:

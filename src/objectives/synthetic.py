@@ -1,4 +1,4 @@
-"""Prompt -> answer, scored on the answer only, for every family (``task=synthetic``; the synthetic
+"""Prompt -> answer, scored on the answer only, for every family (``objective=synthetic``; the synthetic
 tasks of ``src/data/sources`` select it, docs/synthetic.md).
 
 A batch is pairs of one shape: ``src_ids [B, P]`` (the prompt), ``tgt_ids [B, A]`` (the answer),
@@ -47,14 +47,14 @@ from src.objectives.base import (
     decoder_start_override,
     pick_decoder_start,
 )
-from src.objectives.registry import TASKS
+from src.objectives.registry import OBJECTIVES
 
 log = logging.getLogger(__name__)
 
 FILENAME = "synthetic.json"
 
 
-@TASKS.register("synthetic")
+@OBJECTIVES.register("synthetic")
 class Synthetic(LMTask):
     name: ClassVar[str] = "synthetic"
     options: ClassVar[tuple[str, ...]] = ("decoder_start_token_id",)
@@ -78,22 +78,22 @@ class Synthetic(LMTask):
 
     @classmethod
     def family_hint(cls) -> str:
-        return "task=synthetic trains decoder_only (model/mask=causal or prefix_lm) and encoder_decoder models"
+        return "objective=synthetic trains decoder_only (model/mask=causal or prefix_lm) and encoder_decoder models"
 
     @classmethod
     def special_ids(
-        cls, task_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
+        cls, objective_cfg: Mapping[str, Any], tokenizer: Tokenizer, model: Mapping[str, Any]
     ) -> SpecialIds:
         """A decoder that reads the prompt through an encoder starts from a start id (the model's or
         the tokenizer's bos/pad/eos, else a reserved one); a decoder-only model needs none."""
         s = SpecialIds()
         if FAMILIES.get(model["family"]).prompt_is_source:
-            pick_decoder_start(s, task_cfg, tokenizer, model)
+            pick_decoder_start(s, objective_cfg, tokenizer, model)
         return s
 
     @classmethod
-    def model_overrides(cls, task_cfg: Mapping[str, Any]) -> dict[str, Any]:
-        return decoder_start_override(task_cfg)
+    def model_overrides(cls, objective_cfg: Mapping[str, Any]) -> dict[str, Any]:
+        return decoder_start_override(objective_cfg)
 
     # ---------------------------------------------------------------- inputs
     def prepare(self, batch: Mapping[str, Tensor]) -> Prepared:

@@ -83,7 +83,7 @@ def training_budget(
     max_steps: int | None = None,
     match: str = "none",
 ) -> Budget:
-    """The budget of ``task`` (an ``LMTask``) on its nominal batch: the task prepares the batch as
+    """The budget of ``objective`` (an ``LMTask``) on its nominal batch: the task prepares the batch as
     in training and the model counts the FLOPs of the shape it gets."""
     # an objective that draws (masked LM) leaves the run's RNG untouched
     with torch.random.fork_rng(devices=[]):

@@ -25,7 +25,7 @@ from src.config.validate import validate_run_config
 from src.data.datamodule import datamodule_for
 from src.data.sources import SOURCES
 from src.data.tokenizers import Tokenizer, build_tokenizer
-from src.objectives import TASKS, LMTask
+from src.objectives import OBJECTIVES, LMTask
 from src.studies.budget import write_budget
 from src.studies.matching import report_match
 from src.training.harden import harden_trainer
@@ -72,7 +72,7 @@ def build_run(
         report_match(resolved.match, (spec.plain.get("paths") or {}).get("output_dir"))
     datamodule.vocab_size = spec.model.vocab_size  # setup checks every token id against it
     plain = spec.to_dict()
-    task = TASKS.get(spec.objective)(
+    task = OBJECTIVES.get(spec.objective)(
         plain,
         tokenizer.state_dict(),
         model_config=spec.model,

@@ -42,7 +42,7 @@ FAMILIES = {
     "encoder_decoder": [*SYNTH, "model.family=encoder_decoder", "model.mask=null"],
     "encoder_only": [
         *TINY,
-        "task=masked_lm",
+        "objective=masked_lm",
         "model.family=encoder_only",
         "model/mask=bidirectional",
         "trainer.fast_dev_run=true",

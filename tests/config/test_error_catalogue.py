@@ -90,24 +90,24 @@ CONFIG_CASES = [
     ),
     Case(
         "masked-lm-on-causal-decoder",
-        ["task=masked_lm"],
+        ["objective=masked_lm"],
         ConfigError,
-        ("task=masked_lm", "decoder_only (gpt2_small)"),
+        ("objective=masked_lm", "decoder_only (gpt2_small)"),
         TASK_FIX,
     ),
     Case(
         "causal-lm-on-encoder",
         ["model=bert_base"],
         ConfigError,
-        ("task=causal_lm", "encoder_only (bert_base)"),
+        ("objective=causal_lm", "encoder_only (bert_base)"),
         TASK_FIX,
     ),
     Case(
         "translation-data-on-encoder-only",
-        ["model=bert_base", "task=masked_lm", "data=multi30k"],
+        ["model=bert_base", "objective=masked_lm", "data=multi30k"],
         ConfigError,
-        ("task=masked_lm", "data=multi30k"),
-        "translation pairs fit task=seq2seq",
+        ("objective=masked_lm", "data=multi30k"),
+        "translation pairs fit objective=seq2seq",
     ),
     Case(
         "unknown-position-name",
@@ -132,9 +132,9 @@ CONFIG_CASES = [
     ),
     Case(
         "unknown-task-name",
-        ["task.name=clm"],
+        ["objective.name=clm"],
         ConfigError,
-        ("task='clm'",),
+        ("objective='clm'",),
         "registered: causal_lm, decoder_translation, masked_lm, seq2seq",
     ),
     Case(
@@ -175,9 +175,9 @@ CONFIG_CASES = [
     ),
     Case(
         "unknown-task-key-appended",
-        ["model=bert_base", "task=masked_lm", "+task.mask_probability=0.2"],
+        ["model=bert_base", "objective=masked_lm", "+objective.mask_probability=0.2"],
         ConfigError,
-        ("task.mask_probability=0.2",),
+        ("objective.mask_probability=0.2",),
         "(accepted: name, mask_prob,",
     ),
     Case(
@@ -320,21 +320,26 @@ CONFIG_CASES = [
         "causal-lm-with-bidirectional-mask",
         ["model/mask=bidirectional"],
         ConfigError,
-        ("task=causal_lm", "model/mask=bidirectional"),
-        "use model/mask=causal, or model/mask=prefix_lm with task.prefix_length=P",
+        ("objective=causal_lm", "model/mask=bidirectional"),
+        "use model/mask=causal, or model/mask=prefix_lm with objective.prefix_length=P",
     ),
     Case(
         "decoder-translation-with-bidirectional-mask",
-        ["model=tiny", "data=multi30k", "task=decoder_translation", "model/mask=bidirectional"],
+        [
+            "model=tiny",
+            "data=multi30k",
+            "objective=decoder_translation",
+            "model/mask=bidirectional",
+        ],
         ConfigError,
-        ("task=decoder_translation", "model/mask=bidirectional"),
+        ("objective=decoder_translation", "model/mask=bidirectional"),
         "use model/mask=causal, or model/mask=prefix_lm (the source and <sep> as the prefix)",
     ),
     Case(
         "masked-lm-with-causal-mask",
-        ["model=bert_base", "task=masked_lm", "model/mask=causal"],
+        ["model=bert_base", "objective=masked_lm", "model/mask=causal"],
         ConfigError,
-        ("task=masked_lm", "model/mask=causal"),
+        ("objective=masked_lm", "model/mask=causal"),
         "use model/mask=bidirectional (BERT)",
     ),
     Case(
@@ -538,7 +543,7 @@ def test_good_configs_pass(compose: Callable[..., Any]) -> None:
     validate_run_config(compose("experiment=quickstart"), hardware=CPU)
     validate_run_config(compose("trainer=gpu"), hardware=GPU_BF16)
     validate_run_config(compose("trainer=fsdp"), hardware=GPU_BF16)
-    validate_run_config(compose("model=bert_base", "task=masked_lm"), hardware=CPU)
+    validate_run_config(compose("model=bert_base", "objective=masked_lm"), hardware=CPU)
 
 
 def test_more_cpu_processes_than_cores_warns_with_the_cost(compose: Callable[..., Any]) -> None:
@@ -604,7 +609,7 @@ def test_tokenizer_larger_than_model() -> None:
     plain = {
         "vocab_size_from": "model",
         "model": {"vocab_size": 1000},
-        "task": {"name": "causal_lm"},
+        "objective": {"name": "causal_lm"},
     }
     with pytest.raises(ConfigError) as info:
         vocabulary(plain, build_tokenizer({"name": "gpt2"}), 0)
@@ -766,9 +771,9 @@ def test_token_id_beyond_the_vocabulary_deep_in_a_cache(tmp_path: Path) -> None:
         (["+batchsize=16"], "batchsize=16", "did you mean batch_size"),
         (["+model.norm_placment=post"], "norm_placment", "did you mean model.norm_placement?"),
         (
-            ["model=bert_base", "task=masked_lm", "+task.mask_probability=0.2"],
-            "task.mask_probability",
-            "did you mean task.mask_prob?",
+            ["model=bert_base", "objective=masked_lm", "+objective.mask_probability=0.2"],
+            "objective.mask_probability",
+            "did you mean objective.mask_prob?",
         ),
         (["+optim.lrr=0.1"], "optim.lrr=0.1", "did you mean optim.lr?"),
         (["+scheduler.warmup=5"], "scheduler.warmup=5", "did you mean scheduler.warmup_steps?"),

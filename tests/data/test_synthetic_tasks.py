@@ -19,7 +19,7 @@ from src.errors import DataError
 REPO = Path(__file__).resolve().parents[2]
 N = 300  # examples checked per task and split
 
-TASKS = ("copy", "reverse", "sort", "addition", "induction", "mqar", "selective_copy")
+OBJECTIVES = ("copy", "reverse", "sort", "addition", "induction", "mqar", "selective_copy")
 
 
 def make(name: str, **args: Any) -> SyntheticSource:
@@ -94,7 +94,7 @@ def test_selective_copy_answers() -> None:
 
 def _fingerprints() -> dict[str, str]:
     out = {}
-    for name in TASKS:
+    for name in OBJECTIVES:
         src = SOURCES.get(name)()
         out[name] = "".join(
             e.prompt + ">" + e.answer + ";"
@@ -221,15 +221,15 @@ def test_block_size_too_short_and_tokenizer() -> None:
     with pytest.raises(DataError, match="needs tokenizer=char, not tokenizer=gpt2"):
         SOURCES.get("copy").check_run({}, block_size=64, tokenizer="gpt2")
     with pytest.raises(
-        DataError, match="scored by task=synthetic .*, not task=decoder_translation"
+        DataError, match="scored by objective=synthetic .*, not objective=decoder_translation"
     ):
         SOURCES.get("copy").check_run(
-            {}, block_size=64, tokenizer="char", task="decoder_translation"
+            {}, block_size=64, tokenizer="char", objective="decoder_translation"
         )
 
 
 def test_vocabulary_covers_every_example() -> None:
-    for name in TASKS:
+    for name in OBJECTIVES:
         src = SOURCES.get(name)()
         vocab = set(src.vocabulary())
         for length in src.test_lengths:

@@ -38,21 +38,21 @@ TINY = [
     "model.dropout=0.0",
 ]
 RUNS = {  # family / training task -> overrides
-    "decoder": ["model=tiny", "data=text", "task=causal_lm"],
+    "decoder": ["model=tiny", "data=text", "objective=causal_lm"],
     "encoder_decoder": [
         "model=transformer_base",
         "model.n_encoder_layer=1",
         "model.n_decoder_layer=1",
         "data=multi30k",
-        "task=seq2seq",
+        "objective=seq2seq",
     ],
     "decoder_translation": [
         "model=tiny",
         "model/mask=prefix_lm",
         "data=multi30k",
-        "task=decoder_translation",
+        "objective=decoder_translation",
     ],
-    "encoder": ["model=bert_base", "data=text", "task=masked_lm"],
+    "encoder": ["model=bert_base", "data=text", "objective=masked_lm"],
 }
 
 

@@ -7,7 +7,7 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader
 
-from src.objectives import TASKS
+from src.objectives import OBJECTIVES
 from src.objectives.base import LMTask
 from tests.objectives.test_tasks import TOK, plain_cfg
 
@@ -16,7 +16,7 @@ def make_task() -> LMTask:
     torch.manual_seed(0)  # same initial weights every time
     cfg = plain_cfg({"name": "causal_lm", "prefix_length": None})
     cfg["optim"]["weight_decay"] = 0.1
-    return TASKS.get("causal_lm")(cfg, TOK.state_dict())
+    return OBJECTIVES.get("causal_lm")(cfg, TOK.state_dict())
 
 
 def weights(task: LMTask) -> dict[str, torch.Tensor]:

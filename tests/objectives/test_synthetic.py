@@ -1,4 +1,4 @@
-"""task=synthetic (src/objectives/synthetic.py) on the synthetic data sources: the loss covers exactly the
+"""objective=synthetic (src/objectives/synthetic.py) on the synthetic data sources: the loss covers exactly the
 answer in every family, greedy exact match, per-length test metrics (and "not applicable" past a learned
 table), every task x family under fast_dev_run, and a 2-layer model that learns copy (slow)."""
 
@@ -22,7 +22,7 @@ FAMILIES = {
     "prefix_lm": ["model/mask=prefix_lm"],
     "encoder_decoder": ["model.family=encoder_decoder", "model.mask=null"],
 }
-TASKS = ("copy", "reverse", "sort", "addition", "induction", "mqar", "selective_copy")
+OBJECTIVES = ("copy", "reverse", "sort", "addition", "induction", "mqar", "selective_copy")
 #: a 2-layer, 32-dim model; small tasks; evaluation on 8 examples per set
 SMALL = [
     "model=tiny",
@@ -166,7 +166,7 @@ def test_learned_table_too_short_is_not_applicable(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("task", OBJECTIVES)
 def test_task_family_fast_dev_run(task: str, family: str, tmp_path: Path) -> None:
     """One task config for every family: only the model changes."""
     run_dir = tmp_path / "run"

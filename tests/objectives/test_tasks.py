@@ -13,7 +13,7 @@ from src.config.spec import vocabulary
 from src.data.tokenizers import CharTokenizer
 from src.errors import ConfigError
 from src.models.families.base import IGNORE_INDEX
-from src.objectives import TASKS
+from src.objectives import OBJECTIVES
 from src.objectives.decoder_translation import concat_pairs
 from tests.conftest import tiny_model_dict
 
@@ -25,7 +25,7 @@ def plain_cfg(task: dict[str, Any], **model: Any) -> dict[str, Any]:
     return {
         "seed": 0,
         "model": tiny_model_dict(vocab_size=V + 1, **model),  # room for one reserved id
-        "task": task,
+        "objective": task,
         "optim": {
             "name": "adamw",
             "lr": 3e-3,
@@ -58,14 +58,14 @@ def pair_batch(B: int = 4, S: int = 7, T: int = 6) -> dict[str, torch.Tensor]:
 
 def overfit(
     task_name: str,
-    task_cfg: dict[str, Any],
+    objective_cfg: dict[str, Any],
     batch: dict[str, torch.Tensor],
     steps: int = 20,
     **model: Any,
 ) -> list[float]:
-    cls = TASKS.get(task_name)
-    cfg = plain_cfg({"name": task_name, **task_cfg}, **model)
-    cfg["task"].update(cls.special_ids(cfg["task"], TOK, cfg["model"]).ids)
+    cls = OBJECTIVES.get(task_name)
+    cfg = plain_cfg({"name": task_name, **objective_cfg}, **model)
+    cfg["objective"].update(cls.special_ids(cfg["objective"], TOK, cfg["model"]).ids)
     task = cls(cfg, TOK.state_dict())
     opt = task.configure_optimizers()
     torch.manual_seed(0)
@@ -82,7 +82,7 @@ def overfit(
 
 
 @pytest.mark.parametrize(
-    "task_name, task_cfg, batch, model",
+    "task_name, objective_cfg, batch, model",
     [
         ("causal_lm", {"prefix_length": None}, "text", {}),
         ("causal_lm", {"prefix_length": 6}, "text", {"mask": {"name": "prefix_lm"}}),
@@ -118,16 +118,16 @@ def overfit(
     ],
 )
 def test_each_family_learns_a_repeated_batch(
-    task_name: str, task_cfg: dict, batch: str, model: dict
+    task_name: str, objective_cfg: dict, batch: str, model: dict
 ) -> None:
     losses = overfit(
-        task_name, task_cfg, text_batch() if batch == "text" else pair_batch(), **model
+        task_name, objective_cfg, text_batch() if batch == "text" else pair_batch(), **model
     )
     assert losses[-1] < 0.6 * losses[0], losses
 
 
 def test_causal_targets_are_next_tokens_and_prefix_is_unscored() -> None:
-    cls = TASKS.get("causal_lm")
+    cls = OBJECTIVES.get("causal_lm")
     tokens = torch.arange(10)[None]  # [1, 10]
     task = cls(plain_cfg({"name": "causal_lm", "prefix_length": None}), TOK.state_dict())
     prep = task.prepare({"tokens": tokens})
@@ -149,7 +149,7 @@ def test_causal_targets_are_next_tokens_and_prefix_is_unscored() -> None:
 
 
 def test_masked_lm_selection_and_80_10_10() -> None:
-    cls = TASKS.get("masked_lm")
+    cls = OBJECTIVES.get("masked_lm")
     cfg = plain_cfg(
         {
             "name": "masked_lm",
@@ -160,10 +160,10 @@ def test_masked_lm_selection_and_80_10_10() -> None:
         },
         family="encoder_only",
     )
-    ids = cls.special_ids(cfg["task"], TOK, cfg["model"])
+    ids = cls.special_ids(cfg["objective"], TOK, cfg["model"])
     # char has no [MASK]: reserved after the vocab
     assert ids.ids == {"mask_token_id": V} and ids.n_reserved == 1
-    cfg["task"].update(ids.ids)
+    cfg["objective"].update(ids.ids)
     task = cls(cfg, TOK.state_dict())
     torch.manual_seed(0)
     tokens = torch.randint(0, V, (64, 513))
@@ -191,7 +191,7 @@ def test_concat_pairs_layout() -> None:
 
 
 def test_seq2seq_teacher_forcing_inputs() -> None:
-    cls = TASKS.get("seq2seq")
+    cls = OBJECTIVES.get("seq2seq")
     cfg = plain_cfg(
         {"name": "seq2seq", "split": 0.5, "decoder_start_token_id": 2},
         family="encoder_decoder",
@@ -218,9 +218,21 @@ def test_seq2seq_teacher_forcing_inputs() -> None:
 @pytest.mark.parametrize(
     "task_name, family, match",
     [
-        ("masked_lm", "decoder_only", "task=masked_lm needs model.family in \\['encoder_only'\\]"),
-        ("causal_lm", "encoder_only", "task=causal_lm needs model.family in \\['decoder_only'\\]"),
-        ("seq2seq", "encoder_only", "task=seq2seq needs model.family in \\['encoder_decoder'\\]"),
+        (
+            "masked_lm",
+            "decoder_only",
+            "objective=masked_lm needs model.family in \\['encoder_only'\\]",
+        ),
+        (
+            "causal_lm",
+            "encoder_only",
+            "objective=causal_lm needs model.family in \\['decoder_only'\\]",
+        ),
+        (
+            "seq2seq",
+            "encoder_only",
+            "objective=seq2seq needs model.family in \\['encoder_decoder'\\]",
+        ),
         ("decoder_translation", "encoder_only", "needs model.family in \\['decoder_only'\\]"),
     ],
 )
@@ -230,25 +242,25 @@ def test_task_family_mismatch_is_a_build_error(task_name: str, family: str, matc
         family=family,
     )
     with pytest.raises(ConfigError, match=match):
-        TASKS.get(task_name)(cfg, TOK.state_dict())
+        OBJECTIVES.get(task_name)(cfg, TOK.state_dict())
 
 
 def test_batch_format_mismatch() -> None:
-    with pytest.raises(ConfigError, match="translation pairs fit task=seq2seq"):
-        TASKS.get("causal_lm").check_batch_format("pairs", "data=multi30k")
+    with pytest.raises(ConfigError, match="translation pairs fit objective=seq2seq"):
+        OBJECTIVES.get("causal_lm").check_batch_format("pairs", "data=multi30k")
     with pytest.raises(
         ConfigError, match="cannot train on data=embedded, which yields text batches"
     ):
-        TASKS.get("decoder_translation").check_batch_format("text", "data=embedded")
+        OBJECTIVES.get("decoder_translation").check_batch_format("text", "data=embedded")
 
 
 def test_prefix_length_needs_prefix_mask() -> None:
-    with pytest.raises(ConfigError, match="task.prefix_length=4 needs model/mask=prefix_lm"):
-        TASKS.get("causal_lm")(
+    with pytest.raises(ConfigError, match="objective.prefix_length=4 needs model/mask=prefix_lm"):
+        OBJECTIVES.get("causal_lm")(
             plain_cfg({"name": "causal_lm", "prefix_length": 4}), TOK.state_dict()
         )
-    with pytest.raises(ConfigError, match="model/mask=prefix_lm needs task.prefix_length"):
-        TASKS.get("causal_lm")(
+    with pytest.raises(ConfigError, match="model/mask=prefix_lm needs objective.prefix_length"):
+        OBJECTIVES.get("causal_lm")(
             plain_cfg({"name": "causal_lm", "prefix_length": None}, mask={"name": "prefix_lm"}),
             None,
         )

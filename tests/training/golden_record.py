@@ -38,7 +38,7 @@ MODEL_CASES: dict[str, dict[str, Any]] = {
 #: the pipeline cases: overrides of conf/train.yaml (beside tests/training/conftest.py's TINY)
 RUN_CASES: dict[str, list[str]] = {
     "causal_lm": [],
-    "masked_lm": ["task=masked_lm", "model.family=encoder_only", "model.mask=null"],
+    "masked_lm": ["objective=masked_lm", "model.family=encoder_only", "model.mask=null"],
     "synthetic_encoder_decoder": [
         "data=copy",
         "data.length=6",

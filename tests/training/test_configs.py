@@ -19,7 +19,7 @@ TOP_GROUPS = [
     "model",
     "data",
     "tokenizer",
-    "task",
+    "objective",
     "trainer",
     "optim",
     "scheduler",
@@ -64,16 +64,20 @@ def test_every_group_has_options() -> None:
 @pytest.mark.parametrize("overrides", CASES, ids=[" ".join(c) for c in CASES])
 def test_every_option_composes(overrides: list[str], tmp_path: Path) -> None:
     cfg = compose_train(overrides, tmp_path)
-    assert cfg.model.name and cfg.task.name and cfg.trainer._target_ == "lightning.pytorch.Trainer"
-    for key in ("trainer", "optim", "scheduler", "task", "tokenizer", "callbacks", "logger"):
+    assert (
+        cfg.model.name
+        and cfg.objective.name
+        and cfg.trainer._target_ == "lightning.pytorch.Trainer"
+    )
+    for key in ("trainer", "optim", "scheduler", "objective", "tokenizer", "callbacks", "logger"):
         OmegaConf.to_container(cfg[key], resolve=True)
 
 
 def test_struct_mode_rejects_typos(tmp_path: Path) -> None:
     with pytest.raises(ConfigCompositionException, match="optim.lrr"):
         compose_train(["optim.lrr=1e-3"], tmp_path)
-    with pytest.raises(ConfigCompositionException, match="Could not find 'task/causal'"):
-        compose_train(["task=causal"], tmp_path)
+    with pytest.raises(ConfigCompositionException, match="Could not find 'objective/causal'"):
+        compose_train(["objective=causal"], tmp_path)
 
 
 def test_slurm_launcher_config(tmp_path: Path) -> None:

@@ -232,31 +232,31 @@ def test_setup_error_is_recorded_and_raised(tmp_path: Path) -> None:
 
 def test_task_that_does_not_fit_the_family_fails_at_build(tmp_path: Path) -> None:
     with pytest.raises(
-        ValueError, match="task=masked_lm needs model.family in \\['encoder_only'\\]"
+        ValueError, match="objective=masked_lm needs model.family in \\['encoder_only'\\]"
     ):
-        train_in_process([*TINY, "task=masked_lm"], tmp_path)
+        train_in_process([*TINY, "objective=masked_lm"], tmp_path)
     assert metrics(tmp_path)["status"] == "failed"
 
 
 FAMILY_RUNS = {
-    "masked_lm": ["model=bert_base", "task=masked_lm"],
+    "masked_lm": ["model=bert_base", "objective=masked_lm"],
     "seq2seq_text": [
         "model=transformer_base",
         "model.n_encoder_layer=1",
         "model.n_decoder_layer=1",
-        "task=seq2seq",
+        "objective=seq2seq",
     ],
     "seq2seq_pairs": [
         "model=transformer_base",
         "model.n_encoder_layer=1",
         "model.n_decoder_layer=1",
-        "task=seq2seq",
+        "objective=seq2seq",
         "data=multi30k",
         "tokenizer=gpt2",
         "block_size=16",
     ],
     "decoder_translation_prefix_lm": [
-        "task=decoder_translation",
+        "objective=decoder_translation",
         "model/mask=prefix_lm",
         "data=multi30k",
         "tokenizer=gpt2",
@@ -285,7 +285,9 @@ def test_each_objective_runs_end_to_end(name: str, tmp_path: Path) -> None:
     assert m["status"] == "completed" and m["global_step"] == 2
     assert m["val/loss"] is not None and m["test/loss"] is not None
     loaded = load_checkpoint(tmp_path / "checkpoints" / "last.ckpt")
-    assert loaded.cfg["task"]["name"] == compose_train(overrides, tmp_path / "c").task.name
+    assert (
+        loaded.cfg["objective"]["name"] == compose_train(overrides, tmp_path / "c").objective.name
+    )
 
 
 def test_the_final_weights_are_validated_and_the_scored_weights_named(tmp_path: Path) -> None:

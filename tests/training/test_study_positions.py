@@ -20,7 +20,7 @@ from src.study import plan
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 GROUP = CONF / "experiment" / "study_length_generalization" / "task"
-TASKS = ("copy", "reverse", "addition", "induction", "mqar")
+OBJECTIVES = ("copy", "reverse", "addition", "induction", "mqar")
 POSITIONS = {"learned", "sinusoidal", "rope", "alibi", "t5_bias", "none"}
 GPU = Hardware(cuda_available=True, cuda_count=1, bf16_supported=True, device_name="NVIDIA H200")
 
@@ -40,7 +40,7 @@ def _compose(experiment: str, *overrides: str):
 
 
 @pytest.mark.parametrize("size", ["cpu", "gpu"])
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("task", OBJECTIVES)
 def test_each_task_selects_its_data_and_steps_and_validates_with_every_scheme(
     task: str, size: str
 ) -> None:
@@ -55,7 +55,7 @@ def test_each_task_selects_its_data_and_steps_and_validates_with_every_scheme(
         )
         assert (
             cfg.data.name == task
-            and cfg.task.name == "synthetic"
+            and cfg.objective.name == "synthetic"
             and cfg.model.position.name == position
         )
         # the task's steps win over the config's
@@ -87,14 +87,15 @@ def test_synthetic_protocol_plans_thirty_variants_over_both_factors(tmp_path: Pa
         and int(cfg.callbacks.probes.every_n_steps) > 0
     )
     p = plan(["experiment=study_length_generalization", f"hydra.sweep.dir={tmp_path}"])
-    assert len(p.variants) == len(POSITIONS) * len(TASKS)
+    assert len(p.variants) == len(POSITIONS) * len(OBJECTIVES)
     (cmd,) = tune_commands(p)
     assert (
-        f"+experiment/study_length_generalization/task={','.join(TASKS)}" in cmd and "seed=0" in cmd
+        f"+experiment/study_length_generalization/task={','.join(OBJECTIVES)}" in cmd
+        and "seed=0" in cmd
     )
     for experiment, tasks in (
-        ("study_length_generalization", TASKS),
-        ("study_length_generalization_gpu", tuple(t + "_gpu" for t in TASKS)),
+        ("study_length_generalization", OBJECTIVES),
+        ("study_length_generalization_gpu", tuple(t + "_gpu" for t in OBJECTIVES)),
     ):
         swept = OmegaConf.load(CONF / "experiment" / f"{experiment}.yaml").hydra.sweeper.params
         assert tuple(str(swept["+experiment/study_length_generalization/task"]).split(",")) == tasks
@@ -102,7 +103,7 @@ def test_synthetic_protocol_plans_thirty_variants_over_both_factors(tmp_path: Pa
 
 
 def test_ablation_task_is_copy_trained_at_every_size_up_to_the_training_one() -> None:
-    """task=copy_mixed: task=copy's data, steps and test sizes, the training batches at sizes 1-16 instead of 16."""
+    """objective=copy_mixed: objective=copy's data, steps and test sizes, the training batches at sizes 1-16 instead of 16."""
     base = _compose(
         "study_length_generalization", "+experiment/study_length_generalization/task=copy"
     )
@@ -126,7 +127,7 @@ def test_ablation_task_is_copy_trained_at_every_size_up_to_the_training_one() ->
 def test_size_ablation_is_copy_mixed_deeper_longer_and_tested_between_one_and_two_x(
     tmp_path: Path,
 ) -> None:
-    """task=copy_mixed_deep: copy_mixed with 4 layers, 2x the steps, tested at 16-32 symbols, on its own 3-rate grid."""
+    """objective=copy_mixed_deep: copy_mixed with 4 layers, 2x the steps, tested at 16-32 symbols, on its own 3-rate grid."""
     mixed = _compose(
         "study_length_generalization", "+experiment/study_length_generalization/task=copy_mixed"
     )
@@ -168,7 +169,7 @@ def test_size_ablation_is_copy_mixed_deeper_longer_and_tested_between_one_and_tw
 
 
 def test_format_ablation_is_copy_mixed_deep_over_binary_strings() -> None:
-    """task=copy_binary: copy_mixed_deep with data.alphabet=2 and nothing else changed (its 3-rate grid included), and
+    """objective=copy_binary: copy_mixed_deep with data.alphabet=2 and nothing else changed (its 3-rate grid included), and
     the composed config validates for every scheme."""
     deep = _compose(
         "study_length_generalization",

@@ -16,7 +16,7 @@ from tests.training.conftest import TINY, train_in_process
 
 FAMILIES = {
     "decoder_only": [],
-    "encoder_only": ["task=masked_lm", "model.family=encoder_only", "model.mask=null"],
+    "encoder_only": ["objective=masked_lm", "model.family=encoder_only", "model.mask=null"],
     "encoder_decoder": [
         "data=copy",
         "data.length=6",

@@ -98,7 +98,7 @@ def test_t5_small_seq2seq_with_each_placement(tmp_path: Path) -> None:
         "model.n_encoder_layer=2",
         "model.n_decoder_layer=2",
         "model.d_ff=64",
-        "task=seq2seq",
+        "objective=seq2seq",
         f"model.norm_placement={','.join(PLACEMENTS)}",
     )
     assert [model["norm_placement"] for _, model in jobs] == list(PLACEMENTS)

@@ -213,7 +213,7 @@ class SyntheticSource(Source):
         *,
         block_size: int,
         tokenizer: str | None,
-        task: str | None = "synthetic",
+        objective: str | None = "synthetic",
         train_min_length: int | None = None,
     ) -> None:
         """Every value of the data node, the tokenizer and objective it needs, and the training
@@ -221,11 +221,11 @@ class SyntheticSource(Source):
         Called by ``src.config.validate``; ``train_min_length`` is the datamodule's
         ``data.train_min_length``."""
         name = cls.registry_name  # type: ignore[attr-defined]
-        if task != "synthetic":
+        if objective != "synthetic":
             raise DataError(
-                f"data={name} is scored by task=synthetic (answer-only loss, exact match, one test "
-                f"set per length), not task={task}; conf/data/{name}.yaml selects it: remove the "
-                "task override"
+                f"data={name} is scored by objective=synthetic (answer-only loss, exact match, one test "
+                f"set per length), not objective={objective}; conf/data/{name}.yaml selects it: remove "
+                "the objective override"
             )
         if tokenizer != "char":
             raise DataError(
