@@ -13,7 +13,7 @@ joblib/submitit launchers send a job's error back to the sweep process. Imports 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -79,3 +79,34 @@ def did_you_mean(words: str | Iterable[str], accepted: Iterable[str], prefix: st
             if f"{prefix}{match}" not in found:
                 found.append(f"{prefix}{match}")
     return f" (did you mean {' or '.join(found)}?)" if found else ""
+
+
+def check_keys(
+    given: Mapping[str, Any],
+    accepted: Iterable[str],
+    *,
+    where: str,
+    prefix: str = "",
+    shown: Iterable[str] | None = None,
+    error: type[ValueError] = ConfigError,
+) -> None:
+    """Every unknown key of a config node in one wording, wherever keys are checked::
+
+        optim.lrr=0.1 is not a key of optim=adamw (did you mean optim.lr?) (accepted: lr, betas,
+        …); fix the spelling or remove the override
+
+    ``where`` names the node (``optim=adamw``, ``model/position=rope``, ``the run config``),
+    ``prefix`` makes each key one the user can type (``optim.``), ``shown`` is the list the message
+    gives when it differs from ``accepted`` (keys a builder fills in itself), and ``error`` the
+    type raised (``DataError`` for a data node)."""
+    accepted = [str(a) for a in accepted]
+    unknown = [k for k in given if str(k) not in accepted]
+    if not unknown:
+        return
+    items = ", ".join(f"{prefix}{k}={given[k]!r}" for k in unknown)
+    verb = "is not a key" if len(unknown) == 1 else "are not keys"
+    listed = ", ".join(str(s) for s in (accepted if shown is None else shown)) or "no keys"
+    raise error(
+        f"{items} {verb} of {where}{did_you_mean([str(k) for k in unknown], accepted, prefix)} "
+        f"(accepted: {listed}); fix the spelling or remove the override"
+    )

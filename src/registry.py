@@ -23,7 +23,7 @@ import pkgutil
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-from src.errors import ConfigError, did_you_mean
+from src.errors import ConfigError, check_keys, did_you_mean
 
 T = TypeVar("T")
 
@@ -111,13 +111,14 @@ class Registry(Generic[T]):
         name = node.pop("name")
         cls = self.get(name)
         params = inspect.signature(cls.__init__).parameters
-        unknown = [k for k in node if k not in params or k == "self"]
-        if unknown:
-            own = [p for p in params if p != "self" and p not in context]
-            raise ConfigError(
-                f"{self.kind} '{name}' got unknown key(s) {unknown}{did_you_mean(unknown, own)}; "
-                f"it accepts: {', '.join(own) or '(no keys)'}"
-            )
+        group = self.conf or self.kind
+        check_keys(
+            node,
+            [p for p in params if p != "self"],
+            where=f"{group}={name}",
+            prefix=f"{group.replace('/', '.')}.",
+            shown=[p for p in params if p != "self" and p not in context],
+        )
         kwargs = {k: v for k, v in context.items() if k in params and k not in node}
         kwargs.update(node)
         return cls, kwargs

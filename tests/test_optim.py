@@ -180,7 +180,7 @@ def test_unknown_keys_refused_listing_the_fields() -> None:
     )
     assert "(accepted: warmup_steps, decay_steps, min_lr)" in msg
     refused(
-        ("scheduler.warmup_steps=5", "scheduler=none", "(accepted: name only)"),
+        ("scheduler.warmup_steps=5", "scheduler=none", "(accepted: no keys)"),
         schedule_config,
         {"name": "none", "warmup_steps": 5},
     )

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from src.errors import ConfigError, did_you_mean
+from src.errors import ConfigError, check_keys
 from src.lightning_compat import precision_inputs
 
 
@@ -86,14 +86,9 @@ def check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
         import lightning.pytorch as pl
 
         params = inspect.signature(pl.Trainer.__init__).parameters
-        for key, value in t.items():
-            if key != "_target_" and key not in params:
-                accepted = ", ".join(p for p in params if p != "self")
-                raise ConfigError(
-                    f"trainer.{key}={value!r} is not a key of "
-                    f"lightning.pytorch.Trainer{did_you_mean(key, params, 'trainer.')} (accepted: "
-                    f"{accepted}); fix the spelling or remove the override"
-                )
+        given = {k: v for k, v in t.items() if k != "_target_"}
+        accepted = [p for p in params if p != "self"]
+        check_keys(given, accepted, where="lightning.pytorch.Trainer", prefix="trainer.")
     accel = str(t.get("accelerator", "auto"))
     strategy = _strategy_name(t.get("strategy", "auto"))
     precision = t.get("precision", 32)

@@ -42,7 +42,7 @@ from src.config.inherited import drop_inherited
 from src.config.part_checks import check_model, check_optimisation, check_task_and_data
 from src.config.spec import RunSpec, freeze
 from src.config.trainer_checks import Hardware, check_trainer, positive_int
-from src.errors import ConfigError, did_you_mean
+from src.errors import ConfigError, check_keys
 from src.plain import to_plain
 from src.studies.matching import match_params_node
 
@@ -165,13 +165,7 @@ def _check_no_missing(plain: Mapping[str, Any]) -> None:
 def _check_top_keys(plain: Mapping[str, Any]) -> None:
     """Top-level keys against ``RUN_KEYS`` (Hydra's struct mode refuses ``key=v`` for an unknown
     key; a ``+key=v`` would add a key that nothing reads)."""
-    for key, value in plain.items():
-        if key not in RUN_KEYS:
-            raise ConfigError(
-                f"{key}={value!r} is not a key of the run config{did_you_mean(key, RUN_KEYS)} "
-                f"(accepted: {', '.join(sorted(RUN_KEYS))}); fix the spelling or remove the "
-                "override"
-            )
+    check_keys(plain, sorted(RUN_KEYS), where="the run config")
 
 
 def _check_group_keys(plain: Mapping[str, Any]) -> None:
@@ -187,13 +181,7 @@ def _check_group_keys(plain: Mapping[str, Any]) -> None:
         # an objective declares its objective.* keys
         own = getattr(registry.get(node["name"]), "options", None)
         accepted = ["name", *(own if own is not None else registry.accepted_keys(node["name"]))]
-        for key, value in node.items():
-            if key not in accepted:
-                raise ConfigError(
-                    f"{group}.{key}={value!r} is not a key of {group}={node['name']}"
-                    f"{did_you_mean(key, accepted, f'{group}.')} (accepted: "
-                    f"{', '.join(accepted)}); fix the spelling or remove the override"
-                )
+        check_keys(node, accepted, where=f"{group}={node['name']}", prefix=f"{group}.")
 
 
 # ---------------------------------------------------------------- 5. trainer, callbacks, run keys
@@ -271,13 +259,8 @@ def _check_target_keys(key: str, node: Mapping[str, Any], target: Any) -> None:
         return
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return
-    for k, value in node.items():
-        if not str(k).startswith("_") and k not in params:
-            raise ConfigError(
-                f"{key}.{k}={value!r} is not a key of "
-                f"{node['_target_']}{did_you_mean(k, params, key + '.')} (accepted: "
-                f"{', '.join(params)}); fix the spelling or remove the override"
-            )
+    own = {k: v for k, v in node.items() if not str(k).startswith("_")}
+    check_keys(own, params, where=node["_target_"], prefix=f"{key}.")
 
 
 def _check_run_keys(plain: Mapping[str, Any]) -> None:
@@ -287,14 +270,7 @@ def _check_run_keys(plain: Mapping[str, Any]) -> None:
         ("reliability", "conf/reliability/default.yaml", RELIABILITY_KEYS),
         ("resume", "conf/train.yaml", ("allow_config_change",)),
     ):
-        for key, value in (plain.get(node) or {}).items():
-            # +reliability.nonfinit=skip would change nothing
-            if accepted is not None and key not in accepted:
-                raise ConfigError(
-                    f"{node}.{key}={value!r} is not a key of "
-                    f"{where}{did_you_mean(key, accepted, node + '.')} (accepted: "
-                    f"{', '.join(accepted)}); fix the spelling or remove the override"
-                )
+        check_keys(plain.get(node) or {}, accepted, where=where, prefix=f"{node}.")
     action = rel.get("nonfinite", "stop")
     if action not in NONFINITE_ACTIONS:
         raise ConfigError(

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from src.errors import ConfigError, did_you_mean
+from src.errors import ConfigError, check_keys
 from src.registry import or_list
 
 __all__ = ["ModelConfig"]
@@ -65,13 +65,9 @@ class ModelConfig:
         """The validated config of a plain dict (``validate``: the one place a model config is
         checked)."""
         d = dict(d)
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(k for k in d if k not in known and not k.startswith("_"))
-        if unknown:
-            raise ConfigError(
-                f"unknown model config key(s) {unknown}{did_you_mean(unknown, known, 'model.')}; "
-                f"accepted keys: {', '.join(sorted(known))}"
-            )
+        known = sorted(f.name for f in dataclasses.fields(cls))
+        own = {k: v for k, v in d.items() if not str(k).startswith("_")}
+        check_keys(own, known, where="model", prefix="model.")
         d = {k: v for k, v in d.items() if k in known}
         for group in ("position", "norm", "ffn", "mask", "qk_norm", "init"):
             if d.get(group) is not None:

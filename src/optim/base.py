@@ -35,7 +35,7 @@ import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR, LRScheduler
 
-from src.errors import ConfigError, did_you_mean
+from src.errors import ConfigError, check_keys, did_you_mean
 from src.plain import to_plain
 from src.registry import Registry
 
@@ -251,13 +251,7 @@ def _parse(group: str, registry: Registry[C], node: Mapping[str, Any], default: 
         )
     cls = registry.get(name)
     accepted = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-    for key, value in node.items():
-        if key not in accepted:
-            raise ConfigError(
-                f"{group}.{key}={value!r} is not a key of {group}={name}"
-                f"{did_you_mean(key, accepted, f'{group}.')} (accepted: "
-                f"{', '.join(accepted) or 'name only'}); fix the spelling or remove the override"
-            )
+    check_keys(node, accepted, where=f"{group}={name}", prefix=f"{group}.")
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if (
             f.name not in node

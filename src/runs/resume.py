@@ -53,7 +53,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from src.errors import ConfigError, NonFiniteLossError
+from src.errors import ConfigError, NonFiniteLossError, check_keys
 from src.files import atomic_write
 from src.jsonfile import METRICS, read_json
 from src.runs.divergence import is_divergence
@@ -233,11 +233,7 @@ def skip_completed(cfg: DictConfig) -> Completed | None:
                 run_dir, fp, flat_config(cfg, run_dir), stamp, stamp.get("fingerprint") == fp
             )
         return None
-    unknown = sorted(set(node) - {"skip_completed", "incomplete"})
-    if unknown:
-        raise ConfigError(
-            f"sweep_resume has unknown key(s) {unknown}; accepted: skip_completed, incomplete"
-        )
+    check_keys(node, ("skip_completed", "incomplete"), where="sweep_resume", prefix="sweep_resume.")
     mode = str(node.get("incomplete", "restart"))
     if mode not in INCOMPLETE_MODES:
         raise ConfigError(

@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from src.errors import ConfigError
+from src.errors import ConfigError, check_keys
 from src.jsonfile import write_json
 from src.models import ModelConfig, build_model
 from src.plain import to_plain
@@ -270,11 +270,7 @@ def match_params_node(plain: Mapping[str, Any]) -> dict[str, Any] | None:
     node = to_plain(plain.get("match_params"))
     if not node or node.get("reference") in (None, "", "null"):
         return None
-    unknown = sorted(set(node) - set(MATCH_KEYS))
-    if unknown:
-        raise ConfigError(
-            f"match_params has unknown key(s) {unknown}; accepted: {', '.join(MATCH_KEYS)}"
-        )
+    check_keys(node, MATCH_KEYS, where="match_params", prefix="match_params.")
     return node
 
 

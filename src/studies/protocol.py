@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from src.errors import ConfigError
+from src.errors import ConfigError, check_keys
 
 DESIGNS = ("two_stage", "grid")
 STAGES = ("tune", "confirm", "grid")
@@ -114,11 +114,7 @@ class Protocol:
     @classmethod
     def from_node(cls, node: Mapping[str, Any], margin: Any = None) -> Protocol:
         known = {f.name for f in fields(cls)} - {"declared", "equivalence_margin"} | {"stage"}
-        unknown = sorted(set(node) - known)
-        if unknown:
-            raise ConfigError(
-                f"protocol has unknown key(s) {unknown}; accepted: {', '.join(sorted(known))}"
-            )
+        check_keys(node, sorted(known), where="protocol", prefix="protocol.")
         tune = node.get("tune") or {}
         if not isinstance(tune, Mapping):
             raise ConfigError(

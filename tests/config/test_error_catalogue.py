@@ -127,8 +127,8 @@ CONFIG_CASES = [
         "unknown-component-key",
         ["+model.position.theta=500"],
         ConfigError,
-        ("position 'learned'", "['theta']"),
-        "it accepts: (no keys)",
+        ("model.position.theta=500", "model/position=learned"),
+        "(accepted: no keys); fix the spelling",
     ),
     Case(
         "unknown-task-name",
@@ -149,8 +149,8 @@ CONFIG_CASES = [
         "unknown-data-key",
         ["+data.shuffle=true"],
         DataError,
-        ("data=embedded", "['shuffle']"),
-        "it accepts: cache_dir, val_fraction, test_fraction, piece_chars",
+        ("data.shuffle=True", "data=embedded"),
+        "(accepted: cache_dir, val_fraction, test_fraction, piece_chars); fix the spelling",
     ),
     Case(
         "unknown-optimizer",
@@ -784,7 +784,11 @@ def test_token_id_beyond_the_vocabulary_deep_in_a_cache(tmp_path: Path) -> None:
             "reliability.nonfinit='skip'",
             "did you mean reliability.nonfinite?",
         ),
-        (["model/position=rope", "+model.position.thta=500"], "thta", "did you mean theta?"),
+        (
+            ["model/position=rope", "+model.position.thta=500"],
+            "thta",
+            "did you mean model.position.theta?",
+        ),
         (["+data.val_fractoin=0.2"], "val_fractoin", "did you mean data.val_fraction"),
     ],
 )

@@ -246,8 +246,8 @@ CASES: list[tuple[str, Callable[[Path, str], object], tuple[str, ...], str]] = [
     (
         "unknown_key",
         lambda t, c: dm({"name": "embedded", "val_frac": 0.2}),
-        ("data=embedded", "['val_frac']"),
-        "it accepts: cache_dir, val_fraction, test_fraction, piece_chars",
+        ("data.val_frac=0.2", "data=embedded", "(did you mean data.val_fraction?)"),
+        "(accepted: cache_dir, val_fraction, test_fraction, piece_chars); fix the spelling",
     ),
     (
         "bad_fraction",

@@ -330,7 +330,7 @@ def test_no_validation_runs_count_for_test_but_not_for_selection(tmp_path: Path)
 
 
 def test_protocol_node_is_checked() -> None:
-    with pytest.raises(ConfigError, match="unknown key"):
+    with pytest.raises(ConfigError, match=r"protocol.seed=\[1\] is not a key of protocol"):
         Protocol.from_node({"tune": {"optim.lr": [1e-3]}, "seed": [1]})
     with pytest.raises(ConfigError, match="verdicts use the test split"):
         Protocol.from_node({"metric": "val/loss"})

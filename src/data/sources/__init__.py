@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from src.data.sources.base import LMSource, PairSource, Source
-from src.errors import DataError, did_you_mean
+from src.errors import DataError, check_keys
 from src.registry import Registry
 
 #: files and corpora live in this package; the synthetic tasks beside their base class
@@ -60,12 +60,7 @@ def check_source(cfg: Mapping[str, Any]) -> tuple[type[Source], dict[str, Any]]:
         raise _unknown_source(name)
     cls = SOURCES.get(name)
     accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
-    unknown = sorted(k for k in node if k not in accepted)
-    if unknown:
-        raise DataError(
-            f"data={name} got unknown key(s) {unknown}{did_you_mean(unknown, accepted, 'data.')}; "
-            f"it accepts: {', '.join(accepted)}"
-        )
+    check_keys(node, accepted, where=f"data={name}", prefix="data.", error=DataError)
     return cls, node
 
 
