@@ -163,10 +163,14 @@ def test_corpus_scores_are_sacrebleu_scale() -> None:
     assert corpus_scores(["Hallo Welt"], refs)["bleu"] < 5
 
 
-def test_unknown_task_type_and_key_fail_loudly() -> None:
+def test_unknown_benchmark_type_and_key_fail_loudly() -> None:
     with pytest.raises(Exception, match="registered: hellaswag, lambada, perplexity, translation"):
         build_benchmark("mine", {"type": "nope"})
-    with pytest.raises(Exception, match=r"benchmarks\.lambada: .*unknown key\(s\) \['pth'\]"):
+    with pytest.raises(
+        Exception,
+        match=r"benchmarks\.lambada\.pth='x' is not a key of benchmarks\.lambada \(type lambada\) "
+        r"\(did you mean benchmarks\.lambada\.path\?\)",
+    ):
         build_benchmark("lambada", {"type": "lambada", "pth": "x"})
 
 

@@ -12,8 +12,8 @@ import torch
 from hydra import compose, initialize_config_dir
 from torch.nn import functional as F
 
-from src.eval import evaluate
 from src.evaluation import Scorer, load_model
+from src.evaluation.evaluate import evaluate
 from src.generate import sample
 
 CONF = Path(__file__).resolve().parents[2] / "conf"

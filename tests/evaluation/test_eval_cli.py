@@ -14,7 +14,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from src.eval import build_benchmarks, evaluate
+from src.evaluation.evaluate import build_benchmarks, evaluate
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from scipy import stats
 
-from src.errors import ConfigError, DataError
+from src.errors import ConfigError, DataError, check_keys
 from src.evaluation.scorer import Scorer
 from src.registry import Registry
 
@@ -36,14 +36,14 @@ class BenchmarkRegistry(Registry["Benchmark"]):
     def get(self, name: str) -> type[Benchmark]:
         if name not in self._discover():
             raise ConfigError(
-                f"unknown evaluation task type '{name}'; registered: {', '.join(self.names())}. "
+                f"unknown benchmark type '{name}'; registered: {', '.join(self.names())}. "
                 f"Add one with @BENCHMARKS.register('{name}') in src/evaluation/benchmarks/ and a "
-                "conf/benchmarks/<entry>.yaml naming it in 'task:'"
+                "conf/benchmarks/<entry>.yaml naming it in 'type:'"
             )
         return self._classes[name]
 
 
-BENCHMARKS = BenchmarkRegistry("eval task", package="src.evaluation.benchmarks")
+BENCHMARKS = BenchmarkRegistry("benchmark", package="src.evaluation.benchmarks")
 
 
 @dataclass
@@ -169,6 +169,15 @@ def build_benchmark(name: str, cfg: Mapping[str, Any]) -> Benchmark:
             f"{', '.join(BENCHMARKS.names())})"
         )
     node["name"] = node.pop("type")
+    if node["name"] in BENCHMARKS:
+        own = {k: v for k, v in node.items() if k != "name"}
+        accepted = BENCHMARKS.accepted_keys(node["name"])
+        check_keys(
+            own,
+            accepted,
+            where=f"benchmarks.{name} (type {node['name']})",
+            prefix=f"benchmarks.{name}.",
+        )
     try:
         cls, kwargs = BENCHMARKS.resolve(node)  # what BENCHMARKS.build does before it constructs
     except ConfigError as e:  # an unknown type or key: say which entry

@@ -150,7 +150,7 @@ def _cfg(name: str, *overrides: str):
 def test_src_eval_on_a_t5_directory(t5_dir: Path, tmp_path: Path) -> None:
     """lambada through ``python -m src.eval pretrained=<t5 dir>``: the target's log-likelihood given the
     source, as transformers computes it."""
-    from src.eval import evaluate
+    from src.evaluation.evaluate import evaluate
 
     texts = ["the cat sat on the mat", "a dog ran to the park", "it was big and red"]
     data = tmp_path / "lambada.jsonl"
