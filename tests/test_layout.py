@@ -82,3 +82,18 @@ def test_modules_share_a_basename_only_for_the_same_role() -> None:
     assert shared <= set(SHARED_BASENAMES), (
         f"rename one of each: {sorted(shared - set(SHARED_BASENAMES))}"
     )
+
+
+def test_every_source_path_cited_in_code_or_config_exists() -> None:
+    """A path cited in a docstring, comment or YAML comment is one that can rot: each must exist."""
+    cited = re.compile(r"\b(src/[\w/]+\.py)\b")
+    texts = [*_sources(), *(REPO / "conf").rglob("*.yaml")]
+    missing = sorted(
+        {
+            f"{m.group(1)} (cited in {p.relative_to(REPO)})"
+            for p in texts
+            for m in cited.finditer(p.read_text())
+            if not (REPO / m.group(1)).is_file()
+        }
+    )
+    assert missing == [], "\n".join(missing)
