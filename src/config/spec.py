@@ -1,13 +1,11 @@
 """The run spec: a run config validated once (``validate_run_config``), frozen, passed down in
 parts, and resolved against the tokenizer by a pure function.
 
-    composed config ─► validate_run_config ─► RunSpec ─► resolve(spec, tokenizer, specials)
-                                                              │ a new RunSpec: vocabulary size,
-                                                              │ special ids, matched sizes
-                                                              ▼
-                       tokenizer ◄─ spec.plain["tokenizer"]   datamodule ◄─ spec.data
-                       task ◄─ spec.to_dict() + spec.model, .optimizer, .schedule
-                       trainer ◄─ spec.section("trainer" | "callbacks" | "logger")
+    composed config ─► validate_run_config ─► RunSpec
+    tokenizer ◄─ spec.section("tokenizer")      datamodule ◄─ spec.data
+    resolve(spec, tokenizer) ─► a new RunSpec: special ids, vocabulary size, matched sizes
+    objective (LMTask) ◄─ resolved.to_dict() + .model, .optimizer, .schedule
+    trainer ◄─ spec.section("trainer" | "callbacks" | "logger")
 
 Nothing downstream checks a value the spec holds, or reads the composed config again. A
 checkpoint stores ``spec.to_dict()`` of the resolved spec: plain names and numbers, so it reloads
@@ -26,6 +24,7 @@ from typing import Any
 from src.data.tokenizers import Tokenizer
 from src.errors import ConfigError
 from src.models.config import ModelConfig
+from src.objectives import OBJECTIVES
 from src.optim import OptimizerConfig, Schedule
 from src.studies.matching import MatchResult, match_params_of
 
@@ -97,7 +96,6 @@ class Resolved:
     """``resolve``'s answer: the new spec, and what it decided that the run reports."""
 
     spec: RunSpec
-    n_reserved: int  # ids the objective appended after the tokenizer's vocabulary
     match: MatchResult | None  # match_params' solution, None when the run matches nothing
 
 
@@ -113,8 +111,6 @@ def resolve(spec: RunSpec, tokenizer: Tokenizer) -> Resolved:
 
     Pure: ``spec`` is unchanged; nothing is written or logged.
     """
-    from src.objectives import OBJECTIVES
-
     plain = spec.to_dict()
     specials = OBJECTIVES.get(spec.objective).special_ids(
         plain["objective"], tokenizer, plain["model"]
@@ -130,7 +126,7 @@ def resolve(spec: RunSpec, tokenizer: Tokenizer) -> Resolved:
         keys = {k: plain["model"][k] for k in TOKENIZER_KEYS if k in plain["model"]}
         model = dataclasses.replace(spec.model, **keys)
     new = dataclasses.replace(spec, plain=freeze(plain), model=model)
-    return Resolved(spec=new, n_reserved=specials.n_reserved, match=result)
+    return Resolved(spec=new, match=result)
 
 
 def vocabulary(plain: Mapping[str, Any], tokenizer: Tokenizer, n_reserved: int) -> dict[str, Any]:
