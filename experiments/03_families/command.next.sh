@@ -32,7 +32,7 @@ bleu() {  # BLEU/chrF of every confirm run's last.ckpt, JOBS at a time; skipped 
     [ "$run/eval_translation/metrics.json" -nt "$ckpt" ] && continue
     # run dirs are named after overrides ("…=…,seed=1"): quote them for Hydra's override grammar
     python -m src.eval "ckpt_path=\"$ckpt\"" benchmarks=[translation] "benchmarks.translation.path=\"$DATA\"" \
-      tasks.translation.max_new_tokens=60 limit=$LIMIT progress=false "hydra.run.dir=\"${run}eval_translation\"" \
+      benchmarks.translation.max_new_tokens=60 limit=$LIMIT progress=false "hydra.run.dir=\"${run}eval_translation\"" \
       > "${run}eval_translation.log" 2>&1 &
     n=$((n + 1)); [ $((n % JOBS)) -eq 0 ] && wait
   done

@@ -22,7 +22,7 @@ for run in outputs/studies/families/$SIZE/*/; do
   [ "$run/eval_translation/metrics.json" -nt "$ckpt" ] && continue
   # run dirs are named after overrides ("…=…,seed=1"): quote them for Hydra's override grammar
   python -m src.eval "ckpt_path=\"$ckpt\"" benchmarks=[translation] "benchmarks.translation.path=\"$DATA\"" \
-    tasks.translation.max_new_tokens=60 limit=$LIMIT progress=false "hydra.run.dir=\"${run}eval_translation\""
+    benchmarks.translation.max_new_tokens=60 limit=$LIMIT progress=false "hydra.run.dir=\"${run}eval_translation\""
 done
 python -m src.report outputs/studies/families/$SIZE --out experiments/03_families/$SIZE \
   --baseline experiment/study_families=encoder_decoder --title "Study 3: model families on Multi30k en-de ($SIZE)"
