@@ -301,9 +301,8 @@ def extrapolation(argv: Sequence[str] | None = None) -> list[Any]:
             scaling=None if args.scaling is None else yaml.safe_load(args.scaling),
             write=not args.no_write,
         )
-    except (
-        Exception
-    ) as e:  # our errors (they name the fix) and a missing path: one line; anything else: traceback
+    # our errors (they name the fix) and a missing path: one line; anything else: traceback
+    except Exception as e:
         if not (is_ours(e) or isinstance(e, FileNotFoundError)):
             raise
         p.exit(2, f"python -m src.report extrapolation: {type(e).__name__}: {e}\n")

@@ -44,8 +44,7 @@ def test_extrapolation_on_a_missing_run_is_one_line(
 
 def test_a_first_argument_picks_a_subcommand_else_the_comparison() -> None:
     assert set(SUBCOMMANDS) == {"scaling", "extrapolation"}
-    with pytest.raises(
-        SystemExit
-    ) as exit_info:  # a directory that holds no runs: the comparison's own error
+    # a directory that holds no runs: the comparison's own error
+    with pytest.raises(SystemExit) as exit_info:
         main(["/nonexistent-sweep"])
     assert exit_info.value.code == 2

@@ -90,9 +90,8 @@ class LengthExtrapolation(pl.Callback):
                         self.max_batch_tokens,
                         scaling=scaling,
                     )
-            except (
-                ConfigError
-            ) as e:  # no rotary frequencies to scale: the figures are not applicable, and why
+            # no rotary frequencies to scale: the figures are not applicable, and why
+            except ConfigError as e:
                 results = [
                     LengthResult(
                         f, max(2, int(round(f * train_length))), note=f"not applicable: {e}"

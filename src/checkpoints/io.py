@@ -169,9 +169,8 @@ def atomic_torch_save(
                         "plain dicts/lists/numbers/tensors instead. The previous file at that "
                         "path is kept"
                     ) from None
-    except (
-        OSError
-    ) as e:  # a full disk, a quota, a read-only or vanished directory (src.files: a WriteError)
+    # a full disk, a quota, a read-only or vanished directory (src.files: a WriteError)
+    except OSError as e:
         cause = e.__cause__ if isinstance(e, WriteError) and isinstance(e.__cause__, OSError) else e
         raise CheckpointError(
             _write_refused(dest, cause.strerror or f"{type(cause).__name__}: {cause}")

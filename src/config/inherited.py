@@ -15,7 +15,6 @@ run config, those that the chosen variant of their group does not accept.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -23,9 +22,10 @@ from typing import Any
 
 import yaml
 
+from src.config.typos import CONF_DIR
+
 log = logging.getLogger(__name__)
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 #: nodes whose keys are those of the variant their ``name`` picks
 MODEL_GROUPS = ("position", "norm", "ffn", "mask", "qk_norm", "init")
 
@@ -103,9 +103,9 @@ def _variant_nodes(plain: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any],
             yield group, node, set(registry.accepted_keys(node["name"]))
     node = plain.get("data")
     if named(node, SOURCES):
-        cls = SOURCES.get(node["name"])
-        own = set(inspect.signature(cls.__init__).parameters) - {"self"}
-        yield "data", node, own | set(DATAMODULE_KEYS.get(cls.kind, ()))
+        own = SOURCES.accepted_keys(node["name"])
+        kind = SOURCES.get(node["name"]).kind
+        yield "data", node, {*own, *DATAMODULE_KEYS.get(kind, ())}
     node = plain.get("objective")
     if named(node, OBJECTIVES):
         yield "objective", node, set(OBJECTIVES.get(node["name"]).options)

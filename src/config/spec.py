@@ -14,7 +14,6 @@ after code moves.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -53,7 +52,7 @@ def thaw(node: Any) -> Any:
         return {k: thaw(v) for k, v in node.items()}
     if isinstance(node, tuple):
         return [thaw(v) for v in node]
-    return copy.copy(node)
+    return node
 
 
 @dataclass(frozen=True)
@@ -116,15 +115,15 @@ def resolve(spec: RunSpec, tokenizer: Tokenizer) -> Resolved:
         plain["objective"], tokenizer, plain["model"]
     )
     plain["objective"].update(specials.ids)
-    plain["model"].update(vocabulary(plain, tokenizer, specials.n_reserved))
+    vocab = vocabulary(plain, tokenizer, specials.n_reserved)
+    plain["model"].update(vocab)
     match = match_params_of(plain)
     if match is not None:  # new sizes: a new model config, validated as it is made
         plain["model"], result = match
         model = ModelConfig.from_dict(plain["model"])
     else:  # the validated config with the tokenizer's vocabulary and ids
         result = None
-        keys = {k: plain["model"][k] for k in TOKENIZER_KEYS if k in plain["model"]}
-        model = dataclasses.replace(spec.model, **keys)
+        model = dataclasses.replace(spec.model, **vocab)
     new = dataclasses.replace(spec, plain=freeze(plain), model=model)
     return Resolved(spec=new, match=result)
 

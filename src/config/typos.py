@@ -130,9 +130,8 @@ def misspelling(config_name: str, overrides: Sequence[str]) -> str | None:
         try:
             compose(config_name=config_name, overrides=list(overrides))
             return None
-        except (
-            Exception
-        ) as e:  # ConfigCompositionException / MissingConfigException: read their message
+        # ConfigCompositionException / MissingConfigException: read their message
+        except Exception as e:
             text = f"{e} {e.__cause__ or ''}"
         found = _NOT_IN_STRUCT.search(text)
         if found:

@@ -66,9 +66,8 @@ def _encode_shard(task: tuple[int, int, int, str]) -> tuple[int, int, int]:
         ids = [[*x, _eos] for x in ids]
     flat = np.fromiter((t for x in ids for t in x), dtype=_dtype, count=sum(map(len, ids)))
     dest = Path(path)
-    with atomic_path(
-        dest, root=dest.parents[2]
-    ) as tmp:  # <out>/.shards/<split>/<k>.bin: confined to <out>
+    # <out>/.shards/<split>/<k>.bin: confined to <out>
+    with atomic_path(dest, root=dest.parents[2]) as tmp:
         flat.tofile(tmp)
     return k, stop - start, int(flat.size)
 

@@ -38,9 +38,8 @@ def build_benchmarks(benchmarks_cfg: Any) -> dict[str, Benchmark]:
 def evaluate(cfg: DictConfig, run_dir: Path | None = None) -> dict[str, Any]:
     """Run the configured benchmarks; return (and, with ``run_dir``, write) the metrics.json content."""
     start = time.perf_counter()
-    benchmarks = build_benchmarks(
-        cfg.get("benchmarks")
-    )  # config errors surface before the model is loaded
+    # config errors surface before the model is loaded
+    benchmarks = build_benchmarks(cfg.get("benchmarks"))
     torch.manual_seed(cfg.seed)
     loaded = load_model(cfg.pretrained, cfg.ckpt_path, cfg.tokenizer, cfg.device, cfg.dtype)
     scorer = Scorer(

@@ -547,9 +547,8 @@ def test_the_command_line_contract(tmp_path: Path, capsys: pytest.CaptureFixture
         "tuning_optim_lr.png",
         "loss_vs_tokens.png",
     }
-    with pytest.raises(
-        SystemExit
-    ) as exit_info:  # a baseline that names no variant: one clear line, status 2
+    # a baseline that names no variant: one clear line, status 2
+    with pytest.raises(SystemExit) as exit_info:
         main(
             [
                 str(root),

@@ -6,7 +6,6 @@ config node and fails loudly on unknown names or keys.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -59,7 +58,7 @@ def check_source(cfg: Mapping[str, Any]) -> tuple[type[Source], dict[str, Any]]:
     if name not in SOURCES:
         raise _unknown_source(name)
     cls = SOURCES.get(name)
-    accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    accepted = SOURCES.accepted_keys(name)
     check_keys(node, accepted, where=f"data={name}", prefix="data.", error=DataError)
     return cls, node
 
