@@ -15,7 +15,7 @@ that completed):
 * ``all`` (default) — the three in order.
 
 With ``protocol.match: flops`` (or ``tokens``) each variant is built once here to count its
-training FLOPs per step (``src.studies.matching``), and gets the ``trainer.max_steps`` at which
+training FLOPs per step (``src.models.matching``), and gets the ``trainer.max_steps`` at which
 its training FLOPs (tokens) equal the baseline variant's at the configured ``trainer.max_steps``;
 that override is part of every one of its jobs. Every command is printed and appended to
 ``<sweep dir>/study_commands.sh``; ``--dry-run`` prints the commands without running them.
@@ -69,7 +69,7 @@ def plan(overrides: Sequence[str], work_dir: Path | None = None) -> Plan:
 
 def solved_steps(p: Plan, work_dir: Path | None = None) -> list[int | None]:
     """``trainer.max_steps`` per variant so its training FLOPs (tokens) equal the baseline's."""
-    from src.studies.budget import run_budget, solve_steps
+    from src.training.budget import run_budget, solve_steps
     from src.training.setup import build_run
 
     budgets = []

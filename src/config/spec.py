@@ -23,9 +23,9 @@ from typing import Any
 from src.data.tokenizers import Tokenizer
 from src.errors import ConfigError
 from src.models.config import ModelConfig
+from src.models.matching import MatchResult, match_params_of
 from src.objectives import OBJECTIVES
 from src.optim import OptimizerConfig, Schedule
-from src.studies.matching import MatchResult, match_params_of
 
 #: the model keys ``resolve`` sets from the tokenizer after the config is validated
 TOKENIZER_KEYS = (

@@ -43,8 +43,8 @@ from src.config.part_checks import check_model, check_optimisation, check_task_a
 from src.config.spec import RunSpec, freeze
 from src.config.trainer_checks import Hardware, check_trainer, positive_int
 from src.errors import ConfigError, check_keys
+from src.models.matching import match_params_node
 from src.plain import to_plain
-from src.studies.matching import match_params_node
 
 #: the top-level keys of a run config: the groups and values that src.train reads (conf/train.yaml
 #: gives each its default; tests/config/test_error_catalogue.py checks the two agree)

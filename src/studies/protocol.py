@@ -9,7 +9,7 @@
       design: two_stage                       # two_stage: every candidate on tune_seeds, then the
       tune_seeds: [0]                         #   chosen value on seeds | grid: every seed at every candidate
       seeds: [1, 2, 3, 4, 5]
-      match: params                           # params | flops | tokens (src/studies/matching.py)
+      match: params                           # params | flops | tokens (src/training/budget.py)
       select: val/loss                        # selection metric (validation split only)
       metric: test/loss                       # verdict metric (test split only)
       secondary: []                           # more verdict metrics (names or fnmatch patterns)

@@ -70,7 +70,7 @@ class RunRecord:
     extrapolation: dict[str, Any] | None = None
     match: dict[str, Any] | None = None
     budget: dict[str, Any] | None = (
-        None  # budget.json: params, FLOPs per token, planned tokens (src/studies/matching.py)
+        None  # budget.json: params, FLOPs per token, planned tokens (src/training/budget.py)
     )
     #: an evaluation-time variant's run (src/studies/eval_variants.py): the training run whose
     #: weights it scores

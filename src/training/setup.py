@@ -25,9 +25,9 @@ from src.config.validate import validate_run_config
 from src.data.datamodule import datamodule_for
 from src.data.sources import SOURCES
 from src.data.tokenizers import Tokenizer, build_tokenizer
+from src.models.matching import report_match
 from src.objectives import OBJECTIVES, LMTask
-from src.studies.budget import write_budget
-from src.studies.matching import report_match
+from src.training.budget import write_budget
 from src.training.harden import harden_trainer
 
 

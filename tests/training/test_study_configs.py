@@ -10,8 +10,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import src.runs  # noqa: F401  (the ${sweep_subdir:} resolver)
+from src.models.matching import count_parameters, reference_config
 from src.runs.resume import job_dirname
-from src.studies.matching import count_parameters, reference_config
 from src.studies.protocol import Protocol, as_number
 from src.studies.runs import parse_override
 

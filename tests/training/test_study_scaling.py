@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import src.runs  # noqa: F401  (the ${sweep_subdir:} resolver)
-from src.studies.matching import count_parameters
+from src.models.matching import count_parameters
 from src.studies.protocol import Protocol
 from src.studies.stages import tune_commands
 from src.study import plan

@@ -39,7 +39,8 @@ import torch
 
 from src.errors import ConfigError, check_keys
 from src.jsonfile import write_json
-from src.models import ModelConfig, build_model
+from src.models.builder import build_model
+from src.models.config import ModelConfig
 from src.plain import to_plain
 
 log = logging.getLogger(__name__)

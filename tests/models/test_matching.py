@@ -1,4 +1,4 @@
-"""The matched-size solver (src.studies.matching) hits its target within tolerance."""
+"""The matched-size solver (src.models.matching) hits its target within tolerance."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from src.errors import ConfigError
 from src.models import build_model
-from src.studies.matching import count_parameters, match_model, match_params_of, report_match
+from src.models.matching import count_parameters, match_model, match_params_of, report_match
 
 
 def test_count_on_meta_equals_real_model(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
@@ -117,7 +117,7 @@ def test_match_params_of_solves_the_model_and_report_match_writes_it(
 
 # --------------------------------------------------------------------------- budgets and FLOPs matching
 def _budget(tmp_path, *overrides: str):
-    from src.studies.budget import run_budget
+    from src.training.budget import run_budget
     from src.training.setup import build_run
     from tests.training.conftest import TINY, compose_train
 
@@ -139,7 +139,7 @@ def test_budget_is_the_models_own_count(tmp_path) -> None:
 
 
 def test_flops_matching_gives_equal_training_flops(tmp_path) -> None:
-    from src.studies.budget import solve_steps
+    from src.training.budget import solve_steps
 
     _, ref = _budget(tmp_path, "trainer.max_steps=100")
     _, deep = _budget(tmp_path, "model.n_layer=3", "model.d_ff=96", "trainer.max_steps=100")
@@ -162,7 +162,7 @@ def test_flops_per_step_of_the_families_study(tmp_path) -> None:
     """Study 3 at matched parameters: the decoder reads "source <sep> target" through every layer,
     the encoder-decoder reads each side through half of them, so it costs about half the FLOPs
     per step, and FLOPs matching gives it about twice the steps."""
-    from src.studies.budget import run_budget, solve_steps
+    from src.training.budget import run_budget, solve_steps
     from src.training.setup import build_run
     from tests.training.conftest import SHARED_DATA, compose_train
 

@@ -4,7 +4,7 @@ formula) for the shape the task gives it, so a decoder reading "source <sep> tar
 encoder-decoder reading the two apart are each counted as they run. Every run writes it to
 ``<run dir>/budget.json`` (``write_budget``, from ``build_run``).
 
-A study's protocol matches its variants by ``params`` (``src.studies.matching``), ``flops`` or
+A study's protocol matches its variants by ``params`` (``src.models.matching``), ``flops`` or
 ``tokens``: ``solve_steps`` gives each variant the optimizer steps at which its training FLOPs (or
 tokens) equal the reference variant's, and ``python -m src.study`` passes them as
 ``trainer.max_steps``.
