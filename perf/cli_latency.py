@@ -5,6 +5,8 @@ Subjects, each a fresh process, repeats interleaved (A B C …, order rotated):
 
 * a misspelt key: ``python -m src.train model.norm_placment=post``;
 * a wrong group value: ``python -m src.train model/position=rotary``;
+* a misspelt key given to each other Hydra entry point (``src.eval``, ``src.generate``,
+  ``src.prepare``, ``src.inspect``), which share one entry decorator (``src.cli.hydra_entry``);
 * the peer: ``python -c "import lightning"`` (what any entry point that imports Lightning first
   pays before it can say anything).
 
@@ -32,6 +34,15 @@ SUBJECTS: dict[str, tuple[list[str], str | None]] = {
         "did you mean model.norm_placement?",
     ),
     "wrong group value": (["-m", "src.train", "model/position=rotary"], "did you mean rope?"),
+    **{
+        f"misspelt key, src.{entry}": (["-m", f"src.{entry}", typo], f"did you mean {key}?")
+        for entry, typo, key in (
+            ("eval", "limt=5", "limit"),
+            ("generate", "max_new_tokns=5", "max_new_tokens"),
+            ("prepare", "num_prc=2", "num_proc"),
+            ("inspect", "seq_lne=5", "seq_len"),
+        )
+    },
     'python -c "import lightning"': (["-c", "import lightning"], None),
 }
 PEER = 'python -c "import lightning"'

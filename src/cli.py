@@ -1,11 +1,20 @@
-"""Errors at the command line: ours print as one message, everything else keeps its traceback.
+"""The entry points' one decorator, and errors at the command line: ours print as one message,
+everything else keeps its traceback.
 
-Every entry point runs its work inside ``clean_errors()``::
+Every Hydra entry point is written the same way::
 
-    @hydra.main(config_path="../conf", config_name="train", version_base="1.3")
+    @hydra_entry("train")                  # conf/train.yaml
     def main(cfg):
-        with clean_errors():
-            return train(cfg)
+        from src.training.runner import train   # the heavy stack loads here, not at import
+        return train(cfg)
+
+    if __name__ == "__main__":
+        main()
+
+``main()`` first runs the command line's cheap checks (``src.config.preflight``: YAML limits, a
+misspelt key or group value with the closest accepted names, a missing Hydra plugin), which need
+only Hydra and OmegaConf, then hands over to ``@hydra.main``; the task function runs inside
+``clean_errors()``:
 
 * **Our own errors** (exception classes defined in the ``src`` package: those of ``src.errors``
   (``ConfigError``, ``DataError``, ``CheckpointError``, ``HFConversionError``,
@@ -29,12 +38,17 @@ import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
+import hydra
 from hydra.errors import CompactHydraException
 
+from src.config.preflight import preflight
 from src.errors import Preempted
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
 FULL_ERROR_ENV = "HYDRA_FULL_ERROR"
 
@@ -79,3 +93,25 @@ def cleanly(task_function: Callable[[Any], Any]) -> Callable[[Any], Any]:
             return task_function(cfg)
 
     return wrapped
+
+
+def hydra_entry(config_name: str) -> Callable[[Callable[[Any], Any]], Callable[..., Any]]:
+    """An entry point on ``conf/<config_name>.yaml`` (module docstring). The decorated ``main``
+    takes an optional ``argv`` (default ``sys.argv[1:]``): the preflight checks read it, then Hydra
+    composes it once per job."""
+
+    def decorate(task_function: Callable[[Any], Any]) -> Callable[..., Any]:
+        composed = hydra.main(
+            config_path=str(CONF_DIR), config_name=config_name, version_base="1.3"
+        )(cleanly(task_function))
+
+        @functools.wraps(task_function)
+        def main(argv: Sequence[str] | None = None) -> Any:
+            args = list(sys.argv[1:] if argv is None else argv)
+            preflight(config_name, args)
+            sys.argv = [sys.argv[0], *args]
+            return composed()
+
+        return main
+
+    return decorate

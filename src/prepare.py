@@ -22,17 +22,14 @@ import hashlib
 import json
 import logging
 import os
-import sys
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from src.cli import clean_errors
-from src.config.preflight import preflight
+from src.cli import hydra_entry
 from src.data.cache import read_meta, token_dir_for, write_token_dir
 from src.data.shards import DEFAULT_SHARD_DOCS, encode_sharded
 from src.data.sources import build_source, split_config
@@ -172,17 +169,16 @@ def _corpus(fingerprint: Any) -> str:
     return f"(fingerprint {digest})"
 
 
-@hydra.main(config_path="../conf", config_name="prepare", version_base="1.3")
+@hydra_entry("prepare")
 def main(cfg: DictConfig) -> None:
-    with clean_errors():  # our errors as one message, others with their traceback (src/cli.py)
-        out = prepare(
-            OmegaConf.to_container(cfg.data, resolve=True),
-            OmegaConf.to_container(cfg.tokenizer, resolve=True),  # type: ignore[arg-type]
-            cfg.out_dir,
-            cfg.num_proc,
-            cfg.overwrite,
-            cfg.shard_docs,
-        )
+    out = prepare(
+        OmegaConf.to_container(cfg.data, resolve=True),
+        OmegaConf.to_container(cfg.tokenizer, resolve=True),  # type: ignore[arg-type]
+        cfg.out_dir,
+        cfg.num_proc,
+        cfg.overwrite,
+        cfg.shard_docs,
+    )
     meta = read_meta(out) or {}
     tokens = ", ".join(f"{split} {n:,}" for split, n in meta.get("tokens", {}).items())
     print(
@@ -192,5 +188,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    preflight("prepare", sys.argv[1:])
     main()

@@ -8,20 +8,16 @@ preflight checks load before the command line is checked; the training stack loa
 
 from __future__ import annotations
 
-import sys
-
-import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 # the resolvers of conf/: Hydra and its callbacks resolve them before main runs
 import src.runs  # noqa: F401  (${sweep_subdir:...})
 import src.training  # noqa: F401  (${device_precision:...}, ${grad_accum:...}; loads no torch)
-from src.cli import clean_errors
-from src.config.preflight import preflight
+from src.cli import hydra_entry
 
 
-@hydra.main(config_path="../conf", config_name="train", version_base="1.3")
+@hydra_entry("train")
 def main(cfg: DictConfig) -> float | None:
     from src.runs.lock import hold_run_dir
     from src.runs.output_dir import check_run_dir_unused
@@ -39,8 +35,7 @@ def main(cfg: DictConfig) -> float | None:
         cpu_threads=cfg.get("cpu_threads"),
     )
     install_ddp_launcher_fix()  # DDP ranks > 0 reuse this job's run directory
-    # our errors print as one message, others keep their traceback; one live job per run directory
-    with clean_errors(), hold_run_dir(hc.runtime.output_dir):
+    with hold_run_dir(hc.runtime.output_dir):  # one live job per run directory
         # sweep_resume.skip_completed: a re-run sweep skips finished jobs
         done = skip_completed(cfg)
         if done is None:  # a new run never shares a directory with an old one
@@ -51,5 +46,4 @@ def main(cfg: DictConfig) -> float | None:
 
 
 if __name__ == "__main__":
-    preflight("train", sys.argv[1:])
     main()

@@ -583,7 +583,7 @@ def test_bad_generation_argument(key: str, value: Any, names: str, fix: str) -> 
     """src.generate checks its config before loading a model; generate() checks its own arguments."""
     from omegaconf import OmegaConf
 
-    from src.generate import check_args
+    from src.evaluation.sampling import check_args
     from src.models.generation import check_generation_args
 
     cfg = OmegaConf.load(REPO / "conf" / "generate.yaml")

@@ -14,7 +14,7 @@ from torch.nn import functional as F
 
 from src.evaluation import Scorer, load_model
 from src.evaluation.evaluate import evaluate
-from src.generate import sample
+from src.evaluation.sampling import sample
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 EN = [

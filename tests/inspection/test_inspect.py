@@ -15,8 +15,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 from rich.console import Console
 
-from src.inspect import main, run
+from src.inspect import main
 from src.inspection.diagram import component_tree, model_mermaid
+from src.inspection.model_report import run
 from src.inspection.params import (
     attention_memory,
     dtype_bytes,

@@ -11,7 +11,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from src.errors import HFConversionError
-from src.inspect import load_model_config
+from src.inspection.model_report import load_model_config
 from src.models.sizes import MAX_LAYERS
 
 GPT2 = {

@@ -182,7 +182,7 @@ def test_src_eval_on_a_t5_directory(t5_dir: Path, tmp_path: Path) -> None:
 def test_src_generate_on_a_t5_directory(t5_dir: Path) -> None:
     """``python -m src.generate pretrained=<t5 dir>`` greedy: the tokens transformers' greedy search gives
     for the source followed by eos."""
-    from src.generate import sample
+    from src.evaluation.sampling import sample
 
     out: list[str] = []
     texts = sample(

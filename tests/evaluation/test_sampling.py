@@ -12,11 +12,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from src.errors import ConfigError, DataError
-from src.generate import MAX_SAMPLES, check_args, sample
+from src.evaluation.sampling import MAX_SAMPLES, check_args, sample
 from tests.run_fixtures import token_cache  # noqa: F401  (pytest fixture: a private token cache)
 from tests.training.conftest import TINY, train_in_process
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def cfg(**changes: object):
