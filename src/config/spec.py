@@ -23,7 +23,7 @@ from typing import Any
 from src.data.tokenizers import Tokenizer
 from src.errors import ConfigError
 from src.models.config import ModelConfig
-from src.models.matching import MatchResult, match_params_of
+from src.models.matching import MatchParams, MatchResult, match_model
 from src.objectives import OBJECTIVES
 from src.optim import OptimizerConfig, Schedule
 
@@ -80,6 +80,7 @@ class RunSpec:
     data: DataSpec
     optimizer: OptimizerConfig  # optim: its dataclass in src/optim
     schedule: Schedule  # scheduler: its horizon checked against trainer.max_steps
+    match_params: MatchParams | None = None  # the reference to match; None: nothing to match
 
     def to_dict(self) -> dict[str, Any]:
         """The plain mutable run config (what checkpoints and metrics store)."""
@@ -117,9 +118,8 @@ def resolve(spec: RunSpec, tokenizer: Tokenizer) -> Resolved:
     plain["objective"].update(specials.ids)
     vocab = vocabulary(plain, tokenizer, specials.n_reserved)
     plain["model"].update(vocab)
-    match = match_params_of(plain)
-    if match is not None:  # new sizes: a new model config, validated as it is made
-        plain["model"], result = match
+    if spec.match_params is not None:  # new sizes: a new model config, validated as it is made
+        plain["model"], result = match_model(plain["model"], spec.match_params)
         model = ModelConfig.from_dict(plain["model"])
     else:  # the validated config with the tokenizer's vocabulary and ids
         result = None

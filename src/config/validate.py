@@ -43,7 +43,7 @@ from src.config.part_checks import check_model, check_optimisation, check_task_a
 from src.config.spec import RunSpec, freeze
 from src.config.trainer_checks import Hardware, check_trainer, positive_int
 from src.errors import ConfigError, check_keys
-from src.models.matching import match_params_node
+from src.models.matching import MatchParams
 from src.plain import to_plain
 
 #: the top-level keys of a run config: the groups and values that src.train reads (conf/train.yaml
@@ -108,7 +108,8 @@ def validate_run_config(
     model = check_model(plain["model"])
     data = check_task_and_data(plain, model)
     optimizer, schedule = check_optimisation(plain)
-    match_params_node(plain)  # its keys; the solution needs the tokenizer (spec.resolve)
+    # checked here; solved by spec.resolve, which knows the tokenizer's vocabulary
+    match_params = MatchParams.from_config(plain)
     check_trainer(plain, hardware or Hardware.detect())
     _check_callbacks(plain)
     _check_run_keys(plain)
@@ -119,6 +120,7 @@ def validate_run_config(
         data=data,
         optimizer=optimizer,
         schedule=schedule,
+        match_params=match_params,
     )
 
 

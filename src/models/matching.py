@@ -15,7 +15,8 @@ Narang et al. 2021 compare at equal parameters), a learned position table adds
       multiple_of: 1                 # round d_ff to a multiple (8 or 64 suit GPUs)
 
 A named reference keeps this run's ``vocab_size`` and special token ids (both models read
-the same tokenizer). ``src.config.spec.resolve`` calls ``match_params_of`` once the vocabulary
+the same tokenizer). validation checks the node once (``MatchParams.from_config``) and ``src.config.spec.resolve``
+solves it (``match_model``) once the vocabulary
 is known; the solved sizes go into the resolved spec the task (and every checkpoint) is built
 from, and ``src.training.setup.build_run`` logs both counts and writes them to
 ``<run dir>/match_params.json`` (``report_match``), and ``python -m src.report`` shows them.
@@ -220,27 +221,61 @@ class MatchResult:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class MatchParams:
+    """``match_params``: solve the model's sizes (``solve``) so its parameter count is within
+    ``tolerance`` of ``reference``'s (a conf/model name or a mapping of model keys), each solved
+    size a multiple of ``multiple_of``. Checked once, when made (``from_config``, at validation)."""
+
+    reference: str | Mapping[str, Any]
+    solve: str = "d_ff"
+    tolerance: float = 0.01
+    multiple_of: int = 1
+
+    def __post_init__(self) -> None:
+        if self.solve not in SOLVERS:
+            raise ConfigError(
+                f"match_params.solve='{self.solve}' is not known; use one of "
+                f"{', '.join(sorted(SOLVERS))}"
+            )
+        if (
+            isinstance(self.tolerance, bool)
+            or not isinstance(self.tolerance, (int, float))
+            or not 0 <= self.tolerance < 1
+        ):
+            raise ConfigError(
+                f"match_params.tolerance={self.tolerance} must be a fraction in [0, 1), e.g. 0.01 "
+                "for 1%"
+            )
+        if (
+            isinstance(self.multiple_of, bool)
+            or not isinstance(self.multiple_of, int)
+            or self.multiple_of < 1
+        ):
+            raise ConfigError(
+                f"match_params.multiple_of={self.multiple_of} must be a whole number >= 1"
+            )
+
+    @classmethod
+    def from_config(cls, plain: Mapping[str, Any]) -> MatchParams | None:
+        """The run config's ``match_params`` when it names a reference, else None."""
+        node = to_plain(plain.get("match_params"))
+        if not node or node.get("reference") in (None, "", "null"):
+            return None
+        check_keys(node, MATCH_KEYS, where="match_params", prefix="match_params.")
+        return cls(**node)
+
+
 def match_model(
-    model: Mapping[str, Any],
-    reference: str | Mapping[str, Any],
-    *,
-    solve: str = "d_ff",
-    tolerance: float = 0.01,
-    multiple_of: int = 1,
+    model: Mapping[str, Any], params: MatchParams
 ) -> tuple[dict[str, Any], MatchResult]:
-    """(the model with its size solved, the match) so its count is within ``tolerance`` of the
-    reference's."""
-    if solve not in SOLVERS:
-        raise ConfigError(
-            f"match_params.solve='{solve}' is not known; use one of {', '.join(sorted(SOLVERS))}"
-        )
-    if not 0 <= float(tolerance) < 1:
-        raise ConfigError(
-            f"match_params.tolerance={tolerance} must be a fraction in [0, 1), e.g. 0.01 for 1%"
-        )
+    """(the model with its size solved, the match) so its count is within ``params.tolerance`` of
+    the reference's."""
+    reference, solve, tolerance = params.reference, params.solve, float(params.tolerance)
+    multiple_of = int(params.multiple_of)
     model = dict(model)
     target = count_parameters(reference_config(reference, model))
-    solved = SOLVERS[solve](model, target, int(multiple_of))
+    solved = SOLVERS[solve](model, target, multiple_of)
     params = count_parameters(solved)
     rel = (params - target) / target
     changed = {k: solved[k] for k in solved if solved.get(k) != model.get(k)}
@@ -264,30 +299,6 @@ def match_model(
 
 
 MATCH_KEYS = ("reference", "solve", "tolerance", "multiple_of")
-
-
-def match_params_node(plain: Mapping[str, Any]) -> dict[str, Any] | None:
-    """``match_params`` when it names a reference, else None; its keys checked (validation)."""
-    node = to_plain(plain.get("match_params"))
-    if not node or node.get("reference") in (None, "", "null"):
-        return None
-    check_keys(node, MATCH_KEYS, where="match_params", prefix="match_params.")
-    return node
-
-
-def match_params_of(plain: Mapping[str, Any]) -> tuple[dict[str, Any], MatchResult] | None:
-    """The model node solved to ``match_params.reference``'s parameter count, and the solution;
-    None when the run matches nothing. Pure: ``plain`` is unchanged."""
-    node = match_params_node(plain)
-    if node is None:
-        return None
-    return match_model(
-        plain["model"],
-        node["reference"],
-        solve=node.get("solve", "d_ff"),
-        tolerance=float(node.get("tolerance", 0.01)),
-        multiple_of=int(node.get("multiple_of", 1)),
-    )
 
 
 def report_match(result: MatchResult, run_dir: str | Path | None) -> None:

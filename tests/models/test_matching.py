@@ -10,7 +10,7 @@ import pytest
 
 from src.errors import ConfigError
 from src.models import build_model
-from src.models.matching import count_parameters, match_model, match_params_of, report_match
+from src.models.matching import MatchParams, count_parameters, match_model, report_match
 
 
 def test_count_on_meta_equals_real_model(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
@@ -27,7 +27,7 @@ def test_swiglu_matches_gelu_at_two_thirds_width(
 ) -> None:
     gelu = make_tiny_config(d_ff=128)
     solved, r = match_model(
-        dict(gelu, ffn={"name": "swiglu"}), {"ffn": {"name": "gelu"}}, tolerance=0.01
+        dict(gelu, ffn={"name": "swiglu"}), MatchParams({"ffn": {"name": "gelu"}}, tolerance=0.01)
     )
     assert r.reference_params == count_parameters(gelu)
     assert abs(count_parameters(solved) - r.reference_params) <= 0.01 * r.reference_params
@@ -41,7 +41,8 @@ def test_no_position_table_gets_a_wider_ffn(
 ) -> None:
     learned = make_tiny_config()
     solved, r = match_model(
-        dict(learned, position={"name": "none"}), {"position": {"name": "learned"}}, tolerance=0.005
+        dict(learned, position={"name": "none"}),
+        MatchParams({"position": {"name": "learned"}}, tolerance=0.005),
     )
     assert solved["d_ff"] > learned["d_ff"] and abs(r.rel_error) <= 0.005
 
@@ -52,7 +53,7 @@ def test_encoder_decoder_matches_decoder_only(
     dec = make_tiny_config(n_layer=4, d_ff=128, mask={"name": "causal"})
     encdec = dict(dec, family="encoder_decoder", mask=None)
     solved, r = match_model(
-        encdec, {"family": "decoder_only", "mask": {"name": "causal"}}, solve="layers"
+        encdec, MatchParams({"family": "decoder_only", "mask": {"name": "causal"}}, solve="layers")
     )
     assert r.reference_params == count_parameters(dec)
     assert (solved["n_encoder_layer"], solved["n_decoder_layer"]) == (
@@ -66,7 +67,7 @@ def test_named_reference_keeps_the_run_vocabulary(
     make_tiny_config: Callable[..., dict[str, Any]],
 ) -> None:
     run = make_tiny_config(d_model=768, n_head=12, n_layer=12, max_seq_len=1024, vocab_size=50257)
-    solved, r = match_model(run, "gpt2_small", tolerance=1e-4)
+    solved, r = match_model(run, MatchParams("gpt2_small", tolerance=1e-4))
     assert r.reference_params == 124_439_808  # GPT-2 small exactly (conf/model/gpt2_small.yaml)
     assert solved["d_ff"] == 3072 and r.params == 124_439_808
 
@@ -74,15 +75,19 @@ def test_named_reference_keeps_the_run_vocabulary(
 def test_errors_are_explicit(make_tiny_config: Callable[..., dict[str, Any]]) -> None:
     cfg = make_tiny_config()
     with pytest.raises(ConfigError, match="not a model config"):
-        match_model(cfg, "no_such_model")
+        match_model(cfg, MatchParams("no_such_model"))
     with pytest.raises(ConfigError, match="solve='width'"):
-        match_model(cfg, {"d_ff": 100}, solve="width")
+        MatchParams({"d_ff": 100}, solve="width")
+    with pytest.raises(ConfigError, match="tolerance=2"):
+        MatchParams({"d_ff": 100}, tolerance=2)
+    with pytest.raises(ConfigError, match="multiple_of=0"):
+        MatchParams({"d_ff": 100}, multiple_of=0)
     # 64-multiples cannot hit a 1-unit change within 0.01%
     with pytest.raises(ConfigError, match="tolerance"):
-        match_model(cfg, {"d_ff": 65}, multiple_of=64, tolerance=1e-4)
+        match_model(cfg, MatchParams({"d_ff": 65}, multiple_of=64, tolerance=1e-4))
 
 
-def test_match_params_of_solves_the_model_and_report_match_writes_it(
+def test_match_params_from_config_solves_the_model_and_report_match_writes_it(
     tmp_path, make_tiny_config: Callable[..., dict[str, Any]]
 ) -> None:
     plain = {
@@ -95,9 +100,9 @@ def test_match_params_of_solves_the_model_and_report_match_writes_it(
             "multiple_of": 1,
         },
     }
-    match = match_params_of(plain)
-    assert match is not None
-    model, r = match
+    params = MatchParams.from_config(plain)
+    assert params is not None
+    model, r = match_model(plain["model"], params)
     assert model["d_ff"] == r.solved["d_ff"] != 64
     assert plain["model"]["d_ff"] == 64  # pure: the plain config is unchanged
     report_match(r, tmp_path)
@@ -107,10 +112,11 @@ def test_match_params_of_solves_the_model_and_report_match_writes_it(
         and saved["reference_params"] == r.reference_params
     )
     assert (
-        match_params_of({"model": make_tiny_config(), "match_params": {"reference": None}}) is None
+        MatchParams.from_config({"model": make_tiny_config(), "match_params": {"reference": None}})
+        is None
     )
     with pytest.raises(ConfigError, match="match_params.tol=1 is not a key of match_params"):
-        match_params_of(
+        MatchParams.from_config(
             {"model": make_tiny_config(), "match_params": {"reference": "tiny", "tol": 1}}
         )
 
