@@ -15,10 +15,9 @@ Narang et al. 2021 compare at equal parameters), a learned position table adds
       multiple_of: 1                 # round d_ff to a multiple (8 or 64 suit GPUs)
 
 A named reference keeps this run's ``vocab_size`` and special token ids (both models read
-the same tokenizer). validation checks the node once (``MatchParams.from_config``) and ``src.config.spec.resolve``
-solves it (``match_model``) once the vocabulary
-is known; the solved sizes go into the resolved spec the task (and every checkpoint) is built
-from, and ``src.training.setup.build_run`` logs both counts and writes them to
+the same tokenizer). Validation checks the node once (``MatchParams.from_config``);
+``src.config.spec.resolve`` solves it (``match_model``) once the vocabulary is known. The solved
+sizes go into the resolved spec the task (and every checkpoint) is built from, and ``src.training.setup.build_run`` logs both counts and writes them to
 ``<run dir>/match_params.json`` (``report_match``), and ``python -m src.report`` shows them.
 
 Counts are exact: the model is built on PyTorch's ``meta`` device (no memory, no init
