@@ -18,6 +18,11 @@
                                               #   one_factor: also every pair differing in one
                                               #   factor | factor:<key>: only the pairs differing in
                                               #   <key> alone
+      primary: []                             # the declared questions (src/studies/questions.py)
+      interactions: []                        #   and differences of differences
+      test: auto                              # auto | t | permutation (docs/studies.md)
+      max_grid_extensions: 2                  # grid steps added past a chosen edge before confirm
+      allow_edge: false                       # true: confirm even with a chosen value at an edge
       stage: null                             # set per job by python -m src.study (tune|confirm|grid)
     report:
       equivalence_margin: 0.02                # TOST margin in the metric's units (or {metric: margin})
@@ -34,11 +39,13 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from src.errors import ConfigError, check_keys
+from src.studies.questions import Contrast, Interaction, questions_of
 
 DESIGNS = ("two_stage", "grid")
 STAGES = ("tune", "confirm", "grid")
 MATCH_MODES = ("params", "flops", "tokens")
 COMPARISONS = ("baseline", "one_factor")
+TESTS = ("auto", "t", "permutation")
 #: ``comparisons: factor:<key>`` -- only the pairs of variants that differ in ``<key>`` and in
 #: nothing else (an ablation: the same variant under the other value of one factor)
 FACTOR_PREFIX = "factor:"
@@ -98,6 +105,11 @@ class Protocol:
     pilot_sd: float | None = (
         None  # a standard deviation of `metric` over seeds, when the tune runs give none
     )
+    primary: tuple[Contrast, ...] = ()  # the declared questions: Holm runs over these alone
+    interactions: tuple[Interaction, ...] = ()
+    test: str = "auto"  # auto | t | permutation (src/reporting/comparisons.py)
+    max_grid_extensions: int = 2  # steps src.study adds past a chosen value at a grid edge
+    allow_edge: bool = False  # confirm with a chosen value still at an edge (verdicts "edge")
     declared: bool = False
 
     @classmethod
@@ -121,6 +133,16 @@ class Protocol:
                 f"protocol.tune must map keys to candidate lists, e.g. {{optim.lr: [1e-3, 2e-3, "
                 f"4e-3]}}; got {tune!r}"
             )
+        primary, interactions = questions_of(node)
+        extensions = node.get("max_grid_extensions", 2)
+        if isinstance(extensions, bool) or not isinstance(extensions, int) or extensions < 0:
+            raise ConfigError(
+                f"protocol.max_grid_extensions={extensions!r} is invalid: a whole number of grid "
+                "steps, 0 or more (0: never extend)"
+            )
+        allow_edge = node.get("allow_edge", False)
+        if not isinstance(allow_edge, bool):
+            raise ConfigError(f"protocol.allow_edge={allow_edge!r} must be true or false")
         p = cls(
             factors=[str(k) for k in node.get("factors") or []],
             tune={
@@ -146,6 +168,11 @@ class Protocol:
             equivalence_margin=_margin(margin),
             target_mde=_positive(node, "target_mde"),
             pilot_sd=_positive(node, "pilot_sd"),
+            primary=primary,
+            interactions=interactions,
+            test=str(node.get("test") or "auto"),
+            max_grid_extensions=extensions,
+            allow_edge=allow_edge,
             declared=True,
         )
         p.check()
@@ -156,6 +183,7 @@ class Protocol:
             ("design", self.design, DESIGNS),
             ("match", self.match, MATCH_MODES),
             ("comparisons", self.comparisons, COMPARISONS),
+            ("test", self.test, TESTS),
         ):
             if key == "comparisons" and compared_factor(value):
                 continue
@@ -299,6 +327,7 @@ FLAGS = {
     "comparisons": "--comparisons",
     "equivalence_margin": "--equivalence-margin",
     "secondary": "--extra",
+    "test": "--test",
 }
 
 
