@@ -1,8 +1,10 @@
-"""Reports: ``python -m src.report [scaling | extrapolation] ...``.
+"""Reports: ``python -m src.report [scaling | extrapolation | --check-claims | ...] ...``.
 
     python -m src.report <sweep dir>... [--tune optim.lr [--tune <key> ...]] [--baseline key=value[,...]] [--eval-variants]
     python -m src.report scaling <sweep dir>... [--size KEY] [--metric test/loss] [--out DIR] [--boot 1000]
     python -m src.report extrapolation <run dir | .ckpt> [--factors 1 2 4] [--scaling yarn]
+    python -m src.report --check-claims experiments/<study>/claims.yaml
+    python -m src.report --write-claims experiments/<study>/claims.yaml
 
 **The comparison** (the default): turn a sweep into a comparison a reviewer can check. Reads every
 run directory below the given directories (``.hydra/config.yaml`` and ``overrides.yaml``,
@@ -33,6 +35,10 @@ scaling.png).
 **extrapolation**: the perplexity of a run's checkpoint at 1×, 2×, 4× … its training length
 (src/evaluation/extrapolation.py; writes the run's extrapolation.json and metrics.json entries).
 
+**--check-claims / --write-claims**: a study's claims ledger (src/reporting/claims.py) checked
+against the reports its entries name and against the claims table of the README beside it (exit 1
+listing each claim that does not hold), or that table written into the README.
+
 A first argument named ``scaling`` or ``extrapolation`` picks that report; a sweep directory of
 that name is given as ``./scaling``.
 
@@ -56,6 +62,7 @@ from src.cli import is_ours
 from src.errors import WriteError
 from src.evaluation.extrapolation import DEFAULT_FACTORS, extrapolate_run
 from src.reporting.build import ReportFiles, make_report
+from src.reporting.claims import ClaimsCheck, check_claims, read_ledger, write_claims
 from src.reporting.comparisons import PAIRINGS
 from src.reporting.scaling import make_scaling_report
 from src.reporting.table import DEFAULT_SECONDARY
@@ -76,7 +83,7 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
     p = _parser(
         "",
         "Turn a sweep into a comparison a reviewer can check (also: python -m src.report scaling | "
-        "extrapolation -h).",
+        "extrapolation | --check-claims -h).",
     )
     p.add_argument("dirs", nargs="+", help="sweep directories (hydra.sweep.dir) or run directories")
     p.add_argument(
@@ -310,6 +317,44 @@ def extrapolation(argv: Sequence[str] | None = None) -> list[Any]:
     return results
 
 
+def claims(argv: Sequence[str] | None = None) -> ClaimsCheck | Path:
+    """A study's claims ledger checked against its reports and README, or its table written."""
+    p = _parser(
+        "",
+        "Check a study's claims ledger against the report rows it names and the README's claims "
+        "table, or write that table into the README beside the ledger.",
+    )
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument(
+        "--check-claims",
+        metavar="CLAIMS_YAML",
+        help="exit 1 listing each claim whose verdict or direction differs from its report row "
+        "(or whose row is missing), and a README table that is not the ledger's",
+    )
+    given.add_argument(
+        "--write-claims",
+        metavar="CLAIMS_YAML",
+        help="write the ledger's claims table into the README.md beside it, between "
+        "<!-- claims:begin --> and <!-- claims:end -->",
+    )
+    args = p.parse_args(argv)
+    try:
+        if args.write_claims is not None:
+            readme = write_claims(read_ledger(args.write_claims))
+            print(f"wrote the claims table of {args.write_claims} into {readme}")
+            return readme
+        result = check_claims(read_ledger(args.check_claims))
+    except (ValueError, OSError) as e:  # ConfigError is a ValueError, WriteError an OSError
+        p.exit(2, f"python -m src.report: {e}\n")
+    if not result.ok:
+        p.exit(1, "\n".join([*result.claims, *result.readme, result.summary]) + "\n")
+    print(result.summary)
+    return result
+
+
+#: flags that pick the claims ledger instead of a report
+CLAIM_FLAGS = ("--check-claims", "--write-claims")
+
 SUBCOMMANDS: dict[str, Callable[[Sequence[str]], Any]] = {
     "scaling": scaling,
     "extrapolation": extrapolation,
@@ -322,6 +367,8 @@ def main(argv: Sequence[str] | None = None) -> Any:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in SUBCOMMANDS:
         return SUBCOMMANDS[args[0]](args[1:])
+    if any(a.split("=", 1)[0] in CLAIM_FLAGS for a in args):
+        return claims(args)
     return compare(args)
 
 
