@@ -8,9 +8,13 @@ the overrides it needs, into the study's ``hydra.sweep.dir``, resumable (a re-ru
 that completed):
 
 * ``tune`` — every candidate of the tuned keys on ``protocol.tune_seeds`` (``two_stage``), or on
-  every seed (``grid``), ``protocol.stage=tune|grid``;
+  every seed (``grid``), ``protocol.stage=tune|grid``; then its grid extensions: a variant whose
+  chosen value is the smallest or largest candidate runs one more candidate one grid step past it
+  on the same seeds, and selects again, up to ``protocol.max_grid_extensions`` times per key;
 * ``confirm`` (``two_stage``) — per variant, the candidate with the lowest mean ``val/loss`` of
   the tune stage (``src.studies.tuning``) on ``protocol.seeds``, ``protocol.stage=confirm``;
+  refused while a chosen value is still at an edge, unless ``protocol.allow_edge=true`` (under
+  ``grid``, where the verdict runs have run already, the report stage warns instead);
 * ``report`` — ``python -m src.report <sweep dir> --out <--out>``;
 * ``all`` (default) — the three in order.
 
@@ -47,6 +51,8 @@ from src.studies.stages import (
     Plan,
     baseline_index,
     compose,
+    edge_refusal,
+    extension_commands,
     run_commands,
     sweep_plan,
     tune_commands,
@@ -142,6 +148,37 @@ def confirm_seeds(p: Plan) -> list[str]:
     return seeds
 
 
+def extend_grid(p: Plan, dry_run: bool) -> None:
+    """Extension rounds until no variant's chosen value is at an edge it may still extend (at most
+    ``protocol.max_grid_extensions`` per tuned key and variant). A dry run prints the next round,
+    when the selection stage's runs are there to choose from."""
+    if dry_run:
+        try:
+            commands = extension_commands(p) if p.sweep_dir.is_dir() else []
+        except (ConfigError, FileNotFoundError):
+            commands = []
+        if not commands and p.protocol.max_grid_extensions:
+            print(
+                "# grid extensions: once the selection stage has run, a chosen value at an edge "
+                f"of its grid gets a candidate one step past it (at most "
+                f"protocol.max_grid_extensions={p.protocol.max_grid_extensions} per key)"
+            )
+        run_commands(commands, p.sweep_dir, dry_run=True)
+        return
+    # each round adds a candidate or finishes one; the bound only guards against a job that
+    # never finishes yet fails without an error
+    rounds = (p.protocol.max_grid_extensions + 1) * max(1, len(p.protocol.tune)) + 1
+    for _ in range(rounds):
+        commands = extension_commands(p)
+        if not commands:
+            return
+        run_commands(commands, p.sweep_dir, dry_run=False)
+    raise ConfigError(
+        f"the grid extensions in {p.sweep_dir} did not settle in {rounds} rounds: a job at an "
+        "added candidate keeps ending without metrics.json; check its log and run --stage tune again"
+    )
+
+
 def power_plan_of(p: Plan) -> PowerPlan:
     """``--plan``: the tune stage's runs in the sweep directory (or ``protocol.pilot_sd`` alone) ->
     seeds per variant."""
@@ -211,14 +248,27 @@ def main(argv: Sequence[str] | None = None) -> None:
         for stage in stages:
             if stage == "tune":
                 run_commands(tune_commands(p), p.sweep_dir, args.dry_run)
+                extend_grid(p, args.dry_run)
             elif stage == "confirm" and args.dry_run and "tune" in stages:
                 print(
                     "# confirm: one multirun per variant at its chosen value, once the tune stage "
                     "has run"
                 )
             elif stage == "confirm":
-                run_commands(confirm_commands(p), p.sweep_dir, args.dry_run)
+                commands = confirm_commands(p)  # a ConfigError while the tune stage is unfinished
+                refusal = edge_refusal(p) if commands else None
+                if refusal:
+                    raise ConfigError(f"the confirm stage does not start: {refusal}")
+                run_commands(commands, p.sweep_dir, args.dry_run)
             elif stage == "report" and not args.dry_run:
+                # grid design: the verdict runs have run; the report flags the edge
+                if p.protocol.design == "grid":
+                    try:
+                        refusal = edge_refusal(p)
+                    except (ConfigError, FileNotFoundError):  # the report says what is missing
+                        refusal = None
+                    if refusal:
+                        log.warning("verdicts at an edge (the report flags them): %s", refusal)
                 files = make_report([p.sweep_dir], args.out or p.sweep_dir)
                 print(f"wrote {files.markdown}")
     except (ConfigError, FileNotFoundError) as e:

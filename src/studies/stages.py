@@ -1,5 +1,7 @@
 """A study's plan (protocol, sweep directory, variants) and the commands of its stages, run by
-``python -m src.study``."""
+``python -m src.study``: the selection stage, its grid extensions (a chosen value at an edge of its
+grid gets a candidate one step past it, ``src.studies.tuning.extended_value``) and the confirm
+stage, which refuses to start while a chosen value is still at an edge (``edge_refusal``)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from src.errors import ConfigError
 from src.studies.outcomes import run_outcome
 from src.studies.protocol import Protocol, canonical
 from src.studies.runs import IGNORED_KEYS, is_ignored, load_runs, parse_override
-from src.studies.tuning import tune_variants
+from src.studies.tuning import Candidate, TunedVariant, extended_value, tune_variants
 
 log = logging.getLogger("src.study")
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
@@ -178,47 +180,87 @@ def tune_commands(p: Plan) -> list[list[str]]:
     ]
 
 
+def _selection(p: Plan) -> tuple[str, list[str]]:
+    """The selection stage's label and seeds: ``tune`` on the tune seeds, or ``grid`` on all."""
+    if p.protocol.design == "two_stage":
+        return "tune", p.protocol.tune_seeds
+    return "grid", p.protocol.seeds
+
+
+def _label(v: dict[str, str]) -> str:
+    return " ".join(variant_overrides(v)) or "(defaults)"
+
+
+def _tuned(p: Plan) -> list[TunedVariant]:
+    tuned, _, _ = tune_variants(load_runs([p.sweep_dir]), p.protocol, IGNORED_KEYS)
+    return tuned
+
+
+def _tuned_of(
+    p: Plan, tuned: Sequence[TunedVariant], v: dict[str, str], steps: int | None
+) -> TunedVariant:
+    """The tuned variant of the plan's variant ``v`` (a ConfigError when none of its runs is
+    found)."""
+    want = {parse_override(k)[0]: canonical(x) for k, x in v.items()}
+    # flops / tokens matching: the tune runs at this variant's solved steps
+    if steps is not None:
+        want["trainer.max_steps"] = canonical(steps)
+    match = [
+        t
+        for t in tuned
+        if all(canonical(t.variant.values().get(k, "")) == x for k, x in want.items())
+        and any(c.runs for c in t.candidates)
+    ]
+    if not match:
+        raise ConfigError(
+            f"no tune-stage runs for {variant_overrides(v) or '(defaults)'} in {p.sweep_dir}: "
+            "run --stage tune"
+        )
+    return match[0]
+
+
+def _is_added(p: Plan, c: Candidate) -> bool:
+    """A candidate past the declared grid (a grid extension)."""
+    return any(
+        x not in {canonical(y) for y in p.protocol.tune.get(k) or []} for k, x in c.values.items()
+    )
+
+
+def _check_finished(p: Plan, v: dict[str, str], t: TunedVariant) -> None:
+    """Every declared and added candidate of the variant ran on every selection seed."""
+    _, seeds = _selection(p)
+    incomplete = [r.path.name for c in t.candidates for r in c.runs if r.status == "incomplete"]
+    ran = {
+        (tuple(c.values[k] for k in p.protocol.tune), canonical(r.seed))
+        for c in t.candidates
+        for r in c.runs
+    }
+    planned = set(itertools.product(itertools.product(*p.protocol.tune.values()), seeds))
+    planned |= {
+        (tuple(c.values[k] for k in p.protocol.tune), s)
+        for c in t.candidates
+        if _is_added(p, c)
+        for s in seeds
+    }
+    if incomplete or planned - ran:
+        missing = sorted(planned - ran)
+        raise ConfigError(
+            f"the tune stage of {variant_overrides(v) or '(defaults)'} is not finished: "
+            f"{len(incomplete)} run(s) without metrics.json, {len(missing)} not run "
+            f"{'(' + str(missing[0]) + ' …)' if missing else ''}; run --stage tune again first"
+        )
+
+
 def confirm_commands(p: Plan, auto_seeds: Callable[[Plan], list[str]]) -> list[list[str]]:
     """Per variant: its chosen candidate (from the tune stage's runs) on the confirm seeds
     (``auto_seeds(p)`` under ``protocol.seeds: auto``)."""
     if p.protocol.design != "two_stage":
         return []
-    runs = load_runs([p.sweep_dir])
-    tuned, _, _ = tune_variants(runs, p.protocol, IGNORED_KEYS)
+    tuned = _tuned(p)
     out = []
     for v, steps in zip(p.variants, p.steps):
-        want = {parse_override(k)[0]: canonical(x) for k, x in v.items()}
-        # flops / tokens matching: the tune runs at this variant's solved steps
-        if steps is not None:
-            want["trainer.max_steps"] = canonical(steps)
-        match = [
-            t
-            for t in tuned
-            if all(canonical(t.variant.values().get(k, "")) == x for k, x in want.items())
-            and any(c.runs for c in t.candidates)
-        ]
-        if not match:
-            raise ConfigError(
-                f"no tune-stage runs for {variant_overrides(v) or '(defaults)'} in {p.sweep_dir}: "
-                "run --stage tune"
-            )
-        t = match[0]
-        incomplete = [r.path.name for c in t.candidates for r in c.runs if r.status == "incomplete"]
-        ran = {
-            (tuple(c.values[k] for k in p.protocol.tune), canonical(r.seed))
-            for c in t.candidates
-            for r in c.runs
-        }
-        planned = set(
-            itertools.product(itertools.product(*p.protocol.tune.values()), p.protocol.tune_seeds)
-        )
-        if incomplete or planned - ran:
-            missing = sorted(planned - ran)
-            raise ConfigError(
-                f"the tune stage of {variant_overrides(v) or '(defaults)'} is not finished: "
-                f"{len(incomplete)} run(s) without metrics.json, {len(missing)} not run "
-                f"{'(' + str(missing[0]) + ' …)' if missing else ''}; run --stage tune again first"
-            )
+        t = _tuned_of(p, tuned, v, steps)
+        _check_finished(p, v, t)
         if t.chosen is None:
             log.warning(
                 "%s: no candidate could be chosen (%s); skipping its confirm stage",
@@ -242,6 +284,93 @@ def confirm_commands(p: Plan, auto_seeds: Callable[[Plan], list[str]]) -> list[l
             )
         )
     return out
+
+
+def extension_commands(p: Plan) -> list[list[str]]:
+    """One round of grid extension: per variant whose chosen value sits at an edge of its grid with
+    extensions left, the candidate one step past it (the chosen values, that key moved) on the
+    selection seeds, labelled with the selection stage and carrying every tuned value as an
+    override, so the report finds it among the variant's candidates. An added candidate with a
+    seed unfinished is run again first (the sweep resumes)."""
+    if not p.protocol.tune or not p.protocol.max_grid_extensions:
+        return []
+    stage, seeds = _selection(p)
+    tuned = _tuned(p)
+    out = []
+    for v, steps in zip(p.variants, p.steps):
+        t = _tuned_of(p, tuned, v, steps)
+        redo = [
+            c
+            for c in t.candidates
+            if _is_added(p, c)
+            and not set(seeds) <= {canonical(r.seed) for r in c.runs if r.status != "incomplete"}
+        ]
+        if redo:
+            values = redo[0].values
+        else:
+            _check_finished(p, v, t)
+            step = t.next_extension(p.protocol)
+            if step is None or t.chosen is None:
+                continue
+            key, value = step
+            log.info(
+                "%s: %s=%s is at the edge of [%s]; adding %s (extension %d of at most %d)",
+                _label(v),
+                key,
+                t.chosen[key],
+                ", ".join(t.grid(key, p.protocol)),
+                value,
+                len(t.added(key)) + 1,
+                p.protocol.max_grid_extensions,
+            )
+            values = {**t.chosen, key: value}
+        max_steps = [f"trainer.max_steps={steps}"] if steps is not None else []
+        out.append(
+            _train(
+                [
+                    *p.fixed,
+                    *variant_overrides(v),
+                    *max_steps,
+                    *(f"{k}={x}" for k, x in values.items()),
+                    f"seed={_seeds(seeds, 'seeds')}",
+                    f"protocol.stage={stage}",
+                ]
+            )
+        )
+    return out
+
+
+def edge_refusal(p: Plan) -> str | None:
+    """One line naming a variant whose chosen value is still at an edge of its grid, the key, the
+    value and the fix; None when none is, or under ``protocol.allow_edge``."""
+    if p.protocol.allow_edge or not p.protocol.tune:
+        return None
+    tuned = _tuned(p)
+    at_edge = [
+        (v, t)
+        for v, steps in zip(p.variants, p.steps)
+        for t in [_tuned_of(p, tuned, v, steps)]
+        if t.chosen is not None and t.edge
+    ]
+    if not at_edge:
+        return None
+    v, t = at_edge[0]
+    key = t.edge[0]
+    value, grid = (t.chosen or {})[key], t.grid(key, p.protocol)
+    if t.next_extension(p.protocol) is not None:
+        fix = "run --stage tune again (it extends the grid), or set protocol.allow_edge=true"
+    elif extended_value(grid, value) is None:
+        fix = f"add candidates past it to protocol.tune.{key}, or set protocol.allow_edge=true"
+    else:
+        fix = (
+            f"raise protocol.max_grid_extensions (now {p.protocol.max_grid_extensions}) and run "
+            "--stage tune again, or set protocol.allow_edge=true"
+        )
+    more = f" ({len(at_edge) - 1} more variant(s) at an edge)" if len(at_edge) > 1 else ""
+    return (
+        f"{_label(v)}: the chosen {key}={value} is at the edge of its grid [{', '.join(grid)}] "
+        f"after {len(t.added(key))} extension(s){more}; {fix}"
+    )
 
 
 def unfinished_jobs(sweep_dir: Path) -> list[str]:
