@@ -1,22 +1,34 @@
-"""Comparisons a report makes, corrected together, and their verdicts.
+"""Comparisons a report makes, their tests, their families and their verdicts.
 
 Every comparison is one variant against a reference variant on one metric (the primary metric
-and each secondary one), tested on the per-seed final values (``src.reporting.stats``):
+and each secondary one), tested on the per-seed final values. Pairing:
 
-* **paired** (``scipy.stats.ttest_rel``) when both sides ran the same seeds, each once, on the same
-  data order (``same_data``: the batches are a pure function of seed, rank and batch index, so the
-  same seed, block size and batch size mean the same batches). Each comparison records its test,
-  its number of pairs and the correlation between the paired runs;
-* **Welch's** test otherwise, with the reason it could not pair (``pairing_note``).
+* **paired** when both sides ran the same seeds, each once, on the same data order (``same_data``:
+  the batches are a pure function of seed, rank and batch index, so the same seed, block size and
+  batch size mean the same batches); each comparison records its number of pairs and the
+  correlation between the paired runs;
+* **unpaired** otherwise, with the reason it could not pair (``pairing_note``).
   ``pairing="paired"`` or ``"unpaired"`` (``python -m src.report --pairing``) overrides the choice;
   ``paired`` still needs two shared seeds, and says so when it falls back.
 
-The report corrects *all* of them together — the family is every comparison it prints:
+The test (``protocol.test``, ``choose_test``): ``t`` (the paired t-test or Welch's,
+``src.reporting.stats``), ``permutation`` (the exact sign-flip test or the two-sample permutation
+test, with BCa bootstrap intervals: ``src.reporting.resampling``) or ``auto``, which takes the
+permutation test for a bounded metric (accuracy, exact match, BLEU: ``BOUNDED``), for values that
+take at most two distinct values over three or more seeds, and for values or paired differences
+without spread, and the t-test otherwise. Each comparison records its test and why
+(``test_why``).
 
-* ``p_holm`` — Holm's step-down adjustment (Holm 1979) of the p-values of the family (whichever test
-  made each): sort the m p-values, ``p̃_(i) = max_{j <= i} min(1, (m - j + 1) · p_(j))``; it
-  controls the family-wise error rate at α under any dependence between the tests;
-* ``p_tost_holm`` — the same adjustment over the family's equivalence (TOST) p-values.
+A pair that is identical by construction (paired, every seed the same value to the last bit: the
+same initialisation, a diagnostic the changed factor cannot reach) is not a test: its family is
+``IDENTICAL`` and it enters no correction.
+
+Families (``family``): ``PRIMARY`` holds the study's declared questions (``protocol.primary``,
+``src.reporting.families``); every other comparison is exploratory, in a family per metric. Holm's
+step-down adjustment (Holm 1979) runs within each family: sort its m p-values,
+``p̃_(i) = max_{j <= i} min(1, (m - j + 1) · p_(j))``; it controls the family-wise error rate at α
+under any dependence between the tests. ``p_tost_holm``: the same over the family's equivalence
+(TOST) p-values.
 
 Verdicts, at level α (default 0.05):
 
@@ -25,10 +37,13 @@ Verdicts, at level α (default 0.05):
   direction (a gradient-norm ratio) says ``higher`` / ``lower`` instead;
 * ``equivalent`` — not different, and TOST rejects ``|Δ| >= margin`` (``p_tost_holm < α``);
   only with a margin (``report.equivalence_margin``, in the metric's units);
-* ``inconclusive`` — neither: the data cannot tell (the reason says why when there is no test).
+* ``no verdict`` — the exact test cannot reach α at these seeds: its smallest p (``p_floor``: 2/2^n
+  for n pairs) times the family's size is at least α (``reason`` says how many seeds it needs);
+* ``inconclusive`` — none of these: the data cannot tell (the reason says why when there is no
+  test).
 
-The minimum detectable effect (``mde``) is computed at α/m, the level Holm's first step applies,
-with 80 % power and the observed spreads: a true |Δ| below it is likely to be missed.
+The minimum detectable effect (``mde``) of a t-tested comparison is computed at α/m, the level
+Holm's first step applies in its family, with 80 % power and the observed spreads.
 """
 
 from __future__ import annotations
@@ -40,6 +55,13 @@ from typing import Any
 
 import numpy as np
 
+from src.reporting.resampling import (
+    pairs_for_floor,
+    permutation_test,
+    permutation_tost,
+    sign_flip_test,
+    sign_flip_tost,
+)
 from src.reporting.stats import (
     minimum_detectable_effect,
     paired_minimum_detectable_effect,
@@ -50,8 +72,13 @@ from src.reporting.stats import (
     welch_t_test,
 )
 
-VERDICTS = ("better", "worse", "equivalent", "inconclusive")
+VERDICTS = ("better", "worse", "equivalent", "inconclusive", "no verdict")
 PAIRINGS = ("auto", "paired", "unpaired")
+TESTS = ("auto", "t", "permutation")
+#: metrics that live in a bounded range: ``auto`` tests them by permutation
+BOUNDED = ("*acc*", "*accuracy*", "*exact_match*", "*bleu*", "*chrf*", "*fraction*", "*rate")
+PRIMARY = "primary"
+IDENTICAL = "identical by construction"
 LOWER_IS_BETTER = ("*loss*", "*ppl*", "*perplexity*", "*nll*", "*bpb*", "*bits_per*")
 HIGHER_IS_BETTER = ("*bleu*", "*chrf*", "*acc*", "*accuracy*", "*exact_match*")
 
@@ -113,24 +140,45 @@ class Comparison:
     mde: float | None = None
     verdict: str = "inconclusive"
     reason: str = ""  # why there is no test
-    test: str = ""  # "paired" | CONSTANT | "welch" ("" without a test)
+    test: str = ""  # "paired" | "welch" (t-tests) | "sign-flip" | "permutation" ("" without one)
+    test_why: str = ""  # why this test (``choose_test``)
+    p_floor: float | None = None  # the exact test's smallest possible p at these sample sizes
+    exact: bool = True  # the permutation test enumerated every assignment
+    family: str = ""  # PRIMARY | IDENTICAL | the metric (an exploratory family of its own)
+    row: str = ""  # the row's id: a declared question's own, else "metric: variant vs reference"
+    expect: str | None = None  # a declared question's expected direction
     pairs: int = 0  # seeds both sides share (the paired test's n)
     correlation: float | None = None  # of the paired runs' values
     pairing_note: str = ""  # why the comparison is not paired (auto), or why "paired" fell back
     values: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []), repr=False)
 
 
-#: the paired comparison when every seed shows the same difference: the t-test's limit
-#: (docs/studies.md, "The statistics")
-CONSTANT = "paired, no spread"
+def row_id(metric: str, variant: str, reference: str) -> str:
+    """An undeclared comparison's row id (``comparisons.csv``'s ``row``; claims name rows by it)."""
+    return f"{metric}: {variant} vs {reference}"
 
 
-def constant_difference(a: Sequence[float], b: Sequence[float]) -> float | None:
-    """The one value of ``a[i] - b[i]`` when at least 2 pairs all share it (exactly), else None."""
-    if len(a) < 2 or len(a) != len(b):
-        return None
-    d = {float(x) - float(y) for x, y in zip(a, b)}
-    return d.pop() if len(d) == 1 else None
+def bounded(metric: str) -> bool:
+    name = metric.lower()
+    return any(fnmatch.fnmatch(name, pat) for pat in BOUNDED)
+
+
+def choose_test(
+    test: str, metric: str, a: Sequence[float], b: Sequence[float], paired: bool
+) -> tuple[str, str]:
+    """("t" | "permutation", why) for ``protocol.test`` on these values (module docstring)."""
+    if test != "auto":
+        return test, f"protocol.test={test}"
+    if bounded(metric):
+        return "permutation", "bounded metric"
+    for side in (a, b):
+        if len(side) >= 3 and len(set(side)) <= 2:
+            return "permutation", "at most two distinct values over the seeds"
+    if paired and np.ptp(np.subtract(a, b)) == 0:
+        return "permutation", "the paired differences have no spread"
+    if not paired and (np.ptp(a) == 0 or np.ptp(b) == 0):
+        return "permutation", "a side has no spread over seeds"
+    return "t", "unbounded metric with spread over seeds"
 
 
 def compare(
@@ -144,11 +192,13 @@ def compare(
     seeds: tuple[Sequence[Any], Sequence[Any]] | None = None,
     same_data: bool = True,
     pairing: str = "auto",
+    test: str = "auto",
 ) -> Comparison:
     """The unadjusted comparison (``decide`` adds the family's corrections and the verdict).
 
     seeds: the seed of each value of ``a`` and of ``b`` (same order); with them, and ``same_data``
-    (both sides read the same batches for a seed), the comparison is paired by seed (module doc)."""
+    (both sides read the same batches for a seed), the comparison is paired by seed (module doc).
+    test: ``protocol.test`` (auto | t | permutation)."""
     if pairing not in PAIRINGS:
         raise ValueError(f"pairing={pairing!r}: use one of {', '.join(PAIRINGS)}")
     sa, sb = summarize(a), summarize(b)
@@ -156,6 +206,7 @@ def compare(
     xb = [float(x) for x in b if x is not None and np.isfinite(x)]
     delta = sa.mean - sb.mean if sa.mean is not None and sb.mean is not None else None
     c = Comparison(metric, variant, reference, (sa.n, sb.n), delta, margin=margin, values=(xa, xb))
+    c.row = row_id(metric, variant, reference)
     # no runs (a tune-stage-only report has no verdict runs), or none finished with a number
     if delta is None:
         c.reason = (
@@ -169,32 +220,49 @@ def compare(
     paired = _pairs(a, b, seeds, same_data, pairing, c) if pairing != "unpaired" else None
     if paired is not None:
         pa, pb = paired
-        test = paired_t_test(pa, pb)
-        if test is not None:
-            c.test, c.pairs, c.correlation, c.values = "paired", test.n, test.correlation, (pa, pb)
-            c.p, c.delta_ci_low, c.delta_ci_high = test.p, test.ci_low, test.ci_high
+        c.pairs, c.values = len(pa), (pa, pb)
+        if pa == pb:  # to the last bit: nothing the changed factor reaches
+            c.family, c.verdict = IDENTICAL, IDENTICAL
+            c.reason = f"every one of the {len(pa)} seeds gives both sides the same value"
+            return c
+        kind, c.test_why = choose_test(test, metric, pa, pb, paired=True)
+        if np.std(pa) > 0 and np.std(pb) > 0:
+            c.correlation = float(np.corrcoef(pa, pb)[0, 1])
+        if kind == "permutation":
+            r = sign_flip_test(pa, pb)
+            assert r is not None  # >= 2 pairs (_pairs)
+            c.test, c.p, c.p_floor, c.exact = "sign-flip", r.p, r.p_floor, r.exact
+            c.delta_ci_low, c.delta_ci_high = r.ci_low, r.ci_high
+            c.p_tost = sign_flip_tost(pa, pb, margin) if margin else None
+            return c
+        t = paired_t_test(pa, pb)
+        if t is not None:
+            c.test, c.correlation = "paired", t.correlation
+            c.p, c.delta_ci_low, c.delta_ci_high = t.p, t.ci_low, t.ci_high
             c.p_tost = paired_tost(pa, pb, margin) if margin else None
             return c
-        same = constant_difference(pa, pb)
-        # every seed the same difference (a saturated metric: exact match 1.00 vs 0.00)
-        if same is not None:
-            c.test, c.pairs, c.values = CONSTANT, len(pa), (pa, pb)
-            # scipy's ttest_rel: t = ±inf, p = 0; no difference at all: p = 1
-            c.p = 0.0 if same != 0 else 1.0
-            c.delta_ci_low = c.delta_ci_high = same
-            # TOST's limit: t = ±inf
-            c.p_tost = (0.0 if abs(same) < margin else 1.0) if margin else None
-            return c
-        c.pairing_note = "the paired differences have no spread"
+        c.reason = (
+            "the paired differences have no spread: the t-test is undefined (protocol.test=auto "
+            "or permutation tests them)"
+        )
+        return c
     if min(sa.n, sb.n) < 2:
         c.reason = f"{min(sa.n, sb.n)} seed{'s' if min(sa.n, sb.n) != 1 else ''} on one side"
         return c
-    test = welch_t_test(xa, xb)
-    if test is None:
-        c.reason = "no seed spread"
+    kind, c.test_why = choose_test(test, metric, xa, xb, paired=False)
+    if kind == "permutation":
+        r = permutation_test(xa, xb)
+        assert r is not None  # >= 2 values a side (above)
+        c.test, c.p, c.p_floor, c.exact = "permutation", r.p, r.p_floor, r.exact
+        c.delta_ci_low, c.delta_ci_high = r.ci_low, r.ci_high
+        c.p_tost = permutation_tost(xa, xb, margin) if margin else None
+        return c
+    w = welch_t_test(xa, xb)
+    if w is None:
+        c.reason = "no seed spread: the t-test is undefined (protocol.test=auto tests it)"
         return c
     c.test = "welch"
-    c.p, c.delta_ci_low, c.delta_ci_high = test.p, test.ci_low, test.ci_high
+    c.p, c.delta_ci_low, c.delta_ci_high = w.p, w.ci_low, w.ci_high
     c.p_tost = tost(xa, xb, margin) if margin else None
     return c
 
@@ -233,22 +301,45 @@ def _pairs(
     return [da[s] for s in shared], [db[s] for s in shared]
 
 
-def decide(comparisons: Sequence[Comparison], alpha: float = 0.05) -> int:
-    """Holm over the family, the MDE at α/m and the verdict of each comparison, in place.
-    Returns m, the number of tested comparisons."""
-    tested = [c for c in comparisons if c.p is not None]
+def families(comparisons: Sequence[Comparison]) -> dict[str, list[Comparison]]:
+    """The families of ``comparisons``, the primary one first; identical pairs are in none."""
+    out: dict[str, list[Comparison]] = {}
+    for c in sorted(comparisons, key=lambda c: c.family != PRIMARY):
+        if c.family != IDENTICAL:
+            out.setdefault(c.family or c.metric, []).append(c)
+    return out
+
+
+def decide(comparisons: Sequence[Comparison], alpha: float = 0.05) -> dict[str, int]:
+    """Holm within each family, the MDE at α/m and the verdict of each comparison, in place.
+    Returns each family's m, its number of tested comparisons."""
+    sizes: dict[str, int] = {}
+    for name, family in families(comparisons).items():
+        for c in family:
+            c.family = name
+        sizes[name] = _decide_family(family, alpha)
+    return sizes
+
+
+def _decide_family(family: Sequence[Comparison], alpha: float) -> int:
+    tested = [c for c in family if c.p is not None]
     m = len(tested)
     for c, ph in zip(tested, holm([c.p for c in tested])):  # type: ignore[misc]
         c.p_holm = ph
     with_margin = [c for c in tested if c.p_tost is not None]
     for c, ph in zip(with_margin, holm([c.p_tost for c in with_margin])):  # type: ignore[misc]
         c.p_tost_holm = ph
-    for c in comparisons:
+    for c in family:
         c.verdict = "inconclusive"
         if c.p is None:
             continue
-        mde = paired_minimum_detectable_effect if c.test == "paired" else minimum_detectable_effect
-        c.mde = mde(*c.values, alpha=alpha / max(m, 1))
+        if c.test in ("paired", "welch"):
+            mde = (
+                paired_minimum_detectable_effect
+                if c.test == "paired"
+                else minimum_detectable_effect
+            )
+            c.mde = mde(*c.values, alpha=alpha / max(m, 1))
         if c.p_holm is not None and c.p_holm < alpha and c.delta:
             way = direction(c.metric)
             up = c.delta > 0
@@ -259,4 +350,18 @@ def decide(comparisons: Sequence[Comparison], alpha: float = 0.05) -> int:
             )
         elif c.p_tost_holm is not None and c.p_tost_holm < alpha:
             c.verdict = "equivalent"
+        elif (
+            c.p_floor is not None
+            and c.p_floor * m >= alpha
+            # TOST's one-sided tests: half the two-sided floor, Holm over the margin's family
+            and (c.p_tost is None or c.p_floor / 2 * len(with_margin) >= alpha)
+        ):
+            # Holm's smallest threshold is α/m: no p this test can give passes it
+            c.verdict = "no verdict"
+            need = pairs_for_floor(alpha / m) if c.test == "sign-flip" else None
+            c.reason = (
+                f"no verdict possible at n = {min(c.n)}: the exact test's smallest p, "
+                f"{c.p_floor:.3g}, times the family's {m} test{'s' if m != 1 else ''} is not below "
+                f"α = {alpha}" + (f"; {need} seeds per variant could reach it" if need else "")
+            )
     return m

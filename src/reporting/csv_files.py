@@ -162,6 +162,8 @@ def run_records(report: Report) -> list[dict[str, Any]]:
 def comparison_records(report: Report) -> list[dict[str, Any]]:
     return [
         {
+            "row": c.row,
+            "family": c.family,
             "metric": c.metric,
             "variant": c.variant,
             "reference": c.reference,
@@ -179,6 +181,10 @@ def comparison_records(report: Report) -> list[dict[str, Any]]:
             "verdict": c.verdict,
             "reason": c.reason,
             "test": c.test,
+            "test_why": c.test_why,
+            "p_floor": c.p_floor,
+            "exact": c.exact if c.p_floor is not None else None,
+            "expect": c.expect,
             "pairs": c.pairs,
             "correlation": c.correlation,
             "pairing_note": c.pairing_note,

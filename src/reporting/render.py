@@ -21,6 +21,7 @@ from src.reporting.sections import (
     _seeds_lines,
     _tests_text,
     _verdict_cells,
+    family_lines,
     fixed,
     one_line,
     plural,
@@ -58,6 +59,51 @@ def _verdict_keys(metric: str, rows: Sequence[VariantRow]) -> list[str]:
         if k == metric or (k.startswith(metric + "@") and k[len(metric) + 1 :].isdigit())
     }
     return sorted(found, key=lambda k: (k != metric, int(k.split("@")[1]) if "@" in k else 0))
+
+
+def _extension_lines(report: Report) -> list[str]:
+    """The grid extensions ``python -m src.study`` made (each variant's candidates past the declared
+    grid, read from its runs) and the variants whose verdicts stand at a value still at an edge."""
+    p, rows = report.protocol, report.rows
+    made = [(row, e) for row in rows for e in row.tuned.extensions]
+    flagged = [row for row in rows if row.tuned.edge_verdicts]
+    if not made and not flagged:
+        return []
+    lines = ["## Grid extensions", ""]
+    if made:
+        lines += [
+            "A variant whose chosen value was the smallest or largest candidate ran one more "
+            "candidate, one grid step past it, on its selection seeds, and was selected again (at "
+            f"most protocol.max_grid_extensions={p.max_grid_extensions} per key; docs/studies.md, "
+            "Grid extension).",
+            "",
+            "| variant | key | declared grid | added | edge closed |",
+            "|---|---|---|---|---|",
+        ]
+        for row, e in made:
+            chosen = f"chosen {(row.tuned.chosen or {}).get(e.key, 'none')}"
+            lines.append(
+                f"| {row.label} | `{e.key}` | {', '.join(p.tune.get(e.key, []))} | "
+                f"{', '.join(e.added)} | {f'yes ({chosen})' if e.closed else f'**no** ({chosen})'} |"
+            )
+        lines.append("")
+    else:
+        lines += [f"None made (protocol.max_grid_extensions={p.max_grid_extensions}).", ""]
+    if flagged:
+        lines += [
+            "Verdicts flagged **edge**: "
+            + "; ".join(
+                f"{row.label} ("
+                + ", ".join(f"{k}={(row.tuned.chosen or {})[k]}" for k in row.tuned.edge)
+                + ")"
+                for row in flagged
+            )
+            + ": made at a chosen value still at an edge of its grid (protocol.allow_edge="
+            f"{str(p.allow_edge).lower()}); the variant's best may lie outside the grid, so they "
+            "hold at that value, not necessarily at its best.",
+            "",
+        ]
+    return lines
 
 
 def render_markdown(
@@ -117,6 +163,7 @@ def render_markdown(
         if isinstance(margin, (int, float))
         else "; ".join(f"`{k}` ±{v}" for k, v in margin.items())
     )
+    tested = sum(report.sizes.values())
     lines += [
         "## Protocol",
         "",
@@ -132,19 +179,20 @@ def render_markdown(
         f"Baseline: **{base}**. Comparisons: {_comparisons_text(p.comparisons)}, "
         f"on `{p.metric}`"
         + (f" and {len(report.secondary)} secondary metric(s)" if report.secondary else "")
-        + f": {plural(len(report.comparisons), 'comparison')}, {report.m} with a test. "
+        + f": {plural(len(report.comparisons), 'comparison')}, {tested} with a test. "
         + (
-            f"{_tests_text(report)}, two-sided, Holm-corrected over all {report.m} at α = "
-            f"{report.alpha}; equivalence margin {margin_text} (TOST, Holm-corrected); MDE = the "
-            f"smallest |Δ| the comparison's test at α/m = {report.alpha / max(report.m, 1):.3g} "
-            f"detects with {POWER:.0%} power given the observed spreads."
-            if report.m
-            else "No comparison has a test (see the reasons in the table), so nothing is corrected and no "
-            "verdict is possible."
+            f"{_tests_text(report)}; two-sided, Holm-corrected within each family at α = "
+            f"{report.alpha}; equivalence margin {margin_text} (TOST, Holm-corrected); MDE (t-tests) "
+            f"= the smallest |Δ| the test at α/m of its family detects with {POWER:.0%} power given "
+            "the observed spreads."
+            if tested
+            else "No comparison has a test (see the reasons in the table), so nothing is corrected "
+            "and no verdict is possible."
         )
         + " How to read each column: docs/studies.md.",
         "",
     ]
+    lines += family_lines(report)
     lines += _evaluation_lines(evaluated)
     auto = seeds_plan_line(read_json(Path(roots[0]) / SEEDS_PLAN)) if roots else None
     lines += (
@@ -256,6 +304,7 @@ def render_markdown(
             ]
         notes = [f"- {row.label}: {n}" for row in rows for n in row.tuned.notes]
         lines += [""] + (notes + [""] if notes else [])
+        lines += _extension_lines(report)
 
     if report.secondary and verdicts:
         lines += ["## Secondary metrics", ""]

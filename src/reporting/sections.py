@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from src.provenance import FIELDS as PROVENANCE_FIELDS
-from src.reporting.comparisons import CONSTANT, Comparison
+from src.reporting.comparisons import IDENTICAL, PRIMARY, Comparison
 from src.reporting.stats import POWER, Summary, seeds_needed
 from src.reporting.table import Report, VariantRow, counted
 from src.studies.protocol import compared_factor
@@ -152,21 +152,72 @@ def _verdict_cells(c: Comparison | None, baseline: bool, digits: int = 3) -> lis
     ]
 
 
+#: each test by its name in ``Comparison.test``
+TEST_NAMES = {
+    "paired": "the paired t-test (by seed, same data order)",
+    "welch": "Welch's t-test",
+    "sign-flip": "the exact sign-flip test (by seed; BCa bootstrap interval)",
+    "permutation": "the two-sample permutation test (BCa bootstrap interval)",
+}
+
+
 def _tests_text(report: Report) -> str:
-    """Which tests the family used: paired by seed where both sides share seeds and data order, else
-    Welch's."""
-    used = Counter(c.test for c in report.comparisons if c.test)
+    """Which tests the comparisons used, and why (``choose_test``)."""
+    used = Counter((c.test, c.test_why) for c in report.comparisons if c.test)
     if not used:
         return "No test could be made"
-    names = {
-        "paired": "the paired t-test (by seed, same data order)",
-        "welch": "Welch's t-test",
-        CONSTANT: "the paired t-test's limit where every seed shows the same difference (p = 0 for a nonzero "
-        "one; p = 1 and equivalent within any margin for none)",
-    }
-    return "By " + " and ".join(
-        f"{names[k]} for {plural(n, 'comparison')}" for k, n in sorted(used.items())
+    return "By " + "; ".join(
+        f"{TEST_NAMES[test]} for {plural(n, 'comparison')} ({why})"
+        for (test, why), n in sorted(used.items())
     )
+
+
+def family_lines(report: Report) -> list[str]:
+    """The primary family's table (the report's first), the identical pairs, and the sizes of the
+    exploratory families."""
+    primary = [c for c in report.comparisons if c.family == PRIMARY]
+    lines = ["## Primary family: the declared questions", ""]
+    if not primary:
+        lines += [
+            "No question was declared (`protocol.primary` is empty): every comparison below is "
+            "exploratory, Holm-corrected within its own family.",
+            "",
+        ]
+    else:
+        m = report.sizes.get(PRIMARY, 0)
+        lines += [
+            f"Holm over these {plural(m, 'test')} alone, at α = {report.alpha}.",
+            "",
+            "| question | variant | against | metric | test | Δ [95% CI] | p | p (Holm) | verdict "
+            "| expected |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for c in primary:
+            d, pv, ph, v, _ = _verdict_cells(c, False, 4)
+            lines.append(
+                f"| {c.row} | {c.variant} | {c.reference} | `{c.metric}` | {c.test or '–'} | {d} "
+                f"| {pv} | {ph} | {v} | {c.expect or '–'} |"
+            )
+        lines.append("")
+    others = {k: m for k, m in report.sizes.items() if k != PRIMARY}
+    if others:
+        lines += [
+            "Exploratory families (each Holm-corrected on its own; a verdict there is a lead for a "
+            "declared question, not a finding): "
+            + "; ".join(f"`{k}` ({plural(m, 'test')})" for k, m in others.items())
+            + ".",
+            "",
+        ]
+    same = [c for c in report.comparisons if c.family == IDENTICAL]
+    if same:
+        lines += [
+            "Identical by construction (every seed gives both sides the same value, to the last "
+            "bit; not a test, in no family): "
+            + "; ".join(f"`{c.metric}` {c.variant} vs {c.reference}" for c in same)
+            + ".",
+            "",
+        ]
+    return lines
 
 
 def _pairing_lines(report: Report) -> list[str]:
@@ -176,11 +227,11 @@ def _pairing_lines(report: Report) -> list[str]:
     for c in report.comparisons:
         if c.metric != report.protocol.metric or not c.test:
             continue
-        if c.test in ("paired", CONSTANT):
+        if c.test in ("paired", "sign-flip"):
             r = "–" if c.correlation is None else f"{c.correlation:+.2f}"
             rows.append(f"| {c.variant} | {c.reference} | {c.test} | {c.pairs} | {r} | |")
         else:
-            rows.append(f"| {c.variant} | {c.reference} | Welch | – | – | {c.pairing_note} |")
+            rows.append(f"| {c.variant} | {c.reference} | {c.test} | – | – | {c.pairing_note} |")
     if not rows:
         return []
     return [
@@ -205,7 +256,7 @@ def _seeds_lines(report: Report) -> list[str]:
             n = seeds_needed(
                 c.delta or 0.0,
                 float(np.std(d, ddof=1)),
-                alpha=report.alpha / max(report.m, 1),
+                alpha=report.alpha / max(report.sizes.get(c.family, 1), 1),
                 paired=True,
             )
         elif c.test == "welch":
@@ -213,7 +264,7 @@ def _seeds_lines(report: Report) -> list[str]:
                 c.delta or 0.0,
                 float(np.std(c.values[0], ddof=1)),
                 float(np.std(c.values[1], ddof=1)),
-                alpha=report.alpha / max(report.m, 1),
+                alpha=report.alpha / max(report.sizes.get(c.family, 1), 1),
             )
         else:
             no_spread[c.reason] += (

@@ -21,6 +21,7 @@ from typing import Any
 
 from src.errors import ConfigError
 from src.reporting.comparisons import Comparison, compare, decide, margin_for
+from src.reporting.families import declare_primary, interaction_rows
 from src.reporting.stats import Summary, summarize
 from src.studies.eval_variants import changed_by_scaling
 from src.studies.outcomes import OUTCOMES, run_outcome
@@ -117,8 +118,8 @@ class Report:
     varying: list[str]
     shared: dict[str, str]
     secondary: list[str]
-    comparisons: list[Comparison]  # the whole family
-    m: int  # tested comparisons (Holm's family size)
+    comparisons: list[Comparison]  # every comparison, of every family
+    sizes: dict[str, int]  # each family's tested comparisons (its Holm m), the primary first
     alpha: float
     references: list[Reference]
     reference_note: str
@@ -201,7 +202,12 @@ def _node(config: dict[str, Any], key: str) -> Any:
 
 
 def compare_rows(
-    key: str, a: VariantRow, b: VariantRow, margin: float | None, pairing: str
+    key: str,
+    a: VariantRow,
+    b: VariantRow,
+    margin: float | None,
+    pairing: str,
+    test: str = "auto",
 ) -> Comparison:
     """``a`` against ``b`` on ``key``, paired by seed where both read the same batches for a
     seed."""
@@ -217,6 +223,7 @@ def compare_rows(
         seeds=([r.seed for r in ra], [r.seed for r in rb]),
         same_data=same_data,
         pairing=pairing,
+        test=test,
     )
 
 
@@ -362,18 +369,33 @@ def build_report(
                 a, b = rows[i].variant.values(), rows[j].variant.values()
                 if baseline not in (i, j) and sum(a.get(k) != b.get(k) for k in keys) == 1:
                     pairs.append((j, i))
+
+    def pair(key: str, i: int, j: int) -> Comparison:
+        margin = margin_for(key, protocol.equivalence_margin, metric)
+        return compare_rows(key, rows[i], rows[j], margin, pairing, protocol.test)
+
     for i, j in pairs:
         for key in [metric, *sec]:
             if not (rows[i].compared_on(key) and rows[j].compared_on(key)):
                 continue
-            c = compare_rows(
-                key, rows[i], rows[j], margin_for(key, protocol.equivalence_margin, metric), pairing
-            )
-            comps.append(c)
-            if key == metric and j == baseline:
-                rows[i].comparison = c
-    m = decide(comps, alpha)
+            comps.append(pair(key, i, j))
+    variants, labels = [r.variant for r in rows], [r.label for r in rows]
+    declare_primary(protocol.primary, comps, variants, labels, metric, pair)
+    comps += interaction_rows(
+        protocol.interactions,
+        variants,
+        labels,
+        varying,
+        protocol,
+        lambda i: counted(rows[i].runs),
+        lambda idx: len({data_order(r) for i in idx for r in counted(rows[i].runs)}) == 1,
+        pairing,
+    )
+    for c in comps:
+        if c.metric == metric and c.reference == labels[baseline] and c.variant in labels:
+            rows[labels.index(c.variant)].comparison = c
+    sizes = decide(comps, alpha)
     refs, note = references_of(rows, baseline) if rows else ([], "")
     return Report(
-        protocol, rows, baseline, list(varying), dict(shared), sec, comps, m, alpha, refs, note
+        protocol, rows, baseline, list(varying), dict(shared), sec, comps, sizes, alpha, refs, note
     )

@@ -13,6 +13,7 @@ import pytest
 
 from src.errors import ConfigError
 from src.report import make_report
+from src.reporting.comparisons import IDENTICAL
 from src.reporting.csv_files import REPORT_COLUMNS
 from src.studies.outcomes import run_outcome
 from src.studies.protocol import Protocol
@@ -139,9 +140,13 @@ def test_verdicts_use_test_and_recompute_from_runs_csv(tmp_path: Path) -> None:
     unpaired = make_report([tmp_path / "sweep"], tmp_path / "out_welch", pairing="unpaired")
     welch = {r["variant"]: r for r in read_csv(unpaired.csv)}["model/ffn=swiglu"]
     assert float(welch["p"]) == pytest.approx(stats.ttest_ind(a, b, equal_var=False).pvalue)
-    assert [c["metric"] for c in comps] == ["test/loss", "translation/bleu"]  # the family: 2 tests
-    ps = [float(c["p"]) for c in comps]
-    assert float(row["p_holm"]) == pytest.approx(min(1.0, 2 * ps[0]) if ps[0] <= ps[1] else max(ps))
+    # no primary family declared: each metric is a family of one test, so Holm leaves p alone
+    assert [(c["metric"], c["family"]) for c in comps] == [
+        ("test/loss", "test/loss"),
+        ("translation/bleu", "translation/bleu"),
+    ]
+    assert float(row["p_holm"]) == pytest.approx(float(row["p"]))
+    assert comps[1]["test"] == "sign-flip" and comps[1]["test_why"] == "bounded metric"
     assert row["verdict"] in ("better", "worse", "equivalent", "inconclusive")
     # the references and the compute columns
     md = files.markdown.read_text()
@@ -438,7 +443,16 @@ def test_one_factor_pairs_under_flops_matching(tmp_path: Path) -> None:
         (label("swiglu", "rmsnorm"), label("gelu", "rmsnorm")),
         (label("swiglu", "rmsnorm"), label("swiglu", "layernorm")),
     }
-    assert report.m == 5  # Holm's family: the 3 baseline comparisons and the 2 one-factor pairs
+    # the fabricated metric ignores model/norm: the 2 pairs differing in the norm alone are identical
+    # by construction (no test, no family); the test/loss family holds the other 3
+    identical = [c for c in report.comparisons if c.family == IDENTICAL]
+    assert sorted((c.variant, c.reference) for c in identical) == sorted(
+        [
+            (label("gelu", "rmsnorm"), label("gelu", "layernorm")),
+            (label("swiglu", "rmsnorm"), label("swiglu", "layernorm")),
+        ]
+    )
+    assert report.sizes == {"test/loss": 3}
 
 
 def test_factor_comparisons_pair_each_variant_with_itself_under_the_other_value(
@@ -477,7 +491,7 @@ def test_factor_comparisons_pair_each_variant_with_itself_under_the_other_value(
         (label(f, "rmsnorm"), label(f, "layernorm")) for f in ("gelu", "swiglu", "relu")
     }
     # Holm's family: the three pairs alone, not the 5 baseline comparisons
-    assert report.m == len(primary) == 3
+    assert report.sizes["test/loss"] == len(primary) == 3
     # mean of 0.2 + 0.01 seed^2
     assert all(c.delta == pytest.approx(-(0.2 + 0.01 * 14 / 3)) for c in primary)
     rows = {r.label: r for r in report.rows}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from src.reporting.comparisons import compare, decide, direction, holm, margin_for
+from src.reporting.comparisons import IDENTICAL, compare, decide, direction, holm, margin_for
 from src.reporting.stats import minimum_detectable_effect, power_at, summarize, tost, welch_t_test
 
 
@@ -116,8 +116,13 @@ def test_verdicts() -> None:
         ),
         compare("test/loss", "one seed", "base", [2.0], tight, margin=0.02),
     ]
-    m = decide(comps, alpha=0.05)
-    assert m == 6  # the one-seed comparison has no test
+    sizes = decide(comps, alpha=0.05)
+    # a family per metric (none is declared primary); the one-seed comparison has no test
+    assert sizes == {
+        "test/loss": 4,
+        "translation/bleu": 1,
+        "grad_norm/decoder.ffn.last_over_first": 1,
+    }
     assert [c.verdict for c in comps] == [
         "worse",
         "better",
@@ -128,8 +133,12 @@ def test_verdicts() -> None:
         "inconclusive",
     ]
     assert comps[-1].reason == "1 seed on one side" and comps[-1].p_holm is None
-    assert comps[0].p_holm == pytest.approx(min(1.0, sorted_rank_p(comps, comps[0])))
-    assert all(c.mde is not None and c.mde > 0 for c in comps[:-1])
+    # Holm within the test/loss family
+    family = [c for c in comps if c.metric == "test/loss"]
+    assert comps[0].p_holm == pytest.approx(min(1.0, sorted_rank_p(family, comps[0])))
+    # the t-tests' MDE; BLEU is bounded, so auto tests it by permutation (no MDE)
+    assert comps[4].test == "permutation" and comps[4].mde is None
+    assert all(c.mde is not None and c.mde > 0 for c in comps[:4] + comps[5:6])
     assert (
         direction("test/loss") == "lower"
         and direction("val/acc") == "higher"
@@ -259,13 +268,13 @@ def test_mismatched_seeds_or_batches_fall_back_to_welch_and_say_why(tmp_path) ->
     assert c.test == "welch" and "different batches" in c.pairing_note
 
 
-def test_a_saturated_metric_takes_the_paired_tests_limit() -> None:
-    """Exact match 1.00 on every seed against 0.00 on every seed: the paired differences have no spread, and scipy's
-    ttest_rel gives t = inf, p = 0, so "better" survives Holm; both 0.00 on every seed: p = 1 and equivalent within
-    the margin (TOST's limit); a constant difference beyond the margin is never equivalent; unpaired (no seeds), the
-    same values have no test at all."""
+def test_a_saturated_metric_takes_the_exact_sign_flip_test() -> None:
+    """Exact match 1.00 on every seed against 0.00: the paired differences have no spread, so auto
+    takes the sign-flip test, whose smallest p on 5 pairs is 2/2^5 = 0.0625: no Holm family can
+    reach α = 0.05 with it, and the verdict says so (with the seeds that could). Both 0.00 on every
+    seed is identical by construction: no test, no family. Unpaired, the same values get the
+    two-sample permutation test (smallest p 2/C(10, 5))."""
     seeds = ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5])
-    assert stats.ttest_rel([1.0] * 5, [0.0] * 5).pvalue == 0.0  # the limit this follows
     comps = [
         compare(
             "test/exact_match", "solves", "base", [1.0] * 5, [0.0] * 5, margin=0.05, seeds=seeds
@@ -278,17 +287,26 @@ def test_a_saturated_metric_takes_the_paired_tests_limit() -> None:
         ),
         compare("test/exact_match", "unpaired", "base", [1.0] * 5, [0.0] * 5, margin=0.05),
     ]
-    decide(comps)
+    sizes = decide(comps)
     solves, fail, off, unpaired = comps
-    assert solves.test == "paired, no spread" and solves.p == 0.0 and solves.verdict == "better"
+    assert sizes == {"test/exact_match": 3}
+    assert solves.test == "sign-flip" and solves.p == pytest.approx(0.0625)
+    assert solves.test_why == "bounded metric" and solves.p_floor == pytest.approx(0.0625)
     assert (solves.delta_ci_low, solves.delta_ci_high, solves.pairs) == (1.0, 1.0, 5)
-    assert fail.p == 1.0 and fail.p_tost == 0.0 and fail.verdict == "equivalent"
-    assert off.verdict == "better" and off.p_tost == 1.0
-    assert (
-        unpaired.test == ""
-        and unpaired.reason == "no seed spread"
-        and unpaired.verdict == "inconclusive"
-    )
+    assert solves.verdict == "no verdict" and off.verdict == "no verdict"
+    # 2 / 2^n < 0.05 / 3 first at n = 7
+    assert "no verdict possible at n = 5" in solves.reason and "7 seeds" in solves.reason
+    assert fail.family == IDENTICAL and fail.verdict == IDENTICAL and fail.p is None
+    assert unpaired.test == "permutation" and unpaired.p == pytest.approx(2 / 252)
+    assert unpaired.p_holm == pytest.approx(3 * 2 / 252) and unpaired.verdict == "better"
+
+
+def test_protocol_test_t_on_constant_differences_has_no_test() -> None:
+    """Under protocol.test=t a constant paired difference leaves the t-test undefined: no p (the
+    old 'paired, no spread' p = 0 is gone), and the reason names the tests that apply."""
+    seeds = ([1, 2, 3], [1, 2, 3])
+    c = compare("test/loss", "a", "b", [2.0, 2.1, 2.2], [1.9, 2.0, 2.1], seeds=seeds, test="t")
+    assert c.p is None and c.test == "" and "protocol.test=auto or permutation" in c.reason
 
 
 def test_no_test_says_whether_runs_are_missing_or_their_numbers_are() -> None:
