@@ -154,16 +154,18 @@ def extend_grid(p: Plan, dry_run: bool) -> None:
     when the selection stage's runs are there to choose from."""
     if dry_run:
         try:
-            commands = extension_commands(p) if p.sweep_dir.is_dir() else []
-        except (ConfigError, FileNotFoundError):
-            commands = []
-        if not commands and p.protocol.max_grid_extensions:
+            commands = extension_commands(p) if p.sweep_dir.is_dir() else None
+        except (ConfigError, FileNotFoundError):  # the selection stage has not run (or finished)
+            commands = None
+        if commands is None and p.protocol.max_grid_extensions:
             print(
                 "# grid extensions: once the selection stage has run, a chosen value at an edge "
                 f"of its grid gets a candidate one step past it (at most "
                 f"protocol.max_grid_extensions={p.protocol.max_grid_extensions} per key)"
             )
-        run_commands(commands, p.sweep_dir, dry_run=True)
+        elif not commands and p.protocol.max_grid_extensions:
+            print("# grid extensions: none to make (no chosen value at an edge it may extend)")
+        run_commands(commands or [], p.sweep_dir, dry_run=True)
         return
     # each round adds a candidate or finishes one; the bound only guards against a job that
     # never finishes yet fails without an error
