@@ -286,5 +286,10 @@ def test_cli_latency_quick(capsys: pytest.CaptureFixture[str]) -> None:
     res = cli_latency.main(["--quick"])
     out = capsys.readouterr().out
     _header_ok(out)
-    assert set(res) == {"misspelt key", "wrong group value"}  # each checked: rc 1, one line
+    # each checked: rc 1, one line with its did-you-mean
+    assert set(res) == {
+        "misspelt key",
+        "wrong group value",
+        *(f"misspelt key, src.{e}" for e in ("eval", "generate", "prepare", "inspect")),
+    }
     assert all(ratio > 0 for ratio in res.values())
