@@ -66,7 +66,7 @@ from src.reporting.claims import ClaimsCheck, check_claims, read_ledger, write_c
 from src.reporting.comparisons import PAIRINGS
 from src.reporting.scaling import make_scaling_report
 from src.reporting.table import DEFAULT_SECONDARY
-from src.studies.protocol import DESIGNS
+from src.studies.protocol import DESIGNS, TESTS
 from src.studies.runs import IGNORED_KEYS
 
 
@@ -179,6 +179,20 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
         help="only the runs of these protocol stages (e.g. tune: the tune stage's report while the confirm "
         "stage runs)",
     )
+    p.add_argument(
+        "--test",
+        default=None,
+        choices=TESTS,
+        help="the test (default: the protocol's, else auto: the exact permutation test for bounded, "
+        "two-valued or spreadless metrics, the t-test otherwise)",
+    )
+    p.add_argument(
+        "--questions",
+        default=None,
+        metavar="FILE",
+        help="a YAML file with primary: and interactions: (the protocol's keys), for runs that "
+        "declared none; the report says they were declared after the runs",
+    )
     p.add_argument("--title", default=None)
     args = p.parse_args(argv)
     try:
@@ -200,6 +214,8 @@ def compare(argv: Sequence[str] | None = None) -> ReportFiles:
             eval_variants=args.eval_variants,
             stages=args.stages,
             title=args.title,
+            test=args.test,
+            questions=args.questions,
         )
     except (
         ValueError,

@@ -6,21 +6,25 @@ the plots. ``python -m src.report`` (src/report.py) and ``python -m src.study`` 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from src.errors import ConfigError
+import yaml
+
+from src.errors import ConfigError, check_keys
 from src.files import atomic_write
 from src.reporting import plots as report_plots
 from src.reporting.csv_files import write_all
+from src.reporting.families import matching
 from src.reporting.probe_plots import probe_curves
 from src.reporting.render import render_markdown
 from src.reporting.table import DEFAULT_SECONDARY, Report, build_report
 from src.studies.eval_variants import eval_variant_runs, without_scaled
-from src.studies.protocol import Protocol, canonical, merge_protocols
+from src.studies.protocol import Protocol, merge_protocols
+from src.studies.questions import Contrast, Interaction, questions_of
 from src.studies.run_checks import check_duplicates, check_units
-from src.studies.runs import IGNORED_KEYS, RunRecord, Variant, config_value, load_runs
+from src.studies.runs import IGNORED_KEYS, RunRecord, Variant, load_runs
 from src.studies.tuning import tune_variants
 
 
@@ -46,20 +50,8 @@ def find_baseline(variants: Sequence[Variant], spec: str | None) -> int:
     ``key=value`` of ``spec`` (comma-separated)."""
     if not spec:
         return 0
-    wanted = {
-        k.lstrip("+"): canonical(v)
-        for k, v in (p.split("=", 1) for p in spec.split(",") if "=" in p)
-    }
-
-    def value(v: Variant, key: str) -> str:
-        found = v.values().get(key)
-        return canonical(
-            found if found is not None else config_value(v.runs[0].config, key) if v.runs else ""
-        )
-
-    matches = [
-        i for i, v in enumerate(variants) if all(value(v, k) == val for k, val in wanted.items())
-    ]
+    wanted = dict(p.split("=", 1) for p in spec.split(",") if "=" in p)
+    matches = matching(wanted, variants)
     # the one with the fewest other overrides (a follow-up's extra key does not steal the baseline)
     if matches:
         return min(matches, key=lambda i: (len(variants[i].key), i))
@@ -79,6 +71,8 @@ def resolve_protocol(
     comparisons: str | None = None,
     secondary: Sequence[str] | None = None,
     baseline: str | None = None,
+    test: str | None = None,
+    questions: str | Path | None = None,
 ) -> Protocol:
     """The runs' declared protocol (they must agree), with the given flags applied on top.
 
@@ -94,6 +88,9 @@ def resolve_protocol(
         "equivalence_margin": equivalence_margin,
         "secondary": secondary,
         "tune": {} if fixed else (tune or None),
+        "test": test,
+        "primary": questions,
+        "interactions": questions,
     }
     declared = merge_protocols(
         [p for r in runs if (p := Protocol.from_config(r.config)) is not None],
@@ -119,9 +116,13 @@ def resolve_protocol(
         ("comparisons", comparisons),
         ("baseline", baseline),
         ("equivalence_margin", equivalence_margin),
+        ("test", test),
     ):
         if value is not None:
             changes[key] = value
+    if questions is not None:
+        changes["primary"], changes["interactions"] = read_questions(questions)
+        changes["questions_from"] = str(questions)
     if secondary is not None:
         changes["secondary"] = list(secondary)
     elif not p.secondary:
@@ -129,6 +130,25 @@ def resolve_protocol(
     p = replace(p, **changes)
     p.check()
     return p
+
+
+def read_questions(path: str | Path) -> tuple[tuple[Contrast, ...], tuple[Interaction, ...]]:
+    """``primary:`` and ``interactions:`` from a YAML file (``src.report --questions``): questions
+    declared after the runs, which the report labels as such."""
+    path = Path(path)
+    try:
+        node = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError(
+            f"--questions {path}: {e}; give a YAML file with primary: and/or interactions:"
+        ) from None
+    if not isinstance(node, Mapping) or not set(node) & {"primary", "interactions"}:
+        raise ConfigError(
+            f"--questions {path}: expected a mapping with primary: and/or interactions: (docs/studies.md, "
+            "'Families')"
+        )
+    check_keys(node, ["primary", "interactions"], where=f"--questions {path}")
+    return questions_of(node)
 
 
 def make_report(
@@ -150,6 +170,8 @@ def make_report(
     eval_variants: bool = False,
     stages: Sequence[str] | None = None,
     title: str | None = None,
+    test: str | None = None,
+    questions: str | Path | None = None,
 ) -> ReportFiles:
     """Build the report of the runs under ``roots``; write it to ``out`` (default ``roots[0]``).
 
@@ -169,6 +191,8 @@ def make_report(
         comparisons=comparisons,
         secondary=extra,
         baseline=baseline,
+        test=test,
+        questions=questions,
     )
     left_out: dict[str, int] | None = None
     if stages:

@@ -19,9 +19,11 @@ take at most two distinct values over three or more seeds, and for values or pai
 without spread, and the t-test otherwise. Each comparison records its test and why
 (``test_why``).
 
-A pair that is identical by construction (paired, every seed the same value to the last bit: the
-same initialisation, a diagnostic the changed factor cannot reach) is not a test: its family is
-``IDENTICAL`` and it enters no correction.
+A pair that is identical by construction (paired, every seed the same value: the same
+initialisation, a diagnostic the changed factor cannot reach) is not a test: its family is
+``IDENTICAL`` and it enters no correction. "The same value" is to the last float32 bits
+(``ULPS`` units in the last place: the metrics are float32 computations, and two runs may reach
+the same number along different code paths).
 
 Families (``family``): ``PRIMARY`` holds the study's declared questions (``protocol.primary``,
 ``src.reporting.families``); every other comparison is exploratory, in a family per metric. Holm's
@@ -158,6 +160,18 @@ def row_id(metric: str, variant: str, reference: str) -> str:
     return f"{metric}: {variant} vs {reference}"
 
 
+#: metrics are float32 computations: two runs that compute the same number along different code
+#: paths (another optimizer's parameter groups) may differ in its last float32 bits
+ULPS = 4
+FLOAT32_EPS = float(np.finfo(np.float32).eps)
+
+
+def same_values(a: Sequence[float], b: Sequence[float]) -> bool:
+    """Every pair equal to within ``ULPS`` float32 units in the last place: identical by
+    construction."""
+    return all(abs(x - y) <= ULPS * FLOAT32_EPS * max(abs(x), abs(y)) for x, y in zip(a, b))
+
+
 def bounded(metric: str) -> bool:
     name = metric.lower()
     return any(fnmatch.fnmatch(name, pat) for pat in BOUNDED)
@@ -221,7 +235,7 @@ def compare(
     if paired is not None:
         pa, pb = paired
         c.pairs, c.values = len(pa), (pa, pb)
-        if pa == pb:  # to the last bit: nothing the changed factor reaches
+        if same_values(pa, pb):  # nothing the changed factor reaches
             c.family, c.verdict = IDENTICAL, IDENTICAL
             c.reason = f"every one of the {len(pa)} seeds gives both sides the same value"
             return c

@@ -185,8 +185,15 @@ def family_lines(report: Report) -> list[str]:
         ]
     else:
         m = report.sizes.get(PRIMARY, 0)
+        source = report.protocol.questions_from
         lines += [
-            f"Holm over these {plural(m, 'test')} alone, at α = {report.alpha}.",
+            (
+                f"Declared in `{source}` after the runs (post hoc, so these are questions asked of "
+                "data already seen). "
+                if source
+                else "Declared by the runs' protocol, before they ran. "
+            )
+            + f"Holm over these {plural(m, 'test')} alone, at α = {report.alpha}.",
             "",
             "| question | variant | against | metric | test | Δ [95% CI] | p | p (Holm) | verdict "
             "| expected |",
@@ -211,8 +218,8 @@ def family_lines(report: Report) -> list[str]:
     same = [c for c in report.comparisons if c.family == IDENTICAL]
     if same:
         lines += [
-            "Identical by construction (every seed gives both sides the same value, to the last "
-            "bit; not a test, in no family): "
+            "Identical by construction (every seed gives both sides the same value, to float32's "
+            "last bits; not a test, in no family): "
             + "; ".join(f"`{c.metric}` {c.variant} vs {c.reference}" for c in same)
             + ".",
             "",

@@ -110,6 +110,8 @@ class Protocol:
     test: str = "auto"  # auto | t | permutation (src/reporting/comparisons.py)
     max_grid_extensions: int = 2  # steps src.study adds past a chosen value at a grid edge
     allow_edge: bool = False  # confirm with a chosen value still at an edge (verdicts "edge")
+    # the questions came from this file after the runs (src.report --questions), not from the runs
+    questions_from: str | None = None
     declared: bool = False
 
     @classmethod
@@ -125,7 +127,11 @@ class Protocol:
 
     @classmethod
     def from_node(cls, node: Mapping[str, Any], margin: Any = None) -> Protocol:
-        known = {f.name for f in fields(cls)} - {"declared", "equivalence_margin"} | {"stage"}
+        known = {f.name for f in fields(cls)} - {
+            "declared",
+            "equivalence_margin",
+            "questions_from",
+        } | {"stage"}
         check_keys(node, sorted(known), where="protocol", prefix="protocol.")
         tune = node.get("tune") or {}
         if not isinstance(tune, Mapping):
@@ -328,6 +334,8 @@ FLAGS = {
     "equivalence_margin": "--equivalence-margin",
     "secondary": "--extra",
     "test": "--test",
+    "primary": "--questions",
+    "interactions": "--questions",
 }
 
 
