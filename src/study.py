@@ -203,6 +203,7 @@ def power_plan_of(p: Plan) -> PowerPlan:
             baseline_index(p),
             p.protocol.target_mde,
             p.protocol.pilot_sd,
+            protocol=p.protocol,
         )
     base = find_baseline([t.variant for t in tuned], p.protocol.baseline)
     return power_plan(tuned, varying, base, p.protocol, p.protocol.target_mde, p.protocol.pilot_sd)

@@ -9,6 +9,13 @@ the selection metric); ``protocol.pilot_sd`` stands in when those runs have fewe
 (for the unpaired design only: a pilot standard deviation says nothing of the pairing). Seeds
 are found with ``src.reporting.stats.seeds_needed`` (noncentral t). The compute per run is the
 tune runs' mean wall time and training FLOPs (``budget.json``'s FLOPs per token × tokens seen).
+
+The family is the declared primary one when the protocol declares questions (``protocol.primary``
+and the primary interactions: ``primary_size``), else every variant against the baseline. Where the
+verdict will come from the exact sign-flip test (``protocol.test=permutation``, or ``auto`` on a
+bounded metric: ``src.reporting.comparisons.choose_test``), no p can be below ``2 / 2^n`` with n
+seeds, so no verdict is possible below ``pairs_for_floor(α/m)`` seeds whatever the spread: the plan
+says so and never plans fewer.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from src.errors import ConfigError
+from src.reporting.comparisons import bounded
+from src.reporting.resampling import pairs_for_floor, sign_flip_floor
 from src.reporting.stats import POWER, seeds_needed
 from src.studies.protocol import Protocol
 from src.studies.runs import RunRecord
@@ -72,6 +81,10 @@ class PowerPlan:
     run_seconds: float | None  # mean wall time of one tune run
     run_flops: float | None  # mean training FLOPs of one tune run
     variants: int
+    family: int = 1  # m: the tests Holm corrects together
+    # the fewest seeds at which the exact test can reach α/m; None: the t-test will decide
+    floor_seeds: int | None = None
+    floor_why: str = ""
 
     def compute(self, seeds: int | None) -> str:
         if seeds is None:
@@ -106,6 +119,17 @@ class PowerPlan:
             "Compute: seeds × variants runs at the tune runs' mean wall time and training FLOPs "
             "per run.",
         ]
+        if self.floor_seeds is not None:
+            n = self.floor_seeds
+            lines += [
+                "",
+                f"The verdicts will come from the exact sign-flip test ({self.floor_why}): with n "
+                "seeds its smallest two-sided p is 2/2^n, so at α/m = "
+                f"{self.alpha:.3g} ({self.family} test{'s' if self.family != 1 else ''} in the "
+                f"family) no verdict is possible with fewer than {n} seeds per variant "
+                f"(2/2^{n - 1} = {sign_flip_floor(n - 1):.3g}; 2/2^{n} = {sign_flip_floor(n):.3g}). "
+                "The paired column above never plans fewer.",
+            ]
         return "\n".join(lines)
 
 
@@ -146,8 +170,9 @@ def power_plan(
         chosen.append(
             _values(cand.runs if cand is not None else [], protocol.metric, protocol.select)
         )
-    m = max(1, len(tuned) - 1)
+    m = primary_size(protocol) or max(1, len(tuned) - 1)
     level = alpha / m
+    floor, why = exact_floor(protocol, level)
     rows = []
     for i, t in enumerate(tuned):
         if i == baseline:
@@ -173,6 +198,8 @@ def power_plan(
         )
         if sd_d == 0.0:
             paired = 2
+        if floor is not None and paired is not None:
+            paired = max(paired, floor)
         rows.append(
             PlanRow(
                 t.variant.label(varying),
@@ -198,7 +225,25 @@ def power_plan(
         float(np.mean(walls)) if walls else None,
         float(np.mean(flops)) if flops else None,
         len(tuned),
+        m,
+        floor,
+        why,
     )
+
+
+def primary_size(protocol: Protocol) -> int:
+    """The declared primary family's size (0 when nothing is declared)."""
+    return len(protocol.primary) + sum(i.family == "primary" for i in protocol.interactions)
+
+
+def exact_floor(protocol: Protocol, level: float) -> tuple[int | None, str]:
+    """(the fewest seeds whose sign-flip test can reach ``level``, why that test) when the verdict
+    metric will be tested by permutation; (None, "") when the t-test will decide."""
+    if protocol.test == "permutation":
+        return pairs_for_floor(level), "protocol.test=permutation"
+    if protocol.test == "auto" and bounded(protocol.metric):
+        return pairs_for_floor(level), f"protocol.test=auto on the bounded {protocol.metric}"
+    return None, ""
 
 
 def pilot_plan(
@@ -207,9 +252,11 @@ def pilot_plan(
     target_mde: float,
     pilot_sd: float | None,
     alpha: float = 0.05,
+    protocol: Protocol | None = None,
 ) -> PowerPlan:
     """Before any run: every variant against the baseline at the pilot spread (unpaired only)."""
-    m = max(1, len(labels) - 1)
+    m = (primary_size(protocol) if protocol else 0) or max(1, len(labels) - 1)
+    floor, why = exact_floor(protocol, alpha / m) if protocol else (None, "")
     n = seeds_needed(target_mde, pilot_sd, pilot_sd, alpha=alpha / m) if pilot_sd else None
     rows = [
         PlanRow(
@@ -218,4 +265,4 @@ def pilot_plan(
         for i, label in enumerate(labels)
         if i != baseline
     ]
-    return PowerPlan(rows, float(target_mde), alpha / m, None, None, len(labels))
+    return PowerPlan(rows, float(target_mde), alpha / m, None, None, len(labels), m, floor, why)

@@ -112,3 +112,23 @@ def test_a_comparison_names_its_test_and_why_and_holm_applies_within_its_family(
     assert (c.test, c.test_why) == ("sign-flip", "bounded metric")
     assert c.p == pytest.approx(want) and c.p_holm == pytest.approx(want)
     assert c.verdict == "better"  # 7 of 8 seeds one way: p = 2 · 2/256 < 0.05
+
+
+def test_plan_knows_the_exact_tests_floor() -> None:
+    """--plan with 4 declared questions on a bounded metric: α/m = 0.0125, and 2/2^n first goes
+    below it at n = 8, so no verdict is possible with fewer seeds; the t-test's plan has no floor."""
+    from src.reporting.planning import pilot_plan
+    from src.studies.protocol import Protocol
+
+    questions = [
+        {"id": f"q{i}", "variant": f"model/ffn=v{i}", "reference": "model/ffn=gelu"}
+        for i in range(4)
+    ]
+    exact = Protocol.from_node({"metric": "test/exact_match", "primary": questions})
+    plan = pilot_plan(["gelu", "a", "b", "c", "d", "e"], 0, 0.1, 0.05, protocol=exact)
+    assert plan.family == 4 and plan.alpha == pytest.approx(0.0125)
+    assert plan.floor_seeds == 8 and "bounded test/exact_match" in plan.floor_why
+    assert "no verdict is possible with fewer than 8 seeds per variant" in plan.render()
+    loss = Protocol.from_node({"metric": "test/loss", "primary": questions})
+    plan = pilot_plan(["gelu", "a", "b", "c", "d", "e"], 0, 0.1, 0.05, protocol=loss)
+    assert plan.floor_seeds is None and "sign-flip" not in plan.render()
