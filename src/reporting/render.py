@@ -106,6 +106,34 @@ def _extension_lines(report: Report) -> list[str]:
     return lines
 
 
+def what_it_is(report: Report) -> list[str]:
+    """The report's first line when it is no evidence about architectures: its baseline does not
+    beat the bigram reference on the verdict metric (a smoke test), or no run has the verdict
+    metric (``test=false``: the command that reports on validation instead)."""
+    p, rows = report.protocol, report.rows
+    if rows and not any(r.primary.n for r in rows) and any(counted(r.runs) for r in rows):
+        split = p.metric.split("/")[0]
+        return [
+            f"**No run has `{p.metric}`** (the runs were trained with `test=false`, or the "
+            f"{split} split was never scored), so no variant has a verdict figure. Report on the "
+            "validation split instead: `python -m src.report <sweep dir> --metric val/loss` "
+            "(a validation-split verdict also chose the learning rates: say so when you quote it).",
+            "",
+        ]
+    split = p.metric.split("/")[0]
+    bigram = next((r for r in report.references if r.order == 2), None)
+    loss = bigram.loss(split) if bigram is not None and p.metric.endswith("/loss") else None
+    base = rows[report.baseline].primary.mean if rows else None
+    if loss is not None and base is not None and base >= loss:
+        return [
+            f"**A smoke test, not evidence about architectures:** the baseline's `{p.metric}` "
+            f"({base:.4f}) does not beat the bigram reference row ({loss:.4f}), so the models "
+            "have not learned more than adjacent-token statistics.",
+            "",
+        ]
+    return []
+
+
 def render_markdown(
     report: Report,
     *,
@@ -118,7 +146,7 @@ def render_markdown(
     """``left_out``: the runs ``--stages`` kept out of the report, counted per stage (None: every
     run is in)."""
     p, rows = report.protocol, report.rows
-    lines: list[str] = [f"# {title}", ""]
+    lines: list[str] = [f"# {title}", ""] + what_it_is(report)
     total_wall = sum(r.metric("wall_time_s") or 0.0 for r in runs)
     evaluated = [row for row in rows if row.evaluation_of is not None]
     lines += [

@@ -256,6 +256,8 @@ def _seeds_lines(report: Report) -> list[str]:
     primary = [c for c in report.comparisons if c.metric == report.protocol.metric]
     if not primary or any(c.verdict in ("better", "worse", "equivalent") for c in primary):
         return []
+    if not any(r.primary.n for r in report.rows):  # no run has the metric: seeds would not help
+        return []
     needs, no_spread = [], Counter()
     for c in primary:
         if c.test == "paired":

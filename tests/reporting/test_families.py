@@ -207,3 +207,35 @@ def test_study_1_primary_family_holds_its_questions_and_the_step0_ratios_none(
     ]
     assert len(per_seed) == 5 and c.delta == pytest.approx(np.mean(per_seed))
     assert c.p == pytest.approx(stats.ttest_1samp(per_seed, 0.0).pvalue)
+
+
+def _plain_sweep(root: Path, test_loss: float | None, bigram: float) -> Path:
+    for ffn in ("gelu", "swiglu"):
+        for seed in SEEDS:
+            t = None if test_loss is None else test_loss + 0.01 * seed + 0.05 * (ffn == "swiglu")
+            write_run(
+                root,
+                [f"model/ffn={ffn}", f"seed={seed}"],
+                config={"protocol": {"factors": ["model/ffn"], "seeds": list(SEEDS)}},
+                metrics=completed(2.0 + 0.01 * seed, t),
+                ngram={
+                    "val": {"2": {"loss": bigram, "tokens": 100}},
+                    "test": {"2": {"loss": bigram, "tokens": 100}},
+                },
+            )
+    return root
+
+
+def test_a_report_below_the_bigram_row_opens_as_a_smoke_test(tmp_path: Path) -> None:
+    md = make_report([_plain_sweep(tmp_path / "s", 3.0, 2.5)], tmp_path / "out").markdown
+    second = md.read_text().split("\n")[2]
+    assert second.startswith("**A smoke test, not evidence about architectures:**")
+    fine = make_report([_plain_sweep(tmp_path / "t", 2.0, 2.5)], tmp_path / "out2").markdown
+    assert "smoke test" not in fine.read_text()
+
+
+def test_runs_without_a_test_metric_get_the_validation_command(tmp_path: Path) -> None:
+    md = make_report([_plain_sweep(tmp_path / "s", None, 2.5)], tmp_path / "out").markdown
+    text = md.read_text()
+    assert text.split("\n")[2].startswith("**No run has `test/loss`**")
+    assert "--metric val/loss" in text and "Too few seeds" not in text
