@@ -10,6 +10,8 @@
       verdict: worse                          # better | worse | equivalent | inconclusive |
                                               # no verdict | higher | lower
       direction: higher                       # optional: the sign of the row's delta asserted
+      cause: false                            # optional: true when the sentence names a cause;
+                                              # its row must then be an interaction row
 
 A row's id is its ``row`` column; a report written before that column existed gives each row the
 id ``f"{metric}: {variant} vs {reference}"``. ``read_ledger`` checks the file once (its keys,
@@ -39,7 +41,7 @@ from src.files import atomic_write
 VERDICTS = ("better", "worse", "equivalent", "inconclusive", "no verdict", "higher", "lower")
 #: the sign of the row's delta a claim may assert
 DIRECTIONS = ("lower", "higher")
-KEYS = ("id", "sentence", "report", "row", "verdict", "direction")
+KEYS = ("id", "sentence", "report", "row", "verdict", "direction", "cause")
 REQUIRED = ("id", "sentence", "report", "row", "verdict")
 COMPARISONS = "comparisons.csv"
 BEGIN, END = "<!-- claims:begin -->", "<!-- claims:end -->"
@@ -59,6 +61,7 @@ class Claim:
     row: str
     verdict: str
     direction: str | None = None
+    cause: bool = False  # the sentence names a cause: only an interaction row can carry it
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,12 @@ def _entry(raw: Any, index: int, path: Path, seen: set[str]) -> Claim:
             f"{where}: direction={direction!r} is not one of {', '.join(DIRECTIONS)}; write the "
             "sign of the delta the sentence asserts, or leave direction out"
         )
+    cause = raw.get("cause", False)
+    if not isinstance(cause, bool):
+        raise ConfigError(
+            f"{where}: cause={cause!r} must be true or false (true: the sentence names a cause, "
+            "so its row must be an interaction)"
+        )
     link = PurePosixPath(raw["report"])
     if link.suffix != ".csv":
         link = link / COMPARISONS
@@ -139,7 +148,7 @@ def _entry(raw: Any, index: int, path: Path, seen: set[str]) -> Claim:
             "ledger: the report directory or its comparisons.csv) or write the report with "
             "python -m src.report"
         )
-    return Claim(name, raw["sentence"], report, str(link), raw["row"], verdict, direction)
+    return Claim(name, raw["sentence"], report, str(link), raw["row"], verdict, direction, cause)
 
 
 def _text(value: Any) -> bool:
@@ -230,6 +239,11 @@ def claim_problem(claim: Claim, rows: Mapping[str, list[dict[str, str]]], ledger
     if claim.direction is not None and sign != claim.direction:
         wrong.append(
             f"asserts a {claim.direction} delta, the row's delta is {row.get('delta') or 'empty'}"
+        )
+    if claim.cause and row.get("interaction") != "True":
+        wrong.append(
+            "names a cause, but the row is not an interaction (a cause needs a difference of "
+            "differences: declare it in protocol.interactions)"
         )
     if not wrong:
         return ""

@@ -149,6 +149,7 @@ class Comparison:
     family: str = ""  # PRIMARY | IDENTICAL | the metric (an exploratory family of its own)
     row: str = ""  # the row's id: a declared question's own, else "metric: variant vs reference"
     expect: str | None = None  # a declared question's expected direction
+    interaction: bool = False  # a difference of differences (``src.reporting.families``)
     pairs: int = 0  # seeds both sides share (the paired test's n)
     correlation: float | None = None  # of the paired runs' values
     pairing_note: str = ""  # why the comparison is not paired (auto), or why "paired" fell back

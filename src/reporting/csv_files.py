@@ -185,6 +185,7 @@ def comparison_records(report: Report) -> list[dict[str, Any]]:
             "p_floor": c.p_floor,
             "exact": c.exact if c.p_floor is not None else None,
             "expect": c.expect,
+            "interaction": c.interaction,
             "pairs": c.pairs,
             "correlation": c.correlation,
             "pairing_note": c.pairing_note,

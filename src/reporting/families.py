@@ -163,7 +163,7 @@ def interaction_rows(
             pairing=pairing,
             test=protocol.test,
         )
-        c.row = q.id
+        c.row, c.interaction = q.id, True
         c.family = PRIMARY if q.family == PRIMARY else f"interactions: {key}"
         if not all(seeds):
             c.reason = (

@@ -243,3 +243,28 @@ def test_shipped_ledgers_match_their_reports(ledger):
     """Every study's ledger holds against its reports, and its README's table is the ledger's."""
     result = check_claims(read_ledger(ledger))
     assert result.ok, "\n".join([*result.claims, *result.readme])
+
+
+def test_a_cause_must_rest_on_an_interaction_row(tmp_path):
+    """cause: true (the sentence names a cause) holds only on a row the report marks as an
+    interaction (a difference of differences), never on one comparison."""
+    cause = {"sentence": "The format causes ALiBi's lead.", "report": "cpu", "verdict": "better"}
+    ledger = study(tmp_path, [{"id": "c", "row": "alibi_lead", "cause": True, **cause}])
+    with (tmp_path / "cpu" / "comparisons.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(("row", "family", *COLUMNS, "interaction"))
+        w.writerow(("alibi_lead", "test/acc", "test/acc", "alibi", "nope", "0.3", "0.01", "0.02",
+                    "better", "False"))  # fmt: skip
+        w.writerow(("format_x_scheme", "primary", "test/acc", "(a − b) at f=x", "(a − b) at f=y",
+                    "0.2", "0.01", "0.02", "better", "True"))  # fmt: skip
+    problems = check_claims(read_ledger(ledger)).claims
+    assert len(problems) == 1 and "the row is not an interaction" in problems[0]
+    ledger.write_text(
+        yaml.safe_dump([{"id": "c", "row": "format_x_scheme", "cause": True, **cause}])
+    )
+    assert not check_claims(read_ledger(ledger)).claims
+    ledger.write_text(
+        yaml.safe_dump([{"id": "c", "row": "format_x_scheme", "cause": "yes", **cause}])
+    )
+    with pytest.raises(ConfigError, match="cause='yes' must be true or false"):
+        read_ledger(ledger)
