@@ -9,19 +9,16 @@ from pathlib import Path
 
 from src.jsonfile import read_json
 from src.reporting.comparisons import direction
+from src.reporting.family_sections import family_lines, pairing_lines, seeds_lines, tests_text
 from src.reporting.planning import SEEDS_PLAN, seeds_plan_line
 from src.reporting.sections import (
     _comparisons_text,
     _evaluation_lines,
     _factorial_lines,
     _metric_table,
-    _pairing_lines,
     _scored_lines,
     _secondary_comparison,
-    _seeds_lines,
-    _tests_text,
     _verdict_cells,
-    family_lines,
     fixed,
     one_line,
     plural,
@@ -209,7 +206,7 @@ def render_markdown(
         + (f" and {len(report.secondary)} secondary metric(s)" if report.secondary else "")
         + f": {plural(len(report.comparisons), 'comparison')}, {tested} with a test. "
         + (
-            f"{_tests_text(report)}; two-sided, Holm-corrected within each family at α = "
+            f"{tests_text(report)}; two-sided, Holm-corrected within each family at α = "
             f"{report.alpha}; equivalence margin {margin_text} (TOST, Holm-corrected); MDE (t-tests) "
             f"= the smallest |Δ| the test at α/m of its family detects with {POWER:.0%} power given "
             "the observed spreads."
@@ -225,8 +222,8 @@ def render_markdown(
     auto = seeds_plan_line(read_json(Path(roots[0]) / SEEDS_PLAN)) if roots else None
     lines += (
         ([auto, ""] if auto else [])
-        + _pairing_lines(report)
-        + _seeds_lines(report)
+        + pairing_lines(report)
+        + seeds_lines(report)
         + _factorial_lines(report)
     )
     # False: --stages tune (no verdict runs at all)
