@@ -74,32 +74,30 @@ def _mean_diff(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(a, axis=axis) - np.mean(b, axis=axis)
 
 
-def _sign_flip_p(d: np.ndarray, alternative: str = "two-sided") -> tuple[float, bool]:
-    exact = d.size <= EXACT_PAIRS
+def _permutation_p(
+    data: tuple[np.ndarray, ...], statistic, kind: str, exact: bool, alternative: str
+) -> float:
+    """``scipy.stats.permutation_test``: every assignment when ``exact``, else ``DRAWS``."""
     r = stats.permutation_test(
-        (d,),
-        np.mean,
-        permutation_type="samples",
+        data,
+        statistic,
+        permutation_type=kind,
         vectorized=True,
         n_resamples=np.inf if exact else DRAWS,
         alternative=alternative,
         rng=np.random.default_rng(SEED),
     )
-    return float(r.pvalue), exact
+    return float(r.pvalue)
+
+
+def _sign_flip_p(d: np.ndarray, alternative: str = "two-sided") -> tuple[float, bool]:
+    exact = d.size <= EXACT_PAIRS
+    return _permutation_p((d,), np.mean, "samples", exact, alternative), exact
 
 
 def _split_p(a: np.ndarray, b: np.ndarray, alternative: str = "two-sided") -> tuple[float, bool]:
     exact = math.comb(a.size + b.size, a.size) <= EXACT_SPLITS
-    r = stats.permutation_test(
-        (a, b),
-        _mean_diff,
-        permutation_type="independent",
-        vectorized=True,
-        n_resamples=np.inf if exact else DRAWS,
-        alternative=alternative,
-        rng=np.random.default_rng(SEED),
-    )
-    return float(r.pvalue), exact
+    return _permutation_p((a, b), _mean_diff, "independent", exact, alternative), exact
 
 
 def _interval(data: tuple[np.ndarray, ...], statistic, point: float) -> tuple[float, float]:
