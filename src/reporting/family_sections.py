@@ -9,6 +9,7 @@ from collections import Counter
 import numpy as np
 
 from src.reporting.comparisons import IDENTICAL, PRIMARY
+from src.reporting.resampling import DRAWS, RESAMPLES
 from src.reporting.sections import _verdict_cells, plural
 from src.reporting.stats import POWER, seeds_needed
 from src.reporting.table import Report
@@ -17,8 +18,9 @@ from src.reporting.table import Report
 TEST_NAMES = {
     "paired": "the paired t-test (by seed, same data order)",
     "welch": "Welch's t-test",
-    "sign-flip": "the exact sign-flip test (by seed; BCa bootstrap interval)",
-    "permutation": "the two-sample permutation test (BCa bootstrap interval)",
+    "sign-flip": f"the sign-flip test (by seed; BCa bootstrap interval, {RESAMPLES:,} resamples)",
+    "permutation": f"the two-sample permutation test (BCa bootstrap interval, {RESAMPLES:,} "
+    "resamples)",
 }
 
 
@@ -27,9 +29,21 @@ def tests_text(report: Report) -> str:
     used = Counter((c.test, c.test_why) for c in report.comparisons if c.test)
     if not used:
         return "No test could be made"
-    return "By " + "; ".join(
-        f"{TEST_NAMES[test]} for {plural(n, 'comparison')} ({why})"
-        for (test, why), n in sorted(used.items())
+    drawn = sum(c.p_floor is not None and not c.exact for c in report.comparisons)
+    return (
+        "By "
+        + "; ".join(
+            f"{TEST_NAMES[test]} for {plural(n, 'comparison')} ({why})"
+            for (test, why), n in sorted(used.items())
+        )
+        + (
+            f"; the permutation tests enumerate every assignment, except {drawn} that draw "
+            f"{DRAWS:,} at random"
+            if drawn
+            else "; the permutation tests enumerate every assignment"
+            if any(c.p_floor is not None for c in report.comparisons)
+            else ""
+        )
     )
 
 

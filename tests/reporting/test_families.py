@@ -239,3 +239,20 @@ def test_runs_without_a_test_metric_get_the_validation_command(tmp_path: Path) -
     text = md.read_text()
     assert text.split("\n")[2].startswith("**No run has `test/loss`**")
     assert "--metric val/loss" in text and "Too few seeds" not in text
+
+
+def test_the_report_states_the_exact_test_and_its_resamples(tmp_path: Path) -> None:
+    for ffn, hits in (("gelu", [0.0, 0.0, 1.0, 0.0]), ("swiglu", [1.0, 1.0, 1.0, 0.0])):
+        for seed, acc in zip(SEEDS, hits):
+            write_run(
+                tmp_path / "s",
+                [f"model/ffn={ffn}", f"seed={seed}"],
+                config={"protocol": {"factors": ["model/ffn"], "metric": "test/acc"}},
+                metrics=completed(2.0, 2.0, **{"test/acc": acc}),
+            )
+    files = make_report([tmp_path / "s"], tmp_path / "out", metric="test/acc")
+    c = next(c for c in files.report.comparisons if c.metric == "test/acc")
+    assert c.test == "sign-flip" and c.exact and c.p_floor == pytest.approx(2 / 2**4)
+    text = files.markdown.read_text()
+    assert "the sign-flip test (by seed; BCa bootstrap interval, 9,999 resamples)" in text
+    assert "the permutation tests enumerate every assignment" in text
