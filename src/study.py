@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -209,6 +210,31 @@ def power_plan_of(p: Plan) -> PowerPlan:
     return power_plan(tuned, varying, base, p.protocol, p.protocol.target_mde, p.protocol.pilot_sd)
 
 
+class _CurrentStderr(logging.StreamHandler):
+    """A handler on ``sys.stderr`` as it is when a record is emitted, not as it was when the
+    handler was made (a caller that swaps stderr, as pytest's capture does, keeps the messages)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    @property  # type: ignore[override]
+    def stream(self):  # noqa: ANN201
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:  # noqa: ANN001
+        pass
+
+
+def log_to_stderr() -> None:
+    """The study's progress lines (INFO) on stderr, once per process."""
+    root = logging.getLogger()
+    if not any(isinstance(h, _CurrentStderr) for h in root.handlers):
+        root.addHandler(_CurrentStderr())
+    root.setLevel(logging.INFO)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(
         prog="python -m src.study",
@@ -241,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     check_command_line_yaml(args.overrides)
     # a misspelt key or option: the closest names (src/config/typos.py)
     check_command_line("train", args.overrides)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    log_to_stderr()
     try:
         p = plan(args.overrides)
         if args.plan:
