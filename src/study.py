@@ -262,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "protocol.target_mde (paired and unpaired) and the compute that implies, from the tune "
         "stage's runs or protocol.pilot_sd; runs nothing",
     )
-    args = ap.parse_args(argv)
+    args = ap.parse_intermixed_args(argv)  # flags and overrides in any order
     # a YAML alias bomb in a named config file: one line, not a hang
     check_command_line_yaml(args.overrides)
     # a misspelt key or option: the closest names (src/config/typos.py)

@@ -8,6 +8,7 @@ The commands run at once in subprocesses (the imports are the slow part), each i
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from src.cli import CommandError, clean_errors
 from src.errors import ConfigError, Preempted
 from tests.run_fixtures import procs, tiny, token_cache  # noqa: F401  (pytest fixtures)
 
+REPO = Path(__file__).resolve().parents[1]
 FAULTS = "+callbacks.faults._target_=tests.faults.FaultInjector"
 #: the line our error prints: its type, then the message naming the key, the value and the fix
 N_HEAD_5 = ("ConfigError: model.d_model=32", "model.n_head=5", "divisors of d_model")
@@ -282,3 +284,25 @@ def test_prepare_checks_its_output_directory_before_tokenizing(tmp_path: Path) -
         prepare(data, {"name": "char"}, out_dir=str(tmp_path / "ok"), num_proc=1) == tmp_path / "ok"
     )
     assert (tmp_path / "ok" / "train.bin").is_file()
+
+
+def test_train_help_is_one_page_with_the_registries_values() -> None:
+    """--help lists the groups and the fixed-value keys (as the registries have them), and the
+    examples; not the 200-line composed config (that is --cfg job)."""
+    from src.models.components.residual import PLACEMENTS
+    from src.models.families import FAMILIES
+
+    r = subprocess.run(
+        [sys.executable, "-m", "src.train", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) <= 60 and "model/position: alibi, learned, none, rope" in r.stdout
+    assert f"model.norm_placement: {', '.join(PLACEMENTS.names())}" in lines
+    assert f"model.family: {', '.join(FAMILIES.names())}" in lines
+    assert "--cfg job" in r.stdout and "seed: 1337" not in r.stdout

@@ -481,3 +481,16 @@ def test_a_stage_with_a_job_that_failed_otherwise_than_diverging_stops_the_study
         run_commands([fail], sweep, dry_run=False)
     # every job ran fine: nothing is checked
     run_commands([[sys.executable, "-c", "pass"]], sweep, dry_run=False)
+
+
+def test_flags_and_overrides_come_in_any_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--dry-run` between overrides (or after them) is the same command: argparse reads both."""
+    from src.study import main
+
+    sweep = f"hydra.sweep.dir={tmp_path / 'sweep'}"
+    main(["experiment=study_quickstart", "--dry-run", sweep, "protocol.seeds=[1,2]"])
+    between = capsys.readouterr().out
+    main(["experiment=study_quickstart", sweep, "protocol.seeds=[1,2]", "--dry-run"])
+    assert between == capsys.readouterr().out and "seed=1,2" in between
