@@ -114,7 +114,8 @@ def confine(dest: PathLike, root: PathLike) -> Path:
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     real = Path(os.path.realpath(existing))
-    if not _inside(real, top):
+    # the root not made yet: nothing below its deepest existing ancestor exists, so no link either
+    if not _inside(real, top) and not _inside(top, real):
         link = next((p for p in (existing, *existing.parents) if p.is_symlink()), existing)
         raise WriteError(
             f"refusing to write {dest}: {link} is a symlink to {os.path.realpath(link)}, outside "

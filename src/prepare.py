@@ -12,6 +12,7 @@ of ``shard_docs`` documents with a progress bar, and an interrupted run resumes 
 shards already written (``src.data.shards``).
 
     python -m src.prepare data=fineweb_edu                       # FineWeb-Edu 10B sample (~28 GB download)
+    python -m src.prepare shared-data --out ../shared            # the docs' public data + nanoGPT peer
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -188,4 +190,9 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["shared-data"]:  # the public files the docs use (src/data/shared_data.py)
+        from src.data.shared_data import main as fetch_shared_data
+
+        fetch_shared_data(sys.argv[2:])
+    else:
+        main()
