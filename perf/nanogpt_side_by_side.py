@@ -2,7 +2,9 @@
 e.g. ``experiment=shakespeare_char_speedrun``) against nanoGPT's own ``train.py`` on its CPU
 recipe, the two started together with one thread each.
 
-nanoGPT (karpathy/nanoGPT, MIT) runs from ``../shared/anchors/nanogpt`` as it is, with the CPU
+nanoGPT (karpathy/nanoGPT, MIT, at commit 3adf61e: ``python -m src.prepare shared-data --out
+../shared --only nanogpt tinyshakespeare`` fetches it and the text) runs from
+``../shared/anchors/nanogpt`` as it is, with the CPU
 flags of its README (``config/train_shakespeare_char.py --device=cpu --compile=False
 --eval_iters=20 --log_interval=1 --block_size=64 --batch_size=12 --n_layer=4 --n_head=4
 --n_embd=128 --max_iters=2000 --lr_decay_iters=2000 --dropout=0.0``). None of its code is
@@ -179,7 +181,11 @@ def split_experiment(ours: str) -> tuple[str, list[str]]:
 
 def skip_reason(args) -> str | None:
     if not (args.anchor / "train.py").is_file():
-        return f"nanoGPT's train.py is not at {args.anchor} (pass --anchor)"
+        return (
+            f"nanoGPT's train.py is not at {args.anchor}: fetch karpathy/nanoGPT at commit "
+            "3adf61e (python -m src.prepare shared-data --out ../shared --only nanogpt "
+            "tinyshakespeare), or pass --anchor"
+        )
     if not args.text.is_file():
         return f"Tiny Shakespeare is not at {args.text} (pass --text)"
     return None
