@@ -101,6 +101,21 @@ def final_figures(metrics: dict[str, Any]) -> str:
             f"test/loss {test:.4f}"
             + (f" ({scored} weights, step {metrics.get('scored_step')})" if scored else "")
         )
+    # a synthetic task's exact match at each test length: the loss at the training length alone
+    # (often 0.0000) hides whether the model generalises past it
+    lengths = sorted(
+        (int(k.rsplit("@", 1)[1]), v)
+        for k, v in metrics.items()
+        if k.startswith("test/exact_match@") and k.rsplit("@", 1)[1].isdigit()
+    )
+    if lengths:
+        parts.append(
+            "exact match "
+            + ", ".join(
+                f"{v:.2f} at length {n}" if isinstance(v, (int, float)) else f"– at length {n}"
+                for n, v in lengths
+            )
+        )
     rate = metrics.get("throughput_tokens_per_s")
     if isinstance(rate, (int, float)):
         parts.append(f"{rate:,.0f} tokens/s")

@@ -50,3 +50,16 @@ def test_final_figures() -> None:
         == "final: failed: ConfigError: x"
     )
     assert final_figures({}) == "final: no validation or test loss was computed"
+
+
+def test_final_figures_of_a_synthetic_task_give_exact_match_at_each_length() -> None:
+    m = {
+        "test/loss": 0.0,
+        "test/exact_match@64": 0.0,
+        "test/exact_match@16": 1.0,
+        "test/exact_match@32": None,  # NaN in metrics.json: a length the positions cannot reach
+        "test/loss@32": 3.1,
+    }
+    assert final_figures(m) == (
+        "final: test/loss 0.0000 · exact match 1.00 at length 16, – at length 32, 0.00 at length 64"
+    )
