@@ -79,6 +79,22 @@ def _hydra_runtime_restored() -> Any:
     HydraConfig.instance().cfg = before
 
 
+@pytest.fixture(autouse=True)
+def _logging_handlers_restored() -> Any:
+    """An in-process Hydra run configures logging (its job_logging: a stream handler on the
+    stdout pytest captured for that test); put back the handlers the test found, so a later test's
+    log records never go to a stream that pytest has closed since ("--- Logging error ---")."""
+    import logging
+
+    names = ("src", "hydra", "lightning.pytorch", "lightning.fabric")
+    loggers = [logging.getLogger(), *(logging.getLogger(n) for n in names)]
+    before = [(lg, list(lg.handlers), lg.level) for lg in loggers]
+    yield
+    for lg, handlers, level in before:
+        lg.handlers[:] = handlers
+        lg.setLevel(level)
+
+
 # ---------------------------------------------------------------- runs of the entry points
 # Fixtures (not module imports) so tests in any folder use them whatever the folders are called.
 
