@@ -2,7 +2,7 @@
 
 Each ``python -m src.<entry point> …`` line of those sections' ```bash blocks is read out of
 README.md and run in a fresh directory, shortened by overrides where a line trains (a few steps,
-not hundreds), with ``outputs/<run>`` replaced by the run the quick start made and ``../shared``
+not hundreds), with ``outputs/<date>/<time>_tiny_causal_lm`` (or ``outputs/<run>``) replaced by the run the quick start made and ``../shared``
 by the data beside the checkout (a line that needs absent data is skipped). The comparison's report
 must give a verdict. Slow: about a dozen short runs.
 """
@@ -67,7 +67,11 @@ def test_quick_start_commands(tmp_path: Path, run_entry_point: Any) -> None:
     r = run_line(lines[0], tmp_path, run_entry_point, {})
     (run_dir,) = tmp_path.glob("outputs/*/*_tiny_causal_lm")
     assert "final: val/loss" in r.stdout and f"run directory:   {run_dir.resolve()}" in r.stdout
-    substitutions = {"outputs/<run>": str(run_dir), "../shared": str(SHARED)}
+    substitutions = {
+        "outputs/<date>/<time>_tiny_causal_lm": str(run_dir),
+        "outputs/<run>": str(run_dir),
+        "../shared": str(SHARED),
+    }
     for line in lines[1:]:
         if "../shared" in line and not SHARED.exists():
             continue  # the public data is optional
