@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -325,8 +326,42 @@ def find_run_dirs(roots: Iterable[str | Path]) -> list[Path]:
     return sorted(kept)
 
 
+def unreadable_run_dirs(
+    roots: Iterable[str | Path], runs: Sequence[Path] | None = None
+) -> list[Path]:
+    """Finished jobs that are not runs: directories below ``roots`` holding a ``metrics.json`` but no
+    ``.hydra/config.yaml``, outside every run (not an evaluation, not a previous attempt) and outside
+    each other. Nothing can group them into a variant, so readers name them rather than drop them.
+    runs: ``find_run_dirs(roots)``, when the caller has it."""
+    roots = [Path(r) for r in roots]
+    runs = find_run_dirs(roots) if runs is None else runs
+    found = {
+        m.parent.resolve()
+        for root in roots
+        for m in root.rglob(METRICS)
+        if "attempts" not in m.relative_to(root).parts
+    }
+    inside = set(runs)  # a directory in (or below) one of these is no job of its own
+    kept: list[Path] = []
+    for p in sorted(found, key=lambda p: (len(p.parts), str(p))):
+        if p not in inside and not any(a in inside for a in p.parents):
+            kept.append(p)
+            inside.add(p)
+    return sorted(kept)
+
+
 def load_runs(roots: Iterable[str | Path]) -> list[RunRecord]:
-    runs = [read_run(d) for d in find_run_dirs(roots)]
+    roots = list(roots)
+    dirs = find_run_dirs(roots)
+    runs = [read_run(d) for d in dirs]
+    unreadable = unreadable_run_dirs(roots, dirs)
+    if unreadable:
+        warnings.warn(
+            f"{len(unreadable)} finished job(s) left out, with a metrics.json but no "
+            f".hydra/config.yaml to say which variant they ran: {', '.join(map(str, unreadable))}; "
+            "restore their .hydra/ folder (or re-run those jobs) to count them",
+            stacklevel=2,
+        )
     if not runs:
         raise FileNotFoundError(
             f"no run directories (with .hydra/config.yaml) under {', '.join(map(str, roots))}"
