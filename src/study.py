@@ -110,43 +110,58 @@ def solved_steps(p: Plan, work_dir: Path | None = None) -> list[int | None]:
     return steps
 
 
+def confirm_stage(p: Plan) -> tuple[list[list[str]], dict | None]:
+    """The confirm stage's commands and, under ``protocol.seeds: auto``, the seeds plan they follow
+    (``auto_seeds``). The plan is the caller's to write, and only by a confirm stage that runs: a dry
+    run leaves ``seeds_plan.json`` as it was, so the report never quotes seeds nothing ran on."""
+    records: list[dict] = []
+
+    def seeds(plan_: Plan) -> list[str]:
+        if not records:
+            records.append(auto_seeds(plan_))
+        return records[0]["seeds"]
+
+    commands = stages.confirm_commands(p, seeds)
+    return commands, (records[0] if records else None)
+
+
 def confirm_commands(p: Plan) -> list[list[str]]:
-    """The confirm stage's commands, with ``confirm_seeds`` under ``protocol.seeds: auto``."""
-    return stages.confirm_commands(p, confirm_seeds)
+    """The confirm stage's commands (``confirm_stage``), writing nothing."""
+    return confirm_stage(p)[0]
 
 
-def confirm_seeds(p: Plan) -> list[str]:
+def auto_seeds(p: Plan) -> dict:
     """``protocol.seeds: auto``: the most seeds any comparison needs for ``protocol.target_mde``
     (the paired plan: the confirm runs of every variant share their seeds and batches; the unpaired
     one where no pairs were measured), at most ``protocol.max_seeds``, numbered from 1 past the tune
-    seeds. The choice is written to ``<sweep dir>/seeds_plan.json``, which the report quotes."""
+    seeds. -> the record ``seeds_plan.json`` keeps and the report quotes: the seeds, each
+    comparison's need and, where it has none, why (no spread measured, or more than 1,000 seeds)."""
     plan_ = power_plan_of(p)
-    needs = [r.paired if r.paired is not None else r.unpaired for r in plan_.rows]
+    needs = [r.needed() for r in plan_.rows]
     cap = int(p.protocol.max_seeds or 2)
-    n = min(cap, max((k for k in needs if k is not None), default=cap))
-    capped = any(k is None or k > cap for k in needs)
+    n = min(cap, max((k for k, _ in needs if k is not None), default=cap))
+    capped = any(k is None or k > cap for k, _ in needs)
     tune = set(p.protocol.tune_seeds)
     seeds, s = [], 1
     while len(seeds) < max(2, n):
         if str(s) not in tune:
             seeds.append(str(s))
         s += 1
-    record = {
+    log.info(
+        "protocol.seeds=auto: %d seeds per variant (%s)%s",
+        len(seeds),
+        ", ".join(str(k) if k is not None else why for k, why in needs),
+        f", capped by protocol.max_seeds={cap}" if capped else "",
+    )
+    return {
         "seeds": seeds,
-        "needed": needs,
+        "needed": [k for k, _ in needs],
+        "why": [why for _, why in needs],
         "max_seeds": cap,
         "capped": capped,
         "target_mde": p.protocol.target_mde,
         "variants": [r.variant for r in plan_.rows],
     }
-    write_json(p.sweep_dir / SEEDS_PLAN, record)
-    log.info(
-        "protocol.seeds=auto: %d seeds per variant (%s)%s",
-        len(seeds),
-        ", ".join(map(str, needs)),
-        f", capped by protocol.max_seeds={cap}" if capped else "",
-    )
-    return seeds
 
 
 def extend_grid(p: Plan, dry_run: bool) -> None:
@@ -284,10 +299,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                     "has run"
                 )
             elif stage == "confirm":
-                commands = confirm_commands(p)  # a ConfigError while the tune stage is unfinished
+                # a ConfigError while the tune stage is unfinished
+                commands, seeds_plan = confirm_stage(p)
                 refusal = edge_refusal(p) if commands else None
                 if refusal:
                     raise ConfigError(f"the confirm stage does not start: {refusal}")
+                if seeds_plan is not None and not args.dry_run:
+                    write_json(p.sweep_dir / SEEDS_PLAN, seeds_plan)
                 run_commands(commands, p.sweep_dir, args.dry_run)
             elif stage == "report" and not args.dry_run:
                 # grid design: the verdict runs have run; the report flags the edge

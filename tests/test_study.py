@@ -5,7 +5,6 @@ runs.csv (numpy and scipy here, not the report's code)."""
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 import subprocess
@@ -390,8 +389,12 @@ def test_plan_sizes_the_seeds_from_the_tune_runs_by_hand(
 
 
 def test_auto_seeds_confirm_on_the_planned_number_and_the_report_says_so(tmp_path: Path) -> None:
+    """The seeds plan is written by a confirm stage that runs, never by a dry run, and the report
+    checks it against the runs it reads (issue 53: a dry run's plan made the report state seeds
+    nothing ran on)."""
+    from src.jsonfile import write_json
     from src.report import make_report
-    from src.study import power_plan_of
+    from src.study import confirm_stage, main, power_plan_of
 
     sweep = tmp_path / "sweep"
     offset = {0: 0.0, 1: 0.06, 2: -0.05}
@@ -430,14 +433,38 @@ def test_auto_seeds_confirm_on_the_planned_number_and_the_report_says_so(tmp_pat
     ]
     p = plan(args)
     need = power_plan_of(p).rows[0].paired
-    cmds = confirm_commands(p)
+    cmds, record = confirm_stage(p)
+    assert confirm_commands(p) == cmds
     # past the tune seeds 0, 1, 2
-    expected = ",".join(str(s) for s in range(3, 3 + min(6, max(2, need))))
-    assert len(cmds) == 2 and all(f"seed={expected}" in c for c in cmds)
-    record = json.loads((sweep / "seeds_plan.json").read_text())
+    seeds = [str(s) for s in range(3, 3 + min(6, max(2, need)))]
+    assert len(cmds) == 2 and all(f"seed={','.join(seeds)}" in c for c in cmds)
+    assert record["seeds"] == seeds
     assert record["needed"] == [need] and record["capped"] == (need > 6)
+    # a dry run shows the confirm stage and writes no plan: the report quotes only what ran
+    main([*args, "--stage", "confirm", "--dry-run"])
+    assert not (sweep / "seeds_plan.json").exists()
+    # the plan as a confirm stage that ran writes it; its runs on only the first two seeds so far
+    write_json(sweep / "seeds_plan.json", record)
+
+    def confirm_run(ffn: str, seed: str) -> None:
+        write_run(
+            sweep,
+            [f"model/ffn={ffn}", "optim.lr=0.003", f"seed={seed}", "protocol.stage=confirm"],
+            metrics=completed(2.0 + 0.01 * int(seed), 2.0 + 0.01 * int(seed)),
+            config={"protocol": {**proto, "stage": "confirm"}},
+        )
+
+    for ffn in ("gelu", "swiglu"):
+        for seed in seeds[:2]:
+            confirm_run(ffn, seed)
     md = make_report([sweep], tmp_path / "out").markdown.read_text()
-    assert "protocol.seeds: auto confirmed on" in md
+    assert f"protocol.seeds: auto planned {len(seeds)} seeds ({', '.join(seeds)})" in md
+    assert f"differ from that plan: their seeds are {seeds[0]}, {seeds[1]} " in md
+    for ffn in ("gelu", "swiglu"):
+        for seed in seeds[2:]:
+            confirm_run(ffn, seed)
+    md = make_report([sweep], tmp_path / "out2").markdown.read_text()
+    assert "every variant's verdict runs are on exactly these seeds" in md
     with pytest.raises(ConfigError, match="protocol.seeds=auto needs protocol.design=two_stage"):
         plan(
             [
@@ -494,3 +521,84 @@ def test_flags_and_overrides_come_in_any_order(
     between = capsys.readouterr().out
     main(["experiment=study_quickstart", sweep, "protocol.seeds=[1,2]", "--dry-run"])
     assert between == capsys.readouterr().out and "seed=1,2" in between
+
+
+def test_a_plan_row_says_why_it_has_no_seed_count() -> None:
+    """ "no spread" only where no spread was measured; a spread too small for the target is "over
+    1,000 seeds" (issue 53: the report gave "no spread" where 1,000 seeds were not enough)."""
+    from src.reporting.planning import PlanRow
+
+    row = lambda sd, diff, paired, unpaired: PlanRow("a", "b", sd, diff, 3, unpaired, paired, "")  # noqa: E731
+    assert row((0.1, 0.1), 0.05, 4, 9).needed() == (4, "")
+    assert row((0.1, 0.1), None, None, 9).needed() == (9, "")
+    assert row((None, None), None, None, None).needed() == (None, "no spread measured")
+    assert row((0.5, 0.5), 0.5, None, None).needed() == (None, "over 1,000 seeds")
+
+
+@pytest.mark.slow
+def test_a_real_confirm_stage_writes_the_seeds_plan_its_runs_follow(tmp_path: Path) -> None:
+    """A real dry run, then a real confirm stage (4 short trainings): the plan is written by the
+    confirm that ran, a later dry run with another cap leaves it alone, and the report finds the
+    runs on exactly the planned seeds."""
+    from src.jsonfile import read_json
+    from src.report import make_report
+    from src.study import main
+
+    sweep = tmp_path / "sweep"
+    # the protocol the real confirm runs record (the report refuses runs of different protocols)
+    proto = {
+        "factors": ["model/ffn"],
+        "tune": {"optim.lr": [1e-3, 3e-3, 1e-2]},
+        "design": "two_stage",
+        "tune_seeds": [0, 1, 2],
+        "seeds": "auto",
+        "baseline": "model/ffn=gelu",
+        "target_mde": 0.001,
+        "max_seeds": 2,
+    }
+    short = [
+        "trainer.max_steps=4",
+        "trainer.val_check_interval=2",
+        "trainer.limit_val_batches=1",
+        "trainer.limit_test_batches=1",
+        "scheduler.warmup_steps=1",
+    ]
+    for ffn, shift in (("gelu", 0.0), ("swiglu", -0.02)):
+        for lr in ("0.001", "0.003", "0.01"):
+            for s, wiggle in ((0, 0.0), (1, 0.05), (2, -0.04)):
+                v = 2.0 + shift + wiggle + (0.0 if lr == "0.003" else 0.3)
+                write_run(
+                    sweep,
+                    [
+                        "experiment=study_quickstart",
+                        *short,
+                        f"model/ffn={ffn}",
+                        f"optim.lr={lr}",
+                        f"seed={s}",
+                        "protocol.stage=tune",
+                    ],
+                    metrics=completed(v, v),
+                    config={
+                        "protocol": {**proto, "stage": "tune"},
+                        "report": {"equivalence_margin": 0.02},
+                    },
+                )
+    args = [
+        "experiment=study_quickstart",
+        f"hydra.sweep.dir={sweep}",
+        "protocol.design=two_stage",
+        "protocol.tune_seeds=[0,1,2]",
+        "protocol.seeds=auto",
+        "protocol.target_mde=0.001",
+        *short,
+    ]
+    main([*args, "protocol.max_seeds=3", "--stage", "confirm", "--dry-run"])
+    assert not (sweep / "seeds_plan.json").exists()
+    main([*args, "protocol.max_seeds=2", "--stage", "confirm"])
+    record = read_json(sweep / "seeds_plan.json")
+    assert record["seeds"] == ["3", "4"]
+    main([*args, "protocol.max_seeds=3", "--stage", "confirm", "--dry-run"])
+    assert read_json(sweep / "seeds_plan.json") == record
+    md = make_report([sweep], tmp_path / "out").markdown.read_text()
+    assert "protocol.seeds: auto planned 2 seeds (3, 4)" in md
+    assert "every variant's verdict runs are on exactly these seeds" in md

@@ -38,25 +38,42 @@ from src.studies.tuning import TunedVariant
 SEEDS_PLAN = "seeds_plan.json"
 
 
-def seeds_plan_line(record: dict | None) -> str | None:
-    """The report's sentence on an automatic choice of confirm seeds, from ``seeds_plan.json``."""
+def seeds_plan_line(record: dict | None, ran: Sequence[Sequence[str]] = ()) -> str | None:
+    """The report's sentence on an automatic choice of confirm seeds, from ``seeds_plan.json``,
+    checked against ``ran``: each variant's seeds among the verdict runs the report reads. Where
+    they differ from the plan, the sentence says so, with both sets."""
     if not record or not record.get("seeds"):
         return None
+    whys = record.get("why") or [""] * len(record.get("needed") or [])
     needs = ", ".join(
-        f"{v}: {n if n is not None else 'no spread'}"
-        for v, n in zip(record.get("variants") or [], record.get("needed") or [])
+        f"{v}: {n if n is not None else (why or 'no spread, or over 1,000 seeds')}"
+        for v, n, why in zip(record.get("variants") or [], record.get("needed") or [], whys)
     )
-    return (
-        f"protocol.seeds: auto confirmed on {len(record['seeds'])} seeds "
-        f"({', '.join(map(str, record['seeds']))}): the seeds per variant --plan found for a "
-        f"difference of {record.get('target_mde')} ({needs})"
+    planned = [str(s) for s in record["seeds"]]
+    line = (
+        f"protocol.seeds: auto planned {len(planned)} seeds ({', '.join(planned)}): the seeds per "
+        f"variant --plan found for a difference of {record.get('target_mde')} ({needs})"
         + (
             f", capped by protocol.max_seeds={record.get('max_seeds')}"
             if record.get("capped")
             else ""
         )
-        + "."
     )
+    seen = [sorted(map(str, s), key=_seed_order) for s in ran]
+    if seen and all(set(s) == set(planned) for s in seen):
+        return line + "; every variant's verdict runs are on exactly these seeds."
+    found = sorted({s for group in seen for s in group}, key=_seed_order)
+    return (
+        line
+        + ". The verdict runs read here differ from that plan: their seeds are "
+        + (", ".join(found) if found else "none")
+        + " (a confirm stage not finished, or run on other seeds since); the verdicts below are "
+        "on the runs, not on the plan."
+    )
+
+
+def _seed_order(seed: str) -> tuple[int, str]:
+    return (int(seed), "") if seed.lstrip("-").isdigit() else (0, seed)
 
 
 @dataclass
@@ -71,6 +88,16 @@ class PlanRow:
     unpaired: int | None  # seeds per variant (None: no spread, or more than 1000)
     paired: int | None
     source: str  # where the spread came from
+
+    def needed(self) -> tuple[int | None, str]:
+        """(seeds per variant the confirm stage needs: the paired plan, else the unpaired one; why
+        there is none: no spread measured, or more than 1,000 seeds)."""
+        n = self.paired if self.paired is not None else self.unpaired
+        if n is not None:
+            return n, ""
+        if self.sd_diff is None and None in self.sd:
+            return None, "no spread measured"
+        return None, "over 1,000 seeds"
 
 
 @dataclass

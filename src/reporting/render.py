@@ -219,7 +219,14 @@ def render_markdown(
     ]
     lines += family_lines(report)
     lines += _evaluation_lines(evaluated)
-    auto = seeds_plan_line(read_json(Path(roots[0]) / SEEDS_PLAN)) if roots else None
+    auto = (
+        seeds_plan_line(
+            read_json(Path(roots[0]) / SEEDS_PLAN),
+            [[str(r.seed) for r in counted(row.runs)] for row in rows],
+        )
+        if roots
+        else None
+    )
     lines += (
         ([auto, ""] if auto else [])
         + pairing_lines(report)
