@@ -141,6 +141,32 @@ def check_optimisation(plain: Mapping[str, Any]) -> tuple[OptimizerConfig, Sched
     return optimizer, schedule
 
 
+def _check_branch_resume(
+    plain: Mapping[str, Any], schedule: Schedule, path: str, max_steps: int | None
+) -> None:
+    """``ckpt_path`` beside ``scheduler.decay_from``: a checkpoint of this branch (its run config
+    names the same ``decay_from``: the branch resumed after a preemption) continues it, checked as
+    any resume; any other checkpoint is where the branch would start, so it is held to the rule of
+    ``decay_from`` itself (``Schedule.check_branch``: not past the stable phase)."""
+    resume = str(plain["ckpt_path"])
+    ckpt = safe_torch_load(checkpoint_file(resume))
+    source = ((ckpt.get("hyper_parameters") or {}).get("cfg")) if isinstance(ckpt, dict) else None
+    if not isinstance(source, Mapping):
+        return  # the resume's own checks name what is wrong with it
+    if (source.get("scheduler") or {}).get("decay_from") == path:
+        return
+    try:
+        schedule.check_branch(resume, int(ckpt.get("global_step", 0)), source, int(max_steps or 0))
+    except ConfigError as e:
+        raise ConfigError(
+            f"ckpt_path={resume} is not a checkpoint of this cooldown branch (it does not record "
+            f"scheduler.decay_from={path}), so the branch would start from it, as from a decay_from, "
+            f"and {e}. To resume "
+            "the branch, give one of its own checkpoints; to branch from this one, set "
+            f"scheduler.decay_from={resume} and ~ckpt_path"
+        ) from None
+
+
 def _check_branch(plain: Mapping[str, Any], schedule: Schedule, max_steps: int | None) -> None:
     """A schedule that branches off a checkpoint of another run (``scheduler.decay_from``): the file
     is a checkpoint of the same run (model, objective, data, batches and optimiser as this config),
@@ -149,8 +175,7 @@ def _check_branch(plain: Mapping[str, Any], schedule: Schedule, max_steps: int |
     if path is None:
         return
     if plain.get("ckpt_path"):
-        # the branch itself resumed (after a preemption): ckpt_path continues it, checked as any
-        # resume
+        _check_branch_resume(plain, schedule, path, max_steps)
         return
     if plain.get("init_from"):
         raise ConfigError(

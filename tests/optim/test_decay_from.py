@@ -154,3 +154,33 @@ def test_a_checkpoint_past_the_stable_phase_is_refused(
         "scheduler.decay_from",
         "init_from=null",
     )
+
+
+@pytest.mark.slow  # the trunk and one branch: tiny runs of a few seconds each
+def test_ckpt_path_beside_decay_from_is_held_to_the_stable_phase(
+    compose: Callable[..., Any], tiny: tuple[str, ...], trunk: Path, tmp_path: Path
+) -> None:
+    """Issue 53: ``ckpt_path`` beside ``decay_from`` skipped the stable-phase check, so a branch
+    restored the trunk's decayed step 8 and completed as a different model. A checkpoint of the
+    branch itself resumes it; any other is held to decay_from's rule."""
+    from src.config.validate import validate_run_config
+    from src.training.runner import train
+
+    six = [
+        "trainer.max_steps=6",
+        "scheduler.decay_fraction=0.3",
+        f"scheduler.decay_from={trunk / 'best-000004.ckpt'}",
+    ]
+    past = trunk / "best-000008.ckpt"
+    _refused(
+        compose,
+        _overrides(tiny, *six, f"ckpt_path={past}"),
+        f"ckpt_path={past} is not a checkpoint of this cooldown branch",
+        "past the stable phase",
+        "~ckpt_path",
+    )
+    # the branch's own checkpoint (saved during its decay) resumes it
+    train(compose(*_overrides(tiny, *six), output_dir=tmp_path / "branch"))
+    own = tmp_path / "branch" / "checkpoints" / "last.ckpt"
+    spec = validate_run_config(compose(*_overrides(tiny, *six, f"ckpt_path={own}")))
+    assert spec.plain["ckpt_path"] == str(own)
