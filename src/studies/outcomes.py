@@ -5,7 +5,8 @@
   ``val_check_interval``): nothing to select on, but its test metrics still count;
 * ``diverged`` — a non-finite loss, and only that: the run was stopped for a NaN/inf loss
   (``reliability.nonfinite``), a logged training or validation loss is NaN/inf, or a final loss
-  is (``metrics.json`` writes non-finite numbers as ``null``: the key is there, the value is not).
+  is (``metrics.json`` writes non-finite numbers as ``null``: the key is there, the value is not;
+  a literal ``NaN`` or ``Infinity``, which Python's json reads as a float, is the same outcome).
   A high but finite loss is a result, reported as such;
 * ``failed`` — ``metrics.json`` says failed for another reason (the error is listed);
 * ``incomplete`` — no ``metrics.json``: interrupted, or still running.
@@ -22,6 +23,14 @@ OUTCOMES = ("ok", "no validation", "diverged", "failed", "incomplete")
 FINAL_LOSSES = ("val/loss", "test/loss", "train/loss")
 
 
+def _finite(value: object) -> bool:
+    """A final loss that is a number: not ``null``, ``NaN`` or ``±Infinity`` (nor text)."""
+    try:
+        return value is not None and not isinstance(value, bool) and math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
 def run_outcome(run: RunRecord) -> str:
     """ok | no validation | diverged | failed | incomplete (module docstring)."""
     if run.status == "incomplete":
@@ -29,7 +38,7 @@ def run_outcome(run: RunRecord) -> str:
     metrics = run.metrics or {}
     if run.status != "completed":
         return "diverged" if is_divergence(metrics.get("error")) else "failed"
-    if any(k in metrics and metrics[k] is None for k in FINAL_LOSSES):
+    if any(k in metrics and not _finite(metrics[k]) for k in FINAL_LOSSES):
         return "diverged"
     if any(not math.isfinite(p.value) for p in [*run.train_history, *run.val_history]):
         return "diverged"

@@ -286,6 +286,12 @@ def test_run_outcomes(tmp_path: Path) -> None:
     assert run_outcome(short) == "no validation" and short.metric("test/loss") == 2.3
     # NaN -> null
     assert run_outcome(r("nanval", metrics={**completed(2.0, 2.0), "val/loss": None})) == "diverged"
+    # a literal NaN or Infinity in metrics.json (json.dumps writes them so): the same outcome as null
+    # (issue 53: a NaN test/loss was read as a finished run)
+    for name, bad, literal in (("nan", math.nan, "NaN"), ("inf", math.inf, "Infinity")):
+        run = r(f"literal{name}", metrics={**completed(2.0, 2.0), "test/loss": bad})
+        assert f'"test/loss": {literal}' in (run.path / "metrics.json").read_text()
+        assert run_outcome(run) == "diverged"
     assert (
         run_outcome(
             r("nanlog", metrics=completed(2.0, 2.0), train_history=[(1, 4.0), (2, math.nan)])
