@@ -1,5 +1,6 @@
-"""Where a run's numbers came from: the code (git commit, a dirty tree and a hash of its diff), the
-library versions and the device. ``train`` writes it into metrics.json under ``provenance``;
+"""Where a run's numbers came from: the code (git commit, a dirty tree and a hash of its diff, the
+untracked files under ``src/`` and ``conf/`` with their hashes), the library versions and the
+device. ``train`` writes it into metrics.json under ``provenance``;
 ``src.report`` carries it into runs.csv and warns when the runs of one study differ.
 
 Nothing here may fail a run: a field that cannot be read (no git, a package not installed) is None.
@@ -23,11 +24,14 @@ PACKAGES = {
     "transformers": "transformers",
     "hydra": "hydra-core",
 }
+#: where an untracked file is code or config a run may load (a registered variant's module, its YAML)
+CODE_DIRS = ("src", "conf")
 #: the keys of ``provenance()``, in the order runs.csv gives them
 FIELDS = (
     "git_commit",
     "git_dirty",
     "git_diff_sha256",
+    "git_untracked",
     "python",
     *PACKAGES,
     "cpu",
@@ -65,19 +69,37 @@ def cpu_model() -> str | None:
 
 @lru_cache(maxsize=1)
 def code_state() -> dict[str, Any]:
-    """The commit of the checkout ``src`` runs from, whether its tree differs from it, and the
-    sha256 of ``git diff HEAD`` (the tracked changes) when it does; None without git."""
+    """The commit of the checkout ``src`` runs from, whether its tree differs from it, the sha256 of
+    ``git diff HEAD`` (the tracked changes) when it does, and the untracked files under
+    ``CODE_DIRS`` (a variant's module or YAML not yet added: it changes what runs as much as a
+    diff does), as ``path=<sha256 of its bytes>`` joined by ``; ``. None without git."""
     commit = _git("rev-parse", "HEAD")
     if commit is None:
-        return {"git_commit": None, "git_dirty": None, "git_diff_sha256": None}
+        return {
+            "git_commit": None,
+            "git_dirty": None,
+            "git_diff_sha256": None,
+            "git_untracked": None,
+        }
     status = _git("status", "--porcelain", "--untracked-files=no") or ""
-    dirty = bool(status.strip())
-    diff = _git("diff", "HEAD") if dirty else None
+    diff = _git("diff", "HEAD") if status.strip() else None
+    listed = _git("ls-files", "--others", "--exclude-standard", "-z", "--", *CODE_DIRS) or ""
+    untracked = [
+        f"{name}={_file_sha256(REPO / name)}" for name in sorted(filter(None, listed.split("\0")))
+    ]
     return {
         "git_commit": commit.strip(),
-        "git_dirty": dirty,
+        "git_dirty": bool(status.strip()) or bool(untracked),
         "git_diff_sha256": hashlib.sha256(diff.encode()).hexdigest() if diff is not None else None,
+        "git_untracked": "; ".join(untracked) or None,
     }
+
+
+def _file_sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def provenance() -> dict[str, Any]:

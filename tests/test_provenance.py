@@ -49,6 +49,32 @@ def test_a_clean_then_a_dirty_tree(repo: Path) -> None:
     assert prov.provenance()["git_diff_sha256"] != dirty["git_diff_sha256"]
 
 
+def test_an_untracked_module_under_src_is_recorded_with_its_hash(repo: Path) -> None:
+    """Issue 53: a callback loaded from an untracked module left ``git_dirty=false`` and no trace:
+    untracked files under src/ and conf/ make the tree dirty and are named, with a hash."""
+    import hashlib
+
+    (repo / "outputs").mkdir()
+    (repo / "outputs" / "metrics.json").write_text("{}\n")  # a run's output: not code
+    assert prov.provenance()["git_dirty"] is False and prov.provenance()["git_untracked"] is None
+    (repo / "src" / "callbacks").mkdir(parents=True)
+    module = repo / "src" / "callbacks" / "mine.py"
+    module.write_text("class Mine: ...\n")
+    (repo / "conf").mkdir()
+    (repo / "conf" / "mine.yaml").write_text("a: 1\n")
+    prov.code_state.cache_clear()
+    record = prov.provenance()
+    sha = hashlib.sha256(module.read_bytes()).hexdigest()
+    assert record["git_dirty"] is True and record["git_diff_sha256"] is None
+    assert record["git_untracked"] == (
+        f"conf/mine.yaml={hashlib.sha256(b'a: 1' + bytes([10])).hexdigest()}; "
+        f"src/callbacks/mine.py={sha}"
+    )
+    module.write_text("class Mine: pass\n")
+    prov.code_state.cache_clear()
+    assert sha not in prov.provenance()["git_untracked"]
+
+
 def test_no_git_gives_nulls_not_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(prov, "REPO", tmp_path)  # not a repository
     prov.code_state.cache_clear()
