@@ -10,6 +10,8 @@ from typing import Any
 
 from src.checkpoints.fit import run_differences
 from src.checkpoints.io import checkpoint_file, safe_torch_load
+from src.config import size_bounds
+from src.config.size_bounds import Memory
 from src.config.spec import TOKENIZER_KEYS, DataSpec, freeze
 from src.config.trainer_checks import checked_max_steps, fail, positive_int
 from src.errors import ConfigError, did_you_mean
@@ -28,9 +30,12 @@ def check_model(model: Mapping[str, Any]) -> ModelConfig:
 # ---------------------------------------------------------------- 4. task, data, names
 
 
-def check_task_and_data(plain: dict[str, Any], model: Any) -> DataSpec:
+def check_task_and_data(
+    plain: dict[str, Any], model: Any, memory: Memory | None = None
+) -> DataSpec:
     """The task fits the model and the data (cross-group); the data node is its source's; the
-    training window fits a learned position table (data x model). Returns the data's spec."""
+    training window fits a learned position table (data x model); every size fits ``memory``
+    (``src.config.size_bounds``; default: this machine's). Returns the data's spec."""
     from src.data.sources import BATCH_FORMATS, check_source, split_config
     from src.models.components.positions import POSITIONS, LearnedPosition
     from src.objectives import OBJECTIVES
@@ -58,12 +63,29 @@ def check_task_and_data(plain: dict[str, Any], model: Any) -> DataSpec:
         block,
         "a positive number of tokens per training window, at most model.max_seq_len",
     )
-    positive_int(
+    batch = positive_int(
         "batch_size", plain.get("batch_size"), "a positive number of sequences per device per step"
     )
-    # a generated task's values and its examples x block_size
+    # sizes against memory, before check_run generates an example at them
+    memory = memory or Memory.detect()
     check_run = getattr(source_cls, "check_run", None)
+    # tokens per training sequence, at the least (a generated example: one per unit of its size)
+    length = block if fmt == "text" else 1
     if check_run is not None:
+        n = source_args.get(source_cls.length_key)
+        length = min(block, n - 1) if size_bounds.is_int(n) and n > 1 else 1
+    size_bounds.check_batches(plain, model, dm_kwargs, length, memory)
+    size_bounds.check_probes(plain, model, memory)
+    if check_run is not None:
+        size_bounds.check_synthetic(
+            source_cls,
+            source_args,
+            model,
+            batch,
+            dm_kwargs.get("val_batch_size") or batch,
+            memory,
+        )
+        # a generated task's values and its examples x block_size
         check_run(
             source_args,
             block_size=block,
@@ -112,9 +134,7 @@ def check_optimisation(plain: Mapping[str, Any]) -> tuple[OptimizerConfig, Sched
     check_pair(optimizer, schedule, max_steps)
     # scheduler.decay_from: a stable-phase checkpoint of this run
     _check_branch(plain, schedule, max_steps)
-    seed = plain.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        fail("seed", seed, "an integer seed, 0 or more")
+    size_bounds.seed("seed", plain.get("seed", 0))
     workers = plain.get("num_workers", 0)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         fail(

@@ -40,6 +40,7 @@ from src.checkpoints.fit import allow_list
 from src.checkpoints.io import checkpoint_file
 from src.config.inherited import drop_inherited
 from src.config.part_checks import check_model, check_optimisation, check_task_and_data
+from src.config.size_bounds import Memory
 from src.config.spec import RunSpec, freeze
 from src.config.trainer_checks import Hardware, check_trainer, positive_int
 from src.errors import ConfigError, check_keys
@@ -89,12 +90,17 @@ LIGHTNING_CKPT_ALIASES = ("last", "best", "hpc", "registry")
 
 
 def validate_run_config(
-    cfg: Any, *, hardware: Hardware | None = None, inherited: Iterable[str] = ()
+    cfg: Any,
+    *,
+    hardware: Hardware | None = None,
+    inherited: Iterable[str] = (),
+    memory: Memory | None = None,
 ) -> RunSpec:
     """Check a composed run config (DictConfig or plain dict) once; return it as a ``RunSpec``
     (src/config/spec.py), frozen. ``inherited``: keys an experiment set and the command line did
     not; one the chosen variant of its group does not take is left out, not refused
-    (src/config/inherited.py).
+    (src/config/inherited.py). ``memory``: what sizes are checked against (default: this
+    machine's, ``src.config.size_bounds``).
 
     Raises ``ConfigError`` (for the model's numbers, component names and the task too), or
     ``DataError`` for the data node, each with a message naming key, value and fix.
@@ -106,7 +112,7 @@ def validate_run_config(
     _check_top_keys(plain)
     _check_group_keys(plain)
     model = check_model(plain["model"])
-    data = check_task_and_data(plain, model)
+    data = check_task_and_data(plain, model, memory)
     optimizer, schedule = check_optimisation(plain)
     # checked here; solved by spec.resolve, which knows the tokenizer's vocabulary
     match_params = MatchParams.from_config(plain)

@@ -16,6 +16,7 @@ import torch
 from omegaconf import DictConfig
 from rich.console import Console
 
+from src.config.size_bounds import count
 from src.errors import HFConversionError
 from src.inspection.diagram import component_tree, model_mermaid
 from src.inspection.params import (
@@ -68,6 +69,10 @@ def run(cfg: DictConfig, console: Console | None = None) -> None:
     )
     if cfg.format not in FORMATS:
         raise ValueError(f"format='{cfg.format}' is not known; use one of: {', '.join(FORMATS)}")
+    # B of the attention-memory figure (arithmetic on the meta device: nothing is allocated)
+    batch_size = count(
+        "batch_size", cfg.get("batch_size", 1), "a positive number of sequences, e.g. 1"
+    )
     model_cfg, source = load_model_config(cfg)
     if cfg.format == "mermaid":
         console.print(
@@ -86,7 +91,7 @@ def run(cfg: DictConfig, console: Console | None = None) -> None:
         render_summary(
             table.total,
             flops_per_token(model, seq_len),
-            attention_memory(model, seq_len, cfg.dtype, int(cfg.get("batch_size", 1))),
+            attention_memory(model, seq_len, cfg.dtype, batch_size),
             str(cfg.dtype),
         )
     )

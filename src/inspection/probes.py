@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 from rich.console import Console
 from rich.table import Table
 
+from src.config.size_bounds import Memory, check_probe_memory, count, seed
 from src.errors import ConfigError
 from src.evaluation.loading import resolve_device, resolve_dtype
 from src.models.families import TransformerModel
@@ -106,10 +107,14 @@ def run(cfg: DictConfig, console: Console | None = None) -> ProbeResult:
     console = console or Console(
         width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120
     )
+    # before the model loads; the batch against memory once its sizes are known
+    batch_size = count("batch_size", cfg.batch_size, "a positive number of sequences, e.g. 16")
+    seed("seed", cfg.seed)
     model, source = load(cfg.get("pretrained"), cfg.get("ckpt_path"))
-    model = model.to(device=resolve_device(cfg.device), dtype=resolve_dtype(cfg.dtype)).eval()
     length = int(cfg.length) if cfg.get("length") is not None else default_length(model)
-    batch = probe_batch(model, int(cfg.batch_size), length, int(cfg.seed))
+    check_probe_memory("batch_size", batch_size, model.config, length, Memory.detect())
+    model = model.to(device=resolve_device(cfg.device), dtype=resolve_dtype(cfg.dtype)).eval()
+    batch = probe_batch(model, batch_size, length, int(cfg.seed))
     icl = None
     if cfg.get("icl_early") is not None or cfg.get("icl_late") is not None:
         icl = (int(cfg.icl_early), int(cfg.icl_late))
