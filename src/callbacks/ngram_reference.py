@@ -33,6 +33,7 @@ import lightning.pytorch as pl
 import numpy as np
 from lightning.pytorch.utilities import rank_zero_only
 
+from src.callbacks.preemption import stop_if_preempted
 from src.evaluation.ngram import KneserNey
 from src.jsonfile import read_json, write_json
 
@@ -131,7 +132,9 @@ class NgramReference(pl.Callback):
         corpus = trainer.datamodule.reference_corpus()  # type: ignore[union-attr]
         seqs: list[np.ndarray] = []
         n = 0
-        for s in corpus.sequences:
+        for i, s in enumerate(corpus.sequences):
+            if i % 1024 == 0:
+                stop_if_preempted(trainer)
             take = np.asarray(s[: self.max_train_tokens - n])
             seqs.append(take)
             n += len(take)
@@ -153,7 +156,10 @@ class NgramReference(pl.Callback):
         figures = read_json(self.cache_dir / f"{key}.json") if self.cache_dir else None
         if figures is None:
             if self._model is None:
-                self._model = KneserNey(max(self.orders), vocab).fit(seqs, start=start)
+                # a preemption signal ends a long fit between its orders
+                self._model = KneserNey(max(self.orders), vocab).fit(
+                    seqs, start=start, stop=lambda: stop_if_preempted(trainer)
+                )
             figures = {
                 str(k): dict(
                     zip(

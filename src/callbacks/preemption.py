@@ -28,6 +28,14 @@ at the start of the next step, on every rank together). ``Preemption`` adds what
   runs (Lightning's then writes ``hpc_ckpt_<n>.ckpt`` of the same state and requeues). A SIGUSR1/2
   with no handler is a preemption without requeue.
 
+**Outside a fit's step loop** (``trainer.validate``, ``trainer.test``, the probes, an n-gram fit,
+the moments between them) the signal stops the run within a batch: ``Preemption`` checks the flag
+at the start of each validation or test batch that is not part of ``fit`` (and installs the
+SIGUSR1/SIGUSR2 deferral for them too), long loops of the callbacks call ``stop_if_preempted``,
+and ``catch_sigterm`` (around the whole run, ``src.training.runner``) keeps a SIGTERM that
+arrives while Lightning's handler is not installed (between ``fit`` and ``test``), which the runner
+checks after each phase. Nothing is written there (the weights are those of a checkpoint already).
+
 The run then ends with ``Preempted`` (exit status 128 + the signal number; ``metrics.json``
 records it as ``status: failed`` with the message). A sweep re-run with the same command, the same
 ``hydra.sweep.dir`` (the message names it) and ``sweep_resume.skip_completed=true
@@ -37,9 +45,11 @@ sweep_resume.incomplete=last`` continues that job from its ``last.ckpt`` in the 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -59,6 +69,53 @@ log = logging.getLogger(__name__)
 #: signals SLURM's ``--signal`` sends before the time limit (Lightning's requeue_signal, submitit's)
 REQUEUE_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2)
 
+#: SIGTERMs received while ``catch_sigterm`` is open (the signal numbers)
+_received: list[int] = []
+
+
+@contextlib.contextmanager
+def catch_sigterm() -> Iterator[None]:
+    """Record a SIGTERM for the whole run, also where Lightning has no handler installed (between
+    ``fit`` and ``test``); Lightning calls this handler too while its own is installed. A previous
+    Python handler (submitit's) still runs. Restores the previous handler on exit."""
+    _received.clear()
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+
+        def handler(signum: int, frame: FrameType | None) -> None:
+            _received.append(signum)
+            if callable(previous):
+                previous(signum, frame)
+
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: Lightning's flag alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        _received.clear()
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGTERM, previous)
+
+
+def preempted(trainer: pl.Trainer | None) -> bool:
+    """Whether a preemption signal has asked the run to stop (Lightning's flag, a SIGTERM held back
+    by ``Preemption`` until a validation ends, or one ``catch_sigterm`` recorded)."""
+    if _received:
+        return True
+    if trainer is None:
+        return False
+    held = any(isinstance(c, Preemption) and c._held for c in trainer.callbacks)
+    return bool(trainer.received_sigterm or held)
+
+
+def stop_if_preempted(trainer: pl.Trainer | None) -> None:
+    """Raise Lightning's ``SIGTERMException`` (the runner turns it into ``Preempted``) when a
+    preemption signal has arrived: the cheap check for a long loop outside the step loop."""
+    if preempted(trainer):
+        raise SIGTERMException()
+
 
 class Preemption(pl.Callback):
     """Writes ``last.ckpt`` at the step boundary after SIGTERM / SIGUSR1 / SIGUSR2 (module
@@ -71,12 +128,18 @@ class Preemption(pl.Callback):
         self._deferred: dict[int, Any] = {}  # signal -> the handler it had at train start
         self._pending: tuple[int, Any] | None = None  # a deferred handler to run after the save
         self._held = False  # a SIGTERM held back until the validation ends
+        self._validating = False  # inside a validation of fit (no checkpoint mid-way)
 
     # ------------------------------------------------------------ signals
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         # Lightning has registered its handlers by now (Trainer._run, before the fit loop starts)
         self.signum, self.saved, self._pending, self._held = None, None, None, False
+        self._install_requeue_handlers()
+
+    def _install_requeue_handlers(self) -> None:
         for sig in REQUEUE_SIGNALS:
+            if signal.getsignal(sig) == self._on_requeue_signal:
+                continue
             previous = signal.getsignal(sig)
             self._deferred[sig] = previous
             try:
@@ -104,6 +167,43 @@ class Preemption(pl.Callback):
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._restore_signals()
 
+    # ------------------------------------------------------------ validate() and test()
+    def on_test_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._install_requeue_handlers()
+        stop_if_preempted(trainer)
+
+    def on_test_batch_start(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
+        # Lightning checks after each batch but the last of a dataloader; this covers the rest
+        stop_if_preempted(trainer)
+
+    def on_test_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._restore_signals()
+
+    def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.state.fn == TrainerFn.FITTING:
+            self._validating = not trainer.sanity_checking
+            return
+        self._install_requeue_handlers()
+        stop_if_preempted(trainer)
+
+    def on_validation_batch_start(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
+        if trainer.state.fn != TrainerFn.FITTING:
+            stop_if_preempted(trainer)
+
     # ------------------------------------------------------------ a whole validation
     def on_validation_batch_end(
         self,
@@ -124,6 +224,10 @@ class Preemption(pl.Callback):
             set_received_sigterm(trainer, False)
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.state.fn != TrainerFn.FITTING:
+            self._restore_signals()
+            return
+        self._validating = False
         if self._held:
             self._held = False
             set_received_sigterm(trainer, True)  # stop at the boundary right after this validation
@@ -152,7 +256,13 @@ class Preemption(pl.Callback):
         if not isinstance(exception, SIGTERMException):
             return
         self._restore_signals()
-        if self.saved is None or self.step != trainer.global_step:
+        if self._validating:
+            # stopped inside a validation of fit (a callback's long loop): a checkpoint from here
+            # would resume into half a validation; the last whole one stands
+            self._validating = self._held = False
+            self.signum = self.signum or signal.SIGTERM
+            self.step = int(trainer.global_step)
+        elif self.saved is None or self.step != trainer.global_step:
             self._write(trainer)
 
     def _write(self, trainer: pl.Trainer) -> None:
@@ -190,8 +300,9 @@ class Preemption(pl.Callback):
                 f"checkpoint of this step. Resume with ckpt_path={self.saved}; {sweep_advice()}",
                 signum=signum,
             )
-        last = ""
+        last, step = "", self.step
         if trainer is not None:
+            step = int(trainer.global_step)
             existing = self.last_path(trainer)
             last = (
                 f"; the last checkpoint is {existing}"
@@ -199,7 +310,7 @@ class Preemption(pl.Callback):
                 else "; there is no checkpoint yet"
             )
         return Preempted(
-            f"preempted by {name} at step {self.step} during {stage}; no checkpoint written{last}. "
+            f"preempted by {name} at step {step} during {stage}; no checkpoint written{last}. "
             f"Run it again to continue (ckpt_path=<that checkpoint>); {sweep_advice()}",
             signum=signum,
         )

@@ -24,10 +24,11 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 
+from src.callbacks.preemption import preempted, stop_if_preempted
 from src.errors import ConfigError
 from src.models import TransformerModel
 from src.probes import ProbeBatch, probe_batch, run_probes
-from src.probes.batch import check_length, default_length
+from src.probes.batch import DEFAULT_CAP, check_length, default_length
 from src.probes.suite import ProbeResult, check_positions
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,10 @@ class Probes(pl.Callback):
         icl_late: int | None = None,
     ) -> None:
         self.every_n_steps = _int(
-            every_n_steps, "every_n_steps", 0, "e.g. every_n_steps=50, or 0 to turn the probes off"
+            every_n_steps,
+            "every_n_steps",
+            0,
+            f"e.g. {KEY}.every_n_steps=50, or 0 to turn the probes off",
         )
         if (
             isinstance(induction_threshold, bool)
@@ -64,28 +68,45 @@ class Probes(pl.Callback):
         ):
             raise ConfigError(
                 f"{KEY}.induction_threshold={induction_threshold!r} must be a number in (0, 1) (an "
-                f"attention probability); e.g. induction_threshold=0.4"
+                f"attention probability); e.g. {KEY}.induction_threshold=0.4"
             )
         self.induction_threshold = float(induction_threshold)
-        self.batch_size = _int(batch_size, "batch_size", 1, "e.g. batch_size=16 sequences")
+        self.batch_size = _int(batch_size, "batch_size", 1, f"e.g. {KEY}.batch_size=16 sequences")
         if length is not None:
             _int(
                 length,
                 "length",
                 4,
-                "two copies of length/2 tokens, e.g. length=64 (null: the longest up to 64)",
+                f"two copies of length/2 tokens, e.g. {KEY}.length=64 (null: the longest up "
+                f"to {DEFAULT_CAP})",
             )
         self.length = length
-        self.seed = _int(seed, "seed", 0, "e.g. seed=${seed}")
+        self.seed = _int(
+            seed, "seed", 0, "e.g. callbacks.probes.seed=${seed} (the run's seed, the default) or 0"
+        )
+        # each position's own range first: a wrong value is named before a missing partner
+        longest = length if length is not None else DEFAULT_CAP
+        for key, value, low, example in (
+            ("icl_early", icl_early, 1, 8),
+            ("icl_late", icl_late, 2, 40),
+        ):
+            if value is None:
+                continue
+            fix = (
+                f"a position of the probe sequence in [{low}, {longest - 1}], "
+                f"e.g. {KEY}.{key}={example}"
+            )
+            _int(value, key, low, fix)
+            if value >= longest:
+                raise ConfigError(
+                    f"{KEY}.{key}={value} is past the probe sequence ({longest} tokens"
+                    f"{'' if length is not None else f' at most, {KEY}.length=null'}); "
+                    f"give {fix}"
+                )
         if (icl_early is None) != (icl_late is None):
             raise ConfigError(
                 f"{KEY}.icl_early={icl_early!r} and {KEY}.icl_late={icl_late!r}: set both "
                 "positions or neither (null: the middle of each copy)"
-            )
-        if icl_early is not None:
-            _int(icl_early, "icl_early", 1, "a position of the probe sequence, e.g. icl_early=8")
-            _int(
-                icl_late, "icl_late", 2, "a later position of the probe sequence, e.g. icl_late=40"
             )
         self.icl = (icl_early, icl_late) if icl_early is not None else None
         self.batch: ProbeBatch | None = None
@@ -119,6 +140,7 @@ class Probes(pl.Callback):
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self.enabled and trainer.global_step == 0:
+            stop_if_preempted(trainer)  # a signal during the set-up: no step to save yet
             self.probe(trainer, pl_module)  # at initialisation: where each curve starts
 
     def on_train_batch_end(
@@ -143,6 +165,9 @@ class Probes(pl.Callback):
         step = int(trainer.global_step)
         self.last_step = step
         if self.batch is None:
+            return None
+        if preempted(trainer):
+            # skipped: the step boundary right after stops the run and writes its checkpoint
             return None
         # every rank runs the same probe (a sharded model needs all ranks in its forward); rank 0
         # logs

@@ -130,6 +130,9 @@ def _torch_load(p: Path, map_location: Any) -> Any:
         raise CheckpointError(unreadable(p, _first_line(e))) from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as e:
         raise CheckpointError(unreadable(p, f"{type(e).__name__}: {_first_line(e)}")) from None
+    except (KeyError, IndexError, TypeError, AttributeError) as e:
+        # the unpickler reading a file that is no pickle (a text file): no traceback either
+        raise CheckpointError(unreadable(p, f"not a torch.save file: {type(e).__name__}")) from None
 
 
 def _first_line(e: BaseException) -> str:

@@ -38,6 +38,7 @@ def check_task_and_data(
     (``src.config.size_bounds``; default: this machine's). Returns the data's spec."""
     from src.data.sources import BATCH_FORMATS, check_source, split_config
     from src.models.components.positions import POSITIONS, LearnedPosition
+    from src.models.families import FAMILIES
     from src.objectives import OBJECTIVES
 
     task_name = (plain.get("objective") or {}).get("name")
@@ -92,6 +93,7 @@ def check_task_and_data(
             tokenizer=(plain.get("tokenizer") or {}).get("name"),
             objective=task_name,
             train_min_length=dm_kwargs.get("train_min_length"),
+            prompt_is_source=FAMILIES.get(model.family).prompt_is_source,
         )
     # a source whose test text may be val's
     check_test_split = getattr(source_cls, "check_test_split", None)

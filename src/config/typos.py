@@ -142,6 +142,47 @@ def misspelling(config_name: str, overrides: Sequence[str]) -> str | None:
     return None
 
 
+def _chosen(node: DictConfig, group: str) -> str:
+    """``scheduler=cosine``: the group and its chosen option (the node's ``name``), for a
+    message."""
+    name = node.get("name") if isinstance(node, DictConfig) else None
+    return f"{group}={name}" if name else group
+
+
+def _options_with_key(group: str, leaf: str) -> list[str]:
+    """The options of config group ``group`` (``conf/<group>/*.yaml``) whose file sets ``leaf``."""
+    import yaml
+
+    folder = CONF_DIR / group
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.glob("*.yaml")):
+        try:
+            node = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError:
+            continue
+        if isinstance(node, dict) and leaf in node:
+            found.append(path.stem)
+    return found
+
+
+def _key_of_another_option(full_key: str, node: DictConfig) -> str | None:
+    """``scheduler.decay_from`` with ``scheduler=cosine``: the message naming the options that have
+    the key, else None."""
+    group, _, leaf = full_key.rpartition(".")
+    owners = _options_with_key(group, leaf) if group else []
+    if not owners:
+        return None
+    chosen = _chosen(node, group)
+    choose = " or ".join(f"{group}={o}" for o in owners)
+    return (
+        f"ConfigError: {full_key} is not a key of {chosen}: it belongs to {choose}; choose "
+        f"{choose if len(owners) == 1 else 'one of them'} on the command line, or remove the "
+        f"{full_key} override"
+    )
+
+
 def _misspelt_key(
     config_name: str, overrides: Sequence[str], full_key: str, compose: object
 ) -> str | None:
@@ -156,7 +197,9 @@ def _misspelt_key(
         return None
     hint = did_you_mean(leaf, [str(k) for k in node.keys()], prefix=f"{parent}." if parent else "")
     if not hint:
-        return None  # no close name: maybe a new key, and Hydra's "+key" advice is right
+        # a key of another option of the group (scheduler.decay_from is wsd's), else maybe a new
+        # key, and Hydra's "+key" advice is right
+        return _key_of_another_option(full_key, node)
     where = f"a key of {parent}" if parent else "a top-level key"
     return f"ConfigError: {full_key} is not {where}{hint}; fix the spelling"
 
@@ -196,6 +239,38 @@ def swept_option_misspelling(overrides: Sequence[str]) -> str | None:
     return None
 
 
+def swept_key_missing(config_name: str, overrides: Sequence[str]) -> str | None:
+    """A key an experiment sweeps (its ``hydra.sweeper.params``) that the option the command line
+    picks does not have (``-m experiment=study_norm scheduler=none``: the experiment sweeps
+    ``scheduler.warmup_steps``): every job would stop on Hydra's "not in struct"."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    if GlobalHydra.instance().is_initialized():
+        return None
+    typed = {o.lstrip("+~").split("=", 1)[0] for o in overrides}
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(config_name=config_name, overrides=list(overrides), return_hydra_config=True)
+    params = OmegaConf.select(cfg, "hydra.sweeper.params", default=None) or {}
+    experiment = OmegaConf.select(cfg, "hydra.runtime.choices.experiment", default=None)
+    for key in params:
+        key = str(key)
+        if key in typed or key.startswith("+") or "/" in key or (CONF_DIR / key).is_dir():
+            continue
+        parent, _, leaf = key.rpartition(".")
+        node = OmegaConf.select(cfg, parent) if parent else cfg
+        if not isinstance(node, DictConfig) or leaf in node:
+            continue
+        owners = _options_with_key(parent, leaf) if parent else []
+        have = f" ({', '.join(f'{parent}={o}' for o in owners)} have it)" if owners else ""
+        return (
+            f"ConfigError: experiment={experiment} sweeps {key} (its hydra.sweeper.params), which "
+            f"{_chosen(node, parent)} does not have{have}: every job would fail on it. Keep a "
+            f"{parent} that has it, or run the experiment without -m"
+        )
+    return None
+
+
 def check_command_line(config_name: str, argv: Sequence[str]) -> None:
     """Exit with one clear line when the command line misspells a key or a group option (module
     doc)."""
@@ -212,6 +287,8 @@ def check_command_line(config_name: str, argv: Sequence[str]) -> None:
         return
     try:
         message = swept_option_misspelling(overrides) or misspelling(config_name, plain)
+        if message is None and ("-m" in argv or "--multirun" in argv):
+            message = swept_key_missing(config_name, plain)
     # a check that cannot run must not stop a command Hydra would accept: Hydra reports
     except Exception:
         return

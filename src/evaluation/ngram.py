@@ -25,7 +25,7 @@ pair (id of the (k-1)-gram ending at i-1, token i), found with ``np.unique``/``n
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,8 +98,17 @@ class KneserNey:
             ids[np.flatnonzero(ok)[found]] = at[found]
         return ids, keys
 
-    def fit(self, sequences: Sequence[np.ndarray], start: bool = False) -> KneserNey:
-        """Count the k-grams of ``sequences`` (with a start symbol before each when ``start``)."""
+    def fit(
+        self,
+        sequences: Sequence[np.ndarray],
+        start: bool = False,
+        stop: Callable[[], None] | None = None,
+    ) -> KneserNey:
+        """Count the k-grams of ``sequences`` (with a start symbol before each when ``start``).
+        ``stop`` is called before each order's counting and smoothing (a long fit's cancellation
+        point: it raises to end the fit, e.g. on a preemption signal)."""
+        stop = stop or (lambda: None)
+        stop()
         tok, pos = _flatten(sequences, self.V if start else None)
         scored = pos >= (1 if start else 0)  # the start symbol is context, never a scored token
         self.train_tokens = int(scored.sum())
@@ -108,6 +117,7 @@ class KneserNey:
             tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
         ] = []  # (keys, prefix, count, inverse ids)
         for k in range(1, self.order + 1):
+            stop()
             _, keys = self._ids(tok, pos, k, prev, None)
             valid = keys >= 0
             uniq, inverse = np.unique(keys[valid], return_inverse=True)
@@ -118,6 +128,7 @@ class KneserNey:
             raw.append((uniq, prefix, count, ids))
             prev = ids
         for k in range(1, self.order + 1):
+            stop()
             uniq, prefix, count, ids = raw[k - 1]
             n_ctx = len(raw[k - 2][0]) if k > 1 else 1
             # continuation: distinct (k+1)-grams (seen as scored) whose suffix is this k-gram

@@ -73,6 +73,20 @@ class WarmupStableDecay:
         return self.min_ratio + (1.0 - self.min_ratio) * decay_shape(self.shape, u)
 
 
+#: how the files ``torch.save`` writes begin: a zip archive (PyTorch >= 1.6), or a pickle
+TORCH_SAVE_STARTS = (b"PK\x03\x04", b"\x80")
+
+
+def file_start(path: str) -> bytes | None:
+    """The first bytes of ``path`` when it is a readable file, else None (a missing file or a
+    directory is reported where the checkpoint is loaded)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(16)
+    except OSError:
+        return None
+
+
 @SCHEDULES.register("wsd")
 @dataclass(frozen=True, kw_only=True)
 class WSD(Warmup):
@@ -109,6 +123,15 @@ class WSD(Warmup):
                 f"scheduler.decay_from={self.decay_from!r} is invalid: the path of a checkpoint of "
                 "the stable phase, or null"
             )
+        if self.decay_from is not None:
+            start = file_start(self.decay_from)
+            if start is not None and not start.startswith(TORCH_SAVE_STARTS):
+                raise ConfigError(
+                    f"scheduler.decay_from={self.decay_from} is not a checkpoint (a torch.save file "
+                    f"starts with PK or \\x80; this one starts with {start[:16]!r}); give the "
+                    "stable-phase checkpoint of the run to branch from (its checkpoints/*.ckpt), "
+                    "or scheduler.decay_from=null"
+                )
 
     def decay_start(self, max_steps: int) -> int:
         """``S``: the first step of the decay for a run of ``max_steps`` steps."""

@@ -69,7 +69,11 @@ def check_length(length: int, model: TransformerModel, key: str = "length") -> N
         )
 
 
-def default_length(model: TransformerModel, cap: int = 64) -> int:
+#: the longest probe sequence ``default_length`` gives (callbacks.probes.length=null)
+DEFAULT_CAP = 64
+
+
+def default_length(model: TransformerModel, cap: int = DEFAULT_CAP) -> int:
     """The longest even length up to ``cap`` that the model's positions accept, with copies of
     distinct tokens (length/2 <= vocabulary)."""
     rows = model.max_positions

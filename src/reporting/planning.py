@@ -36,6 +36,8 @@ from src.studies.tuning import TunedVariant
 #: ``protocol.seeds: auto``: the confirm stage's choice of seeds and why (written by ``python -m
 #: src.study``)
 SEEDS_PLAN = "seeds_plan.json"
+#: the reason a plan has no number of seeds when the spread is known (``seeds_needed``'s cap)
+OVER = "over 1,000 seeds"
 
 
 def seeds_plan_line(record: dict | None, ran: Sequence[Sequence[str]] = ()) -> str | None:
@@ -89,6 +91,13 @@ class PlanRow:
     paired: int | None
     source: str  # where the spread came from
 
+    def why_none(self, paired: bool) -> str:
+        """Why the plan of one design has no number of seeds: no spread to plan from, or more
+        than 1,000 seeds (the target difference is out of reach at the measured spread)."""
+        if paired:
+            return "no paired spread" if self.sd_diff is None else OVER
+        return "no spread" if None in self.sd else OVER
+
     def needed(self) -> tuple[int | None, str]:
         """(seeds per variant the confirm stage needs: the paired plan, else the unpaired one; why
         there is none: no spread measured, or more than 1,000 seeds)."""
@@ -97,7 +106,7 @@ class PlanRow:
             return n, ""
         if self.sd_diff is None and None in self.sd:
             return None, "no spread measured"
-        return None, "over 1,000 seeds"
+        return None, OVER
 
 
 @dataclass
@@ -133,19 +142,43 @@ class PowerPlan:
             "(pairs) | unpaired (Welch) | paired | compute, unpaired | compute, paired |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
+        out_of_reach = False
         for r in self.rows:
             sd = ", ".join("–" if s is None else f"{s:.3g}" for s in r.sd)
             diff = "–" if r.sd_diff is None else f"{r.sd_diff:.3g} ({r.pairs})"
-            n = lambda k: "–" if k is None else str(k)  # noqa: E731
+            cells = []
+            for k, paired in ((r.unpaired, False), (r.paired, True)):
+                why = r.why_none(paired) if k is None else ""
+                out_of_reach = out_of_reach or why == OVER
+                cells.append(str(k) if k is not None else f"– ({why})")
             lines.append(
-                f"| {r.variant} | {r.reference} | {r.source} | {sd} | {diff} | {n(r.unpaired)} | "
-                f"{n(r.paired)} | {self.compute(r.unpaired)} | {self.compute(r.paired)} |"
+                f"| {r.variant} | {r.reference} | {r.source} | {sd} | {diff} | {cells[0]} | "
+                f"{cells[1]} | {self.compute(r.unpaired)} | {self.compute(r.paired)} |"
             )
         lines += [
             "",
             "Compute: seeds × variants runs at the tune runs' mean wall time and training FLOPs "
             "per run.",
         ]
+        if out_of_reach:
+            lines += [
+                "",
+                f"– ({OVER}): protocol.target_mde={self.target_mde:g} is out of reach at this "
+                "spread: detecting it would need more than 1,000 seeds per variant. "
+                "Raise protocol.target_mde to a difference the study can afford to detect.",
+            ]
+        if any(r.unpaired is None and None in r.sd for r in self.rows):
+            lines += [
+                "",
+                "– (no spread): the tune runs have fewer than two seeds per variant; set "
+                "protocol.pilot_sd (a pilot standard deviation of the verdict metric).",
+            ]
+        if any(r.paired is None and r.sd_diff is None for r in self.rows):
+            lines += [
+                "",
+                "– (no paired spread): no tune runs of a variant and its reference share two "
+                "seeds (a pilot spread plans the unpaired design only).",
+            ]
         if self.floor_seeds is not None:
             n = self.floor_seeds
             lines += [

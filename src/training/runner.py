@@ -23,7 +23,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.utilities.rank_zero import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
-from src.callbacks.preemption import preemption_error
+from src.callbacks.preemption import catch_sigterm, preemption_error, stop_if_preempted
 from src.callbacks.summary import ModelSummary, RunSummary
 from src.config.inherited import hydra_inherited
 from src.config.spec import RunSpec
@@ -83,7 +83,9 @@ def train(cfg: DictConfig) -> float | None:
     summary = RunSummary(monitor=monitor)
     run: Run | None = None
     trainer: pl.Trainer | None = None
-    with launcher_scope():  # a multirun's next DDP job in this process launches its own ranks again
+    # a multirun's next DDP job in this process launches its own ranks again; a SIGTERM between
+    # Lightning's phases is kept for the checks after each
+    with launcher_scope(), catch_sigterm():
         try:
             # Lightning's litlogger tip and its own _pytree deprecation (src/training/console.py)
             quiet_third_party()
@@ -97,12 +99,17 @@ def train(cfg: DictConfig) -> float | None:
             # a cooldown branch (scheduler.decay_from) resumes its stable-phase checkpoint
             start = spec.plain.get("ckpt_path") or spec.schedule.branch_checkpoint()
             trainer.fit(run.task, datamodule=run.datamodule, ckpt_path=start)
+            stop_if_preempted(trainer)
             validate_final_weights(trainer, run, summary)
+            stop_if_preempted(trainer)
             if spec.plain.get("test", True):
                 summary.scored = scored_weights(trainer, summary)
+                log.info("testing the %s weights (step %d)", *summary.scored[:2])
                 trainer.test(
                     run.task, datamodule=run.datamodule, ckpt_path=summary.scored[2], verbose=False
                 )
+                # a signal during the test's last batch or its epoch-end work
+                stop_if_preempted(trainer)
         except BaseException as e:
             # SIGTERM / SLURM's signal: Preempted, naming the checkpoint written
             stopped = preemption_error(e, trainer)

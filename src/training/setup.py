@@ -16,6 +16,7 @@ from typing import Any
 
 import lightning.pytorch as pl
 import torch
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
@@ -95,12 +96,36 @@ def build_run(
     return run
 
 
+def ours_unwrapped(error: InstantiationException) -> BaseException | None:
+    """The project's own error (a class defined in ``src``: a ``ConfigError`` of a callback's
+    constructor) that Hydra's instantiation wrapped, or None when the cause is not ours."""
+    seen: BaseException | None = error.__cause__ or error.__context__
+    while seen is not None:
+        module = type(seen).__module__ or ""
+        if module == "src" or module.startswith("src."):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def instantiate_node(node: Any, **kwargs: Any) -> Any:
+    """``hydra.utils.instantiate``, raising a constructor's own error as itself (its one line,
+    its type in metrics.json) instead of Hydra's "Error in call to target ..." around it."""
+    try:
+        return instantiate(node, **kwargs)
+    except InstantiationException as e:
+        ours = ours_unwrapped(e)
+        if ours is None:
+            raise
+        raise ours from None
+
+
 def build_trainer(spec: RunSpec, extra_callbacks: list[pl.Callback] = ()) -> pl.Trainer:
     """The Lightning Trainer from ``trainer`` with the ``callbacks`` and ``logger`` groups (their
     targets checked by validation: a Lightning Callback or Logger)."""
-    callbacks = [instantiate(node) for node in spec.section("callbacks").values() if node]
-    loggers = [instantiate(node) for node in spec.section("logger").values() if node]
-    trainer = instantiate(
+    callbacks = [instantiate_node(node) for node in spec.section("callbacks").values() if node]
+    loggers = [instantiate_node(node) for node in spec.section("logger").values() if node]
+    trainer = instantiate_node(
         spec.section("trainer"),
         callbacks=[*callbacks, *extra_callbacks],
         logger=loggers or False,

@@ -215,11 +215,14 @@ class SyntheticSource(Source):
         tokenizer: str | None,
         objective: str | None = "synthetic",
         train_min_length: int | None = None,
+        prompt_is_source: bool = False,
     ) -> None:
         """Every value of the data node, the tokenizer and objective it needs, and the training
         example against ``block_size``: a DataError naming the key, the value and the allowed range.
         Called by ``src.config.validate``; ``train_min_length`` is the datamodule's
-        ``data.train_min_length``."""
+        ``data.train_min_length``; ``prompt_is_source``: the model family reads the prompt through
+        an encoder and the answer in its decoder (``TransformerModel.prompt_is_source``), not both
+        as one sequence."""
         name = cls.registry_name  # type: ignore[attr-defined]
         if objective != "synthetic":
             raise DataError(
@@ -278,11 +281,17 @@ class SyntheticSource(Source):
             source.example(split, 0, length=n)
         source.check_train_min_length(train_min_length)
         prompt, answer = source.sizes(train)
-        if prompt + answer - 1 > block_size:
+        if prompt_is_source:
+            # the encoder reads the prompt; the decoder a start token and the answer but its last
+            needed = max(prompt, answer)
+            reads = f"which the encoder and the decoder read as {prompt} and {answer}"
+        else:
+            needed = prompt + answer - 1  # one sequence; the answer's last token is only predicted
+            reads = f"which the model reads as {needed}"
+        if needed > block_size:
             raise DataError(
                 f"block_size={block_size} is too short for data={name} at "
                 f"data.{cls.length_key}={train}: an example is {prompt} prompt + {answer} answer "
-                f"tokens, which the model reads as {prompt + answer - 1}; raise block_size "
-                f"(model.max_seq_len) to at least {prompt + answer - 1} or lower "
-                f"data.{cls.length_key}"
+                f"tokens, {reads}; raise block_size (model.max_seq_len) to at least {needed} or "
+                f"lower data.{cls.length_key}"
             )
