@@ -67,7 +67,27 @@ def results_table(results: Mapping[str, BenchmarkResult], title: str = "evaluati
                 f"{r.seconds:.1f}" if first else "",
             )
             first = False
+    notes = word_ppl_notes(results)
+    if notes:
+        table.caption = "\n".join(notes)
     return table
+
+
+def word_ppl_notes(results: Mapping[str, BenchmarkResult]) -> list[str]:
+    """A word under each ``word_ppl``: it divides the NLL by whitespace-separated words, the unit of
+    word-level benchmarks (WikiText, PTB); on code, or text with few spaces, one "word" is many
+    tokens and the figure compares with nothing (the tokens per word say how far off it is)."""
+    notes = []
+    for name, r in results.items():
+        per_word = r.details.get("tokens_per_word")
+        if not any(m.endswith("word_ppl") for m in r.metrics) or per_word is None:
+            continue
+        notes.append(
+            f"{name}: word_ppl = exp(NLL per whitespace-separated word; {per_word:.1f} tokens per "
+            "word here): the figure word-level benchmarks (WikiText, PTB) quote; on code or text "
+            "with few spaces it compares with nothing; use ppl or bits_per_byte there"
+        )
+    return notes
 
 
 def print_results(

@@ -69,6 +69,29 @@ def test_eval_perplexity_equals_transformers(
         written["status"] == "completed" and written["benchmarks"]["perplexity"]["tokens_read"] > 0
     )
     assert written["params"] == metrics["params"] and written["family"] == "decoder_only"
+    words = len(text_file.read_text().split())
+    details = written["benchmarks"]["perplexity"]
+    assert details["words"] == words and details["tokens_per_word"] == pytest.approx(
+        len(ids) / words
+    )
+
+
+def test_word_ppl_carries_a_note_with_the_tokens_per_word() -> None:
+    """Issue 55: a word_ppl of 104 million on code was shown without a word on why: the table's
+    caption says what it divides by and how many tokens one "word" is there."""
+    from src.evaluation.benchmarks.base import BenchmarkResult
+    from src.evaluation.suite import results_table
+
+    code = BenchmarkResult(
+        metrics={"ppl": 4.0, "word_ppl": 1.04e8},
+        examples=1,
+        details={"words": 10, "tokens_per_word": 13.3},
+    )
+    caption = str(results_table({"perplexity": code}).caption)
+    assert "perplexity: word_ppl" in caption and "13.3 tokens per word" in caption
+    assert "use ppl or bits_per_byte" in caption
+    plain = BenchmarkResult(metrics={"acc": 0.5}, examples=1)
+    assert results_table({"lambada": plain}).caption is None
 
 
 def test_limit_takes_the_first_examples(

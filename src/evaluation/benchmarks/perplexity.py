@@ -169,11 +169,9 @@ class Perplexity(Benchmark):
                 f"{self.key}: the text has {len(tokens)} token(s); at least 2 are needed to score "
                 "one"
             )
+        words = len(text.split()) if text is not None else None
         metrics = perplexity_metrics(
-            nll,
-            n,
-            n_bytes=len(text.encode("utf-8")) if text is not None else None,
-            n_words=len(text.split()) if text is not None else None,
+            nll, n, n_bytes=len(text.encode("utf-8")) if text is not None else None, n_words=words
         )
         # pseudo-log-likelihood: not comparable with a causal model's figures
         if scorer.is_masked_lm:
@@ -181,5 +179,11 @@ class Perplexity(Benchmark):
         return BenchmarkResult(
             metrics=metrics,
             examples=n_rows,
-            details={"tokens_scored": n, "context_length": context_length, "stride": stride},
+            details={
+                "tokens_scored": n,
+                "context_length": context_length,
+                "stride": stride,
+                # what word_ppl divides by: the table's note reads it
+                **({"words": words, "tokens_per_word": len(tokens) / words} if words else {}),
+            },
         )
