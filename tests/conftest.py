@@ -23,6 +23,12 @@ import torch  # noqa: E402
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = REPO_ROOT / "conf"
 
+# pytest-xdist (``-n auto`` in pyproject's addopts): each worker takes its share of the cores, so
+# the workers' torch threads do not oversubscribe the machine
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+if _WORKERS > 1:
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // _WORKERS))
+
 
 def tiny_model_dict(**overrides: Any) -> dict[str, Any]:
     """A GPT-2-shaped decoder at test size (2 layers, d_model 32, 4 heads, T <= 32)."""
