@@ -24,9 +24,9 @@ def _decay_by_name(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, fl
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("name", ["adamw", "muon", "lion", "schedulefree", "sgd"])
+@pytest.mark.parametrize("name", OPTIMIZERS.names())  # read from the registry: one added stays covered
 def test_decay_only_on_matrices(family: str, name: str) -> None:
-    assert set(OPTIMIZERS.names()) == {"adamw", "muon", "lion", "schedulefree", "sgd"}
+    assert {"adamw", "muon", "lion", "schedulefree", "sgd"} <= set(OPTIMIZERS.names())
     model = build_model(
         tiny_model_dict(family=family, tie_embeddings=family != "encoder_decoder", bias=True)
     )
