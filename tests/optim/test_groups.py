@@ -24,7 +24,9 @@ def _decay_by_name(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, fl
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("name", OPTIMIZERS.names())  # read from the registry: one added stays covered
+@pytest.mark.parametrize(
+    "name", OPTIMIZERS.names()
+)  # read from the registry: one added stays covered
 def test_decay_only_on_matrices(family: str, name: str) -> None:
     assert {"adamw", "muon", "lion", "schedulefree", "sgd"} <= set(OPTIMIZERS.names())
     model = build_model(
