@@ -16,7 +16,9 @@ test named beside it fails with the attribute that moved, and only this file cha
 * ``attached_trainer``: a LightningModule's trainer, or None outside one (``module._trainer``:
   the public ``module.trainer`` raises when detached);
 * ``logged_as_last_fit_step``: the step the loggers get for a validation run after ``fit``
-  (``trainer.fit_loop.epoch_loop._batches_that_stepped``).
+  (``trainer.fit_loop.epoch_loop._batches_that_stepped``);
+* ``checkpoint_in_memory``: the dict ``trainer.save_checkpoint`` would write, without writing it
+  (``trainer._checkpoint_connector.dump_checkpoint``).
 
 One subclass override is pinned by the same test but lives with its class:
 ``TokensPerSecondBar._get_train_description`` (src/callbacks/throughput.py), which keeps
@@ -97,3 +99,11 @@ def logged_as_last_fit_step(trainer: Any) -> Iterator[None]:
         yield
     finally:
         loop._batches_that_stepped = before
+
+
+def checkpoint_in_memory(trainer: Any) -> dict[str, Any]:
+    """The checkpoint ``trainer.save_checkpoint`` would write now (the same hooks run), as a dict
+    in memory; ``trainer.strategy.save_checkpoint(dict, path)`` writes it later. Its tensors are the
+    live parameters and optimizer states (no copy); raises AttributeError where a release has moved
+    the connector."""
+    return trainer._checkpoint_connector.dump_checkpoint(weights_only=False)

@@ -7,6 +7,7 @@ Two ways to ask:
 
       TLAB_FAULTS="pause_train_step=6"          # after optimizer step 6 completes
       TLAB_FAULTS="pause_val_step=12"           # at the start of the validation at step 12
+      TLAB_FAULTS="pause_backward_step=6"       # mid-step 7: its loss computed, backward not begun
       TLAB_FAULTS="pause_save=last.ckpt@12"     # last.ckpt of step 12 written to its .tmp, not yet renamed
       TLAB_FAULTS="nan_loss_step=5"             # the loss of step 5 becomes NaN
       TLAB_FAULTS="raise_train_step=2"          # a RuntimeError (a bug) after optimizer step 2
@@ -73,12 +74,14 @@ class FaultInjector(pl.Callback):
         pause_val_step: int | None = None,
         nan_loss_step: int | None = None,
         raise_train_step: int | None = None,
+        pause_backward_step: int | None = None,
     ) -> None:
         self.args = {
             "pause_train_step": pause_train_step,
             "pause_val_step": pause_val_step,
             "nan_loss_step": nan_loss_step,
             "raise_train_step": raise_train_step,
+            "pause_backward_step": pause_backward_step,
         }
         self._hook: Any = None
 
@@ -135,6 +138,12 @@ class FaultInjector(pl.Callback):
             raise RuntimeError(
                 f"injected fault after step {trainer.global_step} (TLAB_FAULTS=raise_train_step)"
             )
+
+    def on_before_backward(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, loss: torch.Tensor
+    ) -> None:
+        if self._get("pause_backward_step") == trainer.global_step:
+            pause("backward", trainer.global_step)
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not trainer.sanity_checking and self._get("pause_val_step") == trainer.global_step:

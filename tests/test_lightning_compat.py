@@ -90,3 +90,43 @@ def test_attached_trainer_is_the_modules_trainer_or_none(trainer: pl.Trainer) ->
     assert lightning_compat.attached_trainer(module) is None  # the public property raises here
     module.trainer = trainer
     assert lightning_compat.attached_trainer(module) is trainer
+
+
+def test_checkpoint_in_memory_is_what_save_checkpoint_writes(tmp_path) -> None:
+    """The dict in memory holds the same keys and tensors ``trainer.save_checkpoint`` writes, and its
+    parameters are the live ones (no copy: Preemption keeps it for a step and writes it only when the
+    step after it is abandoned, before any update)."""
+    import torch
+
+    from src.checkpoints.io import safe_torch_load
+
+    class Tiny(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(3, 2)
+
+        def training_step(self, batch: torch.Tensor, batch_idx: int) -> torch.Tensor:
+            return self.layer(batch).square().mean()
+
+        def configure_optimizers(self) -> torch.optim.Optimizer:
+            return torch.optim.AdamW(self.parameters(), lr=0.1)
+
+        def train_dataloader(self) -> torch.utils.data.DataLoader:
+            return torch.utils.data.DataLoader(torch.randn(4, 3), batch_size=2)
+
+    trainer = pl.Trainer(
+        max_steps=2,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
+    module = Tiny()
+    trainer.fit(module)
+    in_memory = lightning_compat.checkpoint_in_memory(trainer)
+    trainer.save_checkpoint(tmp_path / "saved.ckpt")
+    saved = safe_torch_load(tmp_path / "saved.ckpt")
+    assert in_memory.keys() == saved.keys() and in_memory["global_step"] == 2
+    assert in_memory["state_dict"]["layer.weight"].data_ptr() == module.layer.weight.data_ptr()
+    assert torch.equal(in_memory["state_dict"]["layer.weight"], saved["state_dict"]["layer.weight"])

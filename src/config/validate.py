@@ -31,6 +31,7 @@ Checks that need built objects stay where the objects are: the tokenizer's vocab
 from __future__ import annotations
 
 import inspect
+import math
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -85,7 +86,12 @@ RUN_KEYS = frozenset(
 NONFINITE_ACTIONS = ("stop", "skip")
 #: the ``reliability.*`` keys ``src.training.harden.harden_trainer`` reads (the non-finite guard's
 #: settings)
-RELIABILITY_KEYS = ("nonfinite", "check_every_n_steps", "max_consecutive_skips")
+RELIABILITY_KEYS = (
+    "nonfinite",
+    "check_every_n_steps",
+    "max_consecutive_skips",
+    "abandon_step_after_s",
+)
 LIGHTNING_CKPT_ALIASES = ("last", "best", "hpc", "registry")
 
 
@@ -288,6 +294,17 @@ def _check_run_keys(plain: Mapping[str, Any]) -> None:
     for key in ("check_every_n_steps", "max_consecutive_skips"):
         if key in rel:
             positive_int(f"reliability.{key}", rel[key], "a positive number of steps")
+    abandon = rel.get("abandon_step_after_s")
+    if abandon is not None and (
+        isinstance(abandon, bool)
+        or not isinstance(abandon, int | float)
+        or not math.isfinite(abandon)
+        or abandon < 0
+    ):
+        raise ConfigError(
+            f"reliability.abandon_step_after_s={abandon!r} is invalid: use seconds >= 0 (a step "
+            "at least this slow is abandoned on SIGTERM) or null (always finish the step)"
+        )
     ckpt = plain.get("ckpt_path")
     if ckpt and str(ckpt) not in LIGHTNING_CKPT_ALIASES and "://" not in str(ckpt):
         path = Path(os.path.expanduser(str(ckpt)))

@@ -25,7 +25,7 @@ def harden_trainer(trainer: Any, cfg: Mapping[str, Any] | Any) -> Any:
     ``Preemption`` (SIGTERM / SLURM's signal -> last.ckpt at the current step) on ``trainer``.
 
     cfg: the run config; its ``reliability`` node (``nonfinite``, ``check_every_n_steps``,
-    ``max_consecutive_skips``) configures the guard. A custom CheckpointIO already set on the
+    ``max_consecutive_skips``) configures the guard, ``abandon_step_after_s`` the preemption. A custom CheckpointIO already set on the
     strategy is kept, with a warning. Returns the trainer.
     """
     strategy = trainer.strategy
@@ -54,5 +54,6 @@ def harden_trainer(trainer: Any, cfg: Mapping[str, Any] | Any) -> Any:
         # before the checkpoint callbacks, like Lightning orders them
         trainer.callbacks.insert(at, guard)
     if not any(isinstance(c, Preemption) for c in trainer.callbacks):
-        trainer.callbacks.append(Preemption())
+        after = rel.get("abandon_step_after_s", 10.0)
+        trainer.callbacks.append(Preemption(None if after is None else float(after)))
     return trainer

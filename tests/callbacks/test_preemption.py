@@ -194,6 +194,60 @@ def test_sigterm_slurm_signal_and_validation_then_resume_equals_uninterrupted(
     assert len(want["val/loss"]) == 4 and got == want
 
 
+def test_sigterm_mid_step_abandons_it_and_resume_equals_uninterrupted(
+    tmp_path: Path, procs: SimpleNamespace, tiny: tuple[str, ...], reference: SimpleNamespace
+) -> None:
+    """A step slower than ``reliability.abandon_step_after_s`` (0 here: every step) stops at its next
+    block on SIGTERM, mid-backward, and the checkpoint of the step before it is written; resuming
+    does that step again and ends with the weights and curves of the uninterrupted run."""
+    run_dir, marker = tmp_path / "run", tmp_path / "marker.json"
+    last = run_dir / "checkpoints" / "last.ckpt"
+    args = [*_args(tiny), "reliability.abandon_step_after_s=0", f"hydra.run.dir={run_dir}"]
+
+    # the first step of a fresh run: abandoned, nothing to write
+    proc, info = _signal_at(
+        procs,
+        [*args[:-1], f"hydra.run.dir={tmp_path / 'first'}"],
+        tmp_path / "0.log",
+        marker,
+        "pause_backward_step=0",
+        signal.SIGTERM,
+    )
+    log = (tmp_path / "0.log").read_text()
+    assert (info["what"], proc.returncode) == ("backward", 128 + signal.SIGTERM), log[-3000:]
+    assert (
+        log.rstrip()
+        .splitlines()[-1]
+        .startswith(
+            "preempted by SIGTERM at step 0, during step 1 (abandoned): no step had finished"
+        )
+    )
+    assert not (tmp_path / "first" / "checkpoints" / "last.ckpt").exists()
+
+    # step 7, after its forward (its loss computed, the backward about to start): abandoned, and
+    # last.ckpt is that of step 6 (step 4's validation was the last checkpoint on disk)
+    proc, info = _signal_at(
+        procs, args, tmp_path / "1.log", marker, "pause_backward_step=6", signal.SIGTERM
+    )
+    log = (tmp_path / "1.log").read_text()
+    assert (info["what"], proc.returncode) == ("backward", 128 + signal.SIGTERM), log[-3000:]
+    message = log.rstrip().splitlines()[-1]
+    assert message.startswith(
+        "preempted by SIGTERM at step 6, during step 7 (abandoned; "
+        f"reliability.abandon_step_after_s): wrote {last}, a resumable checkpoint of step 6"
+    ), message
+    assert "Traceback" not in log and f"Resume with ckpt_path={last}" in message
+    assert safe_torch_load(last)["global_step"] == 6
+
+    final = procs.start([*args, f"ckpt_path={last}"], tmp_path / "2.log")
+    assert final.wait(timeout=180) == 0, (tmp_path / "2.log").read_text()[-3000:]
+    ref_dir = _done(reference)
+    resumed, ref = safe_torch_load(last), safe_torch_load(ref_dir / "checkpoints" / "last.ckpt")
+    assert resumed["global_step"] == ref["global_step"] == 16
+    assert not _same_weights(ref, resumed), "weights differ from the uninterrupted run"
+    assert _curves(run_dir) == _curves(ref_dir)
+
+
 def test_preempted_sweep_job_is_resumed_not_restarted(
     tmp_path: Path, procs: SimpleNamespace, tiny: tuple[str, ...], reference: SimpleNamespace
 ) -> None:
