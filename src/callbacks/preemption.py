@@ -28,17 +28,9 @@ at the start of the next step, on every rank together). ``Preemption`` adds what
   runs (Lightning's then writes ``hpc_ckpt_<n>.ckpt`` of the same state and requeues). A SIGUSR1/2
   with no handler is a preemption without requeue.
 
-**A slow step is abandoned, not finished.** A step that takes minutes (GPT-2 small on a CPU) would
-hold a SIGTERM for the rest of it. When the last step took at least
-``reliability.abandon_step_after_s`` seconds (10 by default; null: never), ``Preemption`` keeps the
-checkpoint of that step's boundary in memory (``lightning_compat.checkpoint_in_memory``: the
-state a ``last.ckpt`` written there would hold; its tensors are the live ones, and nothing updates
-them before the next optimizer update). A SIGTERM during the next step's forward or backward then
-stops it at the next block (a check before each block's forward and after each block's gradients,
-``StepAbandoned``), and that boundary's checkpoint is written: the abandoned step is done again on
-resume, exactly (tests/callbacks/test_preemption.py). The first step of a fresh run is abandoned
-the same way (nothing to write). One process on a CPU only: under DDP every rank must stop at the
-same point, on a GPU a step is short, and a compiled model would trace the checks.
+**A slow step is abandoned, not finished** (``src.callbacks.slow_step``): a SIGTERM in the middle of
+a step slower than ``reliability.abandon_step_after_s`` stops it at its next block, and the
+checkpoint of the step before it is written.
 
 **Outside a fit's step loop** (``trainer.validate``, ``trainer.test``, the probes, an n-gram fit,
 the moments between them) the signal stops the run within a batch: ``Preemption`` checks the flag
@@ -58,11 +50,9 @@ sweep_resume.incomplete=last`` continues that job from its ``last.ckpt`` in the 
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import os
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
@@ -74,10 +64,10 @@ from hydra.types import RunMode
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.trainer.states import TrainerFn
 from lightning.pytorch.utilities.exceptions import SIGTERMException
-from torch import Tensor, nn
 
+from src.callbacks.slow_step import SlowStep, StepAbandoned
 from src.errors import Preempted
-from src.lightning_compat import checkpoint_in_memory, set_received_sigterm
+from src.lightning_compat import set_received_sigterm
 
 log = logging.getLogger(__name__)
 
@@ -114,10 +104,6 @@ def catch_sigterm() -> Iterator[None]:
             signal.signal(signal.SIGTERM, previous)
 
 
-class StepAbandoned(SIGTERMException):
-    """A preemption signal arrived in the middle of a slow step: the step stops where it is."""
-
-
 def preempted(trainer: pl.Trainer | None) -> bool:
     """Whether a preemption signal has asked the run to stop (Lightning's flag, a SIGTERM held back
     by ``Preemption`` until a validation ends, or one ``catch_sigterm`` recorded)."""
@@ -144,14 +130,8 @@ class Preemption(pl.Callback):
         self.signum: int | None = None  # the signal that asked the run to stop
         self.saved: Path | None = None  # the checkpoint written on the way out
         self.step = 0
-        self.abandon_after = abandon_step_after_s
+        self.slow = SlowStep(abandon_step_after_s)
         self.abandoned: int | None = None  # the step stopped mid-way (its number, 1-based)
-        self._boundary: dict[str, Any] | None = None  # checkpoint of the last slow step's end
-        self._checks: list[Any] = []  # hook handles: a check per block, forward and backward
-        self._trainer: pl.Trainer | None = None
-        self._in_step = False  # inside a step's forward or backward (before its update)
-        self._cycle_start: float | None = None  # when this optimizer step's first batch began
-        self._stepped = False  # the optimizer updated in this batch (not an accumulation)
         self._deferred: dict[int, Any] = {}  # signal -> the handler it had at train start
         self._pending: tuple[int, Any] | None = None  # a deferred handler to run after the save
         self._held = False  # a SIGTERM held back until the validation ends
@@ -161,9 +141,9 @@ class Preemption(pl.Callback):
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         # Lightning has registered its handlers by now (Trainer._run, before the fit loop starts)
         self.signum, self.saved, self._pending, self._held = None, None, None, False
-        self.abandoned, self._boundary = None, None
+        self.abandoned = None
         self._install_requeue_handlers()
-        self._install_checks(trainer, pl_module)
+        self.slow.install(trainer, pl_module)
 
     def _install_requeue_handlers(self) -> None:
         for sig in REQUEUE_SIGNALS:
@@ -195,61 +175,18 @@ class Preemption(pl.Callback):
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._restore_signals()
-        self._remove_checks()
+        self.slow.remove()
 
-    # ------------------------------------------------------------ a slow step, abandoned
-    def _install_checks(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        """A check before each block's forward and after each block's first gradient (one process
-        on a CPU, not compiled; module docstring)."""
-        self._remove_checks()
-        compiled = bool((getattr(pl_module, "cfg", None) or {}).get("compile"))
-        if (
-            self.abandon_after is None
-            or trainer.world_size > 1
-            or trainer.strategy.root_device.type != "cpu"
-            or compiled
-        ):
-            return
-        self._trainer = trainer
-        # the blocks: every module held in a ModuleList (each family's layer stacks)
-        blocks = [b for m in pl_module.modules() if isinstance(m, nn.ModuleList) for b in m]
-        for block in blocks:
-            self._checks.append(block.register_forward_pre_hook(self._check))
-            first = next((p for p in block.parameters() if p.requires_grad), None)
-            if first is not None:
-                self._checks.append(first.register_post_accumulate_grad_hook(self._check))
-
-    def _remove_checks(self) -> None:
-        for handle in self._checks:
-            handle.remove()
-        self._checks = []
-
-    def _check(self, *_: Any) -> None:
-        if self._in_step and self._trainer is not None and self._trainer.received_sigterm:
-            self._in_step = False
-            raise StepAbandoned()
-
-    def _abandonable(self, trainer: pl.Trainer) -> bool:
-        """A step may stop mid-way when nothing is lost: a fresh run's first step, or the boundary
-        before this step is held in memory."""
-        if trainer.global_step == 0:
-            return trainer.ckpt_path is None
-        return self._boundary is not None and self._boundary["global_step"] == trainer.global_step
-
+    # ------------------------------------------------------------ a slow step (slow_step.py)
     def on_train_batch_start(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
     ) -> None:
-        if self._cycle_start is None:
-            self._cycle_start = time.perf_counter()
-        self._in_step = bool(self._checks) and self._abandonable(trainer)
-        if self._in_step and trainer.received_sigterm:
-            self._check()  # arrived between steps: stop before this one starts
+        self.slow.batch_start(trainer)
 
     def on_before_optimizer_step(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, optimizer: Any
     ) -> None:
-        self._in_step = False  # the update begins: this step finishes
-        self._stepped = True
+        self.slow.before_update()
 
     def on_train_batch_end(
         self,
@@ -259,15 +196,7 @@ class Preemption(pl.Callback):
         batch: Any,
         batch_idx: int,
     ) -> None:
-        self._in_step, stepped, self._stepped = False, self._stepped, False
-        if not self._checks or self._cycle_start is None or not stepped:
-            return  # an accumulation batch: the step goes on
-        took, self._cycle_start = time.perf_counter() - self._cycle_start, None
-        assert self.abandon_after is not None  # checks are installed only with a bound
-        # the boundary of a slow step, kept in memory (a fast one is finished on SIGTERM instead)
-        self._boundary = (
-            _frozen(checkpoint_in_memory(trainer)) if took >= self.abandon_after else None
-        )
+        self.slow.batch_end(trainer)
 
     # ------------------------------------------------------------ validate() and test()
     def on_test_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -333,9 +262,7 @@ class Preemption(pl.Callback):
         if self._held:
             self._held = False
             set_received_sigterm(trainer, True)  # stop at the boundary right after this validation
-        if self._boundary is not None and self._boundary["global_step"] == trainer.global_step:
-            # this validation's results belong to the boundary (a resume does not repeat it)
-            self._boundary = _frozen(checkpoint_in_memory(trainer))
+        self.slow.validation_end(trainer)
         if (
             trainer.state.fn == TrainerFn.FITTING
             and not trainer.sanity_checking
@@ -358,10 +285,10 @@ class Preemption(pl.Callback):
     def on_exception(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException
     ) -> None:
+        self.slow.remove()
         if not isinstance(exception, SIGTERMException):
             return
         self._restore_signals()
-        self._remove_checks()
         if isinstance(exception, StepAbandoned):
             self._write_boundary(trainer)
         elif self._validating:
@@ -378,10 +305,11 @@ class Preemption(pl.Callback):
         self.signum = self.signum or signal.SIGTERM
         self.step = int(trainer.global_step)
         self.abandoned = self.step + 1
-        if self._boundary is not None:
+        boundary = self.slow.take_boundary()
+        if boundary is not None:
             path = self.last_path(trainer)
-            trainer.strategy.save_checkpoint(self._boundary, path)  # SafeCheckpointIO
-            self._boundary, self.saved = None, path
+            trainer.strategy.save_checkpoint(boundary, path)  # SafeCheckpointIO
+            self.saved = path
             for cb in trainer.checkpoint_callbacks:
                 if isinstance(cb, ModelCheckpoint) and cb.save_last:
                     cb.last_model_path = str(path)
@@ -455,20 +383,6 @@ class Preemption(pl.Callback):
             f"Run it again to continue (ckpt_path=<that checkpoint>); {sweep_advice()}",
             signum=signum,
         )
-
-
-def _frozen(checkpoint: dict[str, Any]) -> dict[str, Any]:
-    """``checkpoint`` with its containers copied and its tensors kept (they stay unchanged until the
-    next update; a callback's list appended to meanwhile must not change what is written)."""
-    if isinstance(checkpoint, dict):
-        return {k: _frozen(v) for k, v in checkpoint.items()}
-    if isinstance(checkpoint, list):
-        return [_frozen(v) for v in checkpoint]
-    if isinstance(checkpoint, tuple):
-        return tuple(_frozen(v) for v in checkpoint)
-    if isinstance(checkpoint, Tensor):
-        return checkpoint
-    return copy.deepcopy(checkpoint)
 
 
 def sweep_advice() -> str:

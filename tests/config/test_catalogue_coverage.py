@@ -79,7 +79,15 @@ RUN_VALUE_CASES = [
         ["+reliability.nonfinit=skip"],
         ConfigError,
         ("reliability.nonfinit='skip'", "conf/reliability/default.yaml"),
-        "(accepted: nonfinite, check_every_n_steps, max_consecutive_skips); fix the spelling",
+        "(accepted: nonfinite, check_every_n_steps, max_consecutive_skips, abandon_step_after_s); "
+        "fix the spelling",
+    ),
+    Case(
+        "reliability-abandon-negative",
+        ["reliability.abandon_step_after_s=-1"],
+        ConfigError,
+        ("reliability.abandon_step_after_s=-1",),
+        "use seconds >= 0 (a step at least this slow is abandoned on SIGTERM) or null",
     ),
     Case(
         "resume-typo",
