@@ -135,7 +135,7 @@ def auto_seeds(p: Plan) -> dict:
     (the paired plan: the confirm runs of every variant share their seeds and batches; the unpaired
     one where no pairs were measured), at most ``protocol.max_seeds``, numbered from 1 past the tune
     seeds. -> the record ``seeds_plan.json`` keeps and the report quotes: the seeds, each
-    comparison's need and, where it has none, why (no spread measured, or more than 1,000 seeds)."""
+    comparison's need and, where it has none, why (no spread, or more than 1,000 seeds)."""
     plan_ = power_plan_of(p)
     needs = [r.needed() for r in plan_.rows]
     cap = int(p.protocol.max_seeds or 2)

@@ -531,7 +531,7 @@ def test_a_plan_row_says_why_it_has_no_seed_count() -> None:
     row = lambda sd, diff, paired, unpaired: PlanRow("a", "b", sd, diff, 3, unpaired, paired, "")  # noqa: E731
     assert row((0.1, 0.1), 0.05, 4, 9).needed() == (4, "")
     assert row((0.1, 0.1), None, None, 9).needed() == (9, "")
-    assert row((None, None), None, None, None).needed() == (None, "no spread measured")
+    assert row((None, None), None, None, None).needed() == (None, "no spread")
     assert row((0.5, 0.5), 0.5, None, None).needed() == (None, "over 1,000 seeds")
 
 

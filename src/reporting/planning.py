@@ -100,13 +100,12 @@ class PlanRow:
 
     def needed(self) -> tuple[int | None, str]:
         """(seeds per variant the confirm stage needs: the paired plan, else the unpaired one; why
-        there is none: no spread measured, or more than 1,000 seeds)."""
+        there is none, in ``why_none``'s words: more than 1,000 seeds where either design measured
+        a spread, else no spread)."""
         n = self.paired if self.paired is not None else self.unpaired
         if n is not None:
             return n, ""
-        if self.sd_diff is None and None in self.sd:
-            return None, "no spread measured"
-        return None, OVER
+        return None, OVER if OVER in (self.why_none(True), self.why_none(False)) else "no spread"
 
 
 @dataclass
