@@ -7,11 +7,12 @@ reload after code moves. Unknown keys fail loudly, with the accepted ones listed
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from src.errors import ConfigError, check_keys
+from src.errors import ConfigError, check_keys, did_you_mean
 from src.registry import or_list
 
 __all__ = ["ModelConfig"]
@@ -54,6 +55,12 @@ class ModelConfig:
     norm: dict[str, Any] = field(default_factory=lambda: {"name": "layernorm", "eps": 1e-5})
     ffn: dict[str, Any] = field(default_factory=lambda: {"name": "gelu"})
     mask: dict[str, Any] | None = None  # None = the family's default
+    # registered mask names cycled over the layers (Gemma 2: [sliding_window, causal]); None =
+    # every layer uses model.mask. An entry named as model.mask takes its keys (the window)
+    layer_masks: list[str] | None = None
+    # cap · tanh(x / cap) on the attention scores / the output logits (Gemma 2, §2); None = none
+    attn_softcap: float | None = None
+    final_softcap: float | None = None
     # a norm on queries and keys (model/qk_norm)
     qk_norm: dict[str, Any] = field(default_factory=lambda: {"name": "none"})
     # the weight initialisation (model/init)
@@ -152,7 +159,15 @@ class ModelConfig:
         NORMS.check(self.norm, **context)
         FFNS.check(self.ffn, **context)
         if self.mask is not None:
-            MASKS.check(self.mask)
+            MASKS.check(self.mask, max_seq_len=self.max_seq_len)
+        for key in ("attn_softcap", "final_softcap"):
+            cap = getattr(self, key)
+            need(
+                cap is None
+                or (not isinstance(cap, bool) and isinstance(cap, (int, float)) and 0 < cap < 1e38),
+                f"model.{key}={cap!r} must be a positive number (cap · tanh(x / cap); Gemma 2 uses "
+                "50 on the scores, 30 on the logits), or null for no cap",
+            )
         QK_NORMS.check(self.qk_norm, **context)
         INITS.check(self.init, std=self.init_std)
         need(
@@ -160,8 +175,52 @@ class ModelConfig:
             f"model.family='{self.family}' is not known; use {or_list(FAMILIES.in_order())}",
         )
         family = FAMILIES.get(self.family)
-        family.check_config(self)
+        family.check_config(self)  # first: a family that fixes its masks refuses layer_masks
+        if self.layer_masks is not None:
+            for node in self.layer_mask_nodes():
+                MASKS.check(node, max_seq_len=self.max_seq_len)
         family.check_placement(self)
+
+    def layer_mask_nodes(self, n_layer: int | None = None) -> list[dict[str, Any]]:
+        """The mask node of each of ``n_layer`` layers (None: one per entry): ``layer_masks``
+        cycled (an entry named as ``model.mask`` takes its keys), or ``model.mask`` everywhere.
+        Refuses a ``layer_masks`` that is not a non-empty list of registered names, or an entry
+        missing a key it needs."""
+        from src.models.components import MASKS
+
+        names = self.layer_masks
+        if names is None:
+            return [dict(self.mask)] * (n_layer or 1) if self.mask is not None else []
+        if isinstance(names, str) or not names or not all(isinstance(n, str) for n in names):
+            raise ConfigError(
+                f"model.layer_masks={names!r} must be a non-empty list of mask names cycled over "
+                "the layers, e.g. [sliding_window,causal], or null (every layer uses model.mask)"
+            )
+        own = self.mask or {}
+        nodes = []
+        for name in names:
+            if name not in MASKS:
+                hint = did_you_mean(name, MASKS.names())
+                raise ConfigError(
+                    f"model.layer_masks has unknown mask '{name}'{hint}; use registered masks: "
+                    f"{or_list(MASKS.in_order())}"
+                )
+            node = dict(own) if own.get("name") == name else {"name": name}
+            missing = [
+                p.name
+                for p in inspect.signature(MASKS.get(name).__init__).parameters.values()
+                if p.name != "self"
+                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                and p.default is p.empty
+                and p.name not in node
+            ]
+            if missing:
+                raise ConfigError(
+                    f"model.layer_masks entry '{name}' takes model.mask.{missing[0]} from "
+                    f"model.mask; set model/mask={name} model.mask.{missing[0]}=<value>"
+                )
+            nodes.append(node)
+        return [nodes[i % len(nodes)] for i in range(len(nodes) if n_layer is None else n_layer)]
 
     def component_context(self) -> dict[str, Any]:
         """What the builder hands every component constructor that asks for it (by name)."""

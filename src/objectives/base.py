@@ -189,8 +189,11 @@ class LMTask(pl.LightningModule):
         )
         if cls.mask_rule is None or name is None:
             return
-        mask = MASKS.get(name)
-        sees_ahead = not (mask.causal or mask.needs_prefix_length)
+        # with model.layer_masks: the most permissive layer for a left-to-right objective
+        names = model.layer_masks or [name]
+        ahead = [n for n in names if not (MASKS.get(n).causal or MASKS.get(n).needs_prefix_length)]
+        name = ahead[0] if ahead else names[0]
+        sees_ahead = bool(ahead)
         if cls.mask_rule == "left_to_right" and sees_ahead:
             raise ConfigError(
                 f"objective={cls.name} predicts each token from the tokens before it, but "

@@ -14,6 +14,10 @@ Two numerically equivalent paths:
 Cross-attention (encoder-decoder): Q comes from the decoder stream, K and V from the
 encoder output (``memory``).
 
+Soft-capping (``model.attn_softcap``, Gemma 2) bends the scores through cap · tanh(s / cap) before
+the mask; SDPA's kernels cannot, so a capped attention always takes the explicit path (the
+T × S scores are materialised: more memory, no flash kernel).
+
 Two seams for other architectures: ``head_dim`` (``model.d_head``) need not be d_model / H
 (T5's ``d_kv``, Qwen 3's ``head_dim``), and ``scale`` (``model.attn_scale``) replaces 1/√D (T5
 does not scale: Mesh TensorFlow folds it into the initialisation of Q). A QK-norm
@@ -64,11 +68,14 @@ def explicit_attention(
     dropout: float = 0.0,
     training: bool = False,
     scale: float | None = None,
+    softcap: float | None = None,
 ) -> tuple[Tensor, Tensor]:
     """q: [B, H, T, D], k/v: [B, H, S, D] -> (out [B, H, T, D], probs [B, H, T, S]); ``scale`` None
-    = 1/√D."""
+    = 1/√D; ``softcap``: cap · tanh(scores / cap) before the mask (Gemma 2, §2)."""
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = (q @ k.transpose(-2, -1)) * scale  # [B, H, T, S]
+    if softcap is not None:
+        scores = softcap * torch.tanh(scores / softcap)
     if bias.is_causal:
         T, S = scores.shape[-2:]
         keep = torch.ones(T, S, dtype=torch.bool, device=q.device).tril(S - T)
@@ -126,9 +133,11 @@ class MultiHeadAttention(nn.Module):
         head_dim: int | None = None,
         scale: float | None = None,
         qk_norm: QKNorm | None = None,
+        softcap: float | None = None,
     ) -> None:
         super().__init__()
         self.n_head, self.n_kv_head = n_head, n_kv_head
+        self.softcap = softcap  # SDPA cannot cap the scores: the explicit path then runs
         self.head_dim = d_model // n_head if head_dim is None else head_dim
         self.cross, self.dropout, self.scale = cross, dropout, scale
         q_dim, kv_dim = n_head * self.head_dim, n_kv_head * self.head_dim
@@ -193,16 +202,19 @@ class MultiHeadAttention(nn.Module):
                 "must divide n_head (n_kv_head=1 is multi-query, n_kv_head=n_head is multi-head)"
             )
 
-    def forward_flops(self, batch_size: int, q_len: int, kv_len: int) -> int:
+    def forward_flops(
+        self, batch_size: int, q_len: int, kv_len: int, window: int | None = None
+    ) -> int:
         """Projections (Q, K, V, out) and scores of one forward: ``q_len`` queries over ``kv_len``
-        keys (the encoder output's length for cross-attention)."""
+        keys (the encoder output's length for cross-attention; a sliding ``window``: the keys each
+        query sees)."""
         B = batch_size
         if self.cross:
             proj = linear_flops(self.q, B * q_len) + linear_flops(self.kv, B * kv_len)
         else:
             proj = linear_flops(self.qkv, B * q_len)
         proj += linear_flops(self.out, B * q_len)
-        return proj + attention_score_flops(B, self.n_head, q_len, kv_len, self.head_dim)
+        return proj + attention_score_flops(B, self.n_head, q_len, kv_len, self.head_dim, window)
 
     def _heads(self, x: Tensor, n: int) -> Tensor:
         B, T, _ = x.shape
@@ -275,11 +287,12 @@ class MultiHeadAttention(nn.Module):
 
         p = self.dropout if self.training else 0.0
         probs = None
-        if need_weights:
+        if need_weights or self.softcap is not None:
             if self.n_kv_head != self.n_head:  # [B, K, S, D] -> [B, H, S, D]
                 rep = self.n_head // self.n_kv_head
                 k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-            y, probs = explicit_attention(q, k, v, bias, p, self.training, self.scale)
+            y, probs = explicit_attention(q, k, v, bias, p, self.training, self.scale, self.softcap)
+            probs = probs if need_weights else None
         else:
             y = sdpa_attention(q, k, v, bias, p, self.training, self.scale)
         # [B, H, T, D] -> [B, T, H·D]

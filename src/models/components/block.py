@@ -42,12 +42,13 @@ class Block(nn.Module):
         head_dim: int | None = None,
         attn_scale: float | None = None,
         qk_norm: QKNorm | None = None,
+        attn_softcap: float | None = None,
     ) -> None:
         """``make_residual`` builds the placement (``model.norm_placement``) of one sublayer;
-        ``head_dim``, ``attn_scale`` and ``qk_norm`` go to every attention of the block (see
-        ``MultiHeadAttention``)."""
+        ``head_dim``, ``attn_scale``, ``qk_norm`` and ``attn_softcap`` go to every attention of the
+        block (see ``MultiHeadAttention``)."""
         super().__init__()
-        attention = dict(head_dim=head_dim, scale=attn_scale, qk_norm=qk_norm)
+        attention = dict(head_dim=head_dim, scale=attn_scale, qk_norm=qk_norm, softcap=attn_softcap)
         self.attn_res = make_residual()
         self.attn_norm = make_norm() if self.attn_res.uses_norm else None
         self.attn = MultiHeadAttention(d_model, n_head, n_kv_head, bias, dropout, **attention)
@@ -68,10 +69,13 @@ class Block(nn.Module):
             pairs.append((self.cross_res, self.cross_attn))
         return [*pairs, (self.ffn_res, self.ffn)]
 
-    def forward_flops(self, batch_size: int, seq_len: int, memory_len: int = 0) -> int:
+    def forward_flops(
+        self, batch_size: int, seq_len: int, memory_len: int = 0, window: int | None = None
+    ) -> int:
         """Matmul FLOPs of one forward over ``batch_size × seq_len`` tokens (cross-attention reads
-        ``memory_len`` encoder positions); see ``TransformerModel.forward_flops``."""
-        flops = self.attn.forward_flops(batch_size, seq_len, seq_len)
+        ``memory_len`` encoder positions; a sliding ``window`` counts only the keys each query
+        sees); see ``TransformerModel.forward_flops``."""
+        flops = self.attn.forward_flops(batch_size, seq_len, seq_len, window)
         if hasattr(self, "cross_attn"):
             flops += self.cross_attn.forward_flops(batch_size, seq_len, memory_len)
         return flops + linear_flops(self.ffn, batch_size * seq_len)
@@ -151,6 +155,7 @@ def build_bias(
     if (
         mask is not None
         and mask.causal
+        and mask.window is None
         and key_padding is None
         and score_bias is None
         and prefix_length is None
@@ -186,10 +191,16 @@ class Stack(nn.Module):
         final_norm: nn.Module | None,
         embed_norm: nn.Module | None = None,
         dropout: float = 0.0,
+        layer_masks: list[AttentionMask] | None = None,
     ) -> None:
+        """``layer_masks``: one mask per block (``model.layer_masks``); None = ``mask`` in every
+        block."""
         super().__init__()
         self.position = position
         self.mask = mask
+        self.layer_masks: list[AttentionMask | None] = (
+            list(layer_masks) if layer_masks is not None else [mask] * len(blocks)
+        )
         self.embed_norm = embed_norm
         self.dropout = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(blocks)
@@ -198,12 +209,48 @@ class Stack(nn.Module):
     @property
     def needs_prefix_length(self) -> bool:
         """Whether the forward needs ``prefix_length`` (the mask is a prefix LM's)."""
-        return self.mask is not None and self.mask.needs_prefix_length
+        return any(m is not None and m.needs_prefix_length for m in self.layer_masks)
+
+    def cache_windows(self) -> list[int | None]:
+        """Per block, the keys its KV cache must keep (a sliding window's ``window``; None: all)."""
+        return [m.window if m is not None else None for m in self.layer_masks]
 
     def forward_flops(self, batch_size: int, seq_len: int, memory_len: int = 0) -> int:
         """Matmul FLOPs of the blocks over ``batch_size × seq_len`` tokens (see
         ``Block.forward_flops``)."""
-        return sum(block.forward_flops(batch_size, seq_len, memory_len) for block in self.blocks)  # type: ignore[operator]
+        return sum(
+            block.forward_flops(batch_size, seq_len, memory_len, window)  # type: ignore[operator]
+            for block, window in zip(self.blocks, self.cache_windows(), strict=True)
+        )
+
+    def _self_biases(
+        self,
+        positions: Tensor,
+        offset: int,
+        key_padding: Tensor | None,
+        prefix_length: Tensor | None,
+        rolling: bool,
+        dtype: torch.dtype,
+    ) -> dict[int, AttentionBias]:
+        """One bias per distinct mask object (by ``id``). A sliding window's rolling cache
+        (``rolling``) holds only its last ``window`` keys, so its keys start there."""
+        biases: dict[int, AttentionBias] = {}
+        for mask in self.layer_masks:
+            if id(mask) in biases:
+                continue
+            w = mask.window if mask is not None else None
+            start = max(0, offset - w) if rolling and w is not None else 0
+            keys = torch.arange(start, offset + len(positions), device=positions.device)  # [S]
+            biases[id(mask)] = build_bias(
+                mask,
+                positions,
+                keys,
+                None if key_padding is None else key_padding[:, start:],  # [B, S]
+                prefix_length,
+                self.position.score_bias(positions, keys),
+                dtype,
+            )
+        return biases
 
     def forward(
         self,
@@ -220,7 +267,6 @@ class Stack(nn.Module):
         B, T, _ = x.shape
         offset = cache.offset if cache is not None else 0
         positions = torch.arange(offset, offset + T, device=x.device)  # [T]
-        key_positions = torch.arange(0, offset + T, device=x.device)  # [S]
         self.position.check_length(offset + T)
         if cache is not None:
             self.position.check_cache(offset + T)
@@ -228,14 +274,8 @@ class Stack(nn.Module):
         if self.embed_norm is not None:
             x = self.embed_norm(x)
         x = self.dropout(x)
-        self_bias = build_bias(
-            self.mask,
-            positions,
-            key_positions,
-            key_padding,
-            prefix_length,
-            self.position.score_bias(positions, key_positions),
-            x.dtype,
+        self_biases = self._self_biases(
+            positions, offset, key_padding, prefix_length, cache is not None, x.dtype
         )
         memory_bias = None
         if memory is not None or (cache is not None and cache.cross[0] is not None):
@@ -246,7 +286,7 @@ class Stack(nn.Module):
         for i, block in enumerate(self.blocks):
             x, probs = block(
                 x,
-                self_bias,
+                self_biases[id(self.layer_masks[i])],
                 position=self.position,
                 positions=positions,
                 memory=memory,

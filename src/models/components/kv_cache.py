@@ -3,6 +3,11 @@
 Each layer's keys and values are written into a preallocated buffer [B, K, L, D] so a
 decoding step costs one slice write instead of a concatenation of the whole history.
 Cross-attention keys/values (encoder-decoder) are computed once and kept in ``cross``.
+
+A layer with a sliding window of W keys (``windows[layer]``, Mistral's rolling buffer cache,
+Jiang et al. 2023 §2) keeps only its last W keys/values: its memory stays flat however long the
+generation runs. ``update`` returns the kept keys followed by the new ones, so the layer's keys
+start at position max(0, offset - W) (``Stack`` builds that layer's mask from there).
 """
 
 from __future__ import annotations
@@ -12,17 +17,28 @@ from torch import Tensor
 
 
 class KVCache:
-    def __init__(self, n_layer: int, max_length: int | None = None) -> None:
+    def __init__(
+        self, n_layer: int, max_length: int | None = None, windows: list[int | None] | None = None
+    ) -> None:
         self.n_layer = n_layer
         self.max_length = max_length
+        self.windows = list(windows) if windows is not None else [None] * n_layer
         self.offset = 0  # tokens already cached (before the current forward)
         self._k: list[Tensor | None] = [None] * n_layer
         self._v: list[Tensor | None] = [None] * n_layer
         self.cross: list[tuple[Tensor, Tensor] | None] = [None] * n_layer
 
     def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """k, v: [B, K, T, D] for the new tokens -> all keys/values so far [B, K, offset+T, D]."""
+        """k, v: [B, K, T, D] for the new tokens -> all keys/values so far [B, K, offset+T, D]
+        (a rolling layer: the last min(offset, W) then the new ones)."""
         end = self.offset + k.shape[2]
+        window = self.windows[layer]
+        if window is not None:  # rolling: [B, K, min(offset, W) + T, D] out, the last W kept
+            prev_k, prev_v = self._k[layer], self._v[layer]
+            k = k if prev_k is None else torch.cat([prev_k, k], dim=2)
+            v = v if prev_v is None else torch.cat([prev_v, v], dim=2)
+            self._k[layer], self._v[layer] = k[:, :, -window:], v[:, :, -window:]
+            return k, v
         if self.max_length is None:
             prev_k, prev_v = self._k[layer], self._v[layer]
             self._k[layer] = k if prev_k is None else torch.cat([prev_k, k], dim=2)
@@ -40,6 +56,11 @@ class KVCache:
         buf_k[:, :, self.offset : end] = k  # type: ignore[index]
         buf_v[:, :, self.offset : end] = v  # type: ignore[index]
         return buf_k[:, :, :end], buf_v[:, :, :end]  # type: ignore[index]
+
+    def stored_length(self, layer: int) -> int:
+        """Positions the cache holds for ``layer`` (a preallocated buffer counts whole)."""
+        k = self._k[layer]
+        return 0 if k is None else k.shape[2]
 
     def advance(self, n: int) -> None:
         """Called by the model once every layer has written its ``n`` new positions."""

@@ -1,4 +1,4 @@
-"""Self-attention mask variants, registered by name (``model/mask=causal|bidirectional|prefix_lm``).
+"""Self-attention mask variants, registered by name (``model/mask=causal|prefix_lm|…``).
 
 A mask says which key positions each query may attend to; padding is handled apart
 (``attention_mask`` in the forward). Raffel et al. 2020 (T5, §3.2.1, Fig. 3) compare the
@@ -8,9 +8,14 @@ an encoder-decoder.
 
 from __future__ import annotations
 
+import logging
+
 from torch import Tensor
 
+from src.errors import ConfigError
 from src.registry import Registry
+
+log = logging.getLogger(__name__)
 
 MASKS: Registry[AttentionMask] = Registry(
     "mask", conf="model/mask", package="src.models.components"
@@ -23,6 +28,7 @@ class AttentionMask:
 
     causal: bool = False
     needs_prefix_length: bool = False
+    window: int | None = None  # a sliding window: keys each query sees (the KV cache keeps these)
     display: str = ""  # the kind of self-attention, as diagrams name it
 
     def allowed(
@@ -66,3 +72,36 @@ class PrefixLM(AttentionMask):
             )
         in_prefix = k_pos[None, None, :] < prefix_length.view(-1, 1, 1)  # [B, 1, S]
         return causal | in_prefix  # [B, T, S]
+
+
+@MASKS.register("sliding_window")
+class SlidingWindow(AttentionMask):
+    """Causal, and each query sees only the last ``window`` keys, itself included: key j is visible
+    to query i when i - window < j <= i. Beltagy et al. 2020 (Longformer, §3.1); Jiang et al. 2023
+    (Mistral 7B, §2: W = 4096). L layers reach back L·(W - 1) tokens. A ``window`` at least the
+    context (``model.max_seq_len``) is the causal mask."""
+
+    causal = True
+    display = "sliding window"
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+
+    @classmethod
+    def check_args(cls, *, window: object = None, max_seq_len: int | None = None, **_: object):
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise ConfigError(
+                f"model.mask.window={window!r} must be a positive integer (the keys each query "
+                "sees, itself included); set e.g. model.mask.window=4096 (Mistral)"
+            )
+        if max_seq_len is not None and window >= max_seq_len:
+            log.info(
+                "model.mask.window=%d >= model.max_seq_len=%d: the sliding window equals the "
+                "causal mask",
+                window,
+                max_seq_len,
+            )
+
+    def allowed(self, q_pos: Tensor, k_pos: Tensor, prefix_length: Tensor | None = None) -> Tensor:
+        diff = q_pos[:, None] - k_pos[None, :]  # [T, S]: how far back each key is
+        return ((diff >= 0) & (diff < self.window))[None]  # [1, T, S]

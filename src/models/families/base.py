@@ -91,6 +91,20 @@ class TransformerModel(nn.Module):
         node = self.config.mask or ({"name": self.default_mask} if self.default_mask else None)
         return MASKS.build(node) if node else None
 
+    def make_layer_masks(self, n_layer: int) -> list[AttentionMask] | None:
+        """One mask per layer from ``model.layer_masks`` (None without it: every layer shares the
+        stack's mask); layers with the same entry share one object, so each distinct mask is
+        built once per forward."""
+        if self.config.layer_masks is None:
+            return None
+        built: dict[str, AttentionMask] = {}
+        out = []
+        for node in self.config.layer_mask_nodes(n_layer):
+            if node["name"] not in built:
+                built[node["name"]] = MASKS.build(node)
+            out.append(built[node["name"]])
+        return out
+
     @classmethod
     def residual_context(
         cls, config: ModelConfig, n_layer: int, stack: str, cross_attention: bool
@@ -135,6 +149,7 @@ class TransformerModel(nn.Module):
             return FFNS.build(c.ffn, **context)
 
         qk_norm = QK_NORMS.build(c.qk_norm, **context)
+        layer_masks = self.make_layer_masks(n_layer)
         blocks = [
             Block(
                 c.d_model,
@@ -149,6 +164,7 @@ class TransformerModel(nn.Module):
                 head_dim=c.d_head,
                 attn_scale=c.attn_scale,
                 qk_norm=qk_norm,
+                attn_softcap=c.attn_softcap,
             )
             for _ in range(n_layer)
         ]
@@ -162,6 +178,7 @@ class TransformerModel(nn.Module):
             final_norm=self.make_norm() if placement.final_norm else None,
             embed_norm=self.make_norm() if c.embedding_norm else None,
             dropout=c.dropout,
+            layer_masks=layer_masks,
         )
 
     def make_head(self, bias: bool = False) -> nn.Linear:
@@ -218,6 +235,9 @@ class TransformerModel(nn.Module):
         logits = self.head(hidden)  # [B, T, C] -> [B, T, V_padded]
         if self.config.padded_vocab_size != self.config.vocab_size:
             logits = logits[..., : self.config.vocab_size]  # padded rows are never predicted
+        cap = self.config.final_softcap
+        if cap is not None:  # Gemma 2 (Team et al. 2024, §2): cap · tanh(logits / cap)
+            logits = cap * torch.tanh(logits / cap)
         return logits
 
     def hidden_states(

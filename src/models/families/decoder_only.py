@@ -16,7 +16,9 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from src.errors import ConfigError
 from src.models.components.kv_cache import KVCache
+from src.models.components.masks import MASKS
 from src.models.config import ModelConfig
 from src.models.families.base import FAMILIES, IGNORE_INDEX, StackLayout, TransformerModel
 from src.models.outputs import Decoding, ModelOutput
@@ -25,6 +27,17 @@ from src.models.outputs import Decoding, ModelOutput
 @FAMILIES.register("decoder_only")
 class DecoderOnly(TransformerModel):
     default_mask = "causal"
+
+    @classmethod
+    def check_config(cls, config: ModelConfig) -> None:
+        for node in config.layer_mask_nodes() if config.layer_masks is not None else []:
+            mask = MASKS.get(node["name"])
+            if not (mask.causal or mask.needs_prefix_length):
+                raise ConfigError(
+                    f"model.layer_masks has '{node['name']}', which lets a token see later ones; "
+                    "a decoder_only model predicts the next token: use causal, sliding_window or "
+                    "prefix_lm there"
+                )
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
@@ -127,7 +140,11 @@ class DecoderOnly(TransformerModel):
             prefix_length = torch.full((B,), T, dtype=torch.long, device=input_ids.device)
         window = self.max_positions
         max_len = T + max_new_tokens if window is None else min(T + max_new_tokens, window)
-        cache = KVCache(len(self.decoder.blocks), max_length=max_len) if use_cache else None
+        cache = (
+            KVCache(len(self.decoder.blocks), max_len, windows=self.decoder.cache_windows())
+            if use_cache
+            else None
+        )
         return Decoding(
             input_ids,
             input_ids,

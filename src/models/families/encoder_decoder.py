@@ -59,6 +59,12 @@ class EncoderDecoder(TransformerModel):
                 "encoder_decoder's encoder is bidirectional and its decoder causal. Remove "
                 "model/mask (or set model.mask=null)"
             )
+        if config.layer_masks is not None:
+            raise ConfigError(
+                f"model.layer_masks={config.layer_masks} is for decoder_only / encoder_only; an "
+                "encoder_decoder fixes its masks (bidirectional encoder, causal decoder). Set "
+                "model.layer_masks=null"
+            )
 
     @classmethod
     def layout(cls, config: ModelConfig) -> list[StackLayout]:
