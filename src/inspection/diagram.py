@@ -17,7 +17,7 @@ from rich.tree import Tree
 from torch import nn
 
 from src.inspection.params import describe
-from src.models.components import FFNS, MASKS, NORMS, PLACEMENTS, POSITIONS, QK_NORMS
+from src.models.components import FFNS, MASKS, NORMS, PLACEMENTS, POSITIONS, QK_NORMS, SINKS
 from src.models.components.attention import MultiHeadAttention
 from src.models.config import ModelConfig
 from src.models.families import FAMILIES
@@ -140,12 +140,17 @@ def _heads_text(cfg: ModelConfig) -> str:
 
 
 def _attention_extras(cfg: ModelConfig) -> str:
-    """QK-norm and a score scale other than 1/√d_head, as lines of an attention node."""
+    """QK-norm, a sink and a score scale other than 1/√d_head, as lines of an attention node."""
     qk = QK_NORMS.build(cfg.qk_norm, **cfg.component_context()).describe()
-    lines = ([qk] if qk else []) + (
-        [f"scores × {cfg.attn_scale:g} (not 1/√{cfg.head_dim})"]
-        if cfg.attn_scale is not None
-        else []
+    sink = SINKS.build(cfg.sinks).describe()
+    lines = (
+        ([qk] if qk else [])
+        + ([sink] if sink else [])
+        + (
+            [f"scores × {cfg.attn_scale:g} (not 1/√{cfg.head_dim})"]
+            if cfg.attn_scale is not None
+            else []
+        )
     )
     return "".join(f"<br/>{line}" for line in lines)
 

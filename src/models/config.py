@@ -63,6 +63,8 @@ class ModelConfig:
     final_softcap: float | None = None
     # a norm on queries and keys (model/qk_norm)
     qk_norm: dict[str, Any] = field(default_factory=lambda: {"name": "none"})
+    # attention sinks (model/sinks): a learned logit per head in the softmax (gpt-oss)
+    sinks: dict[str, Any] = field(default_factory=lambda: {"name": "none"})
     # the weight initialisation (model/init)
     init: dict[str, Any] = field(default_factory=lambda: {"name": "gpt2"})
     name: str = "custom"  # a label for tables; never consulted when building
@@ -76,7 +78,7 @@ class ModelConfig:
         own = {k: v for k, v in d.items() if not str(k).startswith("_")}
         check_keys(own, known, where="model", prefix="model.")
         d = {k: v for k, v in d.items() if k in known}
-        for group in ("position", "norm", "ffn", "mask", "qk_norm", "init"):
+        for group in ("position", "norm", "ffn", "mask", "qk_norm", "sinks", "init"):
             if d.get(group) is not None:
                 if isinstance(d[group], str):
                     d[group] = {"name": d[group]}
@@ -119,7 +121,16 @@ class ModelConfig:
         component's own checks (``Registry.check``: name, keys, ``check_args``), then the family
         (its name, ``check_config``, the placement per stack). ``from_dict`` runs this once; the
         builder, ``Registry.build`` and the constructors trust a ``ModelConfig`` they are given."""
-        from src.models.components import FFNS, INITS, MASKS, NORMS, PLACEMENTS, POSITIONS, QK_NORMS
+        from src.models.components import (
+            FFNS,
+            INITS,
+            MASKS,
+            NORMS,
+            PLACEMENTS,
+            POSITIONS,
+            QK_NORMS,
+            SINKS,
+        )
         from src.models.components.attention import MultiHeadAttention
         from src.models.families import FAMILIES
 
@@ -169,6 +180,7 @@ class ModelConfig:
                 "50 on the scores, 30 on the logits), or null for no cap",
             )
         QK_NORMS.check(self.qk_norm, **context)
+        SINKS.check(self.sinks, **context)
         INITS.check(self.init, std=self.init_std)
         need(
             self.family in FAMILIES,

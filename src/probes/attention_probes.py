@@ -73,9 +73,13 @@ def attention_entropy(probs: Tensor, n_visible: Tensor) -> Tensor:
     return (normed * weights).sum(dim=(0, 2)) / weights.sum(dim=(0, 2))  # [H]
 
 
-def sink_mass(probs: Tensor) -> Tensor:
-    """[B, H, T, S] -> [H]: mean attention on the first key, over queries 1..T-1 (query 0 of a
-    causal map has nothing else to see)."""
+def sink_mass(probs: Tensor, sink_logit: bool = False) -> Tensor:
+    """[B, H, T, S] -> [H]: mean attention on the sink. Without a sink of its own (``sink_logit``
+    False) the sink is the first key (Xiao et al. 2023, StreamingLLM), over queries 1..T-1 (query 0
+    of a causal map has nothing else to see); with a learned sink logit (``model/sinks=learned``)
+    it is the mass the softmax gave that logit, 1 - Σ_j p_ij, over every query."""
+    if sink_logit:
+        return (1 - probs.float().sum(-1)).mean(dim=(0, 2))  # [B, H, T] -> [H]
     if probs.shape[-2] < 2:
         return probs[:, :, :, 0].float().mean(dim=(0, 2))
     return probs[:, :, 1:, 0].float().mean(dim=(0, 2))  # [B, H, T-1] -> [H]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from src.models.components.sinks import SINKS
 from src.models.families import TransformerModel
 from src.probes.attention_probes import (
     attention_entropy,
@@ -114,7 +115,8 @@ def run_probes(
         prefix_length = batch.prefix_length if a.kind == "self" else None
         n_visible = visible_keys(mask, T, S, prefix_length, a.probs.device)  # [1|B, T]
         result.entropy.setdefault(prefix, []).append(attention_entropy(a.probs, n_visible).cpu())
-        result.sink.setdefault(prefix, []).append(sink_mass(a.probs).cpu())
+        logit = a.kind != "cross" and SINKS.get(model.config.sinks["name"]).in_softmax
+        result.sink.setdefault(prefix, []).append(sink_mass(a.probs, logit).cpu())
         if prefix == "" and model.left_to_right:
             result.induction.append(induction_scores(a.probs, batch.period, batch.offset).cpu())
             result.prev_token.append(previous_token_scores(a.probs).cpu())

@@ -13,6 +13,7 @@ from src.models.components.positions import POSITIONS
 from src.models.components.qk_norm import QK_NORMS
 from src.models.components.residual import PLACEMENTS
 from src.models.components.rope_scaling import ROPE_SCALINGS
+from src.models.components.sinks import SINKS
 
 __all__ = [
     "FFNS",
@@ -23,4 +24,5 @@ __all__ = [
     "PLACEMENTS",
     "QK_NORMS",
     "ROPE_SCALINGS",
+    "SINKS",
 ]

@@ -16,7 +16,9 @@ encoder output (``memory``).
 
 Soft-capping (``model.attn_softcap``, Gemma 2) bends the scores through cap · tanh(s / cap) before
 the mask; SDPA's kernels cannot, so a capped attention always takes the explicit path (the
-T × S scores are materialised: more memory, no flash kernel).
+T × S scores are materialised: more memory, no flash kernel). A learned sink logit per head
+(``model/sinks=learned``, ``components/sinks.py``, gpt-oss) joins the softmax's denominator: the
+explicit path again, whose probabilities then sum to less than 1.
 
 Two seams for other architectures: ``head_dim`` (``model.d_head``) need not be d_model / H
 (T5's ``d_kv``, Qwen 3's ``head_dim``), and ``scale`` (``model.attn_scale``) replaces 1/√D (T5
@@ -39,6 +41,7 @@ from src.models.components.flops import attention_score_flops, linear_flops
 from src.models.components.kv_cache import KVCache
 from src.models.components.positions import Position
 from src.models.components.qk_norm import QKNorm
+from src.models.components.sinks import SinkLogit, Sinks
 
 
 @dataclass
@@ -69,9 +72,11 @@ def explicit_attention(
     training: bool = False,
     scale: float | None = None,
     softcap: float | None = None,
+    sink: SinkLogit | None = None,
 ) -> tuple[Tensor, Tensor]:
     """q: [B, H, T, D], k/v: [B, H, S, D] -> (out [B, H, T, D], probs [B, H, T, S]); ``scale`` None
-    = 1/√D; ``softcap``: cap · tanh(scores / cap) before the mask (Gemma 2, §2)."""
+    = 1/√D; ``softcap``: cap · tanh(scores / cap) before the mask (Gemma 2, §2); ``sink``: a logit
+    per head in the softmax's denominator (gpt-oss), so a row sums to 1 less the sink's share."""
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = (q @ k.transpose(-2, -1)) * scale  # [B, H, T, S]
     if softcap is not None:
@@ -85,7 +90,7 @@ def explicit_attention(
             scores = scores.masked_fill(~bias.mask, float("-inf"))
         else:
             scores = scores + bias.mask
-    probs = scores.float().softmax(dim=-1).to(q.dtype)
+    probs = (scores.float().softmax(dim=-1) if sink is None else sink(scores)).to(q.dtype)
     probs = torch.nan_to_num(probs)  # rows with no visible key (padding queries) -> 0
     out = F.dropout(probs, dropout, training) @ v  # [B, H, T, S] @ [B, H, S, D] -> [B, H, T, D]
     return out, probs
@@ -134,10 +139,13 @@ class MultiHeadAttention(nn.Module):
         scale: float | None = None,
         qk_norm: QKNorm | None = None,
         softcap: float | None = None,
+        sinks: Sinks | None = None,
     ) -> None:
         super().__init__()
         self.n_head, self.n_kv_head = n_head, n_kv_head
         self.softcap = softcap  # SDPA cannot cap the scores: the explicit path then runs
+        # a learned sink logit per head (None without it); the explicit path again
+        self.sink = sinks.build(n_head) if sinks is not None else None
         self.head_dim = d_model // n_head if head_dim is None else head_dim
         self.cross, self.dropout, self.scale = cross, dropout, scale
         q_dim, kv_dim = n_head * self.head_dim, n_kv_head * self.head_dim
@@ -287,11 +295,13 @@ class MultiHeadAttention(nn.Module):
 
         p = self.dropout if self.training else 0.0
         probs = None
-        if need_weights or self.softcap is not None:
+        if need_weights or self.softcap is not None or self.sink is not None:
             if self.n_kv_head != self.n_head:  # [B, K, S, D] -> [B, H, S, D]
                 rep = self.n_head // self.n_kv_head
                 k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-            y, probs = explicit_attention(q, k, v, bias, p, self.training, self.scale, self.softcap)
+            y, probs = explicit_attention(
+                q, k, v, bias, p, self.training, self.scale, self.softcap, self.sink
+            )
             probs = probs if need_weights else None
         else:
             y = sdpa_attention(q, k, v, bias, p, self.training, self.scale)

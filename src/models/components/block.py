@@ -24,6 +24,7 @@ from src.models.components.masks import AttentionMask
 from src.models.components.positions import Position
 from src.models.components.qk_norm import QKNorm
 from src.models.components.residual import Residual
+from src.models.components.sinks import Sinks
 
 
 class Block(nn.Module):
@@ -43,15 +44,18 @@ class Block(nn.Module):
         attn_scale: float | None = None,
         qk_norm: QKNorm | None = None,
         attn_softcap: float | None = None,
+        sinks: Sinks | None = None,
     ) -> None:
         """``make_residual`` builds the placement (``model.norm_placement``) of one sublayer;
         ``head_dim``, ``attn_scale``, ``qk_norm`` and ``attn_softcap`` go to every attention of the
-        block (see ``MultiHeadAttention``)."""
+        block (see ``MultiHeadAttention``), ``sinks`` to its self-attention only."""
         super().__init__()
         attention = dict(head_dim=head_dim, scale=attn_scale, qk_norm=qk_norm, softcap=attn_softcap)
         self.attn_res = make_residual()
         self.attn_norm = make_norm() if self.attn_res.uses_norm else None
-        self.attn = MultiHeadAttention(d_model, n_head, n_kv_head, bias, dropout, **attention)
+        self.attn = MultiHeadAttention(
+            d_model, n_head, n_kv_head, bias, dropout, **attention, sinks=sinks
+        )
         if cross_attention:
             self.cross_res = make_residual()
             self.cross_norm = make_norm() if self.cross_res.uses_norm else None

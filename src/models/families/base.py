@@ -36,6 +36,7 @@ from src.models.components.norms import NORMS
 from src.models.components.positions import POSITIONS
 from src.models.components.qk_norm import QK_NORMS
 from src.models.components.residual import PLACEMENTS
+from src.models.components.sinks import SINKS
 from src.models.config import ModelConfig
 from src.models.outputs import AttentionProbs, Decoding
 from src.registry import Registry
@@ -149,6 +150,7 @@ class TransformerModel(nn.Module):
             return FFNS.build(c.ffn, **context)
 
         qk_norm = QK_NORMS.build(c.qk_norm, **context)
+        sinks = SINKS.build(c.sinks, **context)
         layer_masks = self.make_layer_masks(n_layer)
         blocks = [
             Block(
@@ -165,6 +167,7 @@ class TransformerModel(nn.Module):
                 attn_scale=c.attn_scale,
                 qk_norm=qk_norm,
                 attn_softcap=c.attn_softcap,
+                sinks=sinks,
             )
             for _ in range(n_layer)
         ]

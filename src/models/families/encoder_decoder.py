@@ -65,6 +65,11 @@ class EncoderDecoder(TransformerModel):
                 "encoder_decoder fixes its masks (bidirectional encoder, causal decoder). Set "
                 "model.layer_masks=null"
             )
+        if config.sinks.get("name") != "none":
+            raise ConfigError(
+                f"model/sinks={config.sinks.get('name')} is for decoder_only / encoder_only; an "
+                "encoder_decoder's cross-attention has no sink. Set model/sinks=none"
+            )
 
     @classmethod
     def layout(cls, config: ModelConfig) -> list[StackLayout]:

@@ -18,6 +18,7 @@ from src.models.components.masks import MASKS
 from src.models.components.norms import NORMS
 from src.models.components.positions import POSITIONS
 from src.models.components.qk_norm import QK_NORMS
+from src.models.components.sinks import SINKS
 from src.models.config import ModelConfig
 from src.registry import Registry
 
@@ -67,6 +68,7 @@ GROUPS: dict[str, Registry[Any]] = {
     "ffn": FFNS,
     "mask": MASKS,
     "qk_norm": QK_NORMS,
+    "sinks": SINKS,
 }
 
 #: ModelConfig keys every format maps in both directions (the round-trip tests check them), plus
