@@ -1,4 +1,4 @@
-"""Every attention pattern of issue 59 (sliding window, per-layer masks, soft-caps) trains under
+"""Every attention pattern of issue 59 (sliding window, per-layer masks, soft-caps, sinks) trains under
 ``fast_dev_run`` in each family that supports it, and its checkpoint reloads."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from tests.training.conftest import TINY, run_cli, train_in_process
 WINDOW = ["model/mask=sliding_window", "model.mask.window=8"]
 GEMMA2 = [*WINDOW, "model.layer_masks=[sliding_window,causal]"]
 CAPS = ["model.attn_softcap=50.0", "model.final_softcap=30.0"]
+SINK = ["model/sinks=learned"]
 FAST = ["trainer.fast_dev_run=true", "trainer.accelerator=cpu", "trainer.precision=32"]
 
 PATTERNS = {
@@ -36,6 +37,14 @@ PATTERNS = {
         *WINDOW,
         "model.layer_masks=[sliding_window,bidirectional]",
         *CAPS,
+    ],
+    "decoder_learned_sink_window": [*SINK, *WINDOW],
+    "prefix_lm_learned_sink": [*SINK, "model/mask=prefix_lm", "objective.prefix_length=8"],
+    "encoder_learned_sink": [
+        *SINK,
+        "objective=masked_lm",
+        "model.family=encoder_only",
+        "model/mask=bidirectional",
     ],
     "encoder_decoder_caps": [
         "model=transformer_base",

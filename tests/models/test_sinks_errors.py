@@ -1,0 +1,32 @@
+"""The one-line errors of ``model/sinks`` (issue 59)."""
+
+from __future__ import annotations
+
+import pytest
+
+from src.errors import ConfigError
+from src.models.config import ModelConfig
+from tests.conftest import tiny_model_dict
+
+
+def test_encoder_decoder_refuses_sinks_naming_the_fix() -> None:
+    cfg = tiny_model_dict(family="encoder_decoder", sinks={"name": "learned"})
+    with pytest.raises(ConfigError, match=r"model/sinks=learned .*Set model/sinks=none") as err:
+        ModelConfig.from_dict(cfg)
+    assert "\n" not in str(err.value)
+
+
+def test_unknown_sink_names_the_registered_ones() -> None:
+    with pytest.raises(ConfigError, match=r"learned") as err:
+        ModelConfig.from_dict(tiny_model_dict(sinks={"name": "lerned"}))
+    assert "sinks" in str(err.value)
+
+
+def test_learned_sink_takes_no_keys() -> None:
+    with pytest.raises(ConfigError, match="count"):
+        ModelConfig.from_dict(tiny_model_dict(sinks={"name": "learned", "count": 2}))
+
+
+def test_encoder_decoder_and_decoder_only_accept_sinks_none() -> None:
+    for family in ("encoder_decoder", "decoder_only", "encoder_only"):
+        assert ModelConfig.from_dict(tiny_model_dict(family=family)).sinks == {"name": "none"}
