@@ -1,4 +1,4 @@
-"""The format registry: exactly the six formats, one file each, and an unknown model_type
+"""The format registry: exactly the seven formats, one file each, and an unknown model_type
 that says what is supported and how to add a format."""
 
 from __future__ import annotations
@@ -25,16 +25,17 @@ from src.models.hf import (
 )
 from src.models.hf.architecture import GROUPS
 
-FORMATS = ["bert", "gpt2", "llama", "marian", "qwen3", "t5"]
+FORMATS = ["bert", "gpt2", "llama", "marian", "mistral", "qwen3", "t5"]
 
 
-def test_registry_lists_exactly_the_six_formats() -> None:
+def test_registry_lists_exactly_the_seven_formats() -> None:
     assert ADAPTERS.names() == FORMATS
     assert [get_adapter(t).family for t in FORMATS] == [
         "encoder_only",
         "decoder_only",
         "decoder_only",
         "encoder_decoder",
+        "decoder_only",
         "decoder_only",
         "encoder_decoder",
     ]
@@ -56,8 +57,8 @@ def test_unknown_model_type_lists_formats_and_how_to_add_one(model_type: str | N
         get_adapter(model_type)
     msg = str(err.value)
     assert (
-        f"model_type {model_type!r} is not supported; supported: bert, gpt2, llama, marian, qwen3, t5"
-        in msg
+        f"model_type {model_type!r} is not supported; supported: "
+        "bert, gpt2, llama, marian, mistral, qwen3, t5" in msg
     )
     assert (
         f"src/models/hf/formats/{name}.py" in msg

@@ -83,9 +83,10 @@ class LlamaAdapter(Adapter):
             f"hidden_act={hf.hidden_act!r} is not supported (our swiglu uses SiLU)",
         )
         head_dim = getattr(hf, "head_dim", None) or hf.hidden_size // hf.num_attention_heads
+        bias = bool(getattr(hf, "attention_bias", False))  # Mistral's config has no such key
         self.need(
-            bool(hf.attention_bias) == bool(getattr(hf, "mlp_bias", False)),
-            f"attention_bias={hf.attention_bias} with mlp_bias={getattr(hf, 'mlp_bias', False)}: "
+            bias == bool(getattr(hf, "mlp_bias", False)),
+            f"attention_bias={bias} with mlp_bias={getattr(hf, 'mlp_bias', False)}: "
             "our model.bias sets both at once",
         )
         return ModelConfig(
@@ -99,7 +100,7 @@ class LlamaAdapter(Adapter):
             d_ff=hf.intermediate_size,
             max_seq_len=hf.max_position_embeddings,
             dropout=float(hf.attention_dropout),
-            bias=bool(hf.attention_bias),
+            bias=bias,
             tie_embeddings=bool(getattr(hf, "tie_word_embeddings", False)),
             norm_placement="pre",
             position=self.position(rope, hf.max_position_embeddings),
