@@ -41,7 +41,7 @@ from src.models.components.flops import attention_score_flops, linear_flops
 from src.models.components.kv_cache import KVCache
 from src.models.components.positions import Position
 from src.models.components.qk_norm import QKNorm
-from src.models.components.sinks import SinkLogit, Sinks
+from src.models.components.sinks import SinkKeys, SinkLogit, Sinks
 
 
 @dataclass
@@ -256,8 +256,10 @@ class MultiHeadAttention(nn.Module):
         cache: KVCache | None = None,
         layer_idx: int = 0,
         need_weights: bool = False,
+        sinks: SinkKeys | None = None,
     ) -> AttentionOutput:
-        """x: [B, T, C]; memory: [B, S, C] (cross only) -> AttentionOutput(out [B, T, C])."""
+        """x: [B, T, C]; memory: [B, S, C] (cross only) -> AttentionOutput(out [B, T, C]);
+        ``sinks``: sink tokens' keys to prepend (or to record, while the stack computes them)."""
         B, T, C = x.shape
         if self.cross:
             q = self.q(x)  # [B, T, H·D]
@@ -292,6 +294,8 @@ class MultiHeadAttention(nn.Module):
                 q, k = position.rotate(q, k, positions, positions)
             if cache is not None:
                 k, v = cache.update(layer_idx, k, v)  # [B, K, offset+T, D]
+            if sinks is not None:  # [B, K, S, D] -> [B, K, n + S, D]
+                k, v, bias = sinks.prepend(layer_idx, k, v, bias, T)
 
         p = self.dropout if self.training else 0.0
         probs = None
@@ -303,6 +307,8 @@ class MultiHeadAttention(nn.Module):
                 q, k, v, bias, p, self.training, self.scale, self.softcap, self.sink
             )
             probs = probs if need_weights else None
+            if probs is not None and sinks is not None and not sinks.capturing:
+                probs = probs[..., sinks.count :]  # the sequence's keys: [B, H, T, S]
         else:
             y = sdpa_attention(q, k, v, bias, p, self.training, self.scale)
         # [B, H, T, D] -> [B, T, H·D]

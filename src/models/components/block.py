@@ -18,13 +18,13 @@ import torch
 from torch import Tensor, nn
 
 from src.models.components.attention import AttentionBias, MultiHeadAttention
-from src.models.components.flops import linear_flops
+from src.models.components.flops import attention_score_flops, linear_flops
 from src.models.components.kv_cache import KVCache
 from src.models.components.masks import AttentionMask
 from src.models.components.positions import Position
 from src.models.components.qk_norm import QKNorm
 from src.models.components.residual import Residual
-from src.models.components.sinks import Sinks
+from src.models.components.sinks import SinkKeys, Sinks
 
 
 class Block(nn.Module):
@@ -74,12 +74,20 @@ class Block(nn.Module):
         return [*pairs, (self.ffn_res, self.ffn)]
 
     def forward_flops(
-        self, batch_size: int, seq_len: int, memory_len: int = 0, window: int | None = None
+        self,
+        batch_size: int,
+        seq_len: int,
+        memory_len: int = 0,
+        window: int | None = None,
+        sink_keys: int = 0,
     ) -> int:
         """Matmul FLOPs of one forward over ``batch_size × seq_len`` tokens (cross-attention reads
         ``memory_len`` encoder positions; a sliding ``window`` counts only the keys each query
-        sees); see ``TransformerModel.forward_flops``."""
+        sees; ``sink_keys`` sink tokens every query sees besides); see
+        ``TransformerModel.forward_flops``."""
         flops = self.attn.forward_flops(batch_size, seq_len, seq_len, window)
+        a = self.attn
+        flops += attention_score_flops(batch_size, a.n_head, seq_len, sink_keys, a.head_dim)
         if hasattr(self, "cross_attn"):
             flops += self.cross_attn.forward_flops(batch_size, seq_len, memory_len)
         return flops + linear_flops(self.ffn, batch_size * seq_len)
@@ -96,8 +104,10 @@ class Block(nn.Module):
         cache: KVCache | None = None,
         layer_idx: int = 0,
         need_weights: bool = False,
+        sinks: SinkKeys | None = None,
     ) -> tuple[Tensor, list[Tensor]]:
-        """x: [B, T, C] -> ([B, T, C], attention probabilities when asked for)."""
+        """x: [B, T, C] -> ([B, T, C], attention probabilities when asked for); ``sinks``: the sink
+        tokens' keys for the self-attention."""
         probs: list[Tensor] = []
 
         def self_attn(h: Tensor) -> Tensor:
@@ -109,6 +119,7 @@ class Block(nn.Module):
                 cache=cache,
                 layer_idx=layer_idx,
                 need_weights=need_weights,
+                sinks=sinks,
             )
             if o.probs is not None:
                 probs.append(o.probs)
@@ -196,10 +207,12 @@ class Stack(nn.Module):
         embed_norm: nn.Module | None = None,
         dropout: float = 0.0,
         layer_masks: list[AttentionMask] | None = None,
+        sink_tokens: nn.Embedding | None = None,
     ) -> None:
         """``layer_masks``: one mask per block (``model.layer_masks``); None = ``mask`` in every
-        block."""
+        block. ``sink_tokens``: [n, C] learned sink embeddings (``model/sinks=token``)."""
         super().__init__()
+        self.sink_tokens = sink_tokens
         self.position = position
         self.mask = mask
         self.layer_masks: list[AttentionMask | None] = (
@@ -222,10 +235,35 @@ class Stack(nn.Module):
     def forward_flops(self, batch_size: int, seq_len: int, memory_len: int = 0) -> int:
         """Matmul FLOPs of the blocks over ``batch_size × seq_len`` tokens (see
         ``Block.forward_flops``)."""
-        return sum(
-            block.forward_flops(batch_size, seq_len, memory_len, window)  # type: ignore[operator]
-            for block, window in zip(self.blocks, self.cache_windows(), strict=True)
+        n = self.sink_count
+        blocks: list[Block] = list(self.blocks)  # type: ignore[arg-type]
+        sinks = sum(block.forward_flops(1, n) for block in blocks) if n else 0  # the sinks' pass
+        return sinks + sum(
+            block.forward_flops(batch_size, seq_len, memory_len, window, n)
+            for block, window in zip(blocks, self.cache_windows(), strict=True)
         )
+
+    @property
+    def sink_count(self) -> int:
+        """Sink tokens every query sees (0 without ``model/sinks=token``)."""
+        return 0 if self.sink_tokens is None else self.sink_tokens.num_embeddings
+
+    def sink_keys(self, dtype: torch.dtype) -> SinkKeys:
+        """The sink tokens through the blocks: each layer's keys and values [1, K, n, D]. The sinks
+        take no position (no embedding added, no rotation, no score bias) and see only each
+        other, so they are the same for every input and a KV cache keeps them once."""
+        assert self.sink_tokens is not None
+        sinks = SinkKeys(self.sink_count)
+        h = self.sink_tokens.weight.to(dtype)[None]  # [n, C] -> [1, n, C]
+        if self.embed_norm is not None:
+            h = self.embed_norm(h)
+        h = self.dropout(h)
+        for i, block in enumerate(self.blocks):  # .forward: a block's hooks see the sequence only
+            h, _ = block.forward(
+                h, AttentionBias(), position=None, positions=None, layer_idx=i, sinks=sinks
+            )
+        sinks.capturing = False
+        return sinks
 
     def _self_biases(
         self,
@@ -286,6 +324,12 @@ class Stack(nn.Module):
             memory_bias = build_bias(
                 None, positions, positions, memory_padding, None, None, x.dtype
             )
+        sinks = None
+        if self.sink_tokens is not None:  # computed once per forward, or once per cache
+            sinks = cache.sinks if cache is not None and cache.sinks is not None else None
+            sinks = self.sink_keys(x.dtype) if sinks is None else sinks
+            if cache is not None:
+                cache.sinks = sinks
         attentions: list[Tensor] = []
         for i, block in enumerate(self.blocks):
             x, probs = block(
@@ -298,6 +342,7 @@ class Stack(nn.Module):
                 cache=cache,
                 layer_idx=i,
                 need_weights=need_weights,
+                sinks=sinks,
             )
             attentions.extend(probs)
         if self.final_norm is not None:

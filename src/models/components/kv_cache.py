@@ -15,6 +15,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from src.models.components.sinks import SinkKeys
+
 
 class KVCache:
     def __init__(
@@ -27,6 +29,8 @@ class KVCache:
         self._k: list[Tensor | None] = [None] * n_layer
         self._v: list[Tensor | None] = [None] * n_layer
         self.cross: list[tuple[Tensor, Tensor] | None] = [None] * n_layer
+        # the sink tokens' keys and values (model/sinks=token): computed once, never rolled out
+        self.sinks: SinkKeys | None = None
 
     def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """k, v: [B, K, T, D] for the new tokens -> all keys/values so far [B, K, offset+T, D]

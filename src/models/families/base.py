@@ -182,6 +182,7 @@ class TransformerModel(nn.Module):
             embed_norm=self.make_norm() if c.embedding_norm else None,
             dropout=c.dropout,
             layer_masks=layer_masks,
+            sink_tokens=nn.Embedding(sinks.count, c.d_model) if sinks.count else None,
         )
 
     def make_head(self, bias: bool = False) -> nn.Linear:
