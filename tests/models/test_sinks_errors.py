@@ -30,3 +30,16 @@ def test_learned_sink_takes_no_keys() -> None:
 def test_encoder_decoder_and_decoder_only_accept_sinks_none() -> None:
     for family in ("encoder_decoder", "decoder_only", "encoder_only"):
         assert ModelConfig.from_dict(tiny_model_dict(family=family)).sinks == {"name": "none"}
+
+
+@pytest.mark.parametrize("count", [0, -2, 1.5, True, "4"])
+def test_sink_count_must_be_a_positive_integer(count: object) -> None:
+    with pytest.raises(ConfigError, match=r"model\.sinks\.count=.* must be a positive") as err:
+        ModelConfig.from_dict(tiny_model_dict(sinks={"name": "token", "count": count}))
+    assert "\n" not in str(err.value)
+
+
+def test_encoder_decoder_refuses_sink_tokens() -> None:
+    cfg = tiny_model_dict(family="encoder_decoder", sinks={"name": "token", "count": 2})
+    with pytest.raises(ConfigError, match=r"model/sinks=token .*Set model/sinks=none"):
+        ModelConfig.from_dict(cfg)

@@ -1,5 +1,5 @@
-"""Every attention pattern of issue 59 (sliding window, per-layer masks, soft-caps, sinks) trains under
-``fast_dev_run`` in each family that supports it, and its checkpoint reloads."""
+"""Every attention pattern of issue 59 (sliding window, per-layer masks, soft-caps, sinks) trains
+under ``fast_dev_run`` in each family that supports it, and its checkpoint reloads."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ WINDOW = ["model/mask=sliding_window", "model.mask.window=8"]
 GEMMA2 = [*WINDOW, "model.layer_masks=[sliding_window,causal]"]
 CAPS = ["model.attn_softcap=50.0", "model.final_softcap=30.0"]
 SINK = ["model/sinks=learned"]
+TOKENS = ["model/sinks=token", "model.sinks.count=2"]
 FAST = ["trainer.fast_dev_run=true", "trainer.accelerator=cpu", "trainer.precision=32"]
 
 PATTERNS = {
@@ -42,6 +43,14 @@ PATTERNS = {
     "prefix_lm_learned_sink": [*SINK, "model/mask=prefix_lm", "objective.prefix_length=8"],
     "encoder_learned_sink": [
         *SINK,
+        "objective=masked_lm",
+        "model.family=encoder_only",
+        "model/mask=bidirectional",
+    ],
+    "decoder_sink_tokens_window": [*TOKENS, *WINDOW, "model/position=rope"],
+    "prefix_lm_sink_tokens": [*TOKENS, "model/mask=prefix_lm", "objective.prefix_length=8"],
+    "encoder_registers": [
+        *TOKENS,
         "objective=masked_lm",
         "model.family=encoder_only",
         "model/mask=bidirectional",
