@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from src.errors import ConfigError
+from src.errors import ConfigError, HFConversionError
+from src.models import build_model
 from src.models.config import ModelConfig
+from src.models.hf import to_hf
 from tests.conftest import tiny_model_dict
 
 
@@ -43,3 +47,12 @@ def test_encoder_decoder_refuses_sink_tokens() -> None:
     cfg = tiny_model_dict(family="encoder_decoder", sinks={"name": "token", "count": 2})
     with pytest.raises(ConfigError, match=r"model/sinks=token .*Set model/sinks=none"):
         ModelConfig.from_dict(cfg)
+
+
+@pytest.mark.parametrize("sinks", [{"name": "learned"}, {"name": "token", "count": 2}])
+def test_no_transformers_format_takes_sinks(sinks: dict[str, object], tmp_path: Path) -> None:
+    """A transformers checkpoint has no field for them: export refuses, naming the key."""
+    pytest.importorskip("transformers")
+    model = build_model(tiny_model_dict(sinks=sinks))
+    with pytest.raises(HFConversionError, match=r"model\.sinks=.*needs \{'name': 'none'\}"):
+        to_hf(model, tmp_path)
