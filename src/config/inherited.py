@@ -27,7 +27,7 @@ from src.config.typos import CONF_DIR
 log = logging.getLogger(__name__)
 
 #: nodes whose keys are those of the variant their ``name`` picks
-MODEL_GROUPS = ("position", "norm", "ffn", "mask", "qk_norm", "sinks", "init")
+MODEL_GROUPS = ("position", "norm", "ffn", "mask", "qk_norm", "sinks", "attention", "init")
 
 
 def inherited_keys(choices: Mapping[str, Any], typed: Sequence[str]) -> set[str]:
@@ -90,7 +90,16 @@ def drop_inherited(plain: dict[str, Any], inherited: set[str]) -> list[str]:
 def _variant_nodes(plain: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], set[str]]]:
     """(dotted prefix, node, keys its chosen variant accepts) of each group node with a ``name``."""
     from src.data.sources import DATAMODULE_KEYS, SOURCES
-    from src.models.components import FFNS, INITS, MASKS, NORMS, POSITIONS, QK_NORMS, SINKS
+    from src.models.components import (
+        ATTENTIONS,
+        FFNS,
+        INITS,
+        MASKS,
+        NORMS,
+        POSITIONS,
+        QK_NORMS,
+        SINKS,
+    )
     from src.objectives import OBJECTIVES
     from src.optim import OPTIMIZERS, SCHEDULES
 
@@ -110,7 +119,7 @@ def _variant_nodes(plain: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any],
     if named(node, OBJECTIVES):
         yield "objective", node, set(OBJECTIVES.get(node["name"]).options)
     model = plain.get("model") if isinstance(plain.get("model"), dict) else {}
-    registries = (POSITIONS, NORMS, FFNS, MASKS, QK_NORMS, SINKS, INITS)
+    registries = (POSITIONS, NORMS, FFNS, MASKS, QK_NORMS, SINKS, ATTENTIONS, INITS)
     for group, registry in zip(MODEL_GROUPS, registries, strict=True):
         node = model.get(group)
         if named(node, registry):

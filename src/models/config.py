@@ -65,6 +65,8 @@ class ModelConfig:
     qk_norm: dict[str, Any] = field(default_factory=lambda: {"name": "none"})
     # attention sinks (model/sinks): a learned logit per head in the softmax (gpt-oss)
     sinks: dict[str, Any] = field(default_factory=lambda: {"name": "none"})
+    # the self-attention (model/attention): standard or differential (Ye et al. 2024)
+    attention: dict[str, Any] = field(default_factory=lambda: {"name": "standard"})
     # the weight initialisation (model/init)
     init: dict[str, Any] = field(default_factory=lambda: {"name": "gpt2"})
     name: str = "custom"  # a label for tables; never consulted when building
@@ -78,7 +80,16 @@ class ModelConfig:
         own = {k: v for k, v in d.items() if not str(k).startswith("_")}
         check_keys(own, known, where="model", prefix="model.")
         d = {k: v for k, v in d.items() if k in known}
-        for group in ("position", "norm", "ffn", "mask", "qk_norm", "sinks", "init"):
+        for group in (
+            "position",
+            "norm",
+            "ffn",
+            "mask",
+            "qk_norm",
+            "sinks",
+            "attention",
+            "init",
+        ):
             if d.get(group) is not None:
                 if isinstance(d[group], str):
                     d[group] = {"name": d[group]}
@@ -122,6 +133,7 @@ class ModelConfig:
         (its name, ``check_config``, the placement per stack). ``from_dict`` runs this once; the
         builder, ``Registry.build`` and the constructors trust a ``ModelConfig`` they are given."""
         from src.models.components import (
+            ATTENTIONS,
             FFNS,
             INITS,
             MASKS,
@@ -181,6 +193,7 @@ class ModelConfig:
             )
         QK_NORMS.check(self.qk_norm, **context)
         SINKS.check(self.sinks, **context)
+        ATTENTIONS.check(self.attention, **context, n_kv_head=self.kv_heads)
         INITS.check(self.init, std=self.init_std)
         need(
             self.family in FAMILIES,

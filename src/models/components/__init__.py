@@ -5,6 +5,7 @@ Notation used in shape comments throughout: B batch, T query length, S key lengt
 H query heads, K key/value heads, D head dim, C model dim (d_model), F FFN dim, V vocab.
 """
 
+from src.models.components.differential import ATTENTIONS
 from src.models.components.ffn import FFNS
 from src.models.components.init import INITS
 from src.models.components.masks import MASKS
@@ -16,6 +17,7 @@ from src.models.components.rope_scaling import ROPE_SCALINGS
 from src.models.components.sinks import SINKS
 
 __all__ = [
+    "ATTENTIONS",
     "FFNS",
     "INITS",
     "MASKS",

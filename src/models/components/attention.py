@@ -297,6 +297,21 @@ class MultiHeadAttention(nn.Module):
             if sinks is not None:  # [B, K, S, D] -> [B, K, n + S, D]
                 k, v, bias = sinks.prepend(layer_idx, k, v, bias, T)
 
+        y, probs = self._attend(q, k, v, bias, need_weights, sinks)  # [B, T, H·D]
+        return AttentionOutput(out=self.out_dropout(self.out(y)), probs=probs)
+
+    def _attend(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        bias: AttentionBias,
+        need_weights: bool,
+        sinks: SinkKeys | None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """q: [B, H, T, D], k/v: [B, K, S, D] -> ([B, T, H·D], probs [B, H, T, S] or None); the
+        seam ``model/attention=differential`` overrides (``components/differential.py``)."""
+        B, _, T, _ = q.shape
         p = self.dropout if self.training else 0.0
         probs = None
         if need_weights or self.softcap is not None or self.sink is not None:
@@ -312,5 +327,4 @@ class MultiHeadAttention(nn.Module):
         else:
             y = sdpa_attention(q, k, v, bias, p, self.training, self.scale)
         # [B, H, T, D] -> [B, T, H·D]
-        y = y.transpose(1, 2).reshape(B, T, self.n_head * self.head_dim)
-        return AttentionOutput(out=self.out_dropout(self.out(y)), probs=probs)
+        return y.transpose(1, 2).reshape(B, T, self.n_head * self.head_dim), probs

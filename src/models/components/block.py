@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from src.models.components.attention import AttentionBias, MultiHeadAttention
+from src.models.components.differential import AttentionChoice, StandardAttention
 from src.models.components.flops import attention_score_flops, linear_flops
 from src.models.components.kv_cache import KVCache
 from src.models.components.masks import AttentionMask
@@ -45,16 +46,21 @@ class Block(nn.Module):
         qk_norm: QKNorm | None = None,
         attn_softcap: float | None = None,
         sinks: Sinks | None = None,
+        self_attention: AttentionChoice | None = None,
+        layer: int = 0,
     ) -> None:
         """``make_residual`` builds the placement (``model.norm_placement``) of one sublayer;
         ``head_dim``, ``attn_scale``, ``qk_norm`` and ``attn_softcap`` go to every attention of the
-        block (see ``MultiHeadAttention``), ``sinks`` to its self-attention only."""
+        block (see ``MultiHeadAttention``), ``sinks`` to its self-attention only;
+        ``self_attention`` (``model/attention``, None = standard) builds the self-attention of the
+        stack's ``layer``-th block (0-based)."""
         super().__init__()
         attention = dict(head_dim=head_dim, scale=attn_scale, qk_norm=qk_norm, softcap=attn_softcap)
         self.attn_res = make_residual()
         self.attn_norm = make_norm() if self.attn_res.uses_norm else None
-        self.attn = MultiHeadAttention(
-            d_model, n_head, n_kv_head, bias, dropout, **attention, sinks=sinks
+        choice = self_attention if self_attention is not None else StandardAttention()
+        self.attn = choice.build(
+            d_model, n_head, n_kv_head, bias, dropout, **attention, sinks=sinks, layer=layer
         )
         if cross_attention:
             self.cross_res = make_residual()

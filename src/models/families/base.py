@@ -27,6 +27,7 @@ import torch
 from torch import Tensor, nn
 
 from src.models.components.block import Block, Stack
+from src.models.components.differential import ATTENTIONS
 from src.models.components.ffn import FFNS
 from src.models.components.flops import linear_flops
 from src.models.components.init import INITS
@@ -151,6 +152,7 @@ class TransformerModel(nn.Module):
 
         qk_norm = QK_NORMS.build(c.qk_norm, **context)
         sinks = SINKS.build(c.sinks, **context)
+        self_attention = ATTENTIONS.build(c.attention, **context)
         layer_masks = self.make_layer_masks(n_layer)
         blocks = [
             Block(
@@ -168,8 +170,10 @@ class TransformerModel(nn.Module):
                 qk_norm=qk_norm,
                 attn_softcap=c.attn_softcap,
                 sinks=sinks,
+                self_attention=self_attention,
+                layer=i,
             )
-            for _ in range(n_layer)
+            for i in range(n_layer)
         ]
         position = POSITIONS.build(
             c.position, **context, causal=bool(mask is not None and mask.causal)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from src.models.components.differential import ATTENTIONS
 from src.models.components.ffn import FFNS
 from src.models.components.masks import MASKS
 from src.models.components.norms import NORMS
@@ -69,6 +70,7 @@ GROUPS: dict[str, Registry[Any]] = {
     "mask": MASKS,
     "qk_norm": QK_NORMS,
     "sinks": SINKS,
+    "attention": ATTENTIONS,
 }
 
 #: ModelConfig keys every format maps in both directions (the round-trip tests check them), plus
