@@ -1,5 +1,6 @@
-"""Every attention pattern of issue 59 (sliding window, per-layer masks, soft-caps, sinks) trains
-under ``fast_dev_run`` in each family that supports it, and its checkpoint reloads."""
+"""Every attention pattern of issue 59 (sliding window, per-layer masks, soft-caps, sinks,
+differential attention) trains under ``fast_dev_run`` in each family that supports it, and its
+checkpoint reloads."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ GEMMA2 = [*WINDOW, "model.layer_masks=[sliding_window,causal]"]
 CAPS = ["model.attn_softcap=50.0", "model.final_softcap=30.0"]
 SINK = ["model/sinks=learned"]
 TOKENS = ["model/sinks=token", "model.sinks.count=2"]
+DIFF = ["model/attention=differential"]
 FAST = ["trainer.fast_dev_run=true", "trainer.accelerator=cpu", "trainer.precision=32"]
 
 PATTERNS = {
@@ -54,6 +56,26 @@ PATTERNS = {
         "objective=masked_lm",
         "model.family=encoder_only",
         "model/mask=bidirectional",
+    ],
+    "decoder_differential_gemma2": [*DIFF, *GEMMA2, "model/position=rope"],
+    "prefix_lm_differential_sink": [
+        *DIFF,
+        *SINK,
+        "model/mask=prefix_lm",
+        "objective.prefix_length=8",
+    ],
+    "encoder_differential": [
+        *DIFF,
+        "objective=masked_lm",
+        "model.family=encoder_only",
+        "model/mask=bidirectional",
+    ],
+    "encoder_decoder_differential": [
+        "model=transformer_base",
+        "model.n_encoder_layer=1",
+        "model.n_decoder_layer=1",
+        "objective=seq2seq",
+        *DIFF,
     ],
     "encoder_decoder_caps": [
         "model=transformer_base",
