@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from src.models.components.attention import AttentionBias, MultiHeadAttention
 from src.models.components.differential import AttentionChoice, StandardAttention
+from src.models.components.documents import document_positions, same_document
 from src.models.components.flops import attention_score_flops, linear_flops
 from src.models.components.kv_cache import KVCache
 from src.models.components.masks import AttentionMask
@@ -167,10 +168,12 @@ def build_bias(
     prefix_length: Tensor | None,
     score_bias: Tensor | None,
     dtype: torch.dtype,
+    documents: Tensor | None = None,
 ) -> AttentionBias:
     """Combine structural mask, padding and position score bias into one AttentionBias.
 
-    positions: [T] query indices; key_positions: [S]; key_padding: [B, S] (1 = real token).
+    positions: [T] query indices; key_positions: [S]; key_padding: [B, S] (1 = real token);
+    documents: boolean [B, 1, T, S], each query's own document (``data.document_mask``).
     """
     T, S = positions.shape[0], key_positions.shape[0]
     if (
@@ -180,6 +183,7 @@ def build_bias(
         and key_padding is None
         and score_bias is None
         and prefix_length is None
+        and documents is None
     ):
         if T == S:
             return AttentionBias(is_causal=True)  # kernel's own causal mask (flash-eligible)
@@ -192,6 +196,8 @@ def build_bias(
     if key_padding is not None:
         pad = key_padding.bool()[:, None, None, :]  # [B, S] -> [B, 1, 1, S]
         allowed = pad if allowed is None else allowed & pad
+    if documents is not None:
+        allowed = documents if allowed is None else allowed & documents  # [B, 1, T, S]
     if score_bias is None:
         return AttentionBias(mask=allowed)
     add = score_bias.to(dtype)  # [H, T, S]
@@ -279,6 +285,7 @@ class Stack(nn.Module):
         prefix_length: Tensor | None,
         rolling: bool,
         dtype: torch.dtype,
+        documents: Tensor | None = None,
     ) -> dict[int, AttentionBias]:
         """One bias per distinct mask object (by ``id``). A sliding window's rolling cache
         (``rolling``) holds only its last ``window`` keys, so its keys start there."""
@@ -297,6 +304,7 @@ class Stack(nn.Module):
                 prefix_length,
                 self.position.score_bias(positions, keys),
                 dtype,
+                documents,
             )
         return biases
 
@@ -310,20 +318,35 @@ class Stack(nn.Module):
         memory_padding: Tensor | None = None,
         cache: KVCache | None = None,
         need_weights: bool = False,
+        document_ids: Tensor | None = None,
     ) -> StackOutput:
-        """x: token embeddings [B, T, C]; key_padding: [B, offset+T]; memory: [B, S, C]."""
+        """x: token embeddings [B, T, C]; key_padding: [B, offset+T]; memory: [B, S, C];
+        document_ids: [B, T] each token's document in a packed window (``data.document_mask``):
+        queries see their own document only and absolute positions restart at its start.
+        Relative schemes (RoPE, ALiBi, T5 bias) keep the window's positions: their scores
+        depend on i - j alone, the same within a document as for the document alone."""
         B, T, _ = x.shape
         offset = cache.offset if cache is not None else 0
         positions = torch.arange(offset, offset + T, device=x.device)  # [T]
         self.position.check_length(offset + T)
         if cache is not None:
             self.position.check_cache(offset + T)
-        x = self.position.add_to_embeddings(x, positions)
+        documents = None
+        if document_ids is not None:
+            if cache is not None:
+                raise ValueError(
+                    "document_ids cannot be used with a KV cache: a generated sequence is one "
+                    "document; generate without document_ids"
+                )
+            documents = same_document(document_ids)  # [B, 1, T, T]
+            x = self.position.add_to_embeddings(x, document_positions(document_ids))  # [B, T]
+        else:
+            x = self.position.add_to_embeddings(x, positions)
         if self.embed_norm is not None:
             x = self.embed_norm(x)
         x = self.dropout(x)
         self_biases = self._self_biases(
-            positions, offset, key_padding, prefix_length, cache is not None, x.dtype
+            positions, offset, key_padding, prefix_length, cache is not None, x.dtype, documents
         )
         memory_bias = None
         if memory is not None or (cache is not None and cache.cross[0] is not None):

@@ -66,11 +66,14 @@ class DecoderOnly(TransformerModel):
         cache: KVCache | None = None,
         output_attentions: bool = False,
         logits_to_keep: int = 0,
+        document_ids: Tensor | None = None,
     ) -> ModelOutput:
         """input_ids: [B, T]; attention_mask: [B, offset+T] (1 = token, 0 = padding);
         labels: [B, T] or [B, T+1] (see the module docstring); logits_to_keep: 0 = logits at
         every position, n > 0 = at the last n only (decoding needs one: the head is the
-        costliest matmul of a small model; transformers' name)."""
+        costliest matmul of a small model; transformers' name); document_ids: [B, T] each
+        token's document in a packed window (``data.document_mask``, src/models/components/
+        documents.py)."""
         if logits_to_keep and labels is not None:
             raise ValueError("logits_to_keep needs labels=None: the loss scores every position")
         out = self.decoder(
@@ -79,6 +82,7 @@ class DecoderOnly(TransformerModel):
             prefix_length=prefix_length,
             cache=cache,
             need_weights=output_attentions,
+            document_ids=document_ids,
         )
         # [B, T|n, V]
         logits = self.logits(out.hidden[:, -logits_to_keep:] if logits_to_keep else out.hidden)
