@@ -11,6 +11,7 @@ from typing import Any
 from src.checkpoints.fit import run_differences
 from src.checkpoints.io import checkpoint_file, safe_torch_load
 from src.config import size_bounds
+from src.config.document_mask import check_document_mask
 from src.config.size_bounds import Memory
 from src.config.spec import TOKENIZER_KEYS, DataSpec, freeze
 from src.config.trainer_checks import checked_max_steps, fail, positive_int
@@ -53,6 +54,17 @@ def check_task_and_data(
     kind, node, dm_kwargs = split_config(plain.get("data") or {})  # DataError: unknown source
     source_cls, source_args = check_source(node)  # DataError: a key the source does not take
     fmt = BATCH_FORMATS[kind]
+    check_document_mask(
+        (plain.get("data") or {}).get("document_mask", False),
+        kind=kind,
+        source=node["name"],
+        separate=source_args.get(
+            "separate_documents", getattr(source_cls, "separate_documents", None)
+        ),
+        objective=task_name,
+        position=model.position["name"],
+        sinks=(model.sinks or {}).get("name", "none"),
+    )
     # ConfigError: translation pairs on an encoder-only model …
     cls.check_batch_format(fmt, f"data={node['name']}")
 

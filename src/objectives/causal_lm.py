@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from src.errors import ConfigError
+from src.models.components.documents import document_ids, document_mask_of
 from src.models.families.base import IGNORE_INDEX
 from src.objectives.base import LMTask, Prepared
 from src.objectives.registry import OBJECTIVES
@@ -44,6 +45,17 @@ class CausalLM(LMTask):
                 f"model/mask={mask} needs objective.prefix_length (tokens of bidirectional prefix per "
                 "window), e.g. objective.prefix_length=32; or use model/mask=causal"
             )
+        # data.document_mask: each packed document attends within itself (documents.py)
+        self.document_eos: int | None = None
+        if document_mask_of(cfg.get("data")):
+            eos = self.tokenizer.eos_token_id if self.tokenizer is not None else None
+            if eos is None:
+                raise ConfigError(
+                    "data.document_mask=true needs a tokenizer with an eos id (it ends each "
+                    "document in the token cache); use tokenizer=gpt2 or set "
+                    "data.document_mask=false"
+                )
+            self.document_eos = int(eos)
         if self.prefix_length is not None:
             if not self.model.needs_prefix_length:
                 raise ConfigError(
@@ -74,6 +86,8 @@ class CausalLM(LMTask):
             inputs["prefix_length"] = torch.full(
                 (x.shape[0],), p, dtype=torch.long, device=x.device
             )
+        if self.document_eos is not None:
+            inputs["document_ids"] = document_ids(x, self.document_eos)  # [B, T]
         return Prepared(
             inputs=inputs,
             labels=labels,

@@ -1,6 +1,6 @@
 """Every attention pattern of issue 59 (sliding window, per-layer masks, soft-caps, sinks,
-differential attention) trains under ``fast_dev_run`` in each family that supports it, and its
-checkpoint reloads."""
+differential attention, document masking) trains under ``fast_dev_run`` in each family that
+supports it, and its checkpoint reloads."""
 
 from __future__ import annotations
 
@@ -76,6 +76,18 @@ PATTERNS = {
         "model.n_decoder_layer=1",
         "objective=seq2seq",
         *DIFF,
+    ],
+    "decoder_document_mask": ["data.document_mask=true", "tokenizer=gpt2"],
+    "decoder_document_mask_window_rope": [
+        "data.document_mask=true",
+        "tokenizer=gpt2",
+        *WINDOW,
+        "model/position=rope",
+    ],
+    "decoder_document_mask_alibi": [
+        "data.document_mask=true",
+        "tokenizer=gpt2",
+        "model/position=alibi",
     ],
     "encoder_decoder_caps": [
         "model=transformer_base",

@@ -20,14 +20,22 @@ SOURCES: Registry[Source] = Registry("source", package=("src.data.sources", "src
 #: keys of a data config node that configure batching (the datamodule), by source kind; the rest
 #: build the source
 DATAMODULE_KEYS: dict[str, tuple[str, ...]] = {
-    "lm": ("epoch_batches", "val_batch_size", "max_val_windows", "num_proc"),
-    "pairs": ("epoch_batches", "val_batch_size", "max_src_len", "max_tgt_len", "bucket_batches"),
+    "lm": ("epoch_batches", "val_batch_size", "max_val_windows", "num_proc", "document_mask"),
+    "pairs": (
+        "epoch_batches",
+        "val_batch_size",
+        "max_src_len",
+        "max_tgt_len",
+        "bucket_batches",
+        "document_mask",
+    ),
 }
 DATAMODULE_KEYS["bin"] = DATAMODULE_KEYS["lm"]
 DATAMODULE_KEYS["synthetic"] = (
     "epoch_batches",
     "val_batch_size",
     "train_min_length",
+    "document_mask",
 )  # generated tasks (src/data/synthetic)
 #: the batches each source kind yields: text windows {"tokens"} or pairs {"src_ids", "src_mask",
 #: "tgt_ids", "tgt_mask"}
@@ -47,6 +55,7 @@ def split_config(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str,
         raise _unknown_source(name)
     kind = SOURCES.get(name).kind
     dm_kwargs = {k: node.pop(k) for k in DATAMODULE_KEYS[kind] if k in node}
+    dm_kwargs.pop("document_mask", None)  # read by the objective (src/config/document_mask.py)
     return kind, node, dm_kwargs
 
 
