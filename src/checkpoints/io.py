@@ -32,6 +32,7 @@ Remote paths (``s3://`` …) fall back to Lightning's own fsspec transaction wri
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import pickle
@@ -100,16 +101,33 @@ def safe_torch_load(path: PathLike, map_location: Any = "cpu") -> Any:
 RENAMED_RUN_KEYS = {"task": "objective"}
 
 
+#: run-config keys added after checkpoints were written -> the value that is what such a checkpoint
+#: ran (the model and data of that time), filled in where the checkpoint's node lacks the key
+ADDED_RUN_KEYS: dict[str, Any] = {
+    "model.layer_masks": None,
+    "model.attn_softcap": None,
+    "model.final_softcap": None,
+    "model.sinks": {"name": "none"},
+    "model.attention": {"name": "standard"},
+    "data.document_mask": False,
+}
+
+
 def with_current_keys(checkpoint: Any) -> Any:
     """The checkpoint with its run config (``hyper_parameters.cfg``) in today's keys, so a
-    checkpoint written under an earlier name of a key loads, resumes and branches as one written
-    today (checked after the content hash, which covers what was written)."""
+    checkpoint written under an earlier name of a key, or before a key existed, loads, resumes and
+    branches as one written today (checked after the content hash, which covers what was
+    written)."""
     hp = checkpoint.get("hyper_parameters") if isinstance(checkpoint, dict) else None
     cfg = hp.get("cfg") if isinstance(hp, dict) else None
     if isinstance(cfg, dict):
         for old, new in RENAMED_RUN_KEYS.items():
             if old in cfg and new not in cfg:
                 cfg[new] = cfg.pop(old)
+        for dotted, value in ADDED_RUN_KEYS.items():
+            node, key = dotted.split(".", 1)
+            if isinstance(cfg.get(node), dict) and key not in cfg[node]:
+                cfg[node][key] = copy.deepcopy(value)
     return checkpoint
 
 
