@@ -28,9 +28,8 @@ from typing import Any
 from torch import nn
 
 from src.models.components.ffn import FFNS
-from src.models.components.norms import NORMS
 from src.models.config import ModelConfig
-from src.models.hf.adapter import ADAPTERS, special_tokens, special_tokens_to_hf
+from src.models.hf.adapter import ADAPTERS, special_tokens
 from src.models.hf.architecture import ANY, _node_problems, setting
 from src.models.hf.formats.llama import LlamaAdapter
 from src.models.hf.formats.mistral import CAUSAL, WINDOWED
@@ -154,29 +153,18 @@ class Gemma2Adapter(LlamaAdapter):
         nodes = c.layer_mask_nodes(c.n_layer) if c.layer_masks else [c.mask or CAUSAL] * c.n_layer
         types = [ours[n["name"]] for n in nodes]
         scalar: float = c.head_dim if c.attn_scale is None else c.attn_scale**-2
+        shared = self.hf_kwargs(c)  # Llama's keys; Gemma 2 names its activation, has no bias
+        del shared["hidden_act"]
+        shared["attention_bias"] = False
         return Gemma2Config(
-            vocab_size=c.vocab_size,
-            hidden_size=c.d_model,
-            intermediate_size=c.d_ff,
-            num_hidden_layers=c.n_layer,
-            num_attention_heads=c.n_head,
-            num_key_value_heads=c.kv_heads,
-            head_dim=c.head_dim,
+            **shared,
             hidden_activation={v: k for k, v in GELUS.items()}[setting(FFNS, c.ffn, "approximate")],
-            max_position_embeddings=c.max_seq_len,
-            rms_norm_eps=setting(NORMS, c.norm, "eps"),
-            rope_parameters=self.rope_parameters(c),
-            attention_bias=False,
-            attention_dropout=c.dropout,
-            initializer_range=c.init_std,
-            tie_word_embeddings=c.tie_embeddings,
             query_pre_attn_scalar=round(scalar) if math.isclose(scalar, round(scalar)) else scalar,
             # a model without sliding layers: the value is not read
             sliding_window=(c.mask or {}).get("window", c.max_seq_len),
             layer_types=types,
             attn_logit_softcapping=c.attn_softcap,
             final_logit_softcapping=c.final_softcap,
-            **special_tokens_to_hf(c),
         )
 
     def hf_model_class(self) -> type[nn.Module]:
