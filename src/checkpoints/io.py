@@ -109,6 +109,8 @@ ADDED_RUN_KEYS: dict[str, Any] = {
     "model.final_softcap": None,
     "model.sinks": {"name": "none"},
     "model.attention": {"name": "standard"},
+    "model.mixer": {"name": "attention"},
+    "model.layer_mixers": None,
     "data.document_mask": False,
 }
 

@@ -67,6 +67,11 @@ class ModelConfig:
     sinks: dict[str, Any] = field(default_factory=lambda: {"name": "none"})
     # the self-attention (model/attention): standard or differential (Ye et al. 2024)
     attention: dict[str, Any] = field(default_factory=lambda: {"name": "standard"})
+    # the token mixer of every layer (model/mixer): attention, or a recurrent replacement
+    mixer: dict[str, Any] = field(default_factory=lambda: {"name": "attention"})
+    # registered mixer names cycled over the causal stack's layers ([linear_attention,
+    # attention]); None = model.mixer in every layer. An entry named as model.mixer takes its keys
+    layer_mixers: list[str] | None = None
     # the weight initialisation (model/init)
     init: dict[str, Any] = field(default_factory=lambda: {"name": "gpt2"})
     name: str = "custom"  # a label for tables; never consulted when building
@@ -89,6 +94,7 @@ class ModelConfig:
             "sinks",
             "attention",
             "init",
+            "mixer",
         ):
             if d.get(group) is not None:
                 if isinstance(d[group], str):
@@ -201,6 +207,9 @@ class ModelConfig:
         )
         family = FAMILIES.get(self.family)
         family.check_config(self)  # first: a family that fixes its masks refuses layer_masks
+        from src.models.mixers.layers import check_mixers
+
+        check_mixers(self)
         if self.layer_masks is not None:
             for node in self.layer_mask_nodes():
                 MASKS.check(node, max_seq_len=self.max_seq_len)

@@ -27,6 +27,7 @@ from src.models.components.positions import Position
 from src.models.components.qk_norm import QKNorm
 from src.models.components.residual import Residual
 from src.models.components.sinks import SinkKeys, Sinks
+from src.models.mixers.base import SequenceMixer
 
 
 class Block(nn.Module):
@@ -49,19 +50,27 @@ class Block(nn.Module):
         sinks: Sinks | None = None,
         self_attention: AttentionChoice | None = None,
         layer: int = 0,
+        mixer: SequenceMixer | None = None,
     ) -> None:
         """``make_residual`` builds the placement (``model.norm_placement``) of one sublayer;
         ``head_dim``, ``attn_scale``, ``qk_norm`` and ``attn_softcap`` go to every attention of the
         block (see ``MultiHeadAttention``), ``sinks`` to its self-attention only;
         ``self_attention`` (``model/attention``, None = standard) builds the self-attention of the
-        stack's ``layer``-th block (0-based)."""
+        stack's ``layer``-th block (0-based). ``mixer`` (``model/mixer``, src/models/mixers/): a
+        recurrent token mixer in place of the self-attention, which ``attn`` then holds (None:
+        softmax attention)."""
         super().__init__()
         attention = dict(head_dim=head_dim, scale=attn_scale, qk_norm=qk_norm, softcap=attn_softcap)
         self.attn_res = make_residual()
         self.attn_norm = make_norm() if self.attn_res.uses_norm else None
         choice = self_attention if self_attention is not None else StandardAttention()
-        self.attn = choice.build(
-            d_model, n_head, n_kv_head, bias, dropout, **attention, sinks=sinks, layer=layer
+        self.recurrent = mixer is not None  # the token-mixing sublayer keeps a state, not keys
+        self.attn = (
+            mixer
+            if mixer is not None
+            else choice.build(
+                d_model, n_head, n_kv_head, bias, dropout, **attention, sinks=sinks, layer=layer
+            )
         )
         if cross_attention:
             self.cross_res = make_residual()
@@ -92,9 +101,12 @@ class Block(nn.Module):
         ``memory_len`` encoder positions; a sliding ``window`` counts only the keys each query
         sees; ``sink_keys`` sink tokens every query sees besides); see
         ``TransformerModel.forward_flops``."""
-        flops = self.attn.forward_flops(batch_size, seq_len, seq_len, window)
-        a = self.attn
-        flops += attention_score_flops(batch_size, a.n_head, seq_len, sink_keys, a.head_dim)
+        if self.recurrent:
+            flops = self.attn.forward_flops(batch_size, seq_len)
+        else:
+            flops = self.attn.forward_flops(batch_size, seq_len, seq_len, window)
+            a = self.attn
+            flops += attention_score_flops(batch_size, a.n_head, seq_len, sink_keys, a.head_dim)
         if hasattr(self, "cross_attn"):
             flops += self.cross_attn.forward_flops(batch_size, seq_len, memory_len)
         return flops + linear_flops(self.ffn, batch_size * seq_len)
@@ -118,6 +130,12 @@ class Block(nn.Module):
         probs: list[Tensor] = []
 
         def self_attn(h: Tensor) -> Tensor:
+            if self.recurrent:  # the state of the tokens before (generation), or a fresh one
+                state = cache.states[layer_idx] if cache is not None else None
+                out, state = self.attn(h, state)
+                if cache is not None:
+                    cache.states[layer_idx] = state
+                return out
             o = self.attn(
                 h,
                 self_bias,
@@ -333,6 +351,11 @@ class Stack(nn.Module):
             self.position.check_cache(offset + T)
         documents = None
         if document_ids is not None:
+            if any(block.recurrent for block in self.blocks):
+                raise ValueError(
+                    "document_ids need attention in every layer: a recurrent mixer's state would "
+                    "carry one document into the next; set data.document_mask=false"
+                )
             if cache is not None:
                 raise ValueError(
                     "document_ids cannot be used with a KV cache: a generated sequence is one "

@@ -8,9 +8,14 @@ A layer with a sliding window of W keys (``windows[layer]``, Mistral's rolling b
 Jiang et al. 2023 §2) keeps only its last W keys/values: its memory stays flat however long the
 generation runs. ``update`` returns the kept keys followed by the new ones, so the layer's keys
 start at position max(0, offset - W) (``Stack`` builds that layer's mask from there).
+
+A recurrent mixer layer (``model/mixer``) keeps no keys: its fixed-size state (``states``) is
+all it needs to continue, so its memory stays flat too.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -31,6 +36,9 @@ class KVCache:
         self.cross: list[tuple[Tensor, Tensor] | None] = [None] * n_layer
         # the sink tokens' keys and values (model/sinks=token): computed once, never rolled out
         self.sinks: SinkKeys | None = None
+        # a recurrent mixer layer's state (src/models/mixers/) in place of its keys and values:
+        # a tensor or tuple of tensors with the batch first, None before the first token
+        self.states: list[Any] = [None] * n_layer
 
     def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """k, v: [B, K, T, D] for the new tokens -> all keys/values so far [B, K, offset+T, D]
@@ -79,3 +87,8 @@ class KVCache:
             if self.cross[i] is not None:
                 k, v = self.cross[i]  # type: ignore[misc]
                 self.cross[i] = (k.index_select(0, index), v.index_select(0, index))
+            state = self.states[i]
+            if isinstance(state, Tensor):
+                self.states[i] = state.index_select(0, index)
+            elif state is not None:
+                self.states[i] = tuple(s.index_select(0, index) for s in state)

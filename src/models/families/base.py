@@ -39,6 +39,7 @@ from src.models.components.qk_norm import QK_NORMS
 from src.models.components.residual import PLACEMENTS
 from src.models.components.sinks import SINKS
 from src.models.config import ModelConfig
+from src.models.mixers.layers import build_mixers
 from src.models.outputs import AttentionProbs, Decoding
 from src.registry import Registry
 
@@ -154,6 +155,8 @@ class TransformerModel(nn.Module):
         sinks = SINKS.build(c.sinks, **context)
         self_attention = ATTENTIONS.build(c.attention, **context)
         layer_masks = self.make_layer_masks(n_layer)
+        # model/mixer: the causal stacks only (a bidirectional encoder keeps attention)
+        mixers = build_mixers(c, n_layer) if stack == "decoder" else [None] * n_layer
         blocks = [
             Block(
                 c.d_model,
@@ -172,6 +175,7 @@ class TransformerModel(nn.Module):
                 sinks=sinks,
                 self_attention=self_attention,
                 layer=i,
+                mixer=mixers[i],
             )
             for i in range(n_layer)
         ]

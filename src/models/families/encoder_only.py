@@ -13,10 +13,12 @@ from typing import Any
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from src.errors import ConfigError
 from src.models.components.flops import linear_flops
 from src.models.components.kv_cache import KVCache
 from src.models.config import ModelConfig
 from src.models.families.base import FAMILIES, StackLayout, TransformerModel
+from src.models.mixers.layers import uses_mixers
 from src.models.outputs import Decoding, ModelOutput
 
 
@@ -38,6 +40,16 @@ class EncoderOnly(TransformerModel):
 
     default_mask = "bidirectional"
     left_to_right = False  # no p(x_t | x_<t): scored by pseudo-log-likelihood, cannot generate
+
+    @classmethod
+    def check_config(cls, config: ModelConfig) -> None:
+        if uses_mixers(config):
+            raise ConfigError(
+                f"model/mixer={config.mixer.get('name')} (model.layer_mixers="
+                f"{config.layer_mixers}) is causal; an encoder_only model is bidirectional, which "
+                "the recurrent mixers do not serve. Use model/mixer=attention, or family "
+                "decoder_only / encoder_decoder (mixers in its decoder)"
+            )
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
