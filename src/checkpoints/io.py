@@ -109,6 +109,7 @@ ADDED_RUN_KEYS: dict[str, Any] = {
     "model.final_softcap": None,
     "model.sinks": {"name": "none"},
     "model.attention": {"name": "standard"},
+    "model.parametrization": {"name": "sp"},
     "model.mixer": {"name": "attention"},
     "model.layer_mixers": None,
     "data.document_mask": False,

@@ -74,6 +74,8 @@ class ModelConfig:
     layer_mixers: list[str] | None = None
     # the weight initialisation (model/init)
     init: dict[str, Any] = field(default_factory=lambda: {"name": "gpt2"})
+    # how init, learning rates, attention scale and output change with width (model/parametrization)
+    parametrization: dict[str, Any] = field(default_factory=lambda: {"name": "sp"})
     name: str = "custom"  # a label for tables; never consulted when building
 
     @classmethod
@@ -95,6 +97,7 @@ class ModelConfig:
             "attention",
             "init",
             "mixer",
+            "parametrization",
         ):
             if d.get(group) is not None:
                 if isinstance(d[group], str):
@@ -150,6 +153,7 @@ class ModelConfig:
             SINKS,
         )
         from src.models.components.attention import MultiHeadAttention
+        from src.models.components.parametrization import PARAMETRIZATIONS
         from src.models.families import FAMILIES
 
         def need(cond: bool, msg: str) -> None:
@@ -201,6 +205,7 @@ class ModelConfig:
         SINKS.check(self.sinks, **context)
         ATTENTIONS.check(self.attention, **context, n_kv_head=self.kv_heads)
         INITS.check(self.init, std=self.init_std)
+        PARAMETRIZATIONS.check(self.parametrization, d_model=self.d_model, config=self)
         need(
             self.family in FAMILIES,
             f"model.family='{self.family}' is not known; use {or_list(FAMILIES.in_order())}",

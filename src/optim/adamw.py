@@ -76,7 +76,9 @@ class AdamW(OptimizerConfig):
                 "Lightning refuses to clip the gradients of an optimizer that unscales them "
                 "itself; set optim.fused=auto or trainer.gradient_clip_val=null"
             )
-        groups = param_groups(model, float(self.weight_decay), self.decay_embeddings)
+        groups = param_groups(
+            model, float(self.weight_decay), self.decay_embeddings, lr=float(self.lr)
+        )
         return torch.optim.AdamW(
             groups,
             lr=float(self.lr),

@@ -122,11 +122,20 @@ def param_groups(
     weight_decay: float,
     decay_embeddings: bool = False,
     exclude: Iterable[nn.Parameter] = (),
+    *,
+    lr: float | None = None,
+    rule: str = "adam",
 ) -> list[dict[str, Any]]:
     """Split trainable parameters into a decayed group (matrices) and a non-decayed one.
 
     Tied parameters (the head sharing the token embedding) are counted once. ``exclude``: parameters
     another optimiser takes (Muon's hidden matrices), left out of both groups.
+
+    A model whose parametrization gives some parameters their own learning rate
+    (``model.lr_multipliers(rule)``: μP, ``src/models/components/parametrization.py``) has those in
+    further groups with ``lr`` = ``lr`` × multiplier and ``weight_decay`` / multiplier (PyTorch
+    multiplies the decay by the rate: lr·wd stays the base width's); under ``sp`` the two groups
+    above are all there is.
     """
     embedding_ids = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
     decay: list[nn.Parameter] = []
@@ -141,10 +150,33 @@ def param_groups(
             decay.append(p)
         else:
             no_decay.append(p)
-    return [
+    groups = [
         {"params": decay, "weight_decay": weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
+    multipliers_of = getattr(model, "lr_multipliers", None)
+    multipliers = multipliers_of(rule) if multipliers_of is not None else {}
+    return with_lr_multipliers(groups, multipliers, lr) if multipliers else groups
+
+
+def with_lr_multipliers(
+    groups: list[dict[str, Any]], multipliers: Mapping[int, float], lr: float | None
+) -> list[dict[str, Any]]:
+    """Each group split by learning-rate multiplier (``{id(param): multiplier}``; absent = 1): the
+    multiplier-1 part keeps the group's settings, each other part gets ``lr`` × m and the group's
+    ``weight_decay`` / m (``lr_mult`` records m)."""
+    if lr is None:
+        raise ValueError("param_groups needs lr= for a model with per-parameter learning rates")
+    out: list[dict[str, Any]] = []
+    for group in groups:
+        by_mult: dict[float, list[nn.Parameter]] = {}
+        for p in group["params"]:
+            by_mult.setdefault(multipliers.get(id(p), 1.0), []).append(p)
+        out.append({**group, "params": by_mult.pop(1.0, [])})
+        for m in sorted(by_mult):
+            wd = group["weight_decay"] / m
+            out.append({"params": by_mult[m], "weight_decay": wd, "lr": lr * m, "lr_mult": m})
+    return out
 
 
 # ---------------------------------------------------------------- schedules

@@ -83,5 +83,7 @@ class LionConfig(OptimizerConfig):
         self, model: nn.Module, device: torch.device, clips_under_mixed_precision: bool = False
     ) -> Lion:
         return Lion(
-            param_groups(model, float(self.weight_decay)), lr=float(self.lr), betas=self.betas
+            param_groups(model, float(self.weight_decay), lr=float(self.lr)),
+            lr=float(self.lr),
+            betas=self.betas,
         )

@@ -12,6 +12,13 @@ arXiv:2502.16982), so Muon and its AdamW share ``optim.lr`` and ``optim.weight_d
 learning-rate grid tuned for AdamW applies; ``original`` is Jordan's √max(1, A/B) (its lr is
 then ~0.02).
 
+**Under μP** (``model/parametrization=mup``) the hidden matrices follow the spectral condition of
+feature learning (Yang, Simon & Bernstein 2023, arXiv:2310.17813; Bernstein's modular norm): an
+update's spectral norm should be Θ(√(fan_out/fan_in)). Muon's orthogonalised step has spectral
+norm lr × its adjustment, so ``original`` (√max(1, A/B)) already meets it at every width and needs
+no multiplier, while ``match_rms_adamw`` (0.2·√max(A, B)) grows with √width and is divided by
+√(its growth since the base width). The parameters AdamW updates take μP's Adam rates.
+
 **One optimiser, not two.** Lightning's automatic optimisation steps one optimiser per step;
 two would need manual optimisation in every objective, and an lr scheduler per optimiser.
 ``MuonWithAdamW`` is one ``torch.optim.Optimizer`` whose ``param_groups`` are the Muon group
@@ -40,6 +47,7 @@ from src.optim.base import (
     is_count,
     is_number,
     param_groups,
+    with_lr_multipliers,
 )
 
 
@@ -49,7 +57,7 @@ class MuonWithAdamW(torch.optim.Optimizer):
 
     def __init__(
         self,
-        muon_params: list[nn.Parameter],
+        muon_params: list[nn.Parameter] | list[dict[str, Any]],
         adamw_groups: list[dict[str, Any]],
         *,
         muon: dict[str, Any],
@@ -151,14 +159,23 @@ class Muon(OptimizerConfig):
             )
         lr, wd = float(self.lr), float(self.weight_decay)
         adamw_lr = float(self.adamw_lr) if self.adamw_lr is not None else lr
-        groups = param_groups(model, wd, exclude=hidden)
+        groups = param_groups(model, wd, exclude=hidden, lr=adamw_lr)
         for g in groups:
-            g["lr"] = adamw_lr
+            g["lr"] = adamw_lr * g.get("lr_mult", 1.0)
+        # μP (model/parametrization=mup): the hidden matrices' spectral scaling per
+        # optim.adjust_lr_fn (``MaximalUpdate._rule``); one group under sp
+        multipliers_of = getattr(model, "lr_multipliers", None)
+        multipliers = multipliers_of(f"muon_{self.adjust_lr_fn}") if multipliers_of else {}
+        muon_params: list[Any] = (
+            with_lr_multipliers([{"params": hidden, "weight_decay": wd}], multipliers, lr)
+            if multipliers
+            else hidden
+        )
         # the fused kernel only inside: this outer optimiser unscales nothing itself, so Lightning
         # may clip
         fused = device.type in fused_devices()
         return MuonWithAdamW(
-            hidden,
+            muon_params,
             [g for g in groups if g["params"]],
             muon=dict(
                 lr=lr,

@@ -152,7 +152,7 @@ class ScheduleFree(OptimizerConfig):
         self, model: nn.Module, device: torch.device, clips_under_mixed_precision: bool = False
     ) -> AdamWScheduleFree:
         return AdamWScheduleFree(
-            param_groups(model, float(self.weight_decay)),
+            param_groups(model, float(self.weight_decay), lr=float(self.lr)),
             lr=float(self.lr),
             betas=self.betas,
             eps=float(self.eps),

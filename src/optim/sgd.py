@@ -42,7 +42,7 @@ class SGD(OptimizerConfig):
         self, model: nn.Module, device: torch.device, clips_under_mixed_precision: bool = False
     ) -> torch.optim.SGD:
         return torch.optim.SGD(
-            param_groups(model, float(self.weight_decay)),
+            param_groups(model, float(self.weight_decay), lr=float(self.lr), rule="sgd"),
             lr=float(self.lr),
             momentum=float(self.momentum),
             nesterov=self.nesterov,

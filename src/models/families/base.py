@@ -34,6 +34,7 @@ from src.models.components.init import INITS
 from src.models.components.loss import cross_entropy
 from src.models.components.masks import MASKS, AttentionMask
 from src.models.components.norms import NORMS
+from src.models.components.parametrization import PARAMETRIZATIONS, Rule
 from src.models.components.positions import POSITIONS
 from src.models.components.qk_norm import QK_NORMS
 from src.models.components.residual import PLACEMENTS
@@ -74,6 +75,10 @@ class TransformerModel(nn.Module):
         self.config = config
         self.tok_embed = nn.Embedding(config.padded_vocab_size, config.d_model)
         self.embed_scale = math.sqrt(config.d_model) if config.scale_embeddings else 1.0
+        # model/parametrization: sp, or μP's init, rates, 1/D attention and output multiplier
+        self.parametrization = PARAMETRIZATIONS.build(
+            config.parametrization, d_model=config.d_model
+        )
 
     @classmethod
     def check_config(cls, config: ModelConfig) -> None:
@@ -169,7 +174,7 @@ class TransformerModel(nn.Module):
                 c.dropout,
                 cross_attention,
                 head_dim=c.d_head,
-                attn_scale=c.attn_scale,
+                attn_scale=self.parametrization.attn_scale(c.attn_scale, c.head_dim),
                 qk_norm=qk_norm,
                 attn_softcap=c.attn_softcap,
                 sinks=sinks,
@@ -214,6 +219,7 @@ class TransformerModel(nn.Module):
         for block in (m for m in self.modules() if isinstance(m, Block)):
             for residual, sublayer in block.sublayers():
                 residual.init_sublayer(sublayer)
+        self.parametrization.init(self)  # μP: hidden weights' std / √(fan_in multiplier)
 
     # -- shared forward pieces --------------------------------------------------------
     def check_ids(self, input_ids: Tensor) -> None:
@@ -244,6 +250,8 @@ class TransformerModel(nn.Module):
         ``scale_head`` (T5 v1.0, Mesh TF) the states are first multiplied by d_model^-0.5."""
         if self.config.scale_head:
             hidden = hidden * self.config.d_model**-0.5
+        if self.parametrization.output_mult != 1.0:  # μP's readout multiplier 1/m (TP5 Table 8)
+            hidden = hidden * self.parametrization.output_mult
         logits = self.head(hidden)  # [B, T, C] -> [B, T, V_padded]
         if self.config.padded_vocab_size != self.config.vocab_size:
             logits = logits[..., : self.config.vocab_size]  # padded rows are never predicted
@@ -381,6 +389,12 @@ class TransformerModel(nn.Module):
                 for _, sublayer in block.sublayers():
                     out += [m.weight for m in sublayer.modules() if isinstance(m, nn.Linear)]
         return out
+
+    def lr_multipliers(self, rule: Rule) -> dict[int, float]:
+        """{id(parameter): multiplier of optim.lr} under ``rule`` ("adam", "sgd",
+        "muon_match_rms_adamw", "muon_original"; empty: one rate for all): the parametrization's
+        per-parameter learning rates, which the optimisers' groups apply."""
+        return self.parametrization.lr_multipliers(self, rule)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())  # tied weights counted once
