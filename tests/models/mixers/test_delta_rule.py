@@ -98,3 +98,15 @@ def test_equals_transformers_qwen3_next_reference(chunk: int, with_state: bool) 
     o, s = chunk_gated_delta_rule(l2(q), l2(k), v, g, beta, chunk_size=chunk, initial_state=s0)
     torch.testing.assert_close(o, o_hf, atol=1e-5, rtol=0)
     torch.testing.assert_close(s, s_hf, atol=1e-5, rtol=0)
+
+
+def test_gradients_of_the_chunked_form_equal_the_reference() -> None:
+    """Training differentiates the chunked form (through its triangular solve)."""
+    inputs = [x.requires_grad_() for x in _inputs(5)]
+    q, k, v, g, beta, state = inputs
+    o, s = naive_gated_delta_rule(q, k, v, g, beta, initial_state=state)
+    ref = torch.autograd.grad((o.sum() + s.square().sum()), inputs)
+    o, s = chunk_gated_delta_rule(q, k, v, g, beta, chunk_size=5, initial_state=state)
+    got = torch.autograd.grad((o.sum() + s.square().sum()), inputs)
+    for a, b in zip(got, ref, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)

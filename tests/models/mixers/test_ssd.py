@@ -72,3 +72,14 @@ def test_equals_transformers_mamba2_chunk_scan(chunk: int, with_state: bool) -> 
     y, h = ssd_chunked(x, dt, A, Bm, Cm, chunk_size=chunk, initial_state=s0)
     torch.testing.assert_close(y, y_hf, atol=1e-5, rtol=0)
     torch.testing.assert_close(h, h_hf, atol=1e-5, rtol=0)
+
+
+def test_gradients_of_the_chunked_form_equal_the_reference() -> None:
+    inputs = [x.requires_grad_() for x in _inputs(5)]
+    x, dt, A, Bm, Cm, state = inputs
+    y, h = ssd_naive(x, dt, A, Bm, Cm, initial_state=state)
+    ref = torch.autograd.grad(y.sum() + h.square().sum(), inputs)
+    y, h = ssd_chunked(x, dt, A, Bm, Cm, chunk_size=5, initial_state=state)
+    got = torch.autograd.grad(y.sum() + h.square().sum(), inputs)
+    for a, b in zip(got, ref, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
