@@ -102,18 +102,29 @@ def attention_maps(
     maps: list[AttentionMap] = []
     for kind in dict.fromkeys(a.kind for a in collected):  # kinds in order
         of_kind = [a for a in collected if a.kind == kind]
-        for layer in select(layers, len(of_kind), "layer"):
-            a = of_kind[layer]
+        for index in select(layers, len(of_kind), "layer"):
+            a = of_kind[index]
             maps.append(
                 AttentionMap(
                     kind,
-                    layer,
+                    a.layer,  # the stack's layer (a mixer layer has no map: see no_map_reasons)
                     a.probs[0].float().cpu(),
                     token_labels(tokenizer, a.queries[0].tolist()),
                     token_labels(tokenizer, a.keys[0].tolist()),
                 )
             )
     return maps
+
+
+def no_map_reasons(model: TransformerModel) -> list[str]:
+    """Why each layer without an attention map has none (a token mixer other than attention,
+    ``model/mixer``): "not applicable" lines for the console."""
+    return [
+        f"{name} layer {i}: not applicable, {block.attn.registry_name} has no attention map"
+        for name, stack in model.stacks().items()
+        for i, block in enumerate(stack.blocks)
+        if block.recurrent
+    ]
 
 
 def plot_heads(amap: AttentionMap, heads: Sequence[int], path: Path, title: str = "") -> Path:
@@ -236,4 +247,6 @@ def run(cfg: DictConfig) -> list[Path]:
     )
     for path in written:
         console.print(f"  {path}", soft_wrap=True, highlight=False)
+    for line in no_map_reasons(model):
+        console.print(f"  {line}", soft_wrap=True, highlight=False)
     return written

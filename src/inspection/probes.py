@@ -71,17 +71,17 @@ def head_tables(result: ProbeResult) -> list[Table]:
         table = Table(title=TITLES.get(prefix, prefix), header_style="bold")
         for name in ("layer", "head", "induction", "prev. token", "entropy", "sink"):
             table.add_column(name, justify="right")
-        for layer, entropy in enumerate(layers):
-            induction = result.induction[layer] if own and result.induction else None
-            prev = result.prev_token[layer] if own and result.prev_token else None
+        for i, entropy in enumerate(layers):
+            induction = result.induction[i] if own and result.induction else None
+            prev = result.prev_token[i] if own and result.prev_token else None
             for h in range(entropy.shape[0]):
                 table.add_row(
-                    str(layer),
+                    str(result.layer(prefix, i)),
                     str(h),
                     _cell(induction, h),
                     _cell(prev, h),
                     _cell(entropy, h),
-                    _cell(result.sink[prefix][layer], h),
+                    _cell(result.sink[prefix][i], h),
                 )
         tables.append(table)
     return tables

@@ -11,7 +11,10 @@ Figures (``ProbeResult.metrics``; ``docs/probes.md`` defines each):
 
 A probe that does not apply to the model is skipped with a reason (``ProbeResult.skipped``), never
 an error: induction, previous-token heads, the lens and the ICL score need a model that predicts
-left to right (``model.left_to_right``; an encoder-only masked LM does not)."""
+left to right (``model.left_to_right``; an encoder-only masked LM does not). A layer whose token
+mixer is not attention (``model/mixer``) has no map: its attention probes are skipped with the
+reason (``attention@L<l>``), the figures keep the stack's layer numbers, and the lens and the ICL
+score read every layer as before."""
 
 from __future__ import annotations
 
@@ -48,6 +51,14 @@ class ProbeResult:
     model_loss: float | None = None
     icl: float | None = None
     skipped: dict[str, str] = field(default_factory=dict)  # probe -> why it does not apply
+    # kind prefix -> the stack layer of each entry of ``entropy`` / ``sink`` (and ``induction``,
+    # ``prev_token`` for ""); a stack whose layers are all attention numbers them 0, 1, …
+    layers: dict[str, list[int]] = field(default_factory=dict)
+
+    def layer(self, prefix: str, index: int) -> int:
+        """The stack layer of the ``index``-th map of a kind (mixer layers have none)."""
+        numbers = self.layers.get(prefix)
+        return numbers[index] if numbers else index
 
     @property
     def induction_max(self) -> float | None:
@@ -60,7 +71,8 @@ class ProbeResult:
     def metrics(self) -> dict[str, float]:
         """The flat figures, as logged (``probe/...``)."""
         out: dict[str, float] = {}
-        for layer, scores in enumerate(self.induction):
+        for i, scores in enumerate(self.induction):
+            layer = self.layer("", i)
             out.update({f"probe/induction@L{layer}H{h}": float(v) for h, v in enumerate(scores)})
         if self.induction_max is not None:
             out["probe/induction_max"] = self.induction_max
@@ -72,8 +84,8 @@ class ProbeResult:
             for prefix, layers in table.items():
                 out.update(
                     {
-                        f"probe/{name}@{prefix}L{layer}": float(v.mean())
-                        for layer, v in enumerate(layers)
+                        f"probe/{name}@{prefix}L{self.layer(prefix, i)}": float(v.mean())
+                        for i, v in enumerate(layers)
                     }
                 )
         out.update({f"probe/lens_loss@L{layer}": v for layer, v in enumerate(self.lens_loss)})
@@ -115,11 +127,20 @@ def run_probes(
         prefix_length = batch.prefix_length if a.kind == "self" else None
         n_visible = visible_keys(mask, T, S, prefix_length, a.probs.device)  # [1|B, T]
         result.entropy.setdefault(prefix, []).append(attention_entropy(a.probs, n_visible).cpu())
+        result.layers.setdefault(prefix, []).append(a.layer)
         logit = a.kind != "cross" and SINKS.get(model.config.sinks["name"]).in_softmax
         result.sink.setdefault(prefix, []).append(sink_mass(a.probs, logit).cpu())
         if prefix == "" and model.left_to_right:
             result.induction.append(induction_scores(a.probs, batch.period, batch.offset).cpu())
             result.prev_token.append(previous_token_scores(a.probs).cpu())
+    for name, stack in stacks.items():
+        for i, block in enumerate(stack.blocks):
+            if block.recurrent:
+                where = f"{name}." if len(stacks) > 1 else ""
+                result.skipped[f"attention@{where}L{i}"] = (
+                    f"layer {i} mixes tokens with {block.attn.registry_name}, which has no "
+                    "attention map: no induction, previous-token, entropy or sink figure"
+                )
     if not model.left_to_right:
         why = (
             f"the {model.config.family} model does not predict left to right (each token sees the "

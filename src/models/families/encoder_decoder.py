@@ -263,13 +263,14 @@ class EncoderDecoder(TransformerModel):
             output_attentions=True,
         )
         # decoder blocks append self-attention, then cross-attention: [self0, cross0, self1, cross1,
-        # …]
+        # …]; a block whose mixer is not attention (model/mixer) appends its cross map only
         src, tgt = input_ids, decoder_input_ids
-        return (
-            [AttentionProbs("encoder", i, p, src, src) for i, p in enumerate(enc.attentions)]
-            + [
-                AttentionProbs("decoder", i, p, tgt, tgt)
-                for i, p in enumerate(out.attentions[0::2])
-            ]
-            + [AttentionProbs("cross", i, p, tgt, src) for i, p in enumerate(out.attentions[1::2])]
-        )
+        maps = iter(out.attentions)
+        decoder: list[AttentionProbs] = []
+        cross: list[AttentionProbs] = []
+        for i, block in enumerate(self.decoder.blocks):
+            if not block.recurrent:
+                decoder.append(AttentionProbs("decoder", i, next(maps), tgt, tgt))
+            cross.append(AttentionProbs("cross", i, next(maps), tgt, src))
+        encoder = [AttentionProbs("encoder", i, p, src, src) for i, p in enumerate(enc.attentions)]
+        return encoder + decoder + cross

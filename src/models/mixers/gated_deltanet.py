@@ -168,10 +168,12 @@ class GatedDeltaNet(SequenceMixer):
         v = v.unflatten(-1, (H, V))  # [B, T, HV] -> [B, T, H, V]
         beta = torch.sigmoid(self.b_proj(x).float())  # [B, T, H]
         g = -self.A_log.float().exp() * F.softplus(self.a_proj(x).float() + self.dt_bias.float())
-        if x.shape[1] == 1:
-            o, S = delta_rule.recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=S)
-        else:
-            o, S = delta_rule.chunk_gated_delta_rule(q, k, v, g, beta, self.chunk_size, S)
+        # the rule in float32 even under autocast (its decays and solve lose too much in bf16)
+        with torch.autocast(x.device.type, enabled=False):
+            if x.shape[1] == 1:
+                o, S = delta_rule.recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=S)
+            else:
+                o, S = delta_rule.chunk_gated_delta_rule(q, k, v, g, beta, self.chunk_size, S)
         o = self.o_norm(o, self.g_proj(x).unflatten(-1, (H, V)))  # [B, T, H, V]
         return self.o_proj(o.flatten(-2)), GatedDeltaNetState(
             conv_state, S

@@ -182,10 +182,12 @@ class Mamba2(SequenceMixer):
         Bm, Cm = Bm.unflatten(-1, (G, N)), Cm.unflatten(-1, (G, N))  # [B, T, G, N]
         dt = F.softplus(dt.float() + self.dt_bias.float())  # Δ > 0: [B, T, H]
         A = -torch.exp(self.A_log.float())  # [H]
-        if T == 1:
-            y, ssm_state = ssd.ssd_recurrent(xs, dt, A, Bm, Cm, initial_state=ssm_state)
-        else:
-            y, ssm_state = ssd.ssd_chunked(xs, dt, A, Bm, Cm, self.chunk_size, ssm_state)
+        # the scan in float32 even under autocast (its decays and sums lose too much in bf16)
+        with torch.autocast(x.device.type, enabled=False):
+            if T == 1:
+                y, ssm_state = ssd.ssd_recurrent(xs, dt, A, Bm, Cm, initial_state=ssm_state)
+            else:
+                y, ssm_state = ssd.ssd_chunked(xs, dt, A, Bm, Cm, self.chunk_size, ssm_state)
         y = y + xs * self.D.to(xs.dtype)[:, None]  # the D skip: [B, T, H, P]
         y = self.norm(y.flatten(-2), z)  # [B, T, H, P] -> [B, T, E]
         return self.out_proj(y), Mamba2State(conv_state, ssm_state)

@@ -9,6 +9,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from src.errors import ConfigError
+from src.models.mixers import ssd
 from src.models.mixers.mamba2 import Mamba2
 
 C, T = 32, 21
@@ -117,3 +118,25 @@ def test_refusals_name_the_key(params: dict, key: str) -> None:
 
 def test_check_args_accepts_the_defaults_and_context() -> None:
     Mamba2.check_args(d_model=C, n_head=4, n_layer=2, vocab_size=10)
+
+
+def test_the_core_runs_without_autocast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under bf16 autocast the projections run in bf16 but the core in float32 (its decays and
+    sums lose too much in bf16): autocast is off inside it, and the output stays near the float32
+    layer's."""
+    seen = []
+    core = ssd.ssd_chunked
+
+    def spy(*args, **kwargs):
+        seen.append(torch.is_autocast_enabled("cpu"))
+        return core(*args, **kwargs)
+
+    monkeypatch.setattr(ssd, "ssd_chunked", spy)
+    layer = _layer(torch.float32)
+    x = torch.randn(2, T, C)
+    with torch.no_grad():
+        y32, _ = layer(x)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y16, _ = layer(x)
+    assert seen == [False, False]
+    torch.testing.assert_close(y16.float(), y32, atol=0.05, rtol=0.05)
