@@ -7,13 +7,11 @@ it holds (no ``isinstance`` on a family outside ``src/models/families``)::
     forward(...)                       ModelOutput: logits, and the loss when labels are given
     score_labels(labels, T), loss(…)   the one label convention: labels aligned with the logits
     hidden_states(...), logits(h)      the states before the head, and the head (applied where scored)
-    chunked_loss(h, labels, n)         loss(logits(h), labels) n tokens at a time (no [B, T, V])
     forward_flops(B, T), training_flops(B, T)
     start_decoding(...), decode_step(d), new_tokens(seq, prompt)      generation with the KV cache
     attention_probs(...)               every attention map, named (self / encoder / decoder / cross)
     needs_prefix_length, max_positions, cache_limit, stacks(), num_parameters(), device
     hidden_matrices()                  the attention and FFN weights (Muon's parameters)
-    parallel_blocks()                  the blocks FSDP2 and activation checkpointing wrap one by one
     left_to_right                      defines p(x_t | x_<t): generation and log-likelihood scoring
     prompt_is_source                   a prompt is read by an encoder; the output does not repeat it
                                        and begins with start_tokens(batch, device)
@@ -29,7 +27,6 @@ import torch
 from torch import Tensor, nn
 
 from src.models.components.block import Block, Stack
-from src.models.components.chunked_loss import chunked_cross_entropy
 from src.models.components.differential import ATTENTIONS
 from src.models.components.ffn import FFNS
 from src.models.components.flops import linear_flops
@@ -199,7 +196,6 @@ class TransformerModel(nn.Module):
             dropout=c.dropout,
             layer_masks=layer_masks,
             sink_tokens=nn.Embedding(sinks.count, c.d_model) if sinks.count else None,
-            kernel=c.attn_kernel,
         )
 
     def make_head(self, bias: bool = False) -> nn.Linear:
@@ -287,26 +283,6 @@ class TransformerModel(nn.Module):
         return cross_entropy(
             logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE_INDEX
         )
-
-    def chunked_loss(self, hidden: Tensor, labels: Tensor, chunk_tokens: int) -> Tensor:
-        """``loss(logits(hidden), labels)`` without the [B, T, V] logits: the head and the
-        cross-entropy ``chunk_tokens`` rows at a time (``chunked_cross_entropy``); the same value
-        and gradients. hidden [B, T, C]; labels as the forward takes them."""
-        target = self.score_labels(labels, hidden.shape[1])  # [B, T]
-        return chunked_cross_entropy(
-            hidden.reshape(-1, hidden.shape[-1]),  # [B, T, C] -> [B·T, C]
-            target.reshape(-1),  # [B·T]
-            self.logits,
-            self.head_parameters(),
-            chunk_tokens,
-            IGNORE_INDEX,
-        )
-
-    def head_parameters(self) -> list[nn.Parameter]:
-        """Every parameter ``logits`` may read: those outside the stacks (the head, a tied
-        embedding, a family's head transform); the chunked loss returns their gradients."""
-        in_stacks = {id(p) for s in self.stacks().values() for p in s.parameters()}
-        return [p for p in self.parameters() if id(p) not in in_stacks]
 
     # -- FLOPs ------------------------------------------------------------------------------
     def forward_flops(self, batch_size: int, seq_len: int) -> int:
@@ -417,12 +393,6 @@ class TransformerModel(nn.Module):
                 for _, sublayer in block.sublayers():
                     out += [m.weight for m in sublayer.modules() if isinstance(m, nn.Linear)]
         return out
-
-    def parallel_blocks(self) -> list[nn.Module]:
-        """The units a parallel strategy wraps one at a time (FSDP2's ``fully_shard``, activation
-        checkpointing, tensor parallelism's plan): every block of every stack, in forward order.
-        A family whose layers are not ``Block``s returns its own; an empty list means none."""
-        return [block for stack in self.stacks().values() for block in stack.blocks]
 
     def lr_multipliers(self, rule: Rule) -> dict[int, float]:
         """{id(parameter): multiplier of optim.lr} under ``rule`` ("adam", "sgd",
