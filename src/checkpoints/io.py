@@ -114,6 +114,9 @@ ADDED_RUN_KEYS: dict[str, Any] = {
     "model.layer_mixers": None,
     "data.document_mask": False,
 }
+#: keys one objective's node gained since, by ``objective.name`` (the other objectives have none):
+#: the chunked training loss of issue 58 (the same loss and gradients as the full logits)
+ADDED_OBJECTIVE_KEYS: dict[str, dict[str, Any]] = {"causal_lm": {"loss_chunk_tokens": 1024}}
 
 
 def with_current_keys(checkpoint: Any) -> Any:
@@ -131,6 +134,10 @@ def with_current_keys(checkpoint: Any) -> Any:
             node, key = dotted.split(".", 1)
             if isinstance(cfg.get(node), dict) and key not in cfg[node]:
                 cfg[node][key] = copy.deepcopy(value)
+        objective = cfg.get("objective")
+        if isinstance(objective, dict):
+            for key, value in ADDED_OBJECTIVE_KEYS.get(objective.get("name"), {}).items():
+                objective.setdefault(key, copy.deepcopy(value))
     return checkpoint
 
 

@@ -164,6 +164,9 @@ class LMTask(pl.LightningModule):
         )
         self._flops_memo: dict[tuple[Any, ...], int] = {}
         self._rng_to_restore: dict[str, Any] | None = None
+        #: tokens per chunk of the chunked head + loss in training (``training_loss``); None: the
+        #: forward's loss over the full logits. An objective that offers it sets it from its config
+        self.loss_chunk_tokens: int | None = None
 
     # ---------------------------------------------------------------- checks
     @classmethod
@@ -274,8 +277,21 @@ class LMTask(pl.LightningModule):
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
         self._maybe_restore_rng()
 
+    def training_loss(self, prep: Prepared) -> Tensor:
+        """The training step's loss. Training reads no logits (no accuracy), so with
+        ``loss_chunk_tokens`` the head and the loss run over chunks of tokens and the [B, T, V]
+        logits are never held (``TransformerModel.chunked_loss``: the same loss and gradients).
+        Under ``compile: true`` the compiled forward is used instead (the compiler fuses its own
+        loss)."""
+        if self.loss_chunk_tokens is None or self.cfg.get("compile"):
+            return self.model(**prep.inputs, labels=prep.labels).loss
+        hidden = self.model.hidden_states(**prep.inputs)  # [B, T, C]
+        return self.model.chunked_loss(hidden, prep.labels, self.loss_chunk_tokens)
+
     def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
-        loss, _, _, prep = self.shared_step(batch, accuracy=False)
+        prep = self.prepare(batch)
+        self.tokens_per_batch = prep.tokens  # read by TokenThroughput and the progress bar
+        loss = self.training_loss(prep)
         self.tokens_seen += prep.tokens * self.trainer.world_size
         self.flops_per_batch = self.flops(prep, training=True)  # read by TokenThroughput
         self._unlogged_loss = None

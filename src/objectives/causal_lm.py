@@ -25,7 +25,7 @@ from src.objectives.registry import OBJECTIVES
 @OBJECTIVES.register("causal_lm")
 class CausalLM(LMTask):
     name: ClassVar[str] = "causal_lm"
-    options: ClassVar[tuple[str, ...]] = ("prefix_length",)
+    options: ClassVar[tuple[str, ...]] = ("prefix_length", "loss_chunk_tokens")
     families: ClassVar[tuple[str, ...]] = ("decoder_only",)
     batch_formats: ClassVar[tuple[str, ...]] = ("text",)
     mask_rule: ClassVar[str | None] = "left_to_right"
@@ -39,6 +39,16 @@ class CausalLM(LMTask):
         # typed: the validated run's configs (LMTask.__init__)
         super().__init__(cfg, tokenizer, **typed)
         self.prefix_length: int | None = self.objective_cfg.get("prefix_length")
+        chunk = self.objective_cfg.get("loss_chunk_tokens")
+        if chunk is not None and (
+            isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1
+        ):
+            raise ConfigError(
+                f"objective.loss_chunk_tokens={chunk!r} must be a positive number of tokens (the "
+                "training loss computes the head over that many at a time), e.g. 1024; or null "
+                "for the loss over the full logits"
+            )
+        self.loss_chunk_tokens = chunk
         mask = (self.model_config.mask or {}).get("name", "causal")
         if self.model.needs_prefix_length and self.prefix_length is None:
             raise ConfigError(

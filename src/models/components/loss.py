@@ -13,6 +13,10 @@ and makes one more pass over them; with GPT-2's 50,257-token vocabulary these ar
 largest tensors of a training step (N = B·T rows), so this saves memory and time.
 
 Inside ``torch.compile`` the plain ``F.cross_entropy`` is used: the compiler fuses it.
+
+``total`` divides the summed loss by a given count of scored rows instead of this call's own:
+the chunked loss (``chunked_loss.py``) scores each chunk of rows against the whole batch's count,
+so the chunks' losses (and gradients) add up to the batch's mean.
 """
 
 from __future__ import annotations
@@ -25,33 +29,44 @@ from torch.nn import functional as F
 
 class _CrossEntropy(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, logits: Tensor, target: Tensor, ignore_index: int) -> Tensor:  # type: ignore[override]
-        """logits [N, V] (any float dtype), target [N] -> mean loss over the scored rows
-        (float32)."""
+    def forward(  # type: ignore[override]
+        ctx, logits: Tensor, target: Tensor, ignore_index: int, total: Tensor | None
+    ) -> Tensor:
+        """logits [N, V] (any float dtype), target [N] -> the summed loss over the scored rows
+        divided by ``total`` (None: their number, the mean; float32)."""
         logp = torch.log_softmax(logits, dim=-1, dtype=torch.float32)  # [N, V]
-        # exactly F.cross_entropy's value
-        loss = F.nll_loss(logp, target, ignore_index=ignore_index)
         valid = target != ignore_index  # [N]
-        ctx.save_for_backward(logp, torch.where(valid, target, 0), valid)
+        if total is None:  # exactly F.cross_entropy's value
+            loss = F.nll_loss(logp, target, ignore_index=ignore_index)
+            total = valid.sum()
+        else:
+            loss = F.nll_loss(logp, target, ignore_index=ignore_index, reduction="sum") / total
+        ctx.save_for_backward(logp, torch.where(valid, target, 0), valid, total)
         ctx.logits_dtype = logits.dtype
         return loss
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad: Tensor) -> tuple[Tensor, None, None]:  # type: ignore[override]
-        logp, target, valid = ctx.saved_tensors
-        scale = torch.where(valid, grad / valid.sum(), 0.0).to(logp.dtype)[:, None]  # [N, 1]
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None, None, None]:  # type: ignore[override]
+        logp, target, valid, total = ctx.saved_tensors
+        scale = torch.where(valid, grad / total, 0.0).to(logp.dtype)[:, None]  # [N, 1]
         g = logp.exp_().mul_(scale)  # softmax · s, reusing the saved buffer
         g.scatter_add_(1, target[:, None], -scale)  # minus s at each target
-        return g.to(ctx.logits_dtype), None, None
+        return g.to(ctx.logits_dtype), None, None, None
 
 
-def cross_entropy(logits: Tensor, target: Tensor, ignore_index: int = -100) -> Tensor:
+def cross_entropy(
+    logits: Tensor, target: Tensor, ignore_index: int = -100, total: Tensor | None = None
+) -> Tensor:
     """Mean cross-entropy over rows whose target is not ``ignore_index``; logits [N, V], target [N].
+    With ``total`` (a 0-d count): the summed cross-entropy divided by it.
 
     Computed in float32 whatever the logits' dtype (as ``F.cross_entropy(logits.float(), …)``),
     the gradient returned in the logits' dtype.
     """
     if torch.compiler.is_compiling() or not (logits.requires_grad and torch.is_grad_enabled()):
-        return F.cross_entropy(logits.float(), target, ignore_index=ignore_index)
-    return _CrossEntropy.apply(logits, target, ignore_index)
+        if total is None:
+            return F.cross_entropy(logits.float(), target, ignore_index=ignore_index)
+        summed = F.cross_entropy(logits.float(), target, ignore_index=ignore_index, reduction="sum")
+        return summed / total
+    return _CrossEntropy.apply(logits, target, ignore_index, total)

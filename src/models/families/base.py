@@ -7,6 +7,7 @@ it holds (no ``isinstance`` on a family outside ``src/models/families``)::
     forward(...)                       ModelOutput: logits, and the loss when labels are given
     score_labels(labels, T), loss(…)   the one label convention: labels aligned with the logits
     hidden_states(...), logits(h)      the states before the head, and the head (applied where scored)
+    chunked_loss(h, labels, n)         loss(logits(h), labels) n tokens at a time (no [B, T, V])
     forward_flops(B, T), training_flops(B, T)
     start_decoding(...), decode_step(d), new_tokens(seq, prompt)      generation with the KV cache
     attention_probs(...)               every attention map, named (self / encoder / decoder / cross)
@@ -27,6 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from src.models.components.block import Block, Stack
+from src.models.components.chunked_loss import chunked_cross_entropy
 from src.models.components.differential import ATTENTIONS
 from src.models.components.ffn import FFNS
 from src.models.components.flops import linear_flops
@@ -283,6 +285,26 @@ class TransformerModel(nn.Module):
         return cross_entropy(
             logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE_INDEX
         )
+
+    def chunked_loss(self, hidden: Tensor, labels: Tensor, chunk_tokens: int) -> Tensor:
+        """``loss(logits(hidden), labels)`` without the [B, T, V] logits: the head and the
+        cross-entropy ``chunk_tokens`` rows at a time (``chunked_cross_entropy``); the same value
+        and gradients. hidden [B, T, C]; labels as the forward takes them."""
+        target = self.score_labels(labels, hidden.shape[1])  # [B, T]
+        return chunked_cross_entropy(
+            hidden.reshape(-1, hidden.shape[-1]),  # [B, T, C] -> [B·T, C]
+            target.reshape(-1),  # [B·T]
+            self.logits,
+            self.head_parameters(),
+            chunk_tokens,
+            IGNORE_INDEX,
+        )
+
+    def head_parameters(self) -> list[nn.Parameter]:
+        """Every parameter ``logits`` may read: those outside the stacks (the head, a tied
+        embedding, a family's head transform); the chunked loss returns their gradients."""
+        in_stacks = {id(p) for s in self.stacks().values() for p in s.parameters()}
+        return [p for p in self.parameters() if id(p) not in in_stacks]
 
     # -- FLOPs ------------------------------------------------------------------------------
     def forward_flops(self, batch_size: int, seq_len: int) -> int:

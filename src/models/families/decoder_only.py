@@ -101,9 +101,13 @@ class DecoderOnly(TransformerModel):
         attention_mask: Tensor | None = None,
         *,
         prefix_length: Tensor | None = None,
+        document_ids: Tensor | None = None,
     ) -> Tensor:
         return self.decoder(
-            self.embed(input_ids), key_padding=attention_mask, prefix_length=prefix_length
+            self.embed(input_ids),
+            key_padding=attention_mask,
+            prefix_length=prefix_length,
+            document_ids=document_ids,
         ).hidden
 
     def score_labels(self, labels: Tensor, length: int) -> Tensor:
