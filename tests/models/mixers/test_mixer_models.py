@@ -24,6 +24,13 @@ MIXES: dict[str, dict[str, Any]] = {
     "linear_attention_taylor": {"mixer": {**LINEAR, "feature_map": "taylor", "feature_dim": 4}},
     "short_conv": {"mixer": {"name": "short_conv", "d_conv": 3}},
     "hybrid": {"mixer": LINEAR, "layer_mixers": ["linear_attention", "attention"]},
+    "mamba2": {"mixer": {"name": "mamba2", "d_state": 8, "chunk_size": 5, "head_dim": None}},
+    "gated_deltanet": {"mixer": {"name": "gated_deltanet", "chunk_size": 5, "head_dim": None}},
+    "hybrid_gated_deltanet": {
+        "mixer": {"name": "gated_deltanet", "chunk_size": 5, "head_dim": None},
+        "layer_mixers": ["gated_deltanet", "gated_deltanet", "gated_deltanet", "attention"],
+        "n_layer": 4,
+    },
     "hybrid_conv_rope": {
         "mixer": {"name": "short_conv"},
         "layer_mixers": ["short_conv", "attention"],
@@ -89,7 +96,9 @@ def test_mixer_forward_flops_match_the_flop_counter(node: dict[str, Any], T: int
     assert mixer.forward_flops(2, T) == c.get_total_flops()
 
 
-@pytest.mark.parametrize("case", ["linear_attention", "short_conv", "hybrid"])
+@pytest.mark.parametrize(
+    "case", ["linear_attention", "short_conv", "hybrid", "mamba2", "gated_deltanet"]
+)
 def test_match_params_knows_every_mixer(case: str) -> None:
     run = tiny_model_dict(**MIXES[case], d_ff=128)
     solved, r = match_model(run, MatchParams({"mixer": {"name": "attention"}}, tolerance=0.02))
