@@ -107,6 +107,7 @@ ADDED_RUN_KEYS: dict[str, Any] = {
     "model.layer_masks": None,
     "model.attn_softcap": None,
     "model.final_softcap": None,
+    "model.attn_kernel": "sdpa",
     "model.sinks": {"name": "none"},
     "model.attention": {"name": "standard"},
     "model.parametrization": {"name": "sp"},

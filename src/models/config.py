@@ -61,6 +61,9 @@ class ModelConfig:
     # cap · tanh(x / cap) on the attention scores / the output logits (Gemma 2, §2); None = none
     attn_softcap: float | None = None
     final_softcap: float | None = None
+    # the self-attention kernel: sdpa (SDPA, the explicit path where it must) or flex
+    # (FlexAttention with a BlockMask per batch, components/flex.py)
+    attn_kernel: str = "sdpa"
     # a norm on queries and keys (model/qk_norm)
     qk_norm: dict[str, Any] = field(default_factory=lambda: {"name": "none"})
     # attention sinks (model/sinks): a learned logit per head in the softmax (gpt-oss)
@@ -153,6 +156,7 @@ class ModelConfig:
             SINKS,
         )
         from src.models.components.attention import MultiHeadAttention
+        from src.models.components.flex import check_kernel
         from src.models.components.parametrization import PARAMETRIZATIONS
         from src.models.families import FAMILIES
 
@@ -201,6 +205,7 @@ class ModelConfig:
                 f"model.{key}={cap!r} must be a positive number (cap · tanh(x / cap); Gemma 2 uses "
                 "50 on the scores, 30 on the logits), or null for no cap",
             )
+        check_kernel(self.attn_kernel, self.dropout)
         QK_NORMS.check(self.qk_norm, **context)
         SINKS.check(self.sinks, **context)
         ATTENTIONS.check(self.attention, **context, n_kv_head=self.kv_heads)

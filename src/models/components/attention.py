@@ -18,7 +18,9 @@ Soft-capping (``model.attn_softcap``, Gemma 2) bends the scores through cap · t
 the mask; SDPA's kernels cannot, so a capped attention always takes the explicit path (the
 T × S scores are materialised: more memory, no flash kernel). A learned sink logit per head
 (``model/sinks=learned``, ``components/sinks.py``, gpt-oss) joins the softmax's denominator: the
-explicit path again, whose probabilities then sum to less than 1.
+explicit path again, whose probabilities then sum to less than 1. ``model.attn_kernel=flex``
+(``components/flex.py``) runs every self-attention pattern, caps and sinks included, through
+FlexAttention instead; probabilities (``need_weights``) still take the explicit path.
 
 Two seams for other architectures: ``head_dim`` (``model.d_head``) need not be d_model / H
 (T5's ``d_kv``, Qwen 3's ``head_dim``), and ``scale`` (``model.attn_scale``) replaces 1/√D (T5
@@ -37,6 +39,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from src.errors import ConfigError
+from src.models.components.flex import FlexBias, flex_attend
 from src.models.components.flops import attention_score_flops, linear_flops
 from src.models.components.kv_cache import KVCache
 from src.models.components.positions import Position
@@ -50,11 +53,13 @@ class AttentionBias:
 
     ``mask``: None, a boolean [B|1, 1, T, S] (True = attend) or an additive float
     [B|1, H|1, T, S]; ``is_causal``: the kernel may apply its own causal mask (then
-    ``mask`` is None).
+    ``mask`` is None); ``flex``: the same pattern as a BlockMask (``model.attn_kernel=flex``,
+    components/flex.py), which then replaces ``mask`` and ``is_causal``.
     """
 
     mask: Tensor | None = None
     is_causal: bool = False
+    flex: FlexBias | None = None
 
 
 @dataclass
@@ -314,7 +319,9 @@ class MultiHeadAttention(nn.Module):
         B, _, T, _ = q.shape
         p = self.dropout if self.training else 0.0
         probs = None
-        if need_weights or self.softcap is not None or self.sink is not None:
+        if bias.flex is not None and not need_weights:  # caps and sink logits included
+            y = flex_attend(q, k, v, bias.flex, self.scale, self.softcap, self.sink)
+        elif need_weights or self.softcap is not None or self.sink is not None:
             if self.n_kv_head != self.n_head:  # [B, K, S, D] -> [B, H, S, D]
                 rep = self.n_head // self.n_kv_head
                 k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)

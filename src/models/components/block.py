@@ -20,6 +20,7 @@ from torch import Tensor, nn
 from src.models.components.attention import AttentionBias, MultiHeadAttention
 from src.models.components.differential import AttentionChoice, StandardAttention
 from src.models.components.documents import document_positions, same_document
+from src.models.components.flex import flex_bias
 from src.models.components.flops import attention_score_flops, linear_flops
 from src.models.components.kv_cache import KVCache
 from src.models.components.masks import AttentionMask
@@ -238,10 +239,14 @@ class Stack(nn.Module):
         dropout: float = 0.0,
         layer_masks: list[AttentionMask] | None = None,
         sink_tokens: nn.Embedding | None = None,
+        kernel: str = "sdpa",
     ) -> None:
         """``layer_masks``: one mask per block (``model.layer_masks``); None = ``mask`` in every
-        block. ``sink_tokens``: [n, C] learned sink embeddings (``model/sinks=token``)."""
+        block. ``sink_tokens``: [n, C] learned sink embeddings (``model/sinks=token``).
+        ``kernel``: ``model.attn_kernel``; "flex" builds each self-attention pattern as a
+        FlexAttention BlockMask (components/flex.py) for full-sequence forwards."""
         super().__init__()
+        self.kernel = kernel
         self.sink_tokens = sink_tokens
         self.position = position
         self.mask = mask
@@ -304,9 +309,14 @@ class Stack(nn.Module):
         rolling: bool,
         dtype: torch.dtype,
         documents: Tensor | None = None,
+        document_ids: Tensor | None = None,
+        need_weights: bool = False,
     ) -> dict[int, AttentionBias]:
         """One bias per distinct mask object (by ``id``). A sliding window's rolling cache
-        (``rolling``) holds only its last ``window`` keys, so its keys start there."""
+        (``rolling``) holds only its last ``window`` keys, so its keys start there. With
+        ``kernel="flex"`` a full-sequence forward (no cache, no probabilities asked) gets a
+        BlockMask instead of the dense mask; decoding with the cache keeps SDPA's."""
+        flex = self.kernel == "flex" and not rolling and not need_weights
         biases: dict[int, AttentionBias] = {}
         for mask in self.layer_masks:
             if id(mask) in biases:
@@ -314,6 +324,23 @@ class Stack(nn.Module):
             w = mask.window if mask is not None else None
             start = max(0, offset - w) if rolling and w is not None else 0
             keys = torch.arange(start, offset + len(positions), device=positions.device)  # [S]
+            if flex:
+                biases[id(mask)] = AttentionBias(
+                    flex=flex_bias(
+                        mask,
+                        q_start=offset,
+                        k_start=start,
+                        q_len=len(positions),
+                        k_len=len(keys),
+                        key_padding=None if key_padding is None else key_padding[:, start:],
+                        prefix_length=prefix_length,
+                        score_bias=self.position.score_bias(positions, keys),
+                        document_ids=document_ids,
+                        sinks=self.sink_count,
+                        device=positions.device,
+                    )
+                )
+                continue
             biases[id(mask)] = build_bias(
                 mask,
                 positions,
@@ -369,7 +396,15 @@ class Stack(nn.Module):
             x = self.embed_norm(x)
         x = self.dropout(x)
         self_biases = self._self_biases(
-            positions, offset, key_padding, prefix_length, cache is not None, x.dtype, documents
+            positions,
+            offset,
+            key_padding,
+            prefix_length,
+            cache is not None,
+            x.dtype,
+            documents,
+            document_ids,
+            need_weights,
         )
         memory_bias = None
         if memory is not None or (cache is not None and cache.cross[0] is not None):

@@ -37,6 +37,7 @@ from src.models.components.attention import (
     explicit_attention,
     sdpa_attention,
 )
+from src.models.components.flex import flex_attend
 from src.models.components.flops import attention_score_flops, linear_flops
 from src.models.components.sinks import SinkKeys
 from src.registry import Registry
@@ -139,7 +140,9 @@ class DifferentialAttention(MultiHeadAttention):
         v = v.repeat_interleave(2, dim=1)  # each map's value: [B, K/2, S, 2d] -> [B, K, S, 2d]
         p = self.dropout if self.training else 0.0
         probs = None
-        if need_weights or self.softcap is not None or self.sink is not None:
+        if bias.flex is not None and not need_weights:  # [B, H, T, 2d]
+            y = flex_attend(q, k, v, bias.flex, self.scale, self.softcap, self.sink)
+        elif need_weights or self.softcap is not None or self.sink is not None:
             if K != H:  # [B, K, S, ·] -> [B, H, S, ·]
                 k, v = k.repeat_interleave(H // K, dim=1), v.repeat_interleave(H // K, dim=1)
             y, probs = explicit_attention(

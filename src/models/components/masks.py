@@ -31,11 +31,25 @@ class AttentionMask:
     window: int | None = None  # a sliding window: keys each query sees (the KV cache keeps these)
     display: str = ""  # the kind of self-attention, as diagrams name it
 
+    def visible(self, q: Tensor, k: Tensor, prefix: Tensor | None = None) -> Tensor | None:
+        """The mask's rule, elementwise: whether the query at absolute position ``q`` may see the
+        key at position ``k`` (``prefix``: the row's prefix length), for tensors that broadcast;
+        None when every key is visible. The one formula both kernels read: ``allowed`` applies
+        it to the whole grid (SDPA's boolean mask), ``components/flex.py`` to scalar indices
+        (FlexAttention's ``mask_mod``)."""
+        return None
+
     def allowed(
         self, q_pos: Tensor, k_pos: Tensor, prefix_length: Tensor | None = None
     ) -> Tensor | None:
         """Boolean [1 or B, T, S] (True = may attend), or None when every key is visible."""
-        return None
+        if self.needs_prefix_length and prefix_length is None:
+            raise ValueError(
+                "model/mask=prefix_lm needs prefix_length (a [B] tensor: tokens of bidirectional "
+                "prefix) in the forward call; the seq2seq-on-decoder task passes the source length"
+            )
+        prefix = None if prefix_length is None else prefix_length.view(-1, 1, 1)  # [B, 1, 1]
+        return self.visible(q_pos[None, :, None], k_pos[None, None, :], prefix)  # [1|B, T, S]
 
 
 @MASKS.register("bidirectional")
@@ -52,8 +66,8 @@ class Causal(AttentionMask):
     causal = True
     display = "causal"
 
-    def allowed(self, q_pos: Tensor, k_pos: Tensor, prefix_length: Tensor | None = None) -> Tensor:
-        return (k_pos[None, :] <= q_pos[:, None])[None]  # [1, T, S]
+    def visible(self, q: Tensor, k: Tensor, prefix: Tensor | None = None) -> Tensor:
+        return k <= q
 
 
 @MASKS.register("prefix_lm")
@@ -63,15 +77,8 @@ class PrefixLM(AttentionMask):
     needs_prefix_length = True
     display = "prefix-LM"
 
-    def allowed(self, q_pos: Tensor, k_pos: Tensor, prefix_length: Tensor | None = None) -> Tensor:
-        causal = (k_pos[None, :] <= q_pos[:, None])[None]  # [1, T, S]
-        if prefix_length is None:
-            raise ValueError(
-                "model/mask=prefix_lm needs prefix_length (a [B] tensor: tokens of bidirectional "
-                "prefix) in the forward call; the seq2seq-on-decoder task passes the source length"
-            )
-        in_prefix = k_pos[None, None, :] < prefix_length.view(-1, 1, 1)  # [B, 1, S]
-        return causal | in_prefix  # [B, T, S]
+    def visible(self, q: Tensor, k: Tensor, prefix: Tensor | None = None) -> Tensor:
+        return (k <= q) | (k < prefix)  # causal, or a key inside the row's prefix
 
 
 @MASKS.register("sliding_window")
@@ -102,6 +109,6 @@ class SlidingWindow(AttentionMask):
                 max_seq_len,
             )
 
-    def allowed(self, q_pos: Tensor, k_pos: Tensor, prefix_length: Tensor | None = None) -> Tensor:
-        diff = q_pos[:, None] - k_pos[None, :]  # [T, S]: how far back each key is
-        return ((diff >= 0) & (diff < self.window))[None]  # [1, T, S]
+    def visible(self, q: Tensor, k: Tensor, prefix: Tensor | None = None) -> Tensor:
+        diff = q - k  # how far back the key is
+        return (diff >= 0) & (diff < self.window)

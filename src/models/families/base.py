@@ -198,6 +198,7 @@ class TransformerModel(nn.Module):
             dropout=c.dropout,
             layer_masks=layer_masks,
             sink_tokens=nn.Embedding(sinks.count, c.d_model) if sinks.count else None,
+            kernel=c.attn_kernel,
         )
 
     def make_head(self, bias: bool = False) -> nn.Linear:
