@@ -47,6 +47,17 @@ class Hardware:
         )
 
 
+#: ``trainer.*`` keys of this project that are not ``lightning.pytorch.Trainer`` arguments:
+#: ``src.training.setup.build_trainer`` takes them out of the node before instantiating it
+RUN_TRAINER_KEYS = ("activation_checkpointing", "tensor_parallel", "device_memory_gb")
+
+
+def lightning_trainer_node(node: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``trainer`` node without ``RUN_TRAINER_KEYS``: what ``lightning.pytorch.Trainer``
+    takes."""
+    return {k: v for k, v in node.items() if k not in RUN_TRAINER_KEYS}
+
+
 def fail(key: str, value: Any, fix: str) -> NoReturn:
     """``key=value`` cannot work: ``fix`` says what does (the checks here and in validate.py)."""
     raise ConfigError(f"{key}={value!r} is invalid: {fix}")
@@ -87,7 +98,7 @@ def check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
 
         params = inspect.signature(pl.Trainer.__init__).parameters
         given = {k: v for k, v in t.items() if k != "_target_"}
-        accepted = [p for p in params if p != "self"]
+        accepted = [p for p in params if p != "self"] + list(RUN_TRAINER_KEYS)
         check_keys(given, accepted, where="lightning.pytorch.Trainer", prefix="trainer.")
     accel = str(t.get("accelerator", "auto"))
     strategy = _strategy_name(t.get("strategy", "auto"))
@@ -98,7 +109,8 @@ def check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
             f"trainer.accelerator={accel} but no CUDA GPU is visible (torch.cuda.is_available() is "
             "False); use trainer=cpu (or trainer.accelerator=cpu), or run on a GPU machine"
         )
-    if "fsdp" in strategy.lower() and not on_gpu:
+    fsdp2 = strategy.endswith("FSDP2Strategy")  # trainer=fsdp2 runs on CPU processes too (gloo)
+    if "fsdp" in strategy.lower() and not on_gpu and not fsdp2:
         why = f"trainer.accelerator={accel}" + (
             "" if accel == "cpu" else " and no CUDA GPU is visible"
         )
@@ -151,6 +163,7 @@ def check_trainer(plain: Mapping[str, Any], hw: Hardware) -> None:
             "trainer.precision=16-mixed or trainer.precision=32"
         )
     checked_max_steps(t)
+    _check_parallel(t, fsdp2, strategy)
     acc = t.get("accumulate_grad_batches", 1)
     positive_int(
         "trainer.accumulate_grad_batches", acc, "a positive number of batches per optimizer step"
@@ -258,3 +271,40 @@ def _warn_cpu_oversubscribed(devices: Any, hw: Hardware) -> None:
         "(docs/reliability.md: 4 processes on 2 cores ran 6.6x slower); use "
         f"trainer.devices={cores} or fewer (trainer=cpu for one process)"
     )
+
+
+def _check_parallel(t: Mapping[str, Any], fsdp2: bool, strategy: str) -> None:
+    """``trainer.activation_checkpointing``, ``trainer.tensor_parallel`` and
+    ``trainer.device_memory_gb`` (src/training/parallel.py, src/inspection/memory.py)."""
+    ac = t.get("activation_checkpointing", False)
+    if not isinstance(ac, bool):
+        fail("trainer.activation_checkpointing", ac, "true or false")
+    if ac and "fsdp_strategy" in strategy:
+        fail(
+            "trainer.activation_checkpointing",
+            ac,
+            "trainer=fsdp (FSDP1) checkpoints through its own "
+            "trainer.strategy.activation_checkpointing=true; or use trainer=fsdp2",
+        )
+    tp = positive_int(
+        "trainer.tensor_parallel",
+        t.get("tensor_parallel", 1),
+        "a number of processes that split each layer, 1 or more (1 = no tensor parallelism)",
+    )
+    if tp > 1 and not fsdp2:
+        fail("trainer.tensor_parallel", tp, "tensor parallelism runs under trainer=fsdp2")
+    devices, nodes = t.get("devices", "auto"), t.get("num_nodes", 1)
+    if tp > 1 and isinstance(devices, int) and not isinstance(devices, bool) and devices > 0:
+        world = devices * nodes
+        if world % tp:
+            fail(
+                "trainer.tensor_parallel",
+                tp,
+                f"the world size trainer.devices x trainer.num_nodes = {devices} x {nodes} = "
+                f"{world} must be a multiple of it; set trainer.devices to a multiple of {tp}",
+            )
+    memory = t.get("device_memory_gb")
+    if memory is not None and (
+        isinstance(memory, bool) or not isinstance(memory, (int, float)) or memory <= 0
+    ):
+        fail("trainer.device_memory_gb", memory, "the memory of one device in GB, or null")

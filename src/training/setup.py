@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 
 from src.checkpoints.load import init_from_checkpoint
 from src.config.spec import RunSpec, resolve, thaw
+from src.config.trainer_checks import lightning_trainer_node
 from src.config.validate import validate_run_config
 from src.data.datamodule import datamodule_for
 from src.data.sources import SOURCES
@@ -30,6 +31,7 @@ from src.models.matching import report_match
 from src.objectives import OBJECTIVES, LMTask
 from src.training.budget import write_budget
 from src.training.harden import harden_trainer
+from src.training.parallel import ActivationCheckpointing
 
 
 @dataclass
@@ -125,8 +127,11 @@ def build_trainer(spec: RunSpec, extra_callbacks: list[pl.Callback] = ()) -> pl.
     targets checked by validation: a Lightning Callback or Logger)."""
     callbacks = [instantiate_node(node) for node in spec.section("callbacks").values() if node]
     loggers = [instantiate_node(node) for node in spec.section("logger").values() if node]
+    node = spec.section("trainer")
+    if node.get("activation_checkpointing"):  # every strategy; before FSDP2 wraps the blocks
+        callbacks.append(ActivationCheckpointing())
     trainer = instantiate_node(
-        spec.section("trainer"),
+        lightning_trainer_node(node),
         callbacks=[*callbacks, *extra_callbacks],
         logger=loggers or False,
         _convert_="partial",

@@ -1,8 +1,19 @@
-"""Strategy builders for configs that need Python objects (classes) as arguments."""
+"""Strategy builders for configs that need Python objects (classes) as arguments.
+
+``fsdp_strategy``: Lightning's FSDP1 (``trainer=fsdp``), kept for setups that already use it.
+``FSDP2Strategy``: FSDP2 (``fully_shard``) and tensor parallelism on a 2-D device mesh through
+Lightning's ``ModelParallelStrategy`` (``trainer=fsdp2``); what it does to the model is
+``src.training.parallel``.
+"""
 
 from __future__ import annotations
 
 from typing import Any
+
+import torch
+from lightning.pytorch.strategies import ModelParallelStrategy
+
+from src.training.parallel import parallelize
 
 
 def fsdp_strategy(
@@ -23,3 +34,65 @@ def fsdp_strategy(
         state_dict_type=state_dict_type,
         **kwargs,
     )
+
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class FSDP2Strategy(ModelParallelStrategy):
+    """FSDP2 over the data-parallel dimension, tensor parallelism over the other (torchtitan's
+    2-D mesh: ``("data_parallel", "tensor_parallel")``, world size = DP × TP).
+
+    tensor_parallel: TP degree (``trainer.tensor_parallel``; 1 = FSDP2 only); the data-parallel
+    degree is the rest of the world size. param_dtype / reduce_dtype: FSDP2's
+    ``MixedPrecisionPolicy`` (parameters cast for compute, gradients reduced in); ``auto`` =
+    bfloat16 parameters on CUDA, float32 on CPU. state_dict_type: ``full`` = one ordinary
+    ``.ckpt`` file gathered on rank 0; ``sharded`` = a directory written by every rank
+    (torch.distributed.checkpoint), loadable at another world size.
+    """
+
+    def __init__(
+        self,
+        tensor_parallel: int = 1,
+        param_dtype: str = "auto",
+        reduce_dtype: str = "float32",
+        state_dict_type: str = "full",
+        reshard_after_forward: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            data_parallel_size="auto",
+            tensor_parallel_size=int(tensor_parallel),
+            save_distributed_checkpoint=state_dict_type == "sharded",
+            **kwargs,
+        )
+        self.param_dtype, self.reduce_dtype = param_dtype, reduce_dtype
+        self.reshard_after_forward = reshard_after_forward
+
+    def setup_environment(self) -> None:
+        # DP × TP = every process of every node (Lightning's "auto" would take DP = nodes)
+        self._data_parallel_size = self.num_nodes * self.num_processes // self._tensor_parallel_size
+        super().setup_environment()
+
+    def mixed_precision(self):  # -> MixedPrecisionPolicy
+        from torch.distributed.fsdp import MixedPrecisionPolicy
+
+        param = self.param_dtype
+        if param == "auto":
+            param = "bfloat16" if self.root_device.type == "cuda" else "float32"
+        return MixedPrecisionPolicy(
+            param_dtype=_DTYPES[param], reduce_dtype=_DTYPES[self.reduce_dtype]
+        )
+
+    def setup(self, trainer: Any) -> None:
+        """Shard the task's model (after ``configure_model``, before the optimizer is built)."""
+        task = self.lightning_module
+        if not getattr(task, "_parallelized", False):
+            parallelize(
+                task.model,
+                self.device_mesh,
+                mp_policy=self.mixed_precision(),
+                reshard_after_forward=self.reshard_after_forward,
+            )
+            task._parallelized = True
+        super().setup(trainer)

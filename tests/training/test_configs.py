@@ -13,6 +13,7 @@ from hydra.errors import ConfigCompositionException
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from src.config.trainer_checks import lightning_trainer_node
 from tests.training.conftest import CONF, compose_train
 
 TOP_GROUPS = [
@@ -116,7 +117,8 @@ def test_loggers_instantiate(option: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("option", ["default", "cpu", "ddp_cpu"])
 def test_cpu_trainers_instantiate(option: str, tmp_path: Path) -> None:
     cfg = compose_train([f"trainer={option}", "trainer.accelerator=cpu"], tmp_path)
-    trainer = instantiate(cfg.trainer, logger=False, enable_checkpointing=False)
+    node = lightning_trainer_node(OmegaConf.to_container(cfg.trainer, resolve=True))
+    trainer = instantiate(node, logger=False, enable_checkpointing=False)
     assert trainer.max_steps == cfg.trainer.max_steps
 
 

@@ -17,8 +17,10 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.utils import instantiate
 from lightning.pytorch.accelerators import CPUAccelerator, CUDAAccelerator
 from lightning.pytorch.strategies import DDPStrategy, SingleDeviceStrategy
+from omegaconf import OmegaConf
 
 import src.training  # noqa: F401  (registers ${device_precision:...})
+from src.config.trainer_checks import lightning_trainer_node
 
 
 # -> lightning Trainer
@@ -37,7 +39,7 @@ def default_trainer(conf_dir: Path, tmp_path: Path, overrides: tuple[str, ...] =
         )
     GlobalHydra.instance().clear()
     return instantiate(
-        cfg.trainer,
+        lightning_trainer_node(OmegaConf.to_container(cfg.trainer, resolve=True)),
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,

@@ -13,6 +13,7 @@ it holds (no ``isinstance`` on a family outside ``src/models/families``)::
     attention_probs(...)               every attention map, named (self / encoder / decoder / cross)
     needs_prefix_length, max_positions, cache_limit, stacks(), num_parameters(), device
     hidden_matrices()                  the attention and FFN weights (Muon's parameters)
+    parallel_blocks()                  the blocks FSDP2 and activation checkpointing wrap one by one
     left_to_right                      defines p(x_t | x_<t): generation and log-likelihood scoring
     prompt_is_source                   a prompt is read by an encoder; the output does not repeat it
                                        and begins with start_tokens(batch, device)
@@ -416,6 +417,12 @@ class TransformerModel(nn.Module):
                 for _, sublayer in block.sublayers():
                     out += [m.weight for m in sublayer.modules() if isinstance(m, nn.Linear)]
         return out
+
+    def parallel_blocks(self) -> list[nn.Module]:
+        """The units a parallel strategy wraps one at a time (FSDP2's ``fully_shard``, activation
+        checkpointing, tensor parallelism's plan): every block of every stack, in forward order.
+        A family whose layers are not ``Block``s returns its own; an empty list means none."""
+        return [block for stack in self.stacks().values() for block in stack.blocks]
 
     def lr_multipliers(self, rule: Rule) -> dict[int, float]:
         """{id(parameter): multiplier of optim.lr} under ``rule`` ("adam", "sgd",

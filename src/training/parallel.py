@@ -1,0 +1,97 @@
+"""What a parallel strategy does to a built model, in torchtitan's order (``parallelize_llama``):
+tensor parallelism, activation checkpointing, then FSDP2 — each on the units the model itself
+declares (``TransformerModel.parallel_blocks()`` and ``parallel_plan()``), never by matching
+parameter names.
+
+* ``checkpoint_blocks``: each block's forward recomputed in the backward pass (Chen et al. 2016,
+  "Training Deep Nets with Sublinear Memory Cost"), for every strategy (``trainer.
+  activation_checkpointing``). The module tree and state-dict keys stay as they are.
+* ``parallelize``: ``parallelize_module`` with the family's plan on the TP mesh (Shoeybi et al.
+  2019, Megatron-LM), then ``fully_shard`` per block and on the root over the DP mesh (Zhao et al.
+  2023, PyTorch FSDP; FSDP2 = per-parameter DTensor sharding).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from lightning.pytorch.callbacks import Callback
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from src.errors import ConfigError
+
+
+def blocks_of(model: nn.Module, key: str) -> list[nn.Module]:
+    """The model's declared blocks; a ``ConfigError`` naming ``key`` when it declares none."""
+    blocks = list(model.parallel_blocks())
+    if not blocks:
+        raise ConfigError(
+            f"{key} wraps a model block by block, but this {type(model).__name__} declares no "
+            "blocks (parallel_blocks() is empty); give the model layers (model.n_layer >= 1), or "
+            "use trainer=ddp / trainer=cpu"
+        )
+    return blocks
+
+
+def checkpoint_blocks(model: nn.Module) -> int:
+    """Recompute each block's activations in the backward pass instead of keeping them: only each
+    block's input stays alive ([B, T, C] per block). Non-reentrant ``torch.utils.checkpoint``
+    (works with DDP, FSDP2 and kwargs; the RNG state is replayed, so dropout matches). The block's
+    ``forward`` is replaced on the instance, so parameters keep their names. Returns how many
+    blocks; idempotent."""
+    blocks = blocks_of(model, "trainer.activation_checkpointing=true")
+    for block in blocks:
+        if not getattr(block, "_recomputed", False):
+            block.forward = functools.partial(_recompute, block.forward)
+            block._recomputed = True
+    return len(blocks)
+
+
+def _recompute(forward: Any, *args: Any, **kwargs: Any) -> Any:
+    return checkpoint(forward, *args, use_reentrant=False, **kwargs)
+
+
+def parallelize(
+    model: nn.Module,
+    mesh: Any,  # DeviceMesh with dims ("data_parallel", "tensor_parallel")
+    *,
+    mp_policy: Any = None,  # torch.distributed.fsdp.MixedPrecisionPolicy
+    reshard_after_forward: bool = True,
+) -> None:
+    """Tensor parallelism (when the TP dimension is > 1), then FSDP2 in place: each declared
+    block is one ``fully_shard`` unit (its parameters all-gathered just before its forward and
+    freed after), then the root (embeddings, head, final norm: tied weights stay one parameter)."""
+    from torch.distributed.fsdp import fully_shard
+
+    blocks = blocks_of(model, "trainer=fsdp2")
+    tp_mesh = mesh["tensor_parallel"]
+    if tp_mesh.size() > 1:
+        apply_tensor_parallel(model, tp_mesh)
+    dp_mesh = mesh["data_parallel"]
+    kwargs = {} if mp_policy is None else {"mp_policy": mp_policy}
+    for block in blocks:
+        fully_shard(block, mesh=dp_mesh, reshard_after_forward=reshard_after_forward, **kwargs)
+    # the root's parameters are needed again by the head right after the last block
+    fully_shard(model, mesh=dp_mesh, reshard_after_forward=False, **kwargs)
+
+
+def apply_tensor_parallel(model: nn.Module, tp_mesh: Any) -> None:
+    """The family's plan (``parallel_plan(tp)``: {block-relative module name: ParallelStyle}) on
+    each block, and the per-rank head counts it asks for."""
+    from torch.distributed.tensor.parallel import parallelize_module
+
+    tp = tp_mesh.size()
+    plan = model.parallel_plan(tp)  # ConfigError for a family or size that cannot be split
+    for block in blocks_of(model, "trainer.tensor_parallel"):
+        parallelize_module(block, tp_mesh, plan)
+    model.shard_heads(tp)
+
+
+class ActivationCheckpointing(Callback):
+    """``trainer.activation_checkpointing=true``: ``checkpoint_blocks`` on the task's model at
+    setup, before ``configure_model`` and the strategy's wrapping (DDP, FSDP2)."""
+
+    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        checkpoint_blocks(pl_module.model)
