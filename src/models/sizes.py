@@ -8,6 +8,7 @@ of D channels, F = d_ff, V = vocab_size, T = max_seq_len)::
 
     V·C                      token embedding (a tied head shares it)
     L · (2·C·H·D + 2·C·F)    per layer: the query and output projections, the FFN's two matrices
+                             (F counts 0 with model/ffn=none: no FFN sublayer)
     + T·C                    with learned positions (the table)
 
 So a config whose lower bound exceeds the number of elements in the weights it came with does not
@@ -23,6 +24,7 @@ from typing import Any
 from torch import Tensor
 
 from src.errors import CheckpointError
+from src.models.components.ffn import FFNS, NoFFN
 from src.models.config import ModelConfig
 
 #: the size keys of a model config the bound reads
@@ -52,6 +54,12 @@ def min_parameters(sizes: dict[str, Any], learned_positions: bool) -> int:
     return bound + (int(sizes["max_seq_len"]) * c if learned_positions else 0)
 
 
+def config_sizes(cfg: ModelConfig) -> dict[str, Any]:
+    """The size keys of ``cfg`` as the bound reads them: d_ff is 0 without an FFN sublayer."""
+    sizes = {k: getattr(cfg, k) for k in SIZE_KEYS}
+    return {**sizes, "d_ff": 0} if FFNS.get(cfg.ffn["name"]) is NoFFN else sizes
+
+
 def weight_count(tensors: Iterable[Any]) -> int:
     """Elements in all the tensors (shared tensors counted each time: an upper bound is all this
     needs)."""
@@ -63,7 +71,7 @@ def check_sizes_fit(
 ) -> None:
     """``error`` when ``cfg`` needs more parameters than the ``n_weights`` stored with it in
     ``where``."""
-    sizes = {k: getattr(cfg, k) for k in SIZE_KEYS}
+    sizes = config_sizes(cfg)
     learned = cfg.position.get("name") == "learned"
     bound = min_parameters(sizes, learned)
     if bound <= n_weights:
@@ -96,7 +104,7 @@ def check_sizes_within_limits(
     """``error`` naming the key when ``cfg`` has more than ``MAX_LAYERS`` layers in a stack or a
     lower bound of parameters over ``MAX_PARAMETERS``: for a config that comes without weights to
     check it against."""
-    sizes = {k: getattr(cfg, k) for k in SIZE_KEYS}
+    sizes = config_sizes(cfg)
     for key in ("n_layer", "n_encoder_layer", "n_decoder_layer"):
         if sizes[key] is not None and int(sizes[key]) > MAX_LAYERS:
             raise error(

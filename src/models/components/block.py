@@ -20,6 +20,7 @@ from torch import Tensor, nn
 from src.models.components.attention import AttentionBias, MultiHeadAttention
 from src.models.components.differential import AttentionChoice, StandardAttention
 from src.models.components.documents import document_positions, same_document
+from src.models.components.ffn import NoFFN
 from src.models.components.flex import flex_bias
 from src.models.components.flops import attention_score_flops, linear_flops
 from src.models.components.kv_cache import KVCache
@@ -79,16 +80,20 @@ class Block(nn.Module):
             self.cross_attn = MultiHeadAttention(
                 d_model, n_head, n_kv_head, bias, dropout, cross=True, **attention
             )
-        self.ffn_res = make_residual()
-        self.ffn_norm = make_norm() if self.ffn_res.uses_norm else None
-        self.ffn = make_ffn()
+        ffn = make_ffn()
+        if not isinstance(ffn, NoFFN):  # model/ffn=none: no FFN sublayer, norm or residual
+            self.ffn_res = make_residual()
+            self.ffn_norm = make_norm() if self.ffn_res.uses_norm else None
+        self.ffn = ffn
 
     def sublayers(self) -> list[tuple[Residual, nn.Module]]:
         """(placement, sublayer) pairs in forward order."""
         pairs = [(self.attn_res, self.attn)]
         if hasattr(self, "cross_attn"):
             pairs.append((self.cross_res, self.cross_attn))
-        return [*pairs, (self.ffn_res, self.ffn)]
+        if hasattr(self, "ffn_res"):
+            pairs.append((self.ffn_res, self.ffn))
+        return pairs
 
     def forward_flops(
         self,
@@ -168,7 +173,8 @@ class Block(nn.Module):
                 return o.out
 
             x = self.cross_res(x, self.cross_norm, cross_attn)
-        x = self.ffn_res(x, self.ffn_norm, self.ffn)
+        if hasattr(self, "ffn_res"):
+            x = self.ffn_res(x, self.ffn_norm, self.ffn)
         return x, probs
 
 

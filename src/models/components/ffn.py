@@ -1,5 +1,5 @@
 """Position-wise feed-forward networks, registered by name
-(``model/ffn=gelu|relu|silu|swiglu|geglu``)."""
+(``model/ffn=gelu|relu|silu|swiglu|geglu|none``)."""
 
 from __future__ import annotations
 
@@ -135,3 +135,15 @@ class GeGLU(SwiGLU):
 
     def act(self, x: Tensor) -> Tensor:
         return F.gelu(x, approximate=self.approximate)
+
+
+@FFNS.register("none")
+class NoFFN(nn.Module):
+    """No feed-forward sublayer: the block is its token mixer alone, as in Mamba-2's stack (Dao &
+    Gu 2024, §7: norm -> mixer -> residual per layer). The block builds no FFN norm, placement or
+    residual for it (``Block``), so it adds 0 parameters and 0 FLOPs; ``model.d_ff`` is unused."""
+
+    display = "none"
+
+    def forward(self, x: Tensor) -> Tensor:  # pragma: no cover - the block never calls it
+        raise RuntimeError("model/ffn=none has no sublayer to run; the block skips it")
