@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from rich.tree import Tree
 from torch import nn
 
@@ -21,6 +22,8 @@ from src.models.components import FFNS, MASKS, NORMS, PLACEMENTS, POSITIONS, QK_
 from src.models.components.attention import MultiHeadAttention
 from src.models.config import ModelConfig
 from src.models.families import FAMILIES
+from src.models.mixers.base import MIXERS
+from src.models.mixers.layers import is_recurrent, mixer_nodes
 
 # -- module tree ----------------------------------------------------------------------------
 
@@ -164,20 +167,46 @@ def _position_text(cfg: ModelConfig) -> str | None:
     return text
 
 
+def _mixer_text(cfg: ModelConfig, n_layer: int) -> tuple[str | None, bool]:
+    """The token mixer of a causal stack's layers (``model/mixer``, ``model.layer_mixers``)
+    (None when every layer is attention), and whether no layer is attention."""
+    nodes = mixer_nodes(cfg, n_layer)
+    if not any(is_recurrent(n) for n in nodes):
+        return None, False
+    with torch.device("meta"):  # built for its display line only
+        shown = [
+            MIXERS.build(n, **cfg.component_context()).display if is_recurrent(n) else "attention"
+            for n in nodes[: len(cfg.layer_mixers or [None])]
+        ]
+    only = all(is_recurrent(n) for n in nodes)
+    if len(shown) == 1:
+        return f"token mixer: {shown[0]}", only
+    return f"token mixer per layer, cycled:<br/>{' → '.join(shown)}", only
+
+
 def _block(
-    flow: _Flow, p: str, cfg: ModelConfig, x: str, attn_kind: str, cross: bool, memory: str | None
+    flow: _Flow,
+    p: str,
+    cfg: ModelConfig,
+    x: str,
+    attn_kind: str,
+    cross: bool,
+    memory: str | None,
+    mixer: tuple[str | None, bool] = (None, False),
 ) -> str:
     """Draw one block starting from node ``x`` with the placement's own ``drawing``; return the
-    block's output node. ``p`` prefixes ids."""
+    block's output node. ``p`` prefixes ids; ``mixer``: the token mixer's text where the layers
+    are not all attention (``_mixer_text``)."""
     in_attn = _position_text(cfg)
     extras = _attention_extras(cfg)
+    attention = (
+        f"{attn_kind} self-attention<br/>{_heads_text(cfg)}"
+        + (f"<br/>{in_attn}" if in_attn else "")
+        + extras
+    )
+    text, only = mixer
     sublayers = [
-        (
-            "attn",
-            f"{attn_kind} self-attention<br/>{_heads_text(cfg)}"
-            + (f"<br/>{in_attn}" if in_attn else "")
-            + extras,
-        )
+        ("attn", text if only else attention if text is None else f"{text}<br/>{attention}")
     ]
     if cross:
         sublayers.append(
@@ -259,7 +288,8 @@ def _stack(
     )
     flow.lines.append("    direction TB")
     block_in = flow.node(f"{p}_in", "x [B, T, C]" if not cross else "y [B, T, C]", "round")
-    out = _block(flow, p, cfg, block_in, attn_kind, cross, memory)
+    mixer = _mixer_text(cfg, n_layer) if title == "decoder" else (None, False)  # causal stacks
+    out = _block(flow, p, cfg, block_in, attn_kind, cross, memory, mixer)
     flow.lines.append("    end")
     flow.edge(x, block_in)
     if placement.final_norm:

@@ -27,6 +27,7 @@ from src.models.components.block import Block, Stack
 from src.models.components.positions import Position
 from src.models.components.residual import Residual
 from src.models.families import TransformerModel
+from src.models.mixers.base import SequenceMixer
 
 DTYPE_BYTES: dict[str, int] = {
     "fp64": 8, "float64": 8, "double": 8,
@@ -138,6 +139,8 @@ def component_label(attr: str, module: nn.Module) -> str:
         if module.q_norm is not None:
             heads += ", QK-norm"
         return f"{kind} ({heads})"
+    if isinstance(module, SequenceMixer):  # model/mixer in place of the attention
+        return f"mixer ({module.display})"
     if isinstance(module, Position):
         return f"positions ({registry_label(module)})"
     if isinstance(module, Residual):  # a placement's own parameters (ReZero's gate α)
@@ -383,8 +386,8 @@ def attention_memory(
     for its 12 layers — memory the flash / memory-efficient SDPA kernels never allocate.
     """
     attn = attention_modules(model)
-    if not attn:
-        raise ValueError("the model has no MultiHeadAttention modules")
+    if not attn:  # every layer a recurrent mixer (model/mixer): no probabilities to hold
+        return AttentionMemory(batch_size, 0, seq_len, dtype_bytes(dtype), 0)
     return AttentionMemory(batch_size, attn[0].n_head, seq_len, dtype_bytes(dtype), len(attn))
 
 

@@ -69,3 +69,28 @@ def test_encoder_decoder_hybrid_maps() -> None:
         ("cross", 0),
         ("cross", 1),
     ]
+
+
+def test_diagram_names_the_mixers() -> None:
+    from src.inspection.diagram import model_mermaid
+    from src.models.config import ModelConfig
+
+    hybrid = model_mermaid(
+        ModelConfig.from_dict(
+            tiny_model_dict(mixer=LINEAR, layer_mixers=["linear_attention", "attention"])
+        )
+    )
+    assert "linear attention (elu1) → attention" in hybrid and "self-attention" in hybrid
+    only = model_mermaid(ModelConfig.from_dict(tiny_model_dict(mixer={"name": "short_conv"})))
+    assert "token mixer: gated short convolution (kernel 4)" in only
+    assert "self-attention" not in only.split("dec_attn")[1].split("\n")[0]
+
+
+def test_parameter_table_and_memory_name_the_mixer() -> None:
+    from src.inspection.params import attention_memory, parameter_table
+
+    model = _model(mixer=LINEAR, position={"name": "none"})
+    rows = [r.component for r in parameter_table(model, expand_blocks=True).rows]
+    assert "mixer (linear attention (elu1))" in rows
+    memory = attention_memory(model, 16)
+    assert (memory.n_layers, memory.total) == (0, 0)
