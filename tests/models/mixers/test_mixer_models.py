@@ -87,7 +87,7 @@ def test_forward_flops_match_the_flop_counter(case: str) -> None:
 
 
 @pytest.mark.parametrize("node", [LINEAR, {"name": "short_conv", "d_conv": 4}])
-@pytest.mark.parametrize("T", [1, 8, 13])
+@pytest.mark.parametrize("T", [1, 8, 10, 13])
 def test_mixer_forward_flops_match_the_flop_counter(node: dict[str, Any], T: int) -> None:
     mixer = MIXERS.build(node, d_model=32, n_head=4)
     x = torch.randn(2, T, 32)
