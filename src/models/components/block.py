@@ -295,7 +295,10 @@ class Stack(nn.Module):
         other, so they are the same for every input and a KV cache keeps them once."""
         assert self.sink_tokens is not None
         sinks = SinkKeys(self.sink_count)
-        h = self.sink_tokens.weight.to(dtype)[None]  # [n, C] -> [1, n, C]
+        # [n, C] -> [1, n, C]; a lookup, not a view of the weight: under no_grad a view would
+        # claim requires_grad without a grad_fn (FlopCounterMode's module hooks refuse it)
+        ids = torch.arange(self.sink_count, device=self.sink_tokens.weight.device)
+        h = self.sink_tokens(ids).to(dtype)[None]
         if self.embed_norm is not None:
             h = self.embed_norm(h)
         h = self.dropout(h)
