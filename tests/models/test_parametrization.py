@@ -123,10 +123,14 @@ def test_mup_init_rates_attention_and_output(family: str):
     assert torch.isfinite(loss)
 
 
-def test_mup_at_the_base_width_has_sp_weights():
+def test_mup_at_the_base_width_has_sp_weights_but_a_zero_query():
     sp, mup = build(), build(parametrization={"name": "mup", "base_d_model": 128})
     for (n, p), (_, q) in zip(sp.named_parameters(), mup.named_parameters(), strict=True):
-        assert torch.equal(p, q), n
+        if n.endswith("attn.qkv.weight"):
+            assert torch.count_nonzero(q[:128]) == 0  # the query rows
+            assert torch.equal(p[128:], q[128:]), n
+        else:
+            assert torch.equal(p, q), n
     assert mup.lr_multipliers("adam") == {}
 
 

@@ -19,7 +19,8 @@ scale and the output layer change with width.
   others (fixed shape)        σ           η              η             —
   ==========================  ==========  =============  ============  =====================
 
-  The logits are multiplied by 1/m (``output_mult``, applied in ``TransformerModel.logits``, the
+  The query projection starts at zero (TP5's recommendation for Transformers). The logits are
+  multiplied by 1/m (``output_mult``, applied in ``TransformerModel.logits``, the
   one place every loss and scorer goes through), and attention scores use 1/D instead of 1/√D
   (TP5 §4, Definition 4.1: q and k become correlated during training, so q·k grows like D).
   A weight decay that PyTorch multiplies by the learning rate is divided by the same multiplier,
@@ -41,6 +42,7 @@ import torch
 from torch import nn
 
 from src.errors import ConfigError
+from src.models.components.attention import MultiHeadAttention
 from src.models.components.differential import ATTENTIONS
 from src.models.components.residual import PLACEMENTS, Residual
 from src.registry import Registry
@@ -149,6 +151,11 @@ class MaximalUpdate(Parametrization):
                 s = shapes[name]
                 if s.n_wide == 2 and s.fan_in_mult != 1.0:
                     p.mul_(s.fan_in_mult**-0.5)
+            # TP5 (§D.2 of its appendix, and the mup package's Transformer examples): the query
+            # projection starts at zero, so the scores' random part q₀·k₀/D, which shrinks like
+            # 1/√D, does not hide the Θ(1) part training adds
+            for attention in (m for m in model.modules() if isinstance(m, MultiHeadAttention)):
+                attention.projection_weights()["q"].zero_()
 
     def lr_multipliers(self, model: nn.Module, rule: Rule) -> dict[int, float]:
         out: dict[int, float] = {}
