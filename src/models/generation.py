@@ -5,6 +5,9 @@ The loop is the same for every family; the family prepares the prompt and runs o
 encoder-decoder encodes them once and decodes from its start token. Returns the token ids of
 the whole decoded sequence (the prompt included for decoder-only, as transformers does);
 ``model.new_tokens(sequences, input_ids)`` gives the generated part.
+
+A layer whose token mixer is recurrent (``model/mixer``) keeps its state in the same cache
+(``KVCache.states``) and continues from it one token at a time; the loop does not change.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ A comparison of FFN types, position schemes or families is fair only at equal pa
 counts: SwiGLU has three FFN matrices where GELU has two (Shazeer 2020 shrinks d_ff to 2/3;
 Narang et al. 2021 compare at equal parameters), a learned position table adds
 ``max_seq_len × d_model`` weights, and an encoder-decoder's cross-attention adds
-``4·d_model²`` per decoder layer. The run config asks for a match with::
+``4·d_model²`` per decoder layer; a token mixer (``model/mixer``) has its own projections
+(``match_params: {reference: {mixer: {name: attention}}}`` matches it to attention). The run
+config asks for a match with::
 
     match_params:
       reference: gpt2_small          # a conf/model name ...
