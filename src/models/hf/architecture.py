@@ -21,6 +21,7 @@ from src.models.components.positions import POSITIONS
 from src.models.components.qk_norm import QK_NORMS
 from src.models.components.sinks import SINKS
 from src.models.config import ModelConfig
+from src.models.mixers.base import MIXERS
 from src.registry import Registry
 
 #: transformers ``activation_function`` / ``hidden_act`` -> our ffn node (both directions).
@@ -71,6 +72,7 @@ GROUPS: dict[str, Registry[Any]] = {
     "qk_norm": QK_NORMS,
     "sinks": SINKS,
     "attention": ATTENTIONS,
+    "mixer": MIXERS,
 }
 
 #: ModelConfig keys every format maps in both directions (the round-trip tests check them), plus

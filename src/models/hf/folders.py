@@ -67,8 +67,24 @@ def _read_json(path: Path) -> Any:
         ) from None
 
 
+#: transformers writes a non-finite float of a config as {"__float__": "Infinity"} (strict JSON has
+#: none), e.g. Mamba-2's ``time_step_limit: [0.0, inf]``
+FLOAT_TAGS = {"Infinity": float("inf"), "-Infinity": float("-inf"), "NaN": float("nan")}
+
+
+def decode_float_tags(obj: Any) -> Any:
+    """``obj`` with each ``{"__float__": tag}`` of transformers' config.json replaced by its float."""
+    if isinstance(obj, dict):
+        if set(obj) == {"__float__"} and obj["__float__"] in FLOAT_TAGS:
+            return FLOAT_TAGS[obj["__float__"]]
+        return {k: decode_float_tags(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [decode_float_tags(v) for v in obj]
+    return obj
+
+
 def read_config(folder: Path) -> dict[str, Any]:
-    """The folder's config.json as a dict."""
+    """The folder's config.json as a dict (transformers' non-finite float tags decoded)."""
     if not (folder / "config.json").exists():
         raise HFConversionError(f"{folder} has no config.json")
     config = _read_json(folder / "config.json")
@@ -76,7 +92,7 @@ def read_config(folder: Path) -> dict[str, Any]:
         raise HFConversionError(
             f"{folder / 'config.json'} holds a JSON {type(config).__name__}, not an object"
         )
-    return config
+    return decode_float_tags(config)
 
 
 def _load_safetensors(path: Path) -> dict[str, Tensor]:

@@ -572,7 +572,7 @@ def rewrite_checkpoint(src: Path, dst: Path, edit) -> Path:
     [
         (
             {"model_type": "mt5"},
-            "'mt5' is not supported; supported: bert, gemma2, gpt2, llama, marian, mistral, qwen3, t5",
+            "'mt5' is not supported; supported: bert, gemma2, gpt2, llama, mamba2, marian, mistral, qwen3, t5",
         ),
         (
             {"model_type": "gpt2", "scale_attn_by_inverse_layer_idx": True},

@@ -1,4 +1,4 @@
-"""The format registry: exactly the eight formats, one file each, and an unknown model_type
+"""The format registry: exactly the nine formats, one file each, and an unknown model_type
 that says what is supported and how to add a format."""
 
 from __future__ import annotations
@@ -25,13 +25,14 @@ from src.models.hf import (
 )
 from src.models.hf.architecture import GROUPS
 
-FORMATS = ["bert", "gemma2", "gpt2", "llama", "marian", "mistral", "qwen3", "t5"]
+FORMATS = ["bert", "gemma2", "gpt2", "llama", "mamba2", "marian", "mistral", "qwen3", "t5"]
 
 
-def test_registry_lists_exactly_the_eight_formats() -> None:
+def test_registry_lists_exactly_the_nine_formats() -> None:
     assert ADAPTERS.names() == FORMATS
     assert [get_adapter(t).family for t in FORMATS] == [
         "encoder_only",
+        "decoder_only",
         "decoder_only",
         "decoder_only",
         "decoder_only",
@@ -59,7 +60,7 @@ def test_unknown_model_type_lists_formats_and_how_to_add_one(model_type: str | N
     msg = str(err.value)
     assert (
         f"model_type {model_type!r} is not supported; supported: "
-        "bert, gemma2, gpt2, llama, marian, mistral, qwen3, t5" in msg
+        "bert, gemma2, gpt2, llama, mamba2, marian, mistral, qwen3, t5" in msg
     )
     assert (
         f"src/models/hf/formats/{name}.py" in msg
