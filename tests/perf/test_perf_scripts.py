@@ -61,6 +61,22 @@ def test_train_step_peak_memory_subprocess() -> None:
     )
     mem = train_step.measure_memory(args, model, who=("ours",))["ours"]
     assert mem["peak"] >= mem["rss_setup"] > mem["rss_imports"] > 0
+    assert len(mem["step_s"]) == 2 and min(mem["step_s"]) > 0
+
+
+@pytest.mark.slow
+def test_train_step_memory_only_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    """--memory-only: one process per row, ours with the chunked loss (48-token chunks of the
+    128 tokens), transformers, ours over the full logits."""
+    from perf import train_step
+
+    res = train_step.main(["--quick", "--memory-only", "--with-full-logits", "--loss-chunk", "48"])
+    out = capsys.readouterr().out
+    _header_ok(out)
+    rows = _table_rows(out, "model")
+    assert [r[0] for r in rows] == ["ours", "transformers", "ours-full-logits"]
+    assert rows[1][2] == "1" and res["memory_ratio"] > 0
+    assert "chunks of 48 tokens" in out and "peak memory ours/transformers:" in out
 
 
 def test_generate_quick(capsys: pytest.CaptureFixture[str]) -> None:
