@@ -53,6 +53,12 @@ def _recompute(forward: Any, *args: Any, **kwargs: Any) -> Any:
     return checkpoint(forward, *args, use_reentrant=False, **kwargs)
 
 
+#: the consumer methods (src/models/families/base.py) a task calls in place of ``forward`` and that
+#: read the root's parameters (the chunked loss: ``hidden_states`` then ``chunked_loss``): FSDP2
+#: gathers the root's shards for them as for ``forward``
+ROOT_METHODS = ("hidden_states", "chunked_loss")
+
+
 def parallelize(
     model: nn.Module,
     mesh: Any,  # DeviceMesh with dims ("data_parallel", "tensor_parallel")
@@ -63,7 +69,7 @@ def parallelize(
     """Tensor parallelism (when the TP dimension is > 1), then FSDP2 in place: each declared
     block is one ``fully_shard`` unit (its parameters all-gathered just before its forward and
     freed after), then the root (embeddings, head, final norm: tied weights stay one parameter)."""
-    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method
 
     blocks = blocks_of(model, "trainer=fsdp2")
     tp_mesh = mesh["tensor_parallel"]
@@ -75,6 +81,8 @@ def parallelize(
         fully_shard(block, mesh=dp_mesh, reshard_after_forward=reshard_after_forward, **kwargs)
     # the root's parameters are needed again by the head right after the last block
     fully_shard(model, mesh=dp_mesh, reshard_after_forward=False, **kwargs)
+    for method in ROOT_METHODS:  # what a task calls on the model instead of forward
+        register_fsdp_forward_method(model, method)
 
 
 def apply_tensor_parallel(model: nn.Module, tp_mesh: Any) -> None:
