@@ -168,3 +168,15 @@ def test_cache_reorders_states() -> None:
     S, z = d.cache.states[0]
     d.cache.reorder(torch.tensor([2, 0]))
     assert torch.equal(d.cache.states[0][0], S[[2, 0]]) and d.cache.states[1] is None
+
+
+def test_layer_mixers_entries_take_the_mixer_keys_or_their_defaults() -> None:
+    model = _model(
+        mixer={"name": "linear_attention", "chunk_size": 3},
+        layer_mixers=["linear_attention", "short_conv", "mamba2", "attention"],
+        n_layer=4,
+    )
+    la, conv, mamba, attn = (b.attn for b in model.decoder.blocks)
+    assert la.chunk_size == 3 and conv.d_conv == 4  # model.mixer's keys; short_conv's defaults
+    assert (mamba.d_state, mamba.chunk_size) == (128, 64)  # mamba2's own defaults
+    assert not model.decoder.blocks[3].recurrent
