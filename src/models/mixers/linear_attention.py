@@ -172,7 +172,9 @@ class LinearAttention(SequenceMixer):
         return x.view(B, T, self.n_head, d).transpose(1, 2)  # [B, T, H·d] -> [B, H, T, d]
 
     def init_state(self, batch: int, device: torch.device, dtype: torch.dtype) -> LinearState:
+        """Zeros, in float32 at least (the sums of a long sequence lose too much in bf16)."""
         H, Fp, D = self.n_head, self.n_features, self.head_dim
+        dtype = torch.promote_types(dtype, torch.float32)
         return (
             torch.zeros(batch, H, Fp, D, device=device, dtype=dtype),
             torch.zeros(batch, H, Fp, device=device, dtype=dtype),
@@ -183,14 +185,20 @@ class LinearAttention(SequenceMixer):
         B, T, C = x.shape
         if state is None:
             state = self.init_state(B, x.device, x.dtype)
-        q = feature(self._heads(self.q_proj(x), self.feature_dim), self.feature_map)  # [B,H,T,F']
-        k = feature(self._heads(self.k_proj(x), self.feature_dim), self.feature_map)
+        q, k = (
+            self._heads(self.q_proj(x), self.feature_dim),
+            self._heads(self.k_proj(x), self.feature_dim),
+        )
         v = self._heads(self.v_proj(x), self.head_dim)  # [B, H, T, D]
-        if T == 1:
-            y, state = recurrent(q, k, v, state, self.normalize)
-        else:
-            y, state = chunked(q, k, v, state, self.chunk_size, self.normalize)
-        y = y.transpose(1, 2).reshape(B, T, C)  # [B, H, T, D] -> [B, T, C]
+        # the feature map and the sums in float32 even under autocast, as the state
+        with torch.autocast(x.device.type, enabled=False):
+            wide = state[0].dtype
+            q, k = (feature(t.to(wide), self.feature_map) for t in (q, k))  # [B, H, T, F']
+            if T == 1:
+                y, state = recurrent(q, k, v.to(wide), state, self.normalize)
+            else:
+                y, state = chunked(q, k, v.to(wide), state, self.chunk_size, self.normalize)
+        y = y.to(v.dtype).transpose(1, 2).reshape(B, T, C)  # [B, H, T, D] -> [B, T, C]
         return self.out(y), state
 
     def forward_flops(self, batch_size: int, seq_len: int) -> int:

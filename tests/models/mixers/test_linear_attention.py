@@ -80,3 +80,19 @@ def test_refusals(params: dict, key: str) -> None:
 def test_heads_must_divide() -> None:
     with pytest.raises(ConfigError, match=r"model\.n_head=3.*model\.d_model=16"):
         MIXERS.check({"name": "linear_attention"}, d_model=16, n_head=3)
+
+
+def test_sums_run_in_float32_under_bf16_autocast() -> None:
+    torch.manual_seed(0)
+    mixer = MIXERS.build({"name": "linear_attention", "chunk_size": 4}, d_model=16, n_head=2)
+    x = torch.randn(2, 10, 16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y, (S, z) = mixer(x)
+        steps, s = [], None
+        for t in range(10):
+            out, s = mixer(x[:, t : t + 1], s)
+            steps.append(out)
+    assert S.dtype == z.dtype == torch.float32 and y.dtype == torch.bfloat16
+    torch.testing.assert_close(torch.cat(steps, 1), y, atol=2e-2, rtol=0)
+    exact, _ = mixer(x)
+    torch.testing.assert_close(y.float(), exact, atol=5e-2, rtol=0)
