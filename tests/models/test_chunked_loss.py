@@ -189,3 +189,12 @@ def test_an_old_causal_lm_checkpoint_gets_the_chunk_size_and_no_other_objective_
     assert with_current_keys(old("masked_lm"))["hyper_parameters"]["cfg"]["objective"] == {
         "name": "masked_lm"
     }
+
+
+def test_a_second_backward_fails_loudly_instead_of_scaling_twice() -> None:
+    head = torch.nn.Linear(8, 17).double()
+    hidden = torch.randn(12, 8, dtype=torch.float64, requires_grad=True)
+    loss = chunked_cross_entropy(hidden, torch.randint(0, 17, (12,)), head, [*head.parameters()], 5)
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="differentiated twice"):
+        loss.backward()

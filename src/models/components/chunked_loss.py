@@ -64,6 +64,12 @@ class _ChunkedHeadCrossEntropy(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor) -> tuple[Tensor | None, ...]:  # type: ignore[override]
+        if getattr(ctx, "consumed", False):  # the gradients below were scaled in place
+            raise RuntimeError(
+                "the chunked loss was differentiated twice (retain_graph=True); compute the loss "
+                "again for a second backward, or set objective.loss_chunk_tokens=null"
+            )
+        ctx.consumed = True
         grad_hidden, *saved = ctx.saved_tensors
         it = iter(saved)
         grad_params = [next(it).mul_(grad) if has else None for has in ctx.has_grad]
