@@ -58,10 +58,11 @@ if TYPE_CHECKING:
 #: The kernels of ``model.attn_kernel``: SDPA (with the explicit path where it must) or flex.
 KERNELS = ("sdpa", "flex")
 
-#: Run the compiled (fused) kernel; False runs FlexAttention's eager reference implementation,
-#: which computes the same numbers with the full T × S scores (tests use it: no compile time).
+#: Run the compiled (fused) kernel and BlockMask builder; False runs FlexAttention's eager
+#: reference implementation, which computes the same numbers with the full T × S scores (tests
+#: use it: no compile time).
 COMPILE = True
-_compiled: Callable[..., object] | None = None
+_compiled: tuple[Callable[..., object], Callable[..., object]] | None = None
 
 
 def check_kernel(kernel: object, dropout: float) -> None:
@@ -135,7 +136,8 @@ def flex_bias(
 
     per_row = prefix is not None or pad is not None or docs is not None
     batch = next(t.shape[0] for t in (prefix, pad, docs) if t is not None) if per_row else None
-    block_mask = create_block_mask(mask_mod, batch, None, q_len, n + k_len, device=device)
+    make = _compiled_fns()[1] if _compile() else create_block_mask
+    block_mask = make(mask_mod, batch, None, q_len, n + k_len, device=device)
     return FlexBias(block_mask=block_mask, score_bias=score_bias, sinks=n)
 
 
@@ -164,15 +166,26 @@ def _score_mod(
     return score_mod
 
 
+def _compile() -> bool:
+    """Whether to call the compiled functions: ``COMPILE``, and not already inside a compiled
+    model (whose compile fuses the plain ones)."""
+    return COMPILE and not torch.compiler.is_compiling()
+
+
+def _compiled_fns() -> tuple[Callable[..., object], Callable[..., object]]:
+    """(compiled flex_attention, compiled create_block_mask), compiled on first use. The eager
+    create_block_mask evaluates mask_mod on the whole [B, H, T, S] grid (2.8 GB at T = 16k on
+    CPU, measured by perf/attention_memory.py); compiled, it works block by block."""
+    global _compiled
+    if _compiled is None:
+        _compiled = (torch.compile(flex_attention), torch.compile(create_block_mask))
+    return _compiled
+
+
 def _kernel(lse_on_cpu: bool) -> Callable[..., object]:
     """The compiled kernel, or the plain function (``COMPILE`` off; inside a compiled model; or
     a log-sum-exp on CPU, which torch 2.13's compiled CPU kernel does not return)."""
-    global _compiled
-    if not COMPILE or torch.compiler.is_compiling() or lse_on_cpu:
-        return flex_attention
-    if _compiled is None:
-        _compiled = torch.compile(flex_attention)
-    return _compiled
+    return _compiled_fns()[0] if _compile() and not lse_on_cpu else flex_attention
 
 
 def flex_attend(
