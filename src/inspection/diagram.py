@@ -20,6 +20,7 @@ from torch import nn
 from src.inspection.params import describe
 from src.models.components import FFNS, MASKS, NORMS, PLACEMENTS, POSITIONS, QK_NORMS, SINKS
 from src.models.components.attention import MultiHeadAttention
+from src.models.components.ffn import NoFFN
 from src.models.config import ModelConfig
 from src.models.families import FAMILIES
 from src.models.mixers.base import MIXERS
@@ -215,7 +216,8 @@ def _block(
                 f"cross-attention<br/>Q ← decoder, K/V ← encoder<br/>{_heads_text(cfg)}{extras}",
             )
         )
-    sublayers.append(("ffn", _ffn_text(cfg)))
+    if FFNS.get(cfg.ffn["name"]) is not NoFFN:  # model/ffn=none: the block has no FFN sublayer
+        sublayers.append(("ffn", _ffn_text(cfg)))
     placement = PLACEMENTS.get(cfg.norm_placement)
     steps = placement.drawing
     norm = _norm_name(cfg)

@@ -74,3 +74,10 @@ def test_the_size_bound_counts_no_ffn_weights() -> None:
     cfg = ffn_free(d_ff=4096)
     model = build_model(cfg)
     check_sizes_fit(cfg, weight_count(model.state_dict().values()), where="here")
+
+
+def test_the_block_diagram_draws_no_ffn() -> None:
+    from src.inspection.diagram import model_mermaid
+
+    assert "FFN" not in model_mermaid(ffn_free())
+    assert "FFN: GELU" in model_mermaid(ModelConfig.from_dict(tiny_model_dict()))
