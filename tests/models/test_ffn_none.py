@@ -81,3 +81,30 @@ def test_the_block_diagram_draws_no_ffn() -> None:
 
     assert "FFN" not in model_mermaid(ffn_free())
     assert "FFN: GELU" in model_mermaid(ModelConfig.from_dict(tiny_model_dict()))
+
+
+def test_a_pure_mamba2_stack_trains_under_fast_dev_run(tmp_path) -> None:
+    """Mamba-2's own layout (Mamba2ForCausalLM): RMSNorm -> mamba2 -> residual, no FFN."""
+    import json
+
+    from src.training import runner
+    from tests.training.conftest import TINY, compose_train
+
+    cfg = compose_train(
+        [
+            *TINY,
+            "trainer.fast_dev_run=true",
+            "trainer.accelerator=cpu",
+            "trainer.precision=32",
+            "model/ffn=none",
+            "model/norm=rmsnorm",
+            "model/position=none",
+            "model/mixer=mamba2",
+            "model.mixer.d_state=8",
+            "model.mixer.chunk_size=8",
+        ],
+        tmp_path,
+    )
+    runner.train(cfg)
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["status"] == "completed" and metrics["global_step"] == 1, metrics
