@@ -397,7 +397,8 @@ class Stack(nn.Module):
                     "document_ids cannot be used with a KV cache: a generated sequence is one "
                     "document; generate without document_ids"
                 )
-            documents = same_document(document_ids)  # [B, 1, T, T]
+            if self.kernel != "flex" or need_weights:  # flex reads the ids in its mask_mod
+                documents = same_document(document_ids)  # [B, 1, T, T]
             x = self.position.add_to_embeddings(x, document_positions(document_ids))  # [B, T]
         else:
             x = self.position.add_to_embeddings(x, positions)
