@@ -309,3 +309,20 @@ def test_cli_latency_quick(capsys: pytest.CaptureFixture[str]) -> None:
         *(f"misspelt key, src.{e}" for e in ("eval", "generate", "prepare", "inspect")),
     }
     assert all(ratio > 0 for ratio in res.values())
+
+
+@pytest.mark.slow
+def test_job_fixed_cost_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    """One 2-step synthetic job in a fresh process: every phase stamped, the phases add up."""
+    from perf import job_fixed_cost
+
+    res = job_fixed_cost.main(["--quick"])
+    out = capsys.readouterr().out
+    _header_ok(out)
+    rows = _table_rows(out, "phase")
+    assert rows[0][0].startswith("start → trainer built") and rows[-1][0].startswith("python -c")
+    phases = res["phases"]
+    assert all(v >= 0 for v in phases.values())
+    parts = sum(v for k, v in phases.items() if k != "whole job")
+    assert abs(parts - phases["whole job"]) < 1e-6
+    assert 0 < res["fixed_s"] < phases["whole job"]
