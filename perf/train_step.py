@@ -82,7 +82,7 @@ def parse_args(argv: list[str] | None = None):
         "--memory-only",
         action="store_true",
         help="only the fresh subprocesses (peak memory, and the time of each one's second step, "
-        "one after the other): what fits a heavy shape such as --gpt2-small on a busy CPU",
+        "side by side): what fits a heavy shape such as --gpt2-small on a busy CPU",
     )
     p.add_argument(
         "--with-full-logits",
@@ -213,8 +213,7 @@ def memory_child(args) -> None:
 
 
 def measure_memory(args, ours, who: tuple[str, ...] = ("ours", "transformers")) -> dict[str, dict]:
-    """Peak training memory of each model in ``who``, one fresh subprocess each, one after the
-    other (a process's RSS is its own; at GPT-2 small size two at once would crowd the machine)."""
+    """Peak training memory of each model in ``who``, one fresh subprocess each, all at once."""
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         wpath = os.path.join(tmp, "weights.pt")
@@ -242,17 +241,21 @@ def measure_memory(args, ours, who: tuple[str, ...] = ("ours", "transformers")) 
         ]
         if args.threads:
             base += ["--threads", str(args.threads)]
-        for name in who:
-            proc = subprocess.run(
+        procs = {  # side by side: each process's RSS is its own, and the start-ups overlap
+            name: subprocess.Popen(
                 base + ["--memory-child", name],
                 env=env,
-                capture_output=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 text=True,
-                timeout=1800,
             )
+            for name in who
+        }
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=3600)
             if proc.returncode:
-                raise RuntimeError(f"memory subprocess ({name}) failed:\n{proc.stderr[-2000:]}")
-            results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+                raise RuntimeError(f"memory subprocess ({name}) failed:\n{err[-2000:]}")
+            results[name] = json.loads(out.strip().splitlines()[-1])
     return results
 
 
@@ -272,7 +275,7 @@ def memory_report(args, ours, diff: float) -> dict:
                 if args.loss_chunk
                 else "the forward's, over the full logits",
                 "peak memory": "RSS high-water mark (VmHWM) during the 2 steps minus the RSS after "
-                "imports, one fresh process per row, one after the other",
+                "imports, one fresh process per row, the processes side by side",
                 "step time": "the second step of each process (not interleaved: a busy machine "
                 "makes it noisy)",
             },
