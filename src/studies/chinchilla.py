@@ -10,7 +10,7 @@ the compute-optimal allocation.
   than five distinct (N, D) points (``ChinchillaError`` otherwise).
 * **Bootstrap.** Each replicate draws, for every (N, D) point independently, that point's seed
   losses with replacement (its mean then enters the fit), and refits from the full-data optimum
-  and a coarse grid; intervals are the 2.5th–97.5th percentiles. With one seed per point the
+  and the best point of a coarse grid; intervals are the 2.5th–97.5th percentiles. With one seed per point the
   points themselves are resampled (Besiroglu et al. 2024 bootstrap the points).
 * **Compute-optimal.** With C = 6·N·D (Kaplan et al. 2020), minimising L at fixed C gives
   N_opt = G·(C/6)^(β/(α+β)), D_opt = (C/6)^(α/(α+β)) / G, G = (αA/(βB))^(1/(α+β)) (Hoffmann et
@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import logsumexp
 
 from src.errors import ConfigError
 
@@ -74,6 +73,13 @@ class LossLaw:
         a, b = self.alpha, self.beta
         g = (a * self.A / (b * self.B)) ** (1.0 / (a + b))
         return g * (compute / 6.0) ** (b / (a + b)), (compute / 6.0) ** (a / (a + b)) / g
+
+
+def logsumexp(x: np.ndarray, axis: int = 0) -> np.ndarray:
+    """log Σ exp(x) along ``axis``, stably (scipy's has a large per-call overhead, and the fit
+    calls it thousands of times)."""
+    m = x.max(axis=axis, keepdims=True)
+    return np.squeeze(m, axis=axis) + np.log(np.exp(x - m).sum(axis=axis))
 
 
 def _objective(theta: np.ndarray, log_n: np.ndarray, log_d: np.ndarray, log_l: np.ndarray):
@@ -219,7 +225,7 @@ def bootstrap_loss_law(
         else:
             nn, dd = n, d
             ll = np.array([rng.choice(v, size=len(v), replace=True).mean() for v in values])
-        theta, _ = _fit(np.log(nn), np.log(dd), np.log(ll), starts)
+        theta, _ = _fit(np.log(nn), np.log(dd), np.log(ll), starts, keep=2)
         fit.replicates.append(_law(theta))
     return fit
 

@@ -34,7 +34,7 @@ def synthetic(seeds: int = 3, noise: float = 0.003, seed: int = 0):
 
 
 def test_recovers_known_parameters_with_intervals_covering_them():
-    fit = bootstrap_loss_law(synthetic(), n_boot=30, seed=1, grid=COARSE)
+    fit = bootstrap_loss_law(synthetic(), n_boot=20, seed=1, grid=COARSE)
     law = fit.law
     assert law.alpha == pytest.approx(TRUE.alpha, abs=0.03)
     assert law.beta == pytest.approx(TRUE.beta, abs=0.03)
