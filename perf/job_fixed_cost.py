@@ -34,7 +34,7 @@ from pathlib import Path
 
 import lightning.pytorch as pl
 
-from perf.common import REPO_ROOT, base_parser, machine_header, median, table
+from perf.common import REPO_ROOT, base_parser, machine_header, median, setup, table
 
 JOB = [
     "experiment=study_length_generalization",
@@ -123,6 +123,7 @@ def main(argv: list[str] | None = None) -> dict:
     p = base_parser(__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=20, help="optimizer steps of the job")
     args = p.parse_args(argv)
+    setup(args)
     if args.quick:
         args.steps = 2
     repeats = args.repeats or 1
