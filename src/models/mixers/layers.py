@@ -10,6 +10,7 @@ encoder keeps softmax attention.
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 from src.errors import ConfigError, did_you_mean
@@ -41,8 +42,16 @@ def mixer_nodes(config: ModelConfig, n_layer: int | None = None) -> list[dict[st
                 f"; use registered mixers: {or_list(MIXERS.in_order())}"
             )
         own = config.mixer.get("name") == name
-        nodes.append(dict(config.mixer) if own else {"name": name})
+        nodes.append(dict(config.mixer) if own else _defaults_node(name))
     return [nodes[i % len(nodes)] for i in range(len(nodes) if n_layer is None else n_layer)]
+
+
+def _defaults_node(name: str) -> dict[str, Any]:
+    """A ``layer_mixers`` entry other than ``model.mixer``: the mixer's own defaults. A mixer's
+    ``head_dim`` (Mamba-2's P, Gated DeltaNet's K) is its own, so the attention's head size from
+    the builder's context must not fill it (Mamba-2's default is E / n_head, not d_model / n_head)."""
+    params = inspect.signature(MIXERS.get(name).__init__).parameters
+    return {"name": name, "head_dim": None} if "head_dim" in params else {"name": name}
 
 
 def is_recurrent(node: dict[str, Any]) -> bool:

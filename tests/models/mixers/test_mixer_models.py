@@ -180,3 +180,11 @@ def test_layer_mixers_entries_take_the_mixer_keys_or_their_defaults() -> None:
     assert la.chunk_size == 3 and conv.d_conv == 4  # model.mixer's keys; short_conv's defaults
     assert (mamba.d_state, mamba.chunk_size) == (128, 64)  # mamba2's own defaults
     assert not model.decoder.blocks[3].recurrent
+
+
+def test_a_layer_mixers_entry_keeps_its_own_head_size_not_the_attentions() -> None:
+    # model.mixer=attention, d_model 32 over 4 heads (8 channels each): a mamba2 entry's head is
+    # its YAML default, E / n_head = 2·32 / 4 = 16 channels, not the attention's 8
+    model = _model(layer_mixers=["attention", "mamba2"], n_layer=2)
+    mamba = model.decoder.blocks[1].attn
+    assert mamba.head_dim == mamba.d_inner // model.config.n_head
