@@ -303,6 +303,13 @@ def _check_parallel(t: Mapping[str, Any], fsdp2: bool, strategy: str) -> None:
                 f"the world size trainer.devices x trainer.num_nodes = {devices} x {nodes} = "
                 f"{world} must be a multiple of it; set trainer.devices to a multiple of {tp}",
             )
+    if tp > 1:
+        fail(
+            "trainer.tensor_parallel",
+            tp,
+            "tensor parallelism is not built yet (the self-attention's fused qkv projection must "
+            "first be split by heads); use trainer.tensor_parallel=1 and shard with trainer=fsdp2",
+        )
     memory = t.get("device_memory_gb")
     if memory is not None and (
         isinstance(memory, bool) or not isinstance(memory, (int, float)) or memory <= 0

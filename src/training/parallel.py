@@ -1,14 +1,12 @@
 """What a parallel strategy does to a built model, in torchtitan's order (``parallelize_llama``):
-tensor parallelism, activation checkpointing, then FSDP2 — each on the units the model itself
-declares (``TransformerModel.parallel_blocks()`` and ``parallel_plan()``), never by matching
-parameter names.
+activation checkpointing, then FSDP2 — each on the units the model itself declares
+(``TransformerModel.parallel_blocks()``), never by matching parameter names.
 
 * ``checkpoint_blocks``: each block's forward recomputed in the backward pass (Chen et al. 2016,
   "Training Deep Nets with Sublinear Memory Cost"), for every strategy (``trainer.
   activation_checkpointing``). The module tree and state-dict keys stay as they are.
-* ``parallelize``: ``parallelize_module`` with the family's plan on the TP mesh (Shoeybi et al.
-  2019, Megatron-LM), then ``fully_shard`` per block and on the root over the DP mesh (Zhao et al.
-  2023, PyTorch FSDP; FSDP2 = per-parameter DTensor sharding).
+* ``parallelize``: ``fully_shard`` per block and on the root over the data-parallel mesh (Zhao et
+  al. 2023, PyTorch FSDP; FSDP2 = per-parameter DTensor sharding).
 """
 
 from __future__ import annotations
@@ -66,15 +64,13 @@ def parallelize(
     mp_policy: Any = None,  # torch.distributed.fsdp.MixedPrecisionPolicy
     reshard_after_forward: bool = True,
 ) -> None:
-    """Tensor parallelism (when the TP dimension is > 1), then FSDP2 in place: each declared
-    block is one ``fully_shard`` unit (its parameters all-gathered just before its forward and
+    """FSDP2 in place: each declared block is one ``fully_shard`` unit (its parameters all-gathered just before its forward and
     freed after), then the root (embeddings, head, final norm: tied weights stay one parameter)."""
     from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method
 
     blocks = blocks_of(model, "trainer=fsdp2")
-    tp_mesh = mesh["tensor_parallel"]
-    if tp_mesh.size() > 1:
-        apply_tensor_parallel(model, tp_mesh)
+    # the mesh's tensor-parallel dimension is 1: trainer.tensor_parallel > 1 is refused by the
+    # run-config validation until the self-attention's fused qkv projection can be split by heads
     dp_mesh = mesh["data_parallel"]
     kwargs = {} if mp_policy is None else {"mp_policy": mp_policy}
     for block in blocks:
@@ -83,18 +79,6 @@ def parallelize(
     fully_shard(model, mesh=dp_mesh, reshard_after_forward=False, **kwargs)
     for method in ROOT_METHODS:  # what a task calls on the model instead of forward
         register_fsdp_forward_method(model, method)
-
-
-def apply_tensor_parallel(model: nn.Module, tp_mesh: Any) -> None:
-    """The family's plan (``parallel_plan(tp)``: {block-relative module name: ParallelStyle}) on
-    each block, and the per-rank head counts it asks for."""
-    from torch.distributed.tensor.parallel import parallelize_module
-
-    tp = tp_mesh.size()
-    plan = model.parallel_plan(tp)  # ConfigError for a family or size that cannot be split
-    for block in blocks_of(model, "trainer.tensor_parallel"):
-        parallelize_module(block, tp_mesh, plan)
-    model.shard_heads(tp)
 
 
 class ActivationCheckpointing(Callback):

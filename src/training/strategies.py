@@ -1,8 +1,9 @@
 """Strategy builders for configs that need Python objects (classes) as arguments.
 
 ``fsdp_strategy``: Lightning's FSDP1 (``trainer=fsdp``), kept for setups that already use it.
-``FSDP2Strategy``: FSDP2 (``fully_shard``) and tensor parallelism on a 2-D device mesh through
-Lightning's ``ModelParallelStrategy`` (``trainer=fsdp2``); what it does to the model is
+``FSDP2Strategy``: FSDP2 (``fully_shard``) on Lightning's 2-D device mesh (data-parallel x
+tensor-parallel; the tensor-parallel size stays 1 until a plan exists) through Lightning's
+``ModelParallelStrategy`` (``trainer=fsdp2``); what it does to the model is
 ``src.training.parallel``.
 """
 

@@ -102,6 +102,16 @@ def test_a_run_with_activation_checkpointing_trains_the_same(tmp_path: Path) -> 
             "trainer.devices to a multiple of 2",
         ),
         (["trainer.tensor_parallel=0"], "trainer.tensor_parallel=0", "1 or more"),
+        (
+            [
+                "trainer=fsdp2",
+                "trainer.accelerator=cpu",
+                "trainer.devices=2",
+                "trainer.tensor_parallel=2",
+            ],
+            "trainer.tensor_parallel=2",
+            "trainer.tensor_parallel=1",
+        ),
         (["trainer.activation_checkpointing=yes"], "trainer.activation_checkpointing", "true"),
         (["trainer.device_memory_gb=-1"], "trainer.device_memory_gb=-1", "in GB"),
     ],
