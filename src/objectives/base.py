@@ -10,8 +10,9 @@ checkpoint loads with ``torch.load(weights_only=True)``.
 Subclasses implement ``prepare(batch) -> Prepared``: the model inputs, the labels in the
 model family's own convention (``-100`` = not scored; the family shifts them: one label
 convention, ``TransformerModel.score_labels``), the number of tokens processed and the shape
-the model's FLOPs count takes. The loss is the model's (``model(**inputs, labels=…).loss``);
-metrics and logging are shared.
+the model's FLOPs count takes. The loss is the model's (``model(**inputs, labels=…).loss``; in
+training, with ``objective.loss_chunk_tokens``, ``model.chunked_loss`` over the hidden states: the
+same loss without the [B, T, V] logits); metrics and logging are shared.
 
 Metrics (torchmetrics, reset per epoch, synced across ranks): ``{stage}/loss`` (mean
 cross-entropy per scored token, ``MeanMetric`` weighted by token count), ``{stage}/ppl``
