@@ -68,6 +68,8 @@ def checkpoint_file(path: PathLike) -> Path:
     """``path`` as an existing file; ``CheckpointError`` for a directory (naming the .ckpt files in
     it and in its ``checkpoints/``) or a missing path."""
     p = Path(os.path.expanduser(str(path)))
+    if is_sharded(p):  # trainer=fsdp2 trainer.strategy.state_dict_type=sharded
+        return p
     if p.is_dir():
         found = sorted(str(f) for f in (*p.glob("*.ckpt"), *p.glob("checkpoints/*.ckpt")))
         listed = (
@@ -88,11 +90,42 @@ def checkpoint_file(path: PathLike) -> Path:
     return p
 
 
+def is_sharded(p: Path) -> bool:
+    """A sharded checkpoint: a directory of torch.distributed.checkpoint shards (``*.distcp``,
+    one per rank) and Lightning's ``meta.pt`` (everything but the weights and optimizer states)."""
+    return p.is_dir() and (p / "meta.pt").is_file() and any(p.glob("*.distcp"))
+
+
+def load_sharded(p: Path, map_location: Any = "cpu") -> dict[str, Any]:
+    """A sharded checkpoint gathered into one ordinary checkpoint dict in this process, whatever
+    world size wrote it (torch.distributed.checkpoint reshards on load): ``meta.pt`` plus the full
+    ``state_dict`` and ``optimizer_states``. Used where one process reads a run's checkpoint
+    (evaluation, export, the resume checks); training processes load their own shards."""
+    import tempfile
+
+    from torch.distributed.checkpoint.api import CheckpointException  # a BaseException
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    checkpoint = _torch_load(p / "meta.pt", map_location)
+    with tempfile.TemporaryDirectory() as tmp:  # the gathered weights, read back weights-only
+        gathered = Path(tmp) / "gathered.pt"
+        try:
+            dcp_to_torch_save(p, gathered)
+        except (Exception, CheckpointException) as e:  # noqa: BLE001 - torn shards: one line
+            raise CheckpointError(unreadable(p, f"{type(e).__name__}: {_first_line(e)}")) from None
+        state = _torch_load(gathered, map_location)
+    checkpoint["state_dict"] = state.pop("state_dict")
+    n = len([k for k in state if re.fullmatch(r"optimizer_\d+", k)])
+    checkpoint["optimizer_states"] = [state.pop(f"optimizer_{i}") for i in range(n)]
+    return checkpoint
+
+
 def safe_torch_load(path: PathLike, map_location: Any = "cpu") -> Any:
     """``torch.load(path, weights_only=True)`` with errors that say what is wrong and what to do;
-    the content hash and the finiteness of the weights checked (``src.checkpoints.integrity``)."""
+    the content hash and the finiteness of the weights checked (``src.checkpoints.integrity``).
+    A sharded checkpoint directory is gathered into one dict (``load_sharded``)."""
     p = checkpoint_file(path)
-    checkpoint = _torch_load(p, map_location)
+    checkpoint = load_sharded(p, map_location) if p.is_dir() else _torch_load(p, map_location)
     check_loaded(checkpoint, p)
     return with_current_keys(checkpoint)
 
@@ -110,10 +143,13 @@ ADDED_RUN_KEYS: dict[str, Any] = {
     "model.attn_kernel": "sdpa",
     "model.sinks": {"name": "none"},
     "model.attention": {"name": "standard"},
-    "model.parametrization": {"name": "sp"},
     "model.mixer": {"name": "attention"},
     "model.layer_mixers": None,
+    "model.parametrization": {"name": "sp"},
     "data.document_mask": False,
+    "trainer.activation_checkpointing": False,
+    "trainer.tensor_parallel": 1,
+    "trainer.device_memory_gb": None,
 }
 #: keys one objective's node gained since, by ``objective.name`` (the other objectives have none):
 #: the chunked training loss of issue 58 (the same loss and gradients as the full logits)

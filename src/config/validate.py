@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from src.checkpoints.fit import allow_list
-from src.checkpoints.io import checkpoint_file
+from src.checkpoints.io import checkpoint_file, is_sharded
 from src.config.inherited import drop_inherited
 from src.config.part_checks import check_model, check_optimisation, check_task_and_data
 from src.config.size_bounds import Memory
@@ -310,7 +310,7 @@ def _check_run_keys(plain: Mapping[str, Any]) -> None:
         path = Path(os.path.expanduser(str(ckpt)))
         if path.is_dir():
             checkpoint_file(path)  # CheckpointError: a directory, naming the .ckpt files in it
-        if not path.is_file():
+        if not (path.is_file() or is_sharded(path)):  # trainer=fsdp2's sharded directory
             raise ConfigError(
                 f"ckpt_path={ckpt}: no such file; resume from <run dir>/checkpoints/last.ckpt of "
                 "an earlier run, or set ckpt_path=null to start fresh"

@@ -42,6 +42,7 @@ class StepRecorder(pl.Callback):
         self.batches: list[dict[str, torch.Tensor]] = []
         self.losses: list[float] = []
         self.grad_norms: list[float] = []
+        self.weights: list[dict[str, torch.Tensor]] = []
 
     def on_train_batch_start(
         self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int
@@ -58,10 +59,19 @@ class StepRecorder(pl.Callback):
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
         self.losses.append(float(outputs["loss"]))
+        if self.output_dir is not None:  # the weights after this step, gathered whole (collective)
+            from torch.distributed.checkpoint.state_dict import (
+                StateDictOptions,
+                get_model_state_dict,
+            )
+
+            options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+            self.weights.append(get_model_state_dict(pl_module.model, options=options))
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         if self.output_dir is not None:
             record = {"batches": self.batches, "loss": self.losses, "grad_norm": self.grad_norms}
+            record["weights"] = self.weights
             torch.save(record, Path(self.output_dir) / f"steps_rank{trainer.global_rank}.pt")
 
 
