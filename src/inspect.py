@@ -9,6 +9,7 @@
     python -m src.inspect attention pretrained=... text="The cat sat"   # attention heatmaps
     python -m src.inspect probes ckpt_path=.../last.ckpt                # induction heads, lens … (docs/probes.md)
     python -m src.inspect coord_check model=tiny widths=[32,64,128,256]  # μP's coordinate check
+    python -m src.inspect memory trainer=fsdp2 trainer.devices=8 model=gpt2_xl  # bytes per device
 
 The first positional argument picks a subcommand; each has its own Hydra config
 (``conf/inspect.yaml``, ``conf/inspect_attention.yaml``) and the rest of the command line
@@ -32,6 +33,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "attention": ("inspect_attention", "src.inspection.attention_maps:run"),
     "probes": ("inspect_probes", "src.inspection.probes:run"),
     "coord_check": ("inspect_coord_check", "src.inspection.coord_check:run"),
+    "memory": ("inspect_memory", "src.inspection.memory:run"),
 }
 
 

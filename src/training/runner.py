@@ -30,6 +30,7 @@ from src.config.spec import RunSpec
 from src.config.validate import validate_run_config
 from src.echo import mirror_lightning_to_log_file
 from src.errors import Preempted
+from src.inspection.memory import check_fits
 from src.jsonfile import METRICS, write_json
 from src.lightning_compat import logged_as_last_fit_step
 from src.provenance import provenance
@@ -93,6 +94,7 @@ def train(cfg: DictConfig) -> float | None:
             mirror_lightning_to_log_file()
             # the one validation; nothing reads cfg after it
             spec = validate_run_config(cfg, inherited=hydra_inherited())
+            check_fits(spec)  # trainer.device_memory_gb: refused before any process starts
             configure_backends(spec)
             run = build_run(spec)
             trainer = build_trainer(run.spec, extra_callbacks=[summary, *model_summary(spec)])
