@@ -8,6 +8,9 @@ over the timed steps), for
 * eager,
 * ``torch.compile`` of the model *and* the loss (one function: forward, cross-entropy),
 * eager with the vocabulary padded to a multiple of 64 (50257 -> 50304, nanoGPT),
+* FSDP2 on one device (``trainer=fsdp2``'s wrapping, ``src.training.parallel.parallelize``:
+  ``fully_shard`` per block and the root, bf16 parameters with fp32 reduce on CUDA), in a
+  one-process group: the cost of FSDP2's hooks against eager,
 
 plus a flash-attention check: ``F.scaled_dot_product_attention`` with ``is_causal`` under
 ``sdpa_kernel(FLASH_ATTENTION)`` alone and through our whole model (which only works if
@@ -193,11 +196,14 @@ def train_variant(
     compiled: bool,
     vocab_pad_multiple: int,
     profile_steps: int = 0,
+    fsdp2: bool = False,
 ) -> dict:
     from src.models import build_model
 
     torch.manual_seed(0)
     model = build_model(model_config(args, vocab_pad_multiple)).to(device).train()
+    if fsdp2:
+        fsdp2_one_device(model, device)
     opt = torch.optim.AdamW(
         model.parameters(),
         lr=6e-4,
@@ -261,6 +267,33 @@ def train_variant(
     return res
 
 
+def fsdp2_one_device(model: torch.nn.Module, device: torch.device) -> None:
+    """``trainer=fsdp2``'s wrapping on a one-process group (gloo on CPU, NCCL on CUDA) and a
+    1 x 1 (data-parallel x tensor-parallel) mesh; the group is destroyed by ``end_fsdp2``."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy
+
+    from src.training.parallel import parallelize
+
+    if not dist.is_initialized():
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1)
+    mesh = init_device_mesh(
+        device.type, (1, 1), mesh_dim_names=("data_parallel", "tensor_parallel")
+    )
+    param = torch.bfloat16 if device.type == "cuda" else torch.float32
+    policy = MixedPrecisionPolicy(param_dtype=param, reduce_dtype=torch.float32)
+    parallelize(model, mesh, mp_policy=policy)
+
+
+def end_fsdp2() -> None:
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     if not args.cpu_smoke and not torch.cuda.is_available():
@@ -300,21 +333,25 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"our model with only the flash kernel allowed: {outcome}")
     print()
 
-    variants = [("eager", False, 1)]
+    variants = [("eager", False, 1, False)]
     if not args.no_compile:
-        variants.append((f"torch.compile ({args.compile_backend}), model + loss", True, 1))
-    variants.append(("eager, vocab padded to a multiple of 64", False, 64))
+        variants.append((f"torch.compile ({args.compile_backend}), model + loss", True, 1, False))
+    variants.append(("eager, vocab padded to a multiple of 64", False, 64, False))
+    variants.append(("FSDP2, 1 device (eager)", False, 1, True))
     results = {}
     profiled = variants[1][0] if not args.no_compile else variants[0][0]
-    for name, compiled, pad in variants:
+    for name, compiled, pad, fsdp2 in variants:
         try:
             results[name] = train_variant(
-                args, device, compiled, pad, args.profile_steps if name == profiled else 0
+                args, device, compiled, pad, args.profile_steps if name == profiled else 0, fsdp2
             )
         except Exception as e:  # noqa: BLE001 - report and go on with the other variants
             results[name] = {
                 "error": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
             }
+        finally:
+            if fsdp2:
+                end_fsdp2()
         print(f"[{name}] {json.dumps(results[name])}", flush=True)
     print()
     print(
