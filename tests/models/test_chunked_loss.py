@@ -52,8 +52,9 @@ def _plain_and_chunked(model, ids, labels, chunk):
         {"final_softcap": 3.0},
         {"tie_embeddings": False, "vocab_pad_multiple": 64, "final_softcap": 2.0},
         {"scale_head": True, "tie_embeddings": False},
+        {"parametrization": {"name": "mup", "base_d_model": 16}},
     ],
-    ids=["tied", "softcap", "untied-padded-softcap", "scale-head"],
+    ids=["tied", "softcap", "untied-padded-softcap", "scale-head", "mup-output-multiplier"],
 )
 def test_model_loss_and_every_gradient_equal_the_plain_path(
     chunk: int, overrides: dict[str, Any]
