@@ -7,7 +7,7 @@ the compute-optimal allocation.
   analytic gradient), started from a grid (their grid: α, β ∈ {0, 0.5, …, 2}, e ∈ {−1, −0.5, …,
   1}, a, b ∈ {0, 5, …, 25}): the objective is evaluated at all 4,500 grid points and L-BFGS runs
   from the 16 best; the best end point wins. Five parameters need more
-  than five distinct (N, D) points (``ChinchillaError`` otherwise).
+  than five distinct (N, D) points (a one-line ``ConfigError`` otherwise).
 * **Bootstrap.** Each replicate draws, for every (N, D) point independently, that point's seed
   losses with replacement (its mean then enters the fit), and refits from the full-data optimum
   and the best point of a coarse grid; intervals are the 2.5th–97.5th percentiles. With one seed per point the
@@ -48,10 +48,6 @@ COARSE = (
     np.array([5.0, 10.0]),
     np.array([5.0, 10.0]),
 )
-
-
-class ChinchillaError(ConfigError):
-    """Points an L(N, D) fit refuses (one line naming what is missing and the fix)."""
 
 
 @dataclass(frozen=True)
@@ -149,13 +145,13 @@ def fit_loss_law(
     """Approach 3 on (N, D, L) points (module docstring)."""
     n_, d_, l_ = (np.asarray(x, dtype=float) for x in (n, d, loss))
     if not (n_.shape == d_.shape == l_.shape) or not np.all((n_ > 0) & (d_ > 0) & (l_ > 0)):
-        raise ChinchillaError(
+        raise ConfigError(
             "an L(N, D) fit needs positive N, D and losses of equal length; check the runs' "
             "params, tokens and metric"
         )
     distinct = len(set(zip(n_.tolist(), d_.tolist(), strict=True)))
     if distinct <= len(PARAMS):
-        raise ChinchillaError(
+        raise ConfigError(
             f"L(N, D) = E + A·N^-α + B·D^-β has {len(PARAMS)} parameters but only {distinct} "
             f"distinct (N, D) points; add sizes or cooldown budgets (more than {len(PARAMS)} points)"
         )
@@ -202,7 +198,7 @@ def bootstrap_loss_law(
     keys = sorted(points)
     values = [np.asarray([v for v in points[k] if math.isfinite(v)], dtype=float) for k in keys]
     if any(len(v) == 0 for v in values):
-        raise ChinchillaError(
+        raise ConfigError(
             f"no finite loss at (N, D) = {[k for k, v in zip(keys, values) if not len(v)]}"
         )
     n = np.array([k[0] for k in keys], dtype=float)
@@ -236,7 +232,7 @@ def check_trunks(trunks: Mapping[float, set[str]]) -> None:
     for size, names in sorted(trunks.items()):
         if len(names) > 1:
             listed = ", ".join(sorted(names))
-            raise ChinchillaError(
+            raise ConfigError(
                 f"the points at N={size:.4g} branch from {len(names)} different trunks ({listed}); "
                 "an L(N, D) fit takes the cooldown branches of one WSD trunk per size: report each "
                 "trunk's branches apart, or rerun them from one scheduler.decay_from"

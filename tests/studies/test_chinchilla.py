@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from src.errors import ConfigError
 from src.studies.chinchilla import (
     COARSE,
-    ChinchillaError,
     LossLaw,
     bootstrap_loss_law,
     check_trunks,
@@ -61,13 +61,13 @@ def test_compute_optimal_formula_is_the_minimum_at_fixed_compute():
 
 def test_fewer_points_than_parameters_are_refused():
     pts = [(n, d) for n in SIZES[:2] for d in BUDGETS[:2]]  # 4 points
-    with pytest.raises(ChinchillaError, match="5 parameters but only 4"):
+    with pytest.raises(ConfigError, match="5 parameters but only 4"):
         fit_loss_law(*zip(*pts), [float(TRUE(n, d)) for n, d in pts], grid=COARSE)
 
 
 def test_branches_from_two_trunks_at_one_size_are_refused():
     check_trunks({1e6: {"runs/a"}, 1e7: {"runs/b"}})
-    with pytest.raises(ChinchillaError, match=r"N=1e\+06 branch from 2 different trunks"):
+    with pytest.raises(ConfigError, match=r"N=1e\+06 branch from 2 different trunks"):
         check_trunks({1e6: {"runs/a", "runs/c"}, 1e7: {"runs/b"}})
 
 
