@@ -6,7 +6,8 @@
 * ``decoder_translation`` — decoder-only on ``src <sep> tgt`` with loss on the target.
 """
 
-from src.objectives.base import LMTask, Prepared, SpecialIds
+from src.objectives.base import LMTask, Prepared
 from src.objectives.registry import OBJECTIVES
+from src.objectives.special_ids import SpecialIds
 
 __all__ = ["OBJECTIVES", "LMTask", "Prepared", "SpecialIds"]

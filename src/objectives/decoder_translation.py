@@ -26,8 +26,9 @@ from torch import Tensor
 from src.data.tokenizers import Tokenizer
 from src.errors import ConfigError
 from src.models.families.base import IGNORE_INDEX
-from src.objectives.base import LMTask, Prepared, SpecialIds
+from src.objectives.base import LMTask, Prepared
 from src.objectives.registry import OBJECTIVES
+from src.objectives.special_ids import SpecialIds
 
 
 def concat_pairs(

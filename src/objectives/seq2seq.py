@@ -26,11 +26,9 @@ from src.models.families.base import IGNORE_INDEX
 from src.objectives.base import (
     LMTask,
     Prepared,
-    SpecialIds,
-    decoder_start_override,
-    pick_decoder_start,
 )
 from src.objectives.registry import OBJECTIVES
+from src.objectives.special_ids import SpecialIds, decoder_start_override, pick_decoder_start
 
 
 @OBJECTIVES.register("seq2seq")

@@ -43,11 +43,9 @@ from src.models.generation import generate
 from src.objectives.base import (
     LMTask,
     Prepared,
-    SpecialIds,
-    decoder_start_override,
-    pick_decoder_start,
 )
 from src.objectives.registry import OBJECTIVES
+from src.objectives.special_ids import SpecialIds, decoder_start_override, pick_decoder_start
 
 log = logging.getLogger(__name__)
 

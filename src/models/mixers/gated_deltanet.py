@@ -36,7 +36,7 @@ from src.errors import ConfigError
 from src.models.components.flops import linear_flops
 from src.models.mixers import delta_rule
 from src.models.mixers.base import MIXERS, SequenceMixer, check_divides, check_positive
-from src.models.mixers.mamba2 import causal_conv, inverse_softplus_dt
+from src.models.mixers.mamba2_layer import causal_conv, inverse_softplus_dt
 
 
 class GatedDeltaNetState(NamedTuple):

@@ -10,7 +10,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from src.errors import ConfigError
 from src.models.mixers import ssd
-from src.models.mixers.mamba2 import Mamba2
+from src.models.mixers.mamba2_layer import Mamba2
 
 C, T = 32, 21
 

@@ -8,7 +8,7 @@ FFN; then ``norm_f`` and the LM head::
     tok_embed           ─ [ pre-norm block, attn = Mamba2, ffn = none ] × L ─ final_norm ─ head
 
 Our ``Mamba2`` layer keeps ``Mamba2Mixer``'s parameter names and its in_proj order
-[z, x, B, C, Δ] (``src/models/mixers/mamba2.py``), so each tensor is copied as is. transformers
+[z, x, B, C, Δ] (``src/models/mixers/mamba2_layer.py``), so each tensor is copied as is. transformers
 uses one ``layer_norm_epsilon`` for the block norms and the mixer's gated norm; ours fixes the
 gated norm's at ``Mamba2.norm_eps`` (1e-5, the default of both), so the format holds that value
 only. ``head_dim`` maps to ``model.mixer.head_dim`` (E / head_dim = ``num_heads`` heads), and
@@ -27,7 +27,7 @@ from src.models.hf.adapter import ADAPTERS, Adapter, special_tokens, special_tok
 from src.models.hf.architecture import ANY, Architecture, setting
 from src.models.hf.rules import Rule, Same
 from src.models.mixers.base import MIXERS
-from src.models.mixers.mamba2 import Mamba2
+from src.models.mixers.mamba2_layer import Mamba2
 
 #: our ``model.mixer`` keys -> ``Mamba2Config`` keys (``head_dim`` apart: see ``mixer_shape``)
 MIXER_KEYS = {
