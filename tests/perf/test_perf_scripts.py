@@ -326,3 +326,18 @@ def test_job_fixed_cost_quick(capsys: pytest.CaptureFixture[str]) -> None:
     parts = sum(v for k, v in phases.items() if k != "whole job")
     assert abs(parts - phases["whole job"]) < 1e-6
     assert 0 < res["fixed_s"] < phases["whole job"]
+
+
+def test_mup_transfer_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    """Both parametrizations at both toy widths and rates: a finite loss each, a best rate per
+    width, and the shift between the widths printed."""
+    from perf import mup_transfer
+
+    res = mup_transfer.main(["--quick"])
+    out = capsys.readouterr().out
+    _header_ok(out)
+    assert len(res["loss"]) == 2 * 2 * 2  # sp/mup × widths 32, 64 × 2 rates
+    assert all(v < 100 for v in res["loss"].values())
+    assert set(res["best"]) == {(n, w) for n in ("sp", "mup") for w in (32, 64)}
+    assert set(res["shift"]) == {"sp", "mup"}
+    assert "best rate per width" in out
