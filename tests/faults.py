@@ -113,13 +113,12 @@ class FaultInjector(pl.Callback):
         if self._get("nan_loss_step") == trainer.global_step and self._hook is None:
             model = getattr(pl_module, "model", pl_module)
 
-            def poison(module: torch.nn.Module, args: Any, output: Any) -> Any:
-                output.logits = output.logits * float("nan")
-                if output.loss is not None:  # the model computed its loss from the clean logits
-                    output.loss = output.loss * float("nan")
-                return output
+            # the head's output: every path to the loss goes through it, the forward's logits and
+            # the chunked training loss alike (objective.loss_chunk_tokens), which skips forward
+            def poison(module: torch.nn.Module, args: Any, output: torch.Tensor) -> torch.Tensor:
+                return output * float("nan")
 
-            self._hook = model.register_forward_hook(poison)
+            self._hook = model.head.register_forward_hook(poison)
 
     def on_train_batch_end(
         self,
