@@ -293,6 +293,15 @@ def _check_parallel(t: Mapping[str, Any], fsdp2: bool, strategy: str) -> None:
     )
     if tp > 1 and not fsdp2:
         fail("trainer.tensor_parallel", tp, "tensor parallelism runs under trainer=fsdp2")
+    strategy_node = t.get("strategy") if isinstance(t.get("strategy"), Mapping) else {}
+    if tp > 1 and strategy_node.get("state_dict_type") == "sharded":
+        fail(
+            "trainer.tensor_parallel",
+            tp,
+            "trainer.strategy.state_dict_type=sharded cannot record the fused qkv split by heads "
+            "(torch.distributed.checkpoint writes contiguous chunks only); use "
+            "trainer.strategy.state_dict_type=full with tensor parallelism",
+        )
     devices, nodes = t.get("devices", "auto"), t.get("num_nodes", 1)
     if tp > 1 and isinstance(devices, int) and not isinstance(devices, bool) and devices > 0:
         world = devices * nodes
@@ -303,13 +312,6 @@ def _check_parallel(t: Mapping[str, Any], fsdp2: bool, strategy: str) -> None:
                 f"the world size trainer.devices x trainer.num_nodes = {devices} x {nodes} = "
                 f"{world} must be a multiple of it; set trainer.devices to a multiple of {tp}",
             )
-    if tp > 1:
-        fail(
-            "trainer.tensor_parallel",
-            tp,
-            "tensor parallelism is not built yet (the self-attention's fused qkv projection must "
-            "first be split by heads); use trainer.tensor_parallel=1 and shard with trainer=fsdp2",
-        )
     memory = t.get("device_memory_gb")
     if memory is not None and (
         isinstance(memory, bool) or not isinstance(memory, (int, float)) or memory <= 0

@@ -35,9 +35,13 @@ Batch = dict[str, torch.Tensor]
 
 
 def resolve_rank(trainer: Any = None) -> tuple[int, int]:
-    """(rank, world size) from the attached Lightning trainer, else torch.distributed, else (0,
-    1)."""
+    """(rank, world size) of the data-parallel group, from the attached Lightning trainer's
+    strategy (under tensor parallelism the ranks that split one model read the same batches),
+    else torch.distributed, else (0, 1)."""
     if trainer is not None:
+        shard = getattr(trainer.strategy, "distributed_sampler_kwargs", None)
+        if shard:  # DDP, FSDP: every process; FSDP2 x TP: the data-parallel mesh dimension
+            return int(shard["rank"]), int(shard["num_replicas"])
         return int(trainer.global_rank), int(trainer.world_size)
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_rank(), torch.distributed.get_world_size()

@@ -8,7 +8,10 @@ activations are the tensors autograd saves for the backward pass of one forward 
 ``trainer.activation_checkpointing`` the blocks keep only their inputs, and one block's activations
 live again while it is recomputed. Sharded strategies (``fsdp``, ``fsdp2``) divide parameters,
 gradients and optimizer states by the world size (ZeRO-3: Rajbhandari et al. 2020); DDP keeps a
-whole copy on every device. Not counted: the CUDA context and allocator slack, communication
+whole copy on every device. With ``trainer.tensor_parallel`` = tp, the matrices the model's plan
+splits are divided by the world size and the rest by the data-parallel size (world / tp); the
+activations are counted whole (an upper bound: the attention's and FFN's inner tensors are split
+too). Not counted: the CUDA context and allocator slack, communication
 buckets, FSDP's gathered copy of one block, the logits' transient gradient.
 
     python -m src.inspect memory trainer=fsdp2 trainer.devices=8 model=gpt2_xl
@@ -84,6 +87,11 @@ def estimate(spec: RunSpec) -> MemoryEstimate:
     if width == 2:
         model = model.to(torch.bfloat16)
     n_params = sum(p.numel() for p in model.parameters())
+    # per device: FSDP2 shards everything over the data-parallel ranks (world / tp), and tensor
+    # parallelism splits the plan's matrices over the tp ranks of each
+    tp = int(trainer.get("tensor_parallel", 1)) if world > 1 else 1
+    split = _split_numel(model, tp)
+    share = ((n_params - split) * tp + split) / (world * n_params)  # of every parameter's bytes
     optimizer_bytes = _optimizer_bytes(spec, model)
     activations = _activation_bytes(
         model,
@@ -92,12 +100,30 @@ def estimate(spec: RunSpec) -> MemoryEstimate:
         bool(trainer.get("activation_checkpointing")),
     )
     return MemoryEstimate(
-        parameters=n_params * width // world,
-        gradients=n_params * width // world,
-        optimizer=optimizer_bytes // world,
+        parameters=int(n_params * width * share),
+        gradients=int(n_params * width * share),
+        optimizer=int(optimizer_bytes * share),
         activations=activations,
         world_size=world,
     )
+
+
+def _split_numel(model: Any, tp: int) -> int:
+    """Elements of the parameters ``trainer.tensor_parallel`` splits (the family's plan: q/k/v,
+    FFN-in and their biases column-wise, the output matrices row-wise; row-wise biases stay
+    whole); 0 without tensor parallelism. A model without a plan is refused in one line."""
+    if tp == 1:
+        return 0
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
+
+    total = 0
+    for path, style in model.tensor_parallel_plan(tp).items():
+        if isinstance(style, (ColwiseParallel, RowwiseParallel)):
+            linear = model.get_submodule(path)
+            total += linear.weight.numel()
+            if isinstance(style, ColwiseParallel) and linear.bias is not None:
+                total += linear.bias.numel()
+    return total
 
 
 def _optimizer_bytes(spec: RunSpec, model: torch.nn.Module) -> int:
@@ -203,7 +229,8 @@ def run(cfg: Any) -> None:
     name = strategy.get("_target_", "") if isinstance(strategy, Mapping) else strategy
     print(
         f"{spec.model.name}: batch_size {spec.data.batch_size} x block_size {spec.data.block_size} "
-        f"per device; strategy {name} over {est.world_size} process(es); precision "
+        f"per device; strategy {name} over {est.world_size} process(es), tensor_parallel "
+        f"{trainer.get('tensor_parallel', 1)}; precision "
         f"{trainer.get('precision')}; activation_checkpointing "
         f"{bool(trainer.get('activation_checkpointing'))}"
     )

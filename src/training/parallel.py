@@ -5,8 +5,12 @@ activation checkpointing, then FSDP2 — each on the units the model itself decl
 * ``checkpoint_blocks``: each block's forward recomputed in the backward pass (Chen et al. 2016,
   "Training Deep Nets with Sublinear Memory Cost"), for every strategy (``trainer.
   activation_checkpointing``). The module tree and state-dict keys stay as they are.
-* ``parallelize``: ``fully_shard`` per block and on the root over the data-parallel mesh (Zhao et
-  al. 2023, PyTorch FSDP; FSDP2 = per-parameter DTensor sharding).
+* ``parallelize``: the model's tensor-parallel plan over the mesh's tensor-parallel dimension
+  (``TransformerModel.tensor_parallel_plan``; Shoeybi et al. 2019, Megatron-LM), then
+  ``fully_shard`` per block and on the root over the data-parallel dimension (Zhao et al. 2023,
+  PyTorch FSDP; FSDP2 = per-parameter DTensor sharding).
+* ``check_tensor_parallel``: the plan exists for this model, checked in the launching process
+  before any other starts.
 """
 
 from __future__ import annotations
@@ -57,6 +61,77 @@ def _recompute(forward: Any, *args: Any, **kwargs: Any) -> Any:
 ROOT_METHODS = ("hidden_states", "chunked_loss")
 
 
+def grad_norm(parameters: Any) -> Any:
+    """The total 2-norm of the parameters' gradients, whole, for parameters on several device
+    meshes (under tensor parallelism FSDP2 puts the split matrices on the 2-D mesh and the rest on
+    its data-parallel dimension; torch's ``get_total_norm`` cannot stack norms across meshes):
+    each mesh's norm is reduced whole, then combined."""
+    import torch
+
+    groups: dict[Any, list[Any]] = {}
+    for p in parameters:
+        if p.grad is not None:
+            groups.setdefault(getattr(p.grad, "device_mesh", None), []).append(p.grad)
+    norms = []
+    for grads in groups.values():
+        norm = torch.nn.utils.get_total_norm(grads)
+        norms.append(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+    return torch.linalg.vector_norm(torch.stack(norms)) if norms else torch.tensor(0.0)
+
+
+def clip_grad_norm(parameters: Any, max_norm: float) -> Any:
+    """``torch.nn.utils.clip_grad_norm_`` over ``grad_norm``'s total; returns the total norm."""
+    parameters = list(parameters)
+    total = grad_norm(parameters)
+    coef = float(max_norm) / (float(total) + 1e-6)  # torch's own clip coefficient
+    if coef < 1.0:
+        for p in parameters:
+            if p.grad is not None:
+                p.grad.mul_(coef)
+    return total
+
+
+def _strided(t: Any) -> bool:
+    from torch.distributed.tensor.placement_types import _StridedShard
+
+    return any(isinstance(p, _StridedShard) for p in getattr(t, "placements", ()))
+
+
+def restore_strided(path: Any, module: nn.Module, optimizers: Any) -> int:
+    """After Lightning loads a full checkpoint into a tensor-parallel model: Lightning cuts every
+    tensor into contiguous row blocks, but a strided split (the fused qkv by heads,
+    ``FusedColwiseParallel``) holds rows from each of q, k and v; those parameters and their
+    optimizer states are written again through DTensor's own distribution, from ``path``. Returns
+    how many parameters."""
+    import torch
+    from torch.distributed.tensor import distribute_tensor
+
+    def put(dst: Any, full: Any) -> None:
+        part = distribute_tensor(full, dst.device_mesh, dst.placements, src_data_rank=None)
+        dst.to_local().copy_(part.to_local())
+
+    saved = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    order = list(module.parameters())  # the saved optimizer states' keys: indices into it
+    names = {id(p): n for n, p in module.named_parameters()}
+    fixed = [p for p in order if _strided(p)]
+    with torch.no_grad():
+        for p in fixed:
+            put(p, saved["state_dict"][names[id(p)]])
+        for opt, state in zip(optimizers, saved.get("optimizer_states", []), strict=False):
+            for i, p in enumerate(order):
+                for key, value in opt.state.get(p, {}).items() if _strided(p) else ():
+                    if _strided(value):  # exp_avg, exp_avg_sq: the parameter's shape and split
+                        put(value, state["state"][i][key])
+    return len(fixed)
+
+
+def check_tensor_parallel(model: nn.Module, tensor_parallel: int) -> None:
+    """``trainer.tensor_parallel`` > 1: the model has a plan for it (a ``ConfigError`` naming the
+    key and the fix otherwise), before any process starts."""
+    if tensor_parallel > 1:
+        model.tensor_parallel_plan(tensor_parallel)
+
+
 def parallelize(
     model: nn.Module,
     mesh: Any,  # DeviceMesh with dims ("data_parallel", "tensor_parallel")
@@ -69,8 +144,11 @@ def parallelize(
     from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method
 
     blocks = blocks_of(model, "trainer=fsdp2")
-    # the mesh's tensor-parallel dimension is 1: trainer.tensor_parallel > 1 is refused by the
-    # run-config validation until the self-attention's fused qkv projection can be split by heads
+    tp_mesh = mesh["tensor_parallel"]
+    if tp_mesh.size() > 1:  # tensor parallelism first, then FSDP2 over it (torchtitan's order)
+        from torch.distributed.tensor.parallel import parallelize_module
+
+        parallelize_module(model, tp_mesh, model.tensor_parallel_plan(tp_mesh.size()))
     dp_mesh = mesh["data_parallel"]
     kwargs = {} if mp_policy is None else {"mp_policy": mp_policy}
     for block in blocks:

@@ -37,6 +37,7 @@ from src.provenance import provenance
 from src.training.console import quiet_third_party
 from src.training.distributed import launcher_scope
 from src.training.loggers import close_loggers
+from src.training.parallel import check_tensor_parallel
 from src.training.setup import Run, build_run, build_trainer
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,9 @@ def train(cfg: DictConfig) -> float | None:
             check_fits(spec)  # trainer.device_memory_gb: refused before any process starts
             configure_backends(spec)
             run = build_run(spec)
+            # trainer.tensor_parallel: the model's plan, refused before any process starts
+            tp = (spec.plain.get("trainer") or {}).get("tensor_parallel", 1)
+            check_tensor_parallel(run.task.model, tp)
             trainer = build_trainer(run.spec, extra_callbacks=[summary, *model_summary(spec)])
             # a cooldown branch (scheduler.decay_from) resumes its stable-phase checkpoint
             start = spec.plain.get("ckpt_path") or spec.schedule.branch_checkpoint()

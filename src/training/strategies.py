@@ -2,19 +2,20 @@
 
 ``fsdp_strategy``: Lightning's FSDP1 (``trainer=fsdp``), kept for setups that already use it.
 ``FSDP2Strategy``: FSDP2 (``fully_shard``) on Lightning's 2-D device mesh (data-parallel x
-tensor-parallel; the tensor-parallel size stays 1 until a plan exists) through Lightning's
-``ModelParallelStrategy`` (``trainer=fsdp2``); what it does to the model is
+tensor-parallel: the model's tensor-parallel plan, ``trainer.tensor_parallel``) through
+Lightning's ``ModelParallelStrategy`` (``trainer=fsdp2``); what it does to the model is
 ``src.training.parallel``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
 from lightning.pytorch.strategies import ModelParallelStrategy
 
-from src.training.parallel import parallelize
+from src.training.parallel import clip_grad_norm, parallelize, restore_strided
 
 
 def fsdp_strategy(
@@ -97,3 +98,15 @@ class FSDP2Strategy(ModelParallelStrategy):
             )
             task._parallelized = True
         super().setup(trainer)
+        if self._tensor_parallel_size > 1:  # the parameters sit on two meshes (clip_grad_norm)
+            self.precision_plugin.clip_grad_by_norm = self._clip_grad_by_norm
+
+    def load_checkpoint(self, checkpoint_path: Any, weights_only: bool | None = None) -> Any:
+        checkpoint = super().load_checkpoint(checkpoint_path, weights_only)
+        path = Path(self.broadcast(checkpoint_path))
+        if self._tensor_parallel_size > 1 and path.is_file():  # sharded: refused with TP
+            restore_strided(path, self.lightning_module, self.optimizers)
+        return checkpoint
+
+    def _clip_grad_by_norm(self, optimizer: Any, clip_val: float) -> None:
+        clip_grad_norm(self.precision_plugin.main_params(optimizer), clip_val)

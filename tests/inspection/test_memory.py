@@ -88,6 +88,21 @@ def test_sharding_and_checkpointing_shrink_their_terms(tmp_path: Path) -> None:
     assert recomputed.activations < plain.activations / 2
 
 
+def test_tensor_parallelism_divides_only_the_split_matrices_by_it(tmp_path: Path) -> None:
+    """4 processes, tp = 2: the blocks' q/k/v, out and FFN matrices (and the column-wise biases)
+    are over all 4, the embeddings, norms and row-wise biases over the 2 data-parallel ranks."""
+    fsdp2 = ["trainer=fsdp2", "trainer.accelerator=cpu", "trainer.devices=4"]
+    whole = estimate(spec_of([], tmp_path))
+    with pytest.warns(UserWarning, match="4 training processes on 2 usable CPU cores"):
+        tp = estimate(spec_of([*fsdp2, "trainer.tensor_parallel=2"], tmp_path))
+    d, f, layers = 256, 1024, 4
+    split = layers * (d * 3 * d + 3 * d + d * d + d * f + f + f * d)
+    n = whole.parameters // 4  # float32
+    assert tp.parameters == int(4 * ((n - split) / 2 + split / 4))
+    assert tp.gradients == tp.parameters and tp.optimizer == 2 * tp.parameters  # AdamW
+    assert tp.activations == whole.activations  # counted whole (an upper bound)
+
+
 def test_a_run_that_cannot_fit_is_refused_naming_the_largest_term(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as e:
         check_fits(spec_of(["trainer.device_memory_gb=0.01"], tmp_path))

@@ -18,6 +18,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from src.config.validate import validate_run_config
+from src.training.parallel import grad_norm
 from src.training.runner import configure_backends
 from src.training.setup import build_run, build_trainer
 from tests.training.conftest import TINY, compose_train, run_cli
@@ -43,6 +44,7 @@ class StepRecorder(pl.Callback):
         self.losses: list[float] = []
         self.grad_norms: list[float] = []
         self.weights: list[dict[str, torch.Tensor]] = []
+        self.model: torch.nn.Module | None = None  # the trained model (one-process runs)
 
     def on_train_batch_start(
         self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int
@@ -50,10 +52,8 @@ class StepRecorder(pl.Callback):
         self.batches.append({k: v.clone() for k, v in batch.items() if torch.is_tensor(v)})
 
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
-        grads = [p.grad for p in pl_module.parameters() if p.grad is not None]
-        norm = torch.nn.utils.get_total_norm(grads)
-        full = getattr(norm, "full_tensor", None)  # a DTensor under FSDP2: the norm of all shards
-        self.grad_norms.append(float(full() if full else norm))
+        # whole under FSDP2 and tensor parallelism: the norm of all shards, across meshes
+        self.grad_norms.append(float(grad_norm(pl_module.parameters())))
 
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
@@ -119,6 +119,7 @@ def run_one_process(run_dir: Path, batches: list[dict[str, torch.Tensor]], *extr
     recorder = StepRecorder()
     trainer = build_trainer(run.spec, extra_callbacks=[recorder])
     trainer.fit(run.task, datamodule=Replay(batches))
+    recorder.model = run.task.model
     return recorder
 
 

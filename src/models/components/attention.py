@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -249,6 +250,46 @@ class MultiHeadAttention(nn.Module):
             return {"q": self.q.weight, "k": k, "v": v, "out": self.out.weight}
         q, k, v = self.qkv.weight.split([qd, kd, kd])
         return {"q": q, "k": k, "v": v, "out": self.out.weight}
+
+    def tensor_parallel_plan(self, tp: int) -> dict[str, Any]:
+        """Megatron's split of a self-attention over ``tp`` ranks (Shoeybi et al. 2019, §3): q, k
+        and v column-wise by heads (the fused ``qkv`` as three equal blocks), the output
+        projection row-wise; each rank attends with its H / tp heads (``shard_heads``).
+        A ``ConfigError`` naming the key where this attention cannot be split so."""
+        from src.models.components.tensor_parallel import (
+            FusedColwiseParallel,
+            LocalHeads,
+            RowwiseParallel,
+        )
+
+        why = None
+        if type(self) is not MultiHeadAttention:
+            why = f"{type(self).__name__} (model/attention) has no split; use model/attention=standard"
+        elif self.cross:
+            why = "cross-attention has no split; use model.family=decoder_only"
+        elif self.n_head % tp:
+            why = f"model.n_head={self.n_head} is not divisible by it; choose a divisor of n_head"
+        elif self.n_kv_head != self.n_head:
+            why = (
+                f"model.n_kv_head={self.n_kv_head}: grouped-query attention's fused qkv has a q "
+                "block larger than its k and v blocks, which the split by heads does not cover; "
+                "use model.n_kv_head=null"
+            )
+        elif self.sink is not None:
+            why = (
+                "model/sinks keeps a sink logit per head, which is not split; use model/sinks=none"
+            )
+        elif self.q_norm is not None:
+            why = "model/qk_norm is not split by heads; use model/qk_norm=none"
+        if why is not None:
+            raise ConfigError(f"trainer.tensor_parallel={tp}: {why}, or trainer.tensor_parallel=1")
+        # "": this module itself
+        return {"qkv": FusedColwiseParallel(parts=3), "out": RowwiseParallel(), "": LocalHeads()}
+
+    def shard_heads(self, tp: int) -> None:
+        """Under the plan's sharding (``LocalHeads``): this rank projects and attends with its
+        H / tp heads."""
+        self.n_head, self.n_kv_head = self.n_head // tp, self.n_kv_head // tp
 
     def forward(
         self,

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from torch import Tensor, nn
 from torch.nn import functional as F
 
@@ -26,6 +28,15 @@ def check_gelu_form(*, approximate: str = "tanh", **_: object) -> None:
         )
 
 
+def check_hidden_split(d_ff: int, tp: int) -> None:
+    """The FFN's hidden width splits evenly over the tensor-parallel ranks."""
+    if d_ff % tp:
+        raise ConfigError(
+            f"trainer.tensor_parallel={tp}: model.d_ff={d_ff} is not divisible by it; choose a "
+            "divisor of d_ff, or trainer.tensor_parallel=1"
+        )
+
+
 class MLP(nn.Module):
     """Two-layer MLP: C -> F -> C with an elementwise activation (subclasses pick it)."""
 
@@ -43,6 +54,14 @@ class MLP(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:  # [B, T, C] -> [B, T, F] -> [B, T, C]
         return self.dropout(self.down(self.act(self.up(x))))
+
+    def tensor_parallel_plan(self, tp: int) -> dict[str, Any]:
+        """Megatron's split (Shoeybi et al. 2019, §3): ``up`` column-wise, ``down`` row-wise, each
+        rank one slice of the hidden width F."""
+        from src.models.components.tensor_parallel import ColwiseParallel, RowwiseParallel
+
+        check_hidden_split(self.up.out_features, tp)
+        return {"up": ColwiseParallel(), "down": RowwiseParallel()}
 
 
 @FFNS.register("gelu")
@@ -111,6 +130,13 @@ class SwiGLU(nn.Module):
     def forward(self, x: Tensor) -> Tensor:  # [B, T, C] -> [B, T, F] -> [B, T, C]
         return self.dropout(self.down(self.act(self.gate(x)) * self.up(x)))
 
+    def tensor_parallel_plan(self, tp: int) -> dict[str, Any]:
+        """``gate`` and ``up`` column-wise (the same slice of F on a rank), ``down`` row-wise."""
+        from src.models.components.tensor_parallel import ColwiseParallel, RowwiseParallel
+
+        check_hidden_split(self.up.out_features, tp)
+        return {"gate": ColwiseParallel(), "up": ColwiseParallel(), "down": RowwiseParallel()}
+
 
 @FFNS.register("geglu")
 class GeGLU(SwiGLU):
@@ -147,3 +173,6 @@ class NoFFN(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:  # pragma: no cover - the block never calls it
         raise RuntimeError("model/ffn=none has no sublayer to run; the block skips it")
+
+    def tensor_parallel_plan(self, tp: int) -> dict[str, Any]:
+        return {}  # nothing to split

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
+from src.errors import ConfigError
 from src.models.components.block import Block, Stack
 from src.models.components.chunked_loss import chunked_cross_entropy
 from src.models.components.differential import ATTENTIONS
@@ -423,6 +424,14 @@ class TransformerModel(nn.Module):
         checkpointing, tensor parallelism's plan): every block of every stack, in forward order.
         A family whose layers are not ``Block``s returns its own; an empty list means none."""
         return [block for stack in self.stacks().values() for block in stack.blocks]
+
+    def tensor_parallel_plan(self, tp: int) -> dict[str, Any]:
+        """{module path: ParallelStyle} that splits the model over ``tp`` ranks (torchtitan's
+        per-model plan; ``parallelize_module`` applies it); a family without one refuses."""
+        raise ConfigError(
+            f"trainer.tensor_parallel={tp}: the {self.config.family} family has no tensor-parallel "
+            "plan (decoder_only has); use trainer.tensor_parallel=1 and shard with trainer=fsdp2"
+        )
 
     def lr_multipliers(self, rule: Rule) -> dict[int, float]:
         """{id(parameter): multiplier of optim.lr} under ``rule`` ("adam", "sgd",

@@ -12,6 +12,8 @@ scored. ``score_labels`` is the one place that shifts.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 from torch.nn import functional as F
@@ -19,6 +21,7 @@ from torch.nn import functional as F
 from src.errors import ConfigError
 from src.models.components.kv_cache import KVCache
 from src.models.components.masks import MASKS
+from src.models.components.positions import Position
 from src.models.config import ModelConfig
 from src.models.families.base import FAMILIES, IGNORE_INDEX, StackLayout, TransformerModel
 from src.models.outputs import Decoding, ModelOutput
@@ -123,6 +126,32 @@ class DecoderOnly(TransformerModel):
                 f"{length + 1}"
             )
         return target
+
+    def tensor_parallel_plan(self, tp: int) -> dict[str, Any]:
+        """Megatron's split of every block over ``tp`` ranks (Shoeybi et al. 2019, §3; torchtitan's
+        per-model plan): each self-attention by heads, each FFN by its hidden width. Embeddings,
+        positions, norms and the tied head stay whole on every rank, so the residual stream is
+        the same on all of them."""
+        stack = self.decoder
+        why = None
+        position = type(stack.position) if stack.position is not None else Position
+        if position.score_bias is not Position.score_bias:
+            why = "model/position adds a score bias per head, which is not split; use rope"
+        elif stack.sink_tokens is not None:
+            why = "model/sinks=token prepends keys per head, which are not split"
+        elif stack.kernel != "sdpa":
+            why = f"model.attn_kernel={stack.kernel} has no split; use sdpa"
+        for i, block in enumerate(stack.blocks):
+            if why is None and block.recurrent:
+                why = f"layer {i} mixes tokens with {block.attn.display}, which has no split"
+        if why is not None:
+            raise ConfigError(f"trainer.tensor_parallel={tp}: {why}, or trainer.tensor_parallel=1")
+        plan: dict[str, Any] = {}
+        for i, block in enumerate(stack.blocks):
+            for part in ("attn", "ffn"):
+                for name, style in getattr(block, part).tensor_parallel_plan(tp).items():
+                    plan[".".join(filter(None, ("decoder.blocks", str(i), part, name)))] = style
+        return plan
 
     def forward_flops(self, batch_size: int, seq_len: int) -> int:
         return self.decoder.forward_flops(batch_size, seq_len) + self.head_flops(
