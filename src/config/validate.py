@@ -315,6 +315,14 @@ def _check_run_keys(plain: Mapping[str, Any]) -> None:
                 f"ckpt_path={ckpt}: no such file; resume from <run dir>/checkpoints/last.ckpt of "
                 "an earlier run, or set ckpt_path=null to start fresh"
             )
+        tp = (plain.get("trainer") or {}).get("tensor_parallel", 1)
+        if is_sharded(path) and isinstance(tp, int) and tp > 1:
+            raise ConfigError(
+                f"ckpt_path={ckpt} is a sharded checkpoint, which trainer.tensor_parallel={tp} "
+                "cannot reshard (its fused qkv is split by heads, not in the contiguous chunks "
+                "the shards record); resume it with trainer.tensor_parallel=1, or resume a "
+                "tensor-parallel run from a full checkpoint (trainer.strategy.state_dict_type=full)"
+            )
     init = plain.get("init_from")
     if init:
         from src.checkpoints.load import check_init_from

@@ -19,13 +19,21 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from src.checkpoints.load import load_checkpoint
+from src.config.trainer_checks import Hardware
+from src.config.validate import validate_run_config
 from src.errors import ConfigError
 from src.models import build_model
 from src.models.config import ModelConfig
 from tests.conftest import tiny_model_dict
-from tests.training.conftest import run_cli
+from tests.training.conftest import TINY, compose_train, run_cli
 from tests.training.test_fsdp2 import RUN, run_one_process, run_two_processes
 
+CPU = Hardware(cuda_available=False, cuda_count=0, bf16_supported=False, cpu_cores=2)
+TINY_FSDP2 = [o for o in TINY if o != "trainer=cpu"] + [
+    "trainer=fsdp2",
+    "trainer.accelerator=cpu",
+    "trainer.devices=2",
+]
 CASES = {  # GPT-2's layout, and Llama's (RoPE, RMSNorm, SwiGLU without biases)
     "gpt2": {},
     "llama": {
@@ -205,3 +213,16 @@ def test_the_launcher_refuses_a_model_without_a_split_before_any_process_starts(
     last = r.stderr.strip().splitlines()[-1]
     assert "trainer.tensor_parallel=2: model/position adds a score bias per head" in last
     assert not (run_dir / "train_rank1.log").exists()  # no second process
+
+
+def test_a_sharded_checkpoint_is_refused_by_a_tensor_parallel_run(tmp_path: Path) -> None:
+    shards = tmp_path / "last.ckpt"
+    shards.mkdir()
+    torch.save({"global_step": 1}, shards / "meta.pt")
+    (shards / "__0_0.distcp").write_bytes(b"")
+    overrides = [*TINY_FSDP2, "trainer.tensor_parallel=2", f"ckpt_path={shards}"]
+    with pytest.raises(ConfigError) as e:
+        validate_run_config(compose_train(overrides, tmp_path), hardware=CPU)
+    line = str(e.value)
+    assert "\n" not in line and line.startswith(f"ckpt_path={shards} is a sharded checkpoint")
+    assert "trainer.tensor_parallel=1" in line and "state_dict_type=full" in line
