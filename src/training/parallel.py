@@ -91,40 +91,6 @@ def clip_grad_norm(parameters: Any, max_norm: float) -> Any:
     return total
 
 
-def _strided(t: Any) -> bool:
-    from torch.distributed.tensor.placement_types import _StridedShard
-
-    return any(isinstance(p, _StridedShard) for p in getattr(t, "placements", ()))
-
-
-def restore_strided(path: Any, module: nn.Module, optimizers: Any) -> int:
-    """After Lightning loads a full checkpoint into a tensor-parallel model: Lightning cuts every
-    tensor into contiguous row blocks, but a strided split (the fused qkv by heads,
-    ``FusedColwiseParallel``) holds rows from each of q, k and v; those parameters and their
-    optimizer states are written again through DTensor's own distribution, from ``path``. Returns
-    how many parameters."""
-    import torch
-    from torch.distributed.tensor import distribute_tensor
-
-    def put(dst: Any, full: Any) -> None:
-        part = distribute_tensor(full, dst.device_mesh, dst.placements, src_data_rank=None)
-        dst.to_local().copy_(part.to_local())
-
-    saved = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    order = list(module.parameters())  # the saved optimizer states' keys: indices into it
-    names = {id(p): n for n, p in module.named_parameters()}
-    fixed = [p for p in order if _strided(p)]
-    with torch.no_grad():
-        for p in fixed:
-            put(p, saved["state_dict"][names[id(p)]])
-        for opt, state in zip(optimizers, saved.get("optimizer_states", []), strict=False):
-            for i, p in enumerate(order):
-                for key, value in opt.state.get(p, {}).items() if _strided(p) else ():
-                    if _strided(value):  # exp_avg, exp_avg_sq: the parameter's shape and split
-                        put(value, state["state"][i][key])
-    return len(fixed)
-
-
 def check_tensor_parallel(model: nn.Module, tensor_parallel: int) -> None:
     """``trainer.tensor_parallel`` > 1: the model has a plan for it (a ``ConfigError`` naming the
     key and the fix otherwise), before any process starts."""

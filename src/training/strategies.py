@@ -15,7 +15,8 @@ from typing import Any
 import torch
 from lightning.pytorch.strategies import ModelParallelStrategy
 
-from src.training.parallel import clip_grad_norm, parallelize, restore_strided
+from src.training.full_checkpoints import load_full, optimizer_state_by_ids
+from src.training.parallel import clip_grad_norm, parallelize
 
 
 def fsdp_strategy(
@@ -101,12 +102,27 @@ class FSDP2Strategy(ModelParallelStrategy):
         if self._tensor_parallel_size > 1:  # the parameters sit on two meshes (clip_grad_norm)
             self.precision_plugin.clip_grad_by_norm = self._clip_grad_by_norm
 
+    def optimizer_state(self, optimizer: Any) -> dict[str, Any]:
+        """Full checkpoints: the gathered states with torch's ids, as one process writes them
+        (``src/training/full_checkpoints.py``); sharded: Lightning's own."""
+        if self._save_distributed_checkpoint:
+            return super().optimizer_state(optimizer)
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            get_optimizer_state_dict,
+        )
+
+        optimizer = getattr(optimizer, "_optimizer", optimizer)  # a LightningOptimizer's own
+        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        named = get_optimizer_state_dict(self.model, optimizer, options=options)
+        return optimizer_state_by_ids(named if self.global_rank == 0 else {})
+
     def load_checkpoint(self, checkpoint_path: Any, weights_only: bool | None = None) -> Any:
-        checkpoint = super().load_checkpoint(checkpoint_path, weights_only)
         path = Path(self.broadcast(checkpoint_path))
-        if self._tensor_parallel_size > 1 and path.is_file():  # sharded: refused with TP
-            restore_strided(path, self.lightning_module, self.optimizers)
-        return checkpoint
+        if not path.is_file():  # a sharded directory: torch.distributed.checkpoint reshards it
+            return super().load_checkpoint(path, weights_only)
+        strict = self.lightning_module.strict_loading
+        return load_full(path, self.model, self.optimizers, strict, weights_only)
 
     def _clip_grad_by_norm(self, optimizer: Any, clip_val: float) -> None:
         clip_grad_norm(self.precision_plugin.main_params(optimizer), clip_val)

@@ -26,7 +26,7 @@ from src.models import build_model
 from src.models.config import ModelConfig
 from tests.conftest import tiny_model_dict
 from tests.training.conftest import TINY, compose_train, run_cli
-from tests.training.test_fsdp2 import RUN, run_one_process, run_two_processes
+from tests.training.test_fsdp2 import RECORDER, RUN, run_one_process, run_two_processes
 
 CPU = Hardware(cuda_available=False, cuda_count=0, bf16_supported=False, cpu_cores=2)
 TINY_FSDP2 = [o for o in TINY if o != "trainer=cpu"] + [
@@ -226,3 +226,57 @@ def test_a_sharded_checkpoint_is_refused_by_a_tensor_parallel_run(tmp_path: Path
     line = str(e.value)
     assert "\n" not in line and line.startswith(f"ckpt_path={shards} is a sharded checkpoint")
     assert "trainer.tensor_parallel=1" in line and "state_dict_type=full" in line
+
+
+@pytest.mark.slow
+def test_a_one_process_checkpoint_resumes_in_two_tensor_parallel_processes(
+    tmp_path: Path,
+) -> None:
+    """A ``trainer=cpu`` run killed at step 4 (checkpoint at step 3) is resumed by a TP = 2 run:
+    steps 4-5 equal the uninterrupted one-process run's to 1e-5 (the weights, Adam's moments of
+    the split matrices and the data position all carried over)."""
+    common = [
+        *RUN,
+        "batch_size=4",
+        "trainer.max_steps=5",
+        "trainer.val_check_interval=3",
+        "trainer.limit_val_batches=1",
+        *RECORDER,
+    ]
+    one, killed = tmp_path / "one", tmp_path / "killed"
+    for run_dir, extra in (
+        (one, []),
+        (
+            killed,
+            [
+                "+callbacks.faults._target_=tests.faults.FaultInjector",
+                "+callbacks.faults.raise_train_step=4",
+            ],
+        ),
+    ):
+        r = run_cli(["trainer=cpu", *common, *extra, f"hydra.run.dir={run_dir}"], cwd=tmp_path)
+        assert (r.returncode == 0) == (run_dir == one), r.stderr[-2000:]
+    last = killed / "checkpoints" / "last.ckpt"
+    assert torch.load(last, weights_only=True)["global_step"] == 3
+    ranks = run_two_processes(
+        tmp_path / "tp",
+        "trainer.tensor_parallel=2",
+        "trainer.max_steps=5",
+        "trainer.val_check_interval=3",
+        "trainer.limit_val_batches=1",
+        f"ckpt_path={last}",
+    )
+    whole = torch.load(one / "steps_rank0.pt")
+    for x, y in zip(whole["batches"][3:], ranks[0]["batches"], strict=True):
+        assert torch.equal(x["tokens"], y["tokens"])
+    assert ranks[0]["loss"] == pytest.approx(whole["loss"][3:], abs=1e-5)
+    assert ranks[0]["grad_norm"] == pytest.approx(whole["grad_norm"][3:], abs=1e-5)
+    # and its own checkpoint keys Adam's states as the one-process run does (torch's ids, group
+    # after group), so it resumes in one process too
+    mine = torch.load(tmp_path / "tp" / "checkpoints" / "last.ckpt", weights_only=True)
+    theirs = torch.load(last, weights_only=True)
+    a, b = mine["optimizer_states"][0], theirs["optimizer_states"][0]
+    assert [g["params"] for g in a["param_groups"]] == [g["params"] for g in b["param_groups"]]
+    assert {i: v["exp_avg"].shape for i, v in a["state"].items()} == {
+        i: v["exp_avg"].shape for i, v in b["state"].items()
+    }
