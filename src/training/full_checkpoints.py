@@ -20,7 +20,6 @@ distribution (``_put``).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -59,14 +58,14 @@ def _put(dst: Any, full: torch.Tensor) -> None:
 
 
 def load_full(
-    path: Path, module: nn.Module, optimizers: list[Any], strict: bool, weights_only: Any
+    checkpoint: dict[str, Any], module: nn.Module, optimizers: list[Any], strict: bool
 ) -> dict[str, Any]:
-    """A full checkpoint into the sharded ``module`` and its ``optimizers``; returns the rest of
-    the checkpoint (the loops', callbacks' and schedulers' states) for Lightning."""
+    """A full checkpoint (read by the strategy's CheckpointIO: weights-only, verified) into the
+    sharded ``module`` and its ``optimizers``; returns the rest of the checkpoint (the loops',
+    callbacks' and schedulers' states) for Lightning."""
     from lightning.fabric.strategies.model_parallel import _load_raw_module_state
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
-    checkpoint = torch.load(path, mmap=True, map_location="cpu", weights_only=weights_only)
     weights = checkpoint.pop("state_dict")
     _load_raw_module_state(weights, module, strict=strict)
     options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True, strict=strict)

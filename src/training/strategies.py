@@ -121,8 +121,10 @@ class FSDP2Strategy(ModelParallelStrategy):
         path = Path(self.broadcast(checkpoint_path))
         if not path.is_file():  # a sharded directory: torch.distributed.checkpoint reshards it
             return super().load_checkpoint(path, weights_only)
-        strict = self.lightning_module.strict_loading
-        return load_full(path, self.model, self.optimizers, strict, weights_only)
+        checkpoint = self.checkpoint_io.load_checkpoint(path)  # SafeCheckpointIO: weights-only
+        return load_full(
+            checkpoint, self.model, self.optimizers, self.lightning_module.strict_loading
+        )
 
     def _clip_grad_by_norm(self, optimizer: Any, clip_val: float) -> None:
         clip_grad_norm(self.precision_plugin.main_params(optimizer), clip_val)
