@@ -6,8 +6,10 @@ the compute-optimal allocation.
   ``LSE(a − α·log N, b − β·log D, e) − log L`` over the points with L-BFGS (scipy's L-BFGS-B, the
   analytic gradient), started from a grid (their grid: α, β ∈ {0, 0.5, …, 2}, e ∈ {−1, −0.5, …,
   1}, a, b ∈ {0, 5, …, 25}): the objective is evaluated at all 4,500 grid points and L-BFGS runs
-  from the 16 best; the best end point wins. Five parameters need more
-  than five distinct (N, D) points (a one-line ``ConfigError`` otherwise).
+  from the 16 best; the best end point wins. L-BFGS sees the Huber loss in units of δ² (the same
+  minimiser): in raw units the summed loss is ~10⁻⁵ and its gradient falls under L-BFGS-B's
+  absolute tolerance long before the optimum, so fits stopped near their start. Five parameters
+  need more than five distinct (N, D) points (a one-line ``ConfigError`` otherwise).
 * **Bootstrap.** Each replicate draws, for every (N, D) point independently, that point's seed
   losses with replacement (its mean then enters the fit), and refits from the full-data optimum
   and the best point of a coarse grid; intervals are the 2.5th–97.5th percentiles. With one seed per point the
@@ -33,6 +35,8 @@ from src.errors import ConfigError
 
 PARAMS = ("E", "A", "B", "alpha", "beta")
 HUBER_DELTA = 1e-3
+#: the override of a cooldown branch: the trunk checkpoint it continues (src/optim/wsd.py)
+BRANCH_KEY = "scheduler.decay_from"
 #: Hoffmann et al. 2022, Appendix D.2: the initialisation grid (α, β, e, a, b)
 GRID = (
     np.arange(0.0, 2.01, 0.5),
@@ -79,8 +83,8 @@ def logsumexp(x: np.ndarray, axis: int = 0) -> np.ndarray:
 
 
 def _objective(theta: np.ndarray, log_n: np.ndarray, log_d: np.ndarray, log_l: np.ndarray):
-    """Huber(LSE(a − α log N, b − β log D, e) − log L), summed; and its gradient in
-    θ = (a, b, e, α, β)."""
+    """Huber(LSE(a − α log N, b − β log D, e) − log L), summed, in units of δ²; and its gradient
+    in θ = (a, b, e, α, β)."""
     a, b, e, alpha, beta = theta
     terms = np.stack([a - alpha * log_n, b - beta * log_d, np.full_like(log_n, e)])  # [3, P]
     lse = logsumexp(terms, axis=0)  # [P]
@@ -98,7 +102,7 @@ def _objective(theta: np.ndarray, log_n: np.ndarray, log_d: np.ndarray, log_l: n
             -(dr * w[1] * log_d).sum(),
         ]
     )
-    return loss, grad
+    return loss / HUBER_DELTA**2, grad / HUBER_DELTA**2
 
 
 def _huber_at(starts: np.ndarray, log_n, log_d, log_l) -> np.ndarray:
@@ -139,20 +143,25 @@ def _law(theta: np.ndarray) -> LossLaw:
     return LossLaw(E=math.exp(e), A=math.exp(a), B=math.exp(b), alpha=alpha, beta=beta)
 
 
+def _prefix(label: str) -> str:
+    return f"{label}: " if label else ""
+
+
 def fit_loss_law(
-    n: Sequence[float], d: Sequence[float], loss: Sequence[float], grid=GRID
+    n: Sequence[float], d: Sequence[float], loss: Sequence[float], grid=GRID, label: str = ""
 ) -> LossLaw:
-    """Approach 3 on (N, D, L) points (module docstring)."""
+    """Approach 3 on (N, D, L) points (module docstring); ``label`` (e.g. ``arm pre_rope``) opens
+    the refusals."""
     n_, d_, l_ = (np.asarray(x, dtype=float) for x in (n, d, loss))
     if not (n_.shape == d_.shape == l_.shape) or not np.all((n_ > 0) & (d_ > 0) & (l_ > 0)):
         raise ConfigError(
-            "an L(N, D) fit needs positive N, D and losses of equal length; check the runs' "
+            f"{_prefix(label)}an L(N, D) fit needs positive N, D and losses of equal length; check the runs' "
             "params, tokens and metric"
         )
     distinct = len(set(zip(n_.tolist(), d_.tolist(), strict=True)))
     if distinct <= len(PARAMS):
         raise ConfigError(
-            f"L(N, D) = E + A·N^-α + B·D^-β has {len(PARAMS)} parameters but only {distinct} "
+            f"{_prefix(label)}L(N, D) = E + A·N^-α + B·D^-β has {len(PARAMS)} parameters but only {distinct} "
             f"distinct (N, D) points; add sizes or cooldown budgets (more than {len(PARAMS)} points)"
         )
     theta, _ = _fit(np.log(n_), np.log(d_), np.log(l_), itertools.product(*grid))
@@ -192,19 +201,20 @@ def bootstrap_loss_law(
     n_boot: int = 200,
     seed: int = 0,
     grid=GRID,
+    label: str = "",
 ) -> LossLawFit:
     """Fit on each (N, D) point's mean seed loss, then ``n_boot`` replicates (module
-    docstring)."""
+    docstring); ``label`` opens the refusals."""
     keys = sorted(points)
     values = [np.asarray([v for v in points[k] if math.isfinite(v)], dtype=float) for k in keys]
     if any(len(v) == 0 for v in values):
         raise ConfigError(
-            f"no finite loss at (N, D) = {[k for k, v in zip(keys, values) if not len(v)]}"
+            f"{_prefix(label)}no finite loss at (N, D) = {[k for k, v in zip(keys, values) if not len(v)]}"
         )
     n = np.array([k[0] for k in keys], dtype=float)
     d = np.array([k[1] for k in keys], dtype=float)
     means = np.array([v.mean() for v in values])
-    law = fit_loss_law(n, d, means, grid=grid)
+    law = fit_loss_law(n, d, means, grid=grid, label=label)
     fit = LossLawFit(law, [(float(a), float(b), float(c)) for a, b, c in zip(n, d, means)])
     if n_boot <= 0:
         return fit
@@ -226,14 +236,15 @@ def bootstrap_loss_law(
     return fit
 
 
-def check_trunks(trunks: Mapping[float, set[str]]) -> None:
+def check_trunks(trunks: Mapping[float, set[str]], label: str = "") -> None:
     """``trunks``: N -> the trunk checkpoints its branches were cut from (``scheduler.decay_from``;
-    a run that is itself a trunk names its own directory). One trunk per size, or refuse."""
+    a run that is itself a trunk names its own directory). One trunk per size, or refuse;
+    ``label`` (e.g. ``arm pre_rope, seed 1``) opens the refusal."""
     for size, names in sorted(trunks.items()):
         if len(names) > 1:
             listed = ", ".join(sorted(names))
             raise ConfigError(
-                f"the points at N={size:.4g} branch from {len(names)} different trunks ({listed}); "
+                f"{_prefix(label)}the points at N={size:.4g} branch from {len(names)} different trunks ({listed}); "
                 "an L(N, D) fit takes the cooldown branches of one WSD trunk per size: report each "
                 "trunk's branches apart, or rerun them from one scheduler.decay_from"
             )
