@@ -1,7 +1,7 @@
 """Reports: ``python -m src.report [scaling | extrapolation | --check-claims | ...] ...``.
 
     python -m src.report <sweep dir>... [--tune optim.lr [--tune <key> ...]] [--baseline key=value[,...]] [--eval-variants]
-    python -m src.report scaling <sweep dir>... [--size KEY] [--metric test/loss] [--out DIR] [--boot 1000]
+    python -m src.report scaling <sweep dir>... [--size KEY] [--metric test/loss] [--out DIR] [--boot 1000] [--lnd] [--budget FLOPS] [--d-key KEY]
     python -m src.report extrapolation <run dir | .ckpt> [--factors 1 2 4] [--scaling yarn]
     python -m src.report --check-claims experiments/<study>/claims.yaml
     python -m src.report --write-claims experiments/<study>/claims.yaml
@@ -30,7 +30,10 @@ same runs' weights, so "RoPE + YaRN at 4x vs sinusoidal at 4x" is a tested, pair
 **scaling**: the loss against parameters per arm of a sizes sweep, L(N) = E + A·N^-α fitted per arm
 with bootstrap intervals, the ranking at each size and where the curves cross
 (src/reporting/scaling.py; writes scaling.md/csv, scaling_points.csv, scaling_crossings.csv,
-scaling.png).
+scaling.png). With runs at several token budgets D per size (cooldown branches of one WSD trunk
+per size), also L(N, D) = E + A·N^-α + B·D^-β per arm, the compute-optimal N and D for
+``--budget`` FLOPs, and whether each pair's advantage shrinks with D (scaling_lnd.md/csv);
+``--lnd`` requires that fit.
 
 **extrapolation**: the perplexity of a run's checkpoint at 1×, 2×, 4× … its training length
 (src/evaluation/extrapolation.py; writes the run's extrapolation.json and metrics.json entries).
@@ -258,10 +261,41 @@ def scaling(argv: Sequence[str] | None = None) -> dict[str, Path]:
     )
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
     p.add_argument("--title", default=None)
+    p.add_argument(
+        "--lnd",
+        action="store_true",
+        help="require L(N, D) = E + A*N^-alpha + B*D^-beta per arm (refused when the runs cannot "
+        "give it); without: fitted when some size has runs at 2 or more token budgets",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        metavar="FLOPS",
+        help="compute budget C of the compute-optimal N and D, C = 6*N*D (default: the largest "
+        "among the runs)",
+    )
+    p.add_argument(
+        "--d-key",
+        action="append",
+        default=None,
+        metavar="KEY",
+        help="an override key of the token-budget axis, left out of the arms of L(N, D) (repeat "
+        "for several; default: the varying keys along which tokens_seen changes 1.5x or more)",
+    )
     args = p.parse_args(argv)
     try:
         files = make_scaling_report(
-            args.dirs, args.out, args.size, args.metric, args.boot, args.seed, args.title
+            args.dirs,
+            args.out,
+            args.size,
+            args.metric,
+            args.boot,
+            args.seed,
+            args.title,
+            lnd=args.lnd,
+            compute=args.budget,
+            d_keys=args.d_key,
         )
     except (
         ValueError,

@@ -109,9 +109,10 @@ def estimate(spec: RunSpec) -> MemoryEstimate:
 
 
 def _split_numel(model: Any, tp: int) -> int:
-    """Elements of the parameters ``trainer.tensor_parallel`` splits (the family's plan: q/k/v,
-    FFN-in and their biases column-wise, the output matrices row-wise; row-wise biases stay
-    whole); 0 without tensor parallelism. A model without a plan is refused in one line."""
+    """Elements of the parameters ``trainer.tensor_parallel`` splits (the family's plan: q/k/v
+    and FFN-in column-wise with FFN-in's bias, the output matrices row-wise; the fused qkv's and
+    the row-wise biases stay whole); 0 without tensor parallelism. A model without a plan is
+    refused in one line."""
     if tp == 1:
         return 0
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
@@ -121,7 +122,7 @@ def _split_numel(model: Any, tp: int) -> int:
         if isinstance(style, (ColwiseParallel, RowwiseParallel)):
             linear = model.get_submodule(path)
             total += linear.weight.numel()
-            if isinstance(style, ColwiseParallel) and linear.bias is not None:
+            if type(style) is ColwiseParallel and linear.bias is not None:  # fused: bias whole
                 total += linear.bias.numel()
     return total
 

@@ -21,19 +21,26 @@ changes most). Per arm, on the verdict runs' metric (test split):
 
 Writes ``scaling.md``, ``scaling.csv`` (one row per arm), ``scaling_points.csv`` (one row per
 verdict run), ``scaling_crossings.csv`` and ``scaling.png`` (loss vs parameters, log-log, the fits).
+
+With runs at several token budgets D per size (cooldown branches), also L(N, D) per arm:
+``scaling_lnd.md`` and ``scaling_lnd.csv`` (src/reporting/scaling_lnd.py; ``lnd=True`` requires it).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from src.errors import ConfigError
 from src.files import atomic_write
+from src.reporting import scaling_lnd_report
 from src.reporting.csv_files import write_csv
+from src.reporting.scaling_lnd import analyse_lnd
 from src.reporting.scaling_plot import plot_scaling
 from src.reporting.sections import significant
+from src.studies.chinchilla import BRANCH_KEY
 from src.studies.outcomes import run_outcome
 from src.studies.power_law import PowerLawError, ScalingFit, bootstrap_fit, crossings
 from src.studies.protocol import Protocol, canonical, merge_protocols
@@ -78,6 +85,8 @@ class ScalingAnalysis:
     ranking: list[tuple[str, list[str]]]  # (size, arms best first) in ascending N
     crossings: list[Crossing]
     notes: list[str]
+    #: arm -> {arm key: value} (the values the arm's label joins)
+    arm_values: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def ranking_changes(self) -> bool:
@@ -122,7 +131,8 @@ def analyse(
     seed: int = 0,
 ) -> ScalingAnalysis:
     metric = metric or protocol.metric
-    tuned, varying, _ = tune_variants(runs, protocol, IGNORED_KEYS)
+    # a branch's trunk checkpoint differs per seed and budget: like the seed, not a variant
+    tuned, varying, _ = tune_variants(runs, protocol, [*IGNORED_KEYS, BRANCH_KEY])
     size_key = size_key or size_factor(tuned, varying)
     if size_key not in varying:
         raise ValueError(
@@ -131,9 +141,11 @@ def analyse(
         )
     arm_keys = [k for k in varying if k != size_key]
     points, notes = [], []
+    arm_values: dict[str, dict[str, str]] = {}
     for t in tuned:
         vals = t.variant.values()
         arm = ", ".join(canonical(vals.get(k, "")) for k in arm_keys) or "(all)"
+        arm_values[arm] = {k: canonical(vals.get(k, "")) for k in arm_keys}
         chosen = ", ".join(f"{k}={v}" for k, v in (t.chosen or {}).items())
         kept = [
             (r, r.metric(metric), _params(r))
@@ -208,7 +220,7 @@ def analyse(
                 after,
             )
         )
-    return ScalingAnalysis(metric, size_key, arms, points, fits, ranking, cross, notes)
+    return ScalingAnalysis(metric, size_key, arms, points, fits, ranking, cross, notes, arm_values)
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -311,9 +323,13 @@ def make_scaling_report(
     n_boot: int = 1000,
     seed: int = 0,
     title: str | None = None,
+    lnd: bool = False,
+    compute: float | None = None,
+    d_keys: Sequence[str] | None = None,
 ) -> dict[str, Path]:
     """Analyse the runs under ``roots`` and write the files (module docstring) to ``out`` (default
-    roots[0])."""
+    roots[0]). ``lnd``: L(N, D) must be fitted (else a refusal); ``compute``: its budget in FLOPs
+    (default: the largest 6·N·D of the runs); ``d_keys``: the keys of the D axis (default: found)."""
     runs = load_runs(roots)
     protocol = (
         merge_protocols([p for r in runs if (p := Protocol.from_config(r.config)) is not None])
@@ -328,8 +344,32 @@ def make_scaling_report(
             f"no verdict run with a finite {metric or protocol.metric} under "
             f"{', '.join(map(str, roots))}"
         )
+    try:
+        lnd_fit = analyse_lnd(
+            a.points,
+            runs,
+            a.arm_values,
+            a.arms,
+            required=lnd,
+            compute=compute,
+            d_keys=d_keys,
+            n_boot=n_boot,
+            seed=seed,
+        )
+    except ConfigError as e:
+        if lnd:
+            raise
+        lnd_fit = None
+        a.notes.append(f"L(N, D) not fitted: {e}")
+    if lnd_fit is not None and not lnd_fit.fits:
+        a.notes += [f"L(N, D) {n}" for n in lnd_fit.notes]
+        lnd_fit = None
     out_dir = Path(out or roots[0])
     out_dir.mkdir(parents=True, exist_ok=True)
+    if lnd_fit is not None:
+        files_lnd = scaling_lnd_report.write(
+            lnd_fit, out_dir, a.metric, "Scaling: loss against parameters and tokens per arm"
+        )
     plot = plot_scaling(a.points, a.fits, a.crossings, out_dir / "scaling.png", a.metric)
     files = {
         "scaling.csv": write_csv(out_dir / "scaling.csv", fit_records(a), root=out_dir),
@@ -357,4 +397,9 @@ def make_scaling_report(
     atomic_write(
         md, render(a, title or "Scaling: loss against parameters per arm", plot), root=out_dir
     )
-    return {"scaling.md": md, **files, **({"scaling.png": plot} if plot else {})}
+    return {
+        "scaling.md": md,
+        **files,
+        **({"scaling.png": plot} if plot else {}),
+        **(files_lnd if lnd_fit is not None else {}),
+    }

@@ -91,6 +91,17 @@ def clip_grad_norm(parameters: Any, max_norm: float) -> Any:
     return total
 
 
+def _fsdp_placement(param: Any) -> Any:
+    """FSDP2's shard dimension for ``param``: the last for a strided tensor-parallel split (rows
+    from each of q, k and v: FSDP2's dim-0 sharding nested in it misplaced rows on a 2 x 2 mesh,
+    tests/training/test_tensor_parallel.py), else FSDP2's default (0)."""
+    from torch.distributed.tensor import Shard
+    from torch.distributed.tensor.placement_types import _StridedShard
+
+    strided = any(isinstance(p, _StridedShard) for p in getattr(param, "placements", ()))
+    return Shard(param.dim() - 1) if strided else None
+
+
 def check_tensor_parallel(model: nn.Module, tensor_parallel: int) -> None:
     """``trainer.tensor_parallel`` > 1: the model has a plan for it (a ``ConfigError`` naming the
     key and the fix otherwise), before any process starts."""
@@ -117,6 +128,9 @@ def parallelize(
         parallelize_module(model, tp_mesh, model.tensor_parallel_plan(tp_mesh.size()))
     dp_mesh = mesh["data_parallel"]
     kwargs = {} if mp_policy is None else {"mp_policy": mp_policy}
+    # a strided tensor-parallel split (the fused qkv by heads) is sharded by FSDP2 along its
+    # input dimension: FSDP2's own dim-0 sharding nested in a strided dim-0 split misplaces rows
+    kwargs["shard_placement_fn"] = _fsdp_placement
     for block in blocks:
         fully_shard(block, mesh=dp_mesh, reshard_after_forward=reshard_after_forward, **kwargs)
     # the root's parameters are needed again by the head right after the last block

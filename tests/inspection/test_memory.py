@@ -89,14 +89,14 @@ def test_sharding_and_checkpointing_shrink_their_terms(tmp_path: Path) -> None:
 
 
 def test_tensor_parallelism_divides_only_the_split_matrices_by_it(tmp_path: Path) -> None:
-    """4 processes, tp = 2: the blocks' q/k/v, out and FFN matrices (and the column-wise biases)
-    are over all 4, the embeddings, norms and row-wise biases over the 2 data-parallel ranks."""
+    """4 processes, tp = 2: the blocks' q/k/v, out and FFN matrices (and FFN-in's bias) are over
+    all 4, the embeddings, norms and the other biases over the 2 data-parallel ranks."""
     fsdp2 = ["trainer=fsdp2", "trainer.accelerator=cpu", "trainer.devices=4"]
     whole = estimate(spec_of([], tmp_path))
     with pytest.warns(UserWarning, match="4 training processes on 2 usable CPU cores"):
         tp = estimate(spec_of([*fsdp2, "trainer.tensor_parallel=2"], tmp_path))
     d, f, layers = 256, 1024, 4
-    split = layers * (d * 3 * d + 3 * d + d * d + d * f + f + f * d)
+    split = layers * (d * 3 * d + d * d + d * f + f + f * d)  # FFN-in's bias: the only one split
     n = whole.parameters // 4  # float32
     assert tp.parameters == int(4 * ((n - split) / 2 + split / 4))
     assert tp.gradients == tp.parameters and tp.optimizer == 2 * tp.parameters  # AdamW

@@ -51,10 +51,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _worker(rank: int, port: int, case: str, out: str) -> None:
+def _worker(rank: int, port: int, case: str, out: str, data_parallel: int = 1) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=2)
+    dist.init_process_group("gloo", rank=rank, world_size=2 * data_parallel)
     try:
         from torch.distributed.device_mesh import init_device_mesh
 
@@ -63,7 +63,9 @@ def _worker(rank: int, port: int, case: str, out: str) -> None:
         torch.manual_seed(0)
         model = build_model(ModelConfig.from_dict(tiny_model_dict(**CASES[case])))
         whole = {k: v.clone() for k, v in model.state_dict().items()}
-        mesh = init_device_mesh("cpu", (1, 2), mesh_dim_names=("data_parallel", "tensor_parallel"))
+        mesh = init_device_mesh(
+            "cpu", (data_parallel, 2), mesh_dim_names=("data_parallel", "tensor_parallel")
+        )
         parallelize(model, mesh)
         ids = torch.randint(0, 97, (3, 16), generator=torch.Generator().manual_seed(1))
         logits = model(ids).logits  # [B, T, V], whole on every rank
@@ -123,6 +125,24 @@ def test_tensor_parallel_training_equals_one_process(tmp_path: Path) -> None:
     final = ranks[0]["weights"][-1]
     for name, w in one.model.state_dict().items():
         torch.testing.assert_close(final[name], w, rtol=0, atol=1e-5, msg=name)
+
+
+@pytest.mark.slow
+def test_a_two_by_two_mesh_equals_the_unsharded_model(tmp_path: Path) -> None:
+    """4 processes: FSDP2 over 2 data-parallel ranks, each a tensor-parallel pair (every rank fed
+    the same batch, so the data-parallel mean is that batch's gradient)."""
+    args = (_free_port(), "gpt2", str(tmp_path), 2)
+    mp.start_processes(_worker, args=args, nprocs=4, join=True)
+    ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(4)]
+    model = build_model(ModelConfig.from_dict(tiny_model_dict()))
+    model.load_state_dict(ranks[0]["whole"])
+    ids = torch.randint(0, 97, (3, 16), generator=torch.Generator().manual_seed(1))
+    logits = model(ids).logits
+    torch.nn.functional.cross_entropy(logits.flatten(0, 1), ids.flatten()).backward()
+    for r in ranks:
+        torch.testing.assert_close(r["logits"], logits, rtol=0, atol=1e-5)
+        for name, p in model.named_parameters():
+            torch.testing.assert_close(r["grads"][name], p.grad, rtol=0, atol=1e-5, msg=name)
 
 
 REFUSED: list[tuple[dict[str, Any], int, str]] = [

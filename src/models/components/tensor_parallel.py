@@ -5,8 +5,9 @@ PyTorch's ``ColwiseParallel`` / ``RowwiseParallel`` shard ordinary ``nn.Linear``
 ``FusedColwiseParallel`` shards a fused projection whose rows are ``parts`` equal blocks (the
 self-attention's ``qkv``: [q | k | v], each H·D rows) so that every rank holds the same heads of
 every block: rank r's rows are q's, k's and v's heads r·H/tp … (r+1)·H/tp − 1, concatenated
-(DTensor's strided sharding, ``_StridedShard``). The parameter's global layout, and so the state
-dict and every checkpoint, stays the unsharded model's.
+(DTensor's strided sharding, ``_StridedShard``); its bias stays whole on every rank. The
+parameter's global layout, and so the state dict and every checkpoint, stays the unsharded
+model's.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from functools import partial
 from typing import Any
 
 from torch import nn
-from torch.distributed.tensor import distribute_module, distribute_tensor
+from torch.distributed.tensor import Replicate, distribute_module, distribute_tensor
 from torch.distributed.tensor.parallel import ColwiseParallel, ParallelStyle, RowwiseParallel
 from torch.distributed.tensor.placement_types import _StridedShard
 
@@ -32,9 +33,12 @@ class FusedColwiseParallel(ColwiseParallel):
         self.parts = parts
 
     def _partition_linear_fn(self, name: str, module: nn.Module, device_mesh: Any) -> None:
-        placement = [_StridedShard(0, split_factor=self.parts)]
+        # the weight split; the bias stays whole on every rank (each rank adds its own rows of
+        # it: DTensor slices it locally in the forward and gathers its gradient), so FSDP2 can
+        # shard it over the data-parallel ranks as any whole parameter
+        placements = {"weight": [_StridedShard(0, split_factor=self.parts)], "bias": [Replicate()]}
         for pname, param in module.named_parameters():
-            dist = distribute_tensor(param, device_mesh, placement, src_data_rank=0)
+            dist = distribute_tensor(param, device_mesh, placements[pname], src_data_rank=0)
             module.register_parameter(pname, nn.Parameter(dist, param.requires_grad))
 
     @staticmethod
