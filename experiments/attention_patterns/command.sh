@@ -27,11 +27,7 @@ case "${STEP:-}" in
       model.mask.window=16,32 optim.lr=1e-2 seed=1 cpu_threads=1 hydra.sweep.dir=$OUT/text
     ;;
   collect)
-    mkdir -p experiments/attention_patterns/runs
-    # every finished job's small files (configs, metrics, CSV logs), never its checkpoints
-    (cd "$OUT" && find . -path '*/checkpoints' -prune -o -type f \( -name '*.json' -o -name '*.yaml' -o -name '*.csv' \) -print0 |
-      xargs -0 -I{} cp --parents {} ../../experiments/attention_patterns/runs/)
-    echo "small files copied to experiments/attention_patterns/runs/"
+    bash experiments/collect_small_files.sh "$OUT" experiments/attention_patterns/runs
     ;;
   *) echo "set STEP=copy|text|collect (see the header of $0)"; exit 2 ;;
 esac
