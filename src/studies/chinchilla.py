@@ -11,7 +11,8 @@ the compute-optimal allocation.
   absolute tolerance long before the optimum, so fits stopped near their start. Five parameters
   need more than five distinct (N, D) points (a one-line ``ConfigError`` otherwise).
 * **Bootstrap.** Each replicate draws, for every (N, D) point independently, that point's seed
-  losses with replacement (its mean then enters the fit), and refits from the full-data optimum
+  losses with replacement (its mean, its deviation from the point's mean scaled by √(k/(k−1))
+  for k seeds so that it varies as much as the mean does, then enters the fit), and refits from the full-data optimum
   and the best point of a coarse grid; intervals are the 2.5th–97.5th percentiles. With one seed per point the
   points themselves are resampled (Besiroglu et al. 2024 bootstrap the points).
 * **Compute-optimal.** With C = 6·N·D (Kaplan et al. 2020), minimising L at fixed C gives
@@ -222,6 +223,8 @@ def bootstrap_loss_law(
     start = np.array([math.log(law.A), math.log(law.B), math.log(law.E), law.alpha, law.beta])
     starts = [tuple(start[[3, 4, 2, 0, 1]]), *itertools.product(*COARSE)]
     per_point = all(len(v) == 1 for v in values)
+    # a resampled mean of k seeds varies (k − 1)/k as much as the mean does: scaled back
+    inflate = np.array([math.sqrt(len(v) / (len(v) - 1)) if len(v) > 1 else 0.0 for v in values])
     for _ in range(n_boot):
         if per_point:  # one seed per point: resample the points
             idx = rng.integers(0, len(keys), len(keys))
@@ -230,7 +233,9 @@ def bootstrap_loss_law(
             nn, dd, ll = n[idx], d[idx], means[idx]
         else:
             nn, dd = n, d
-            ll = np.array([rng.choice(v, size=len(v), replace=True).mean() for v in values])
+            ll = means + inflate * (
+                np.array([rng.choice(v, size=len(v), replace=True).mean() for v in values]) - means
+            )
         theta, _ = _fit(np.log(nn), np.log(dd), np.log(ll), starts, keep=2)
         fit.replicates.append(_law(theta))
     return fit
