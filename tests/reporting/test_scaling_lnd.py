@@ -186,3 +186,33 @@ def test_lnd_on_one_budget_per_size_is_refused(
     }
     (line,) = [x for x in files["scaling.md"].read_text().splitlines() if "L(N, D)" in x]
     assert line.startswith("* L(N, D) not fitted: every size of every arm has runs at one")
+
+
+def test_a_run_without_tokens_seen_is_refused_under_lnd(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = branch_sweep(tmp_path / "sweep", TWO, sizes=SIZES[:3])
+    metrics = root / "base_s0_b5_seed1" / "metrics.json"
+    metrics.write_text(metrics.read_text().replace('"tokens_seen"', '"tokens_other"'))
+    err = _refusal(capsys, [str(root), "--lnd", "--boot", "0"])
+    assert f"{metrics} has no tokens_seen" in err
+
+
+def test_budget_flag_sets_the_compute_of_the_optimal_allocation(tmp_path: Path) -> None:
+    root = branch_sweep(tmp_path / "sweep", {"base": BASE}, sizes=SIZES[:3])
+    argv = [str(root), "--boot", "0", "--budget", "1e20", "--d-key", "trainer.max_steps"]
+    files = scaling([*argv, "--out", str(tmp_path / "out")])
+    table = rows(files["scaling_lnd.csv"])
+    for arm in ("(all)",):  # one arm: no arm key varies
+        law = LossLaw(
+            **{
+                r["quantity"]: float(r["estimate"])
+                for r in table
+                if r["kind"] == "parameter" and r["arm"] == arm
+            }
+        )
+        opt = {r["quantity"]: r for r in table if r["kind"] == "optimal" and r["arm"] == arm}
+        assert float(opt["N_opt"]["compute"]) == 1e20 and opt["N_opt"]["ci_low"] == ""
+        assert float(opt["N_opt"]["estimate"]) == pytest.approx(law.optimal(1e20)[0])
+        assert float(opt["D_opt"]["estimate"]) == pytest.approx(law.optimal(1e20)[1])
+    assert not [r for r in table if r["kind"] == "advantage"]
