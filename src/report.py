@@ -281,7 +281,8 @@ def scaling(argv: Sequence[str] | None = None) -> dict[str, Path]:
         default=None,
         metavar="KEY",
         help="an override key of the token-budget axis, left out of the arms of L(N, D) (repeat "
-        "for several; default: the varying keys along which tokens_seen changes 1.5x or more)",
+        "for several; default: the varying keys along which tokens_seen changes 1.5x or more); "
+        "implies --lnd",
     )
     args = p.parse_args(argv)
     try:

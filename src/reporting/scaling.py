@@ -329,7 +329,8 @@ def make_scaling_report(
 ) -> dict[str, Path]:
     """Analyse the runs under ``roots`` and write the files (module docstring) to ``out`` (default
     roots[0]). ``lnd``: L(N, D) must be fitted (else a refusal); ``compute``: its budget in FLOPs
-    (default: the largest 6·N·D of the runs); ``d_keys``: the keys of the D axis (default: found)."""
+    (default: the largest 6·N·D of the runs); ``d_keys``: the keys of the D axis (default: found;
+    given, they imply ``lnd``)."""
     runs = load_runs(roots)
     protocol = (
         merge_protocols([p for r in runs if (p := Protocol.from_config(r.config)) is not None])
@@ -344,6 +345,7 @@ def make_scaling_report(
             f"no verdict run with a finite {metric or protocol.metric} under "
             f"{', '.join(map(str, roots))}"
         )
+    lnd = lnd or d_keys is not None  # naming the D axis asks for the fit
     try:
         lnd_fit = analyse_lnd(
             a.points,

@@ -148,6 +148,12 @@ def collect(
         raw.append((p, r, tokens))
     pts = [LndPoint(p.arm, p.size, p.params, t, p.seed, p.loss, "") for p, _, t in raw]  # type: ignore[attr-defined]
     keys = list(d_keys) if d_keys is not None else d_keys_of(pts, values)
+    arm_keys = list(next(iter(values.values()), {}))
+    if unknown := [k for k in keys if k not in arm_keys]:
+        raise ConfigError(
+            f"--d-key {', '.join(unknown)}: not a key that varies between the arms; choose among "
+            f"{arm_keys or 'none (no key but the size varies)'}"
+        )
     for p in pts:
         v = values[p.arm]
         p.arm = ", ".join(x for k, x in v.items() if k not in keys) or "(all)"

@@ -216,3 +216,11 @@ def test_budget_flag_sets_the_compute_of_the_optimal_allocation(tmp_path: Path) 
         assert float(opt["N_opt"]["estimate"]) == pytest.approx(law.optimal(1e20)[0])
         assert float(opt["D_opt"]["estimate"]) == pytest.approx(law.optimal(1e20)[1])
     assert not [r for r in table if r["kind"] == "advantage"]
+
+
+def test_a_d_key_that_does_not_vary_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = branch_sweep(tmp_path / "sweep", TWO, sizes=SIZES[:3])
+    err = _refusal(capsys, [str(root), "--lnd", "--boot", "0", "--d-key", "optim.lr"])
+    assert "--d-key optim.lr" in err and "trainer.max_steps" in err
