@@ -218,7 +218,7 @@ def analyse_lnd(
         raise ConfigError(
             "every size of every arm has runs at one token budget D (metrics.json tokens_seen), "
             "so L(N, D) cannot be fitted; run cooldown branches (scheduler.decay_from) at 2 or "
-            "more budgets per size, or leave out --lnd for L(N) alone"
+            "more budgets per size (without --lnd the report fits L(N) alone)"
         )
     fits, notes = {}, []
     for i, arm in enumerate(arms):
