@@ -51,7 +51,8 @@ def test_signal_during_the_test_phase_ends_the_run_preempted(
         "trainer.limit_val_batches=1",
         "data.val_examples=32",
         "data.test_lengths=[16,384]",
-        "data.test_examples=32",
+        # 8 batches at length 384: the test phase outlasts the 1.5 s wait on a fast machine too
+        "data.test_examples=256",
         f"hydra.run.dir={run_dir}",
     ]
     proc = procs.start(args, log, TRANSFORMER_LAB_CACHE=str(tmp_path / "cache"))
