@@ -170,3 +170,14 @@ def run_entry_point(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., A
         )
 
     return run
+
+
+def load_script(path: Path, name: str) -> Any:
+    """A script outside the package (an experiment's ``table.py``) imported as module ``name``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

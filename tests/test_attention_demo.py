@@ -4,22 +4,19 @@ experiments/attention_patterns/runs/ (and study 2's committed text runs)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "experiments" / "attention_patterns" / "table.py"
 
 
 def _table_module():
-    spec = importlib.util.spec_from_file_location("attention_demo_table", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "attention_demo_table")
 
 
 @pytest.mark.parametrize("name", ["copy", "text"])

@@ -6,23 +6,20 @@ where the first left the validation exact match below 0.5)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.conftest import load_script
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "experiments" / "mixers" / "table.py"
 
 
 def _table_module():
-    spec = importlib.util.spec_from_file_location("mixer_demo_table", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "mixer_demo_table")
 
 
 @pytest.mark.parametrize("name", ["exact", "tokens"])

@@ -25,6 +25,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from src.models.components.tensor_parallel import is_strided
+
 
 def optimizer_state_by_ids(named: dict[str, Any]) -> dict[str, Any]:
     """A name-keyed optimizer state dict -> torch's layout: ids numbered through the groups."""
@@ -41,12 +43,6 @@ def optimizer_state_by_ids(named: dict[str, Any]) -> dict[str, Any]:
 def _names_in_optimizer_order(module: nn.Module, optimizer: Any) -> list[str]:
     fqn = {id(p): n for n, p in module.named_parameters()}
     return [fqn[id(p)] for group in optimizer.param_groups for p in group["params"]]
-
-
-def _strided(t: Any) -> bool:
-    from torch.distributed.tensor.placement_types import _StridedShard
-
-    return any(isinstance(p, _StridedShard) for p in getattr(t, "placements", ()))
 
 
 def _put(dst: Any, full: torch.Tensor) -> None:
@@ -81,12 +77,12 @@ def load_full(
         set_optimizer_state_dict(module, optimizer, optim_state_dict=named, options=options)
     with torch.no_grad():  # the strided splits, again (see the module docstring)
         for name, p in module.named_parameters():
-            if _strided(p):
+            if is_strided(p):
                 _put(p, weights[name])
         for optimizer, state in zip(optimizers, saved, strict=False):
             order = [p for group in optimizer.param_groups for p in group["params"]]
             for i, p in enumerate(order):
-                for key, value in optimizer.state.get(p, {}).items() if _strided(p) else ():
-                    if _strided(value):  # exp_avg, exp_avg_sq: the parameter's shape and split
+                for key, value in optimizer.state.get(p, {}).items() if is_strided(p) else ():
+                    if is_strided(value):  # exp_avg, exp_avg_sq: the parameter's shape and split
                         _put(value, state["state"][i][key])
     return checkpoint

@@ -96,10 +96,10 @@ def _fsdp_placement(param: Any) -> Any:
     from each of q, k and v: FSDP2's dim-0 sharding nested in it misplaced rows on a 2 x 2 mesh,
     tests/training/test_tensor_parallel.py), else FSDP2's default (0)."""
     from torch.distributed.tensor import Shard
-    from torch.distributed.tensor.placement_types import _StridedShard
 
-    strided = any(isinstance(p, _StridedShard) for p in getattr(param, "placements", ()))
-    return Shard(param.dim() - 1) if strided else None
+    from src.models.components.tensor_parallel import is_strided
+
+    return Shard(param.dim() - 1) if is_strided(param) else None
 
 
 def check_tensor_parallel(model: nn.Module, tensor_parallel: int) -> None:

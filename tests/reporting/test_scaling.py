@@ -15,6 +15,15 @@ from src.report import main as report_main
 from src.studies.power_law import PowerLaw, PowerLawError, bootstrap_fit, crossings, fit_power_law
 from tests.reporting.fake_runs import completed, write_run
 
+#: what ``src.report scaling`` writes for L(N) per arm
+L_OF_N_FILES = {
+    "scaling.md",
+    "scaling.csv",
+    "scaling_points.csv",
+    "scaling_crossings.csv",
+    "scaling.png",
+}
+
 
 def scaling_main(argv: list[str]) -> dict:
     """``python -m src.report scaling <argv>``."""
@@ -128,13 +137,7 @@ def test_sweep_directory_end_to_end(tmp_path: Path) -> None:
     files = scaling_main(
         [str(scaling_sweep(tmp_path / "sweep")), "--out", str(tmp_path / "out"), "--boot", "200"]
     )
-    assert set(files) == {
-        "scaling.md",
-        "scaling.csv",
-        "scaling_points.csv",
-        "scaling_crossings.csv",
-        "scaling.png",
-    }
+    assert set(files) == L_OF_N_FILES
     assert all(p.exists() and p.stat().st_size > 0 for p in files.values())
     points = rows(files["scaling_points.csv"])
     assert len(points) == 2 * 4 * 3  # confirm runs only, at the chosen learning rate

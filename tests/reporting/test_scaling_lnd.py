@@ -14,7 +14,7 @@ import pytest
 from src.report import main as report_main
 from src.studies.chinchilla import PARAMS, LossLaw
 from tests.reporting.fake_runs import completed, write_run
-from tests.reporting.test_scaling import scaling_sweep
+from tests.reporting.test_scaling import L_OF_N_FILES, scaling_sweep
 
 ARM, SIZE = "experiment/study_scaling/arm", "experiment/study_scaling/size"
 SIZES = np.geomspace(1e7, 1e9, 6)  # 6 sizes over 100x
@@ -177,13 +177,7 @@ def test_lnd_on_one_budget_per_size_is_refused(
     err = _refusal(capsys, [str(root), "--lnd", "--boot", "0"])
     assert "one token budget D" in err and "tokens_seen" in err and "scheduler.decay_from" in err
     files = scaling([str(root), "--boot", "0", "--out", str(tmp_path / "out")])
-    assert set(files) == {
-        "scaling.md",
-        "scaling.csv",
-        "scaling_points.csv",
-        "scaling_crossings.csv",
-        "scaling.png",
-    }
+    assert set(files) == L_OF_N_FILES
     (line,) = [x for x in files["scaling.md"].read_text().splitlines() if "L(N, D)" in x]
     assert line.startswith("* L(N, D) not fitted: every size of every arm has runs at one")
 

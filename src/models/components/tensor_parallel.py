@@ -20,7 +20,19 @@ from torch.distributed.tensor import Replicate, distribute_module, distribute_te
 from torch.distributed.tensor.parallel import ColwiseParallel, ParallelStyle, RowwiseParallel
 from torch.distributed.tensor.placement_types import _StridedShard
 
-__all__ = ["ColwiseParallel", "FusedColwiseParallel", "LocalHeads", "RowwiseParallel"]
+__all__ = [
+    "ColwiseParallel",
+    "FusedColwiseParallel",
+    "LocalHeads",
+    "RowwiseParallel",
+    "is_strided",
+]
+
+
+def is_strided(tensor: Any) -> bool:
+    """A DTensor with a strided split (``FusedColwiseParallel``'s weight and its optimizer
+    states): its rows are not one contiguous block of the whole tensor."""
+    return any(isinstance(p, _StridedShard) for p in getattr(tensor, "placements", ()))
 
 
 class FusedColwiseParallel(ColwiseParallel):
