@@ -21,7 +21,7 @@ from src.config.validate import validate_run_config
 from src.training.parallel import grad_norm
 from src.training.runner import configure_backends
 from src.training.setup import build_run, build_trainer
-from tests.training.conftest import TINY, compose_train, run_cli
+from tests.training.conftest import TINY, compose_train, run_cli_processes
 
 STEPS = 10
 RUN = [o for o in TINY if o not in ("trainer=cpu", "batch_size=4")] + [
@@ -93,7 +93,7 @@ RECORDER = [
 
 
 def run_two_processes(run_dir: Path, *extra: str) -> list[dict[str, Any]]:
-    r = run_cli(
+    r = run_cli_processes(
         [
             *RUN,
             "batch_size=4",
@@ -102,9 +102,8 @@ def run_two_processes(run_dir: Path, *extra: str) -> list[dict[str, Any]]:
             "trainer.devices=2",
             *RECORDER,
             *extra,
-            f"hydra.run.dir={run_dir}",
         ],
-        cwd=run_dir.parent,
+        run_dir,
     )
     assert r.returncode == 0, r.stderr[-3000:]
     return [torch.load(run_dir / f"steps_rank{i}.pt") for i in (0, 1)]

@@ -16,7 +16,7 @@ from src.checkpoints.io import safe_torch_load
 from src.checkpoints.load import load_checkpoint
 from src.errors import CheckpointError
 from src.models.hf.convert import to_hf
-from tests.training.conftest import TINY, run_cli
+from tests.training.conftest import GLOO_TRANSPORT_FAULT, TINY, run_cli, run_cli_processes
 from tests.training.test_fsdp2 import RECORDER
 
 SHARDED = [o for o in TINY if o != "trainer=cpu"] + [
@@ -34,7 +34,10 @@ SHARDED = [o for o in TINY if o != "trainer=cpu"] + [
 
 
 def run(run_dir: Path, *extra: str, ok: bool = True) -> None:
-    r = run_cli([*SHARDED, *extra, f"hydra.run.dir={run_dir}"], cwd=run_dir.parent)
+    if ok:
+        r = run_cli_processes([*SHARDED, *extra], run_dir)
+    else:
+        r = run_cli([*SHARDED, *extra, f"hydra.run.dir={run_dir}"], cwd=run_dir.parent)
     assert (r.returncode == 0) == ok, r.stderr[-3000:]
 
 
@@ -91,3 +94,12 @@ def test_a_torn_sharded_checkpoint_is_refused_in_one_line(tmp_path: Path) -> Non
         safe_torch_load(torn)
     msg = str(e.value)
     assert "\n" not in msg and str(torn) in msg and "ckpt_path" in msg
+
+
+def test_only_a_dropped_gloo_connection_runs_again() -> None:
+    ci = (
+        "[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+        "pair.cc:537] Read error [127.0.0.1]:26849: Connection reset by peer. This is typically"
+    )
+    assert GLOO_TRANSPORT_FAULT.search(ci)
+    assert not GLOO_TRANSPORT_FAULT.search("RuntimeError: the loss is not finite at step 7")
