@@ -15,7 +15,11 @@ Metrics per stage and, for the test, per length (the training length gives the p
 * ``loss``, ``ppl``, ``acc`` — mean cross-entropy over answer tokens, its exp, teacher-forced argmax
   accuracy (``token_acc`` is the same figure under the name the synthetic docs use);
 * ``exact_match`` — share of examples whose whole answer is right when the model decodes it greedily
-  after the prompt (``src.models.generation.generate``, the answer length known);
+  after the prompt, the answer length known. Computed from the teacher-forced forward that gives the
+  loss: greedy decoding writes the true answer exactly when, fed the true answer so far, the argmax
+  at every answer position is the true token (by induction over the positions), so no token-by-token
+  decoding is needed (``answers_right``; ``greedy_answers`` decodes them, and a test holds the two
+  equal for every family);
 * ``test/<metric>@<length>`` for every ``data.test_lengths`` value. A length the model's positions
   cannot represent (a learned table shorter than the sequence: ``PositionLimitError``) is NaN (null
   in metrics.json), and ``<run dir>/synthetic.json`` records why, as the length-extrapolation
@@ -127,6 +131,17 @@ class Synthetic(LMTask):
         seq = generate(self.model, src, int(batch["tgt_ids"].shape[1]))
         return self.model.new_tokens(seq, src)
 
+    def answers_right(self, correct: Tensor, scored: Tensor) -> Tensor:
+        """[B] bool: would greedy decoding after the prompt write the whole answer? ``correct``
+        and ``scored`` [B, T] are the teacher-forced forward's (argmax = label, answer position).
+        Greedy decoding's first token is the argmax after the prompt, the forward's first answer
+        position; while it has written the true answer so far, its next token is the argmax
+        after that same prefix, the forward's next position. So it writes the whole answer iff
+        every answer position's argmax is right (ties go to the lower id in both, as
+        ``argmax`` does; ``greedy_answers`` decodes token by token, equal in
+        tests/objectives/test_exact_match.py)."""
+        return (correct | ~scored).all(dim=1)  # [B]
+
     # ---------------------------------------------------------------- evaluation
     def _score(self, stage: str, batch: Mapping[str, Tensor]) -> None:
         length = int(batch["length"][0])
@@ -139,7 +154,7 @@ class Synthetic(LMTask):
             self._notes[key] = f"not applicable: {e}"
             return
         self.flops_per_batch = self.flops(prep, training=False)
-        exact = (self.greedy_answers(batch) == batch["tgt_ids"]).all(dim=1)  # [B]
+        exact = self.answers_right(correct, scored)  # [B]
         n = scored.sum()
         sums = torch.stack(
             [
