@@ -251,3 +251,32 @@ def test_mqar_interleaved_answers_each_query_then_its_value() -> None:
         DataError, match=r"data.answer_format='inline' is invalid: one of values, interleaved"
     ):
         make("mqar", answer_format="inline", **args)
+
+
+def test_example_lists_drawn_once_per_process_are_the_examples() -> None:
+    """``SyntheticSource.examples``: a second source with the same task and keys gets the list the
+    first drew (the same object); any other key, split, length, count or stream draws its own,
+    example for example what ``example`` gives; only the most recent lists are kept."""
+    from src.data.synthetic import base
+
+    a, b = make("copy", length=6, alphabet=5), make("copy", length=6, alphabet=5)
+    first = a.examples("test", 8, length=12)
+    assert b.examples("test", 8, length=12) is first
+    assert list(first) == [b.example("test", k, length=12) for k in range(8)]
+    for other, args in (
+        (make("copy", length=6, alphabet=6), ("test", 8, 12, 0)),
+        (make("copy", length=6, alphabet=5, seed=1), ("test", 8, 12, 0)),
+        (make("reverse", length=6, alphabet=5), ("test", 8, 12, 0)),
+        (a, ("val", 8, 12, 0)),
+        (a, ("test", 8, 6, 0)),
+        (a, ("test", 5, 12, 0)),
+        (a, ("train", 8, 12, 3)),
+    ):
+        drawn = other.examples(*args)
+        assert drawn is not first
+        split, count, length, stream = args
+        assert list(drawn) == [other.example(split, k, length, stream) for k in range(count)]
+    for n in range(base.DRAWN_LISTS):
+        a.examples("train", 2, stream=100 + n)
+    assert len(base._DRAWN) == base.DRAWN_LISTS
+    assert b.examples("test", 8, length=12) is not first  # pushed out, drawn again

@@ -23,8 +23,10 @@ validated (``check_run``); constructors trust them.
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any, ClassVar
 
 import numpy as np
@@ -35,6 +37,10 @@ from src.errors import DataError
 SPLIT_CODES = {"train": 0, "val": 1, "test": 2}
 HELD_OUT = 0.1  # share of the prompt-hash range reserved for test, and as much for val
 MAX_DRAWS = 10_000  # redraws before a split is declared empty (an example space too small to split)
+#: example lists drawn in this process (``SyntheticSource.examples``), by what determines them
+_DRAWN: OrderedDict[tuple, tuple[Example, ...]] = OrderedDict()
+DRAWN_LISTS = 16  # the most recent lists kept: a few tasks' validation, test and reference sets
+_KEY_TYPES = (int, float, str, bool, type(None), PurePath)
 SEP, NOISE = "|", "."
 _ALNUM = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 #: content symbols: digits and ASCII letters, then the letters À … ÿ of Latin-1 (printable, one code
@@ -165,6 +171,28 @@ class SyntheticSource(Source):
             f"to give the {split} split any ({MAX_DRAWS} draws found none); raise "
             f"data.{self.length_key}"
         )
+
+    def examples(
+        self, split: str, count: int, length: int | None = None, stream: int = 0
+    ) -> tuple[Example, ...]:
+        """Examples ``0 … count-1`` of ``split`` at ``length`` in ``stream`` (``example``), drawn
+        once per process: the jobs of one process (a multirun, a joblib worker taking job after
+        job) that share a task and its keys read the list the first one drew, which is what they
+        would have drawn (tests/training/test_shared_process.py: a job's results do not depend on
+        it). Keyed by the task's class and every attribute; a task holding an attribute of another
+        type than a number, string or path draws its own."""
+        state = sorted(vars(self).items())
+        if not all(isinstance(v, _KEY_TYPES) or k == "_test_lengths" for k, v in state):
+            return tuple(self.example(split, k, length, stream) for k in range(count))
+        key = (type(self), repr(state), split, int(count), length, int(stream))
+        if key in _DRAWN:
+            _DRAWN.move_to_end(key)
+            return _DRAWN[key]
+        drawn = tuple(self.example(split, k, length, stream) for k in range(count))
+        _DRAWN[key] = drawn
+        while len(_DRAWN) > DRAWN_LISTS:
+            _DRAWN.popitem(last=False)
+        return drawn
 
     def fingerprint(self) -> dict[str, Any]:
         """The task's name and keys (what determines every example)."""

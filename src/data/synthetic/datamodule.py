@@ -152,7 +152,7 @@ class SyntheticDataModule(_BaseDataModule):
         self.source: SyntheticSource = source
         self.train_min_length = train_min_length
         self.ids: dict[str, int] = {}
-        self.examples: dict[tuple[str, int], list[Example]] = {}
+        self.examples: dict[tuple[str, int], Sequence[Example]] = {}
 
     @property
     def test_lengths(self) -> list[int]:
@@ -187,22 +187,17 @@ class SyntheticDataModule(_BaseDataModule):
             self.prepare_tokenizer()
         src = self.source
         if ("val", src.train_length) not in self.examples:
-            self.examples[("val", src.train_length)] = [
-                src.example("val", k) for k in range(src.val_examples)
-            ]
+            self.examples[("val", src.train_length)] = src.examples("val", src.val_examples)
         for n in src.test_lengths:
             if ("test", n) not in self.examples:
-                self.examples[("test", n)] = [
-                    src.example("test", k, length=n) for k in range(src.test_examples)
-                ]
+                self.examples[("test", n)] = src.examples("test", src.test_examples, length=n)
 
     def reference_corpus(self) -> AnswerCorpus:
         """The answers of the first training examples of the run's stream, as token ids."""
-        answers = (
-            self.source.example("train", i, stream=self.seed).answer
-            for i in range(REFERENCE_EXAMPLES)
+        drawn = self.source.examples("train", REFERENCE_EXAMPLES, stream=self.seed)
+        return AnswerCorpus(
+            [np.array([self.ids[c] for c in ex.answer], dtype=np.int64) for ex in drawn]
         )
-        return AnswerCorpus([np.array([self.ids[c] for c in a], dtype=np.int64) for a in answers])
 
     def train_dataloader(self) -> ResumableLoader:
         rank, world = self.rank_world()
