@@ -31,6 +31,8 @@ Measurement only: nothing here changes a run; tests/training/test_shared_process
 job's results do not depend on which of the two ways it ran.
 
     python perf/job_fixed_cost.py --threads 1        # alone ×3 against 8 jobs to a process, 20 steps
+    git worktree add /tmp/before <commit>            # and the job alone at an earlier commit:
+    python perf/job_fixed_cost.py --threads 1 --before /tmp/before
     python perf/job_fixed_cost.py --quick            # 2 steps, 2 jobs: a smoke run
 """
 
@@ -44,9 +46,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import lightning.pytorch as pl
-from hydra.experimental.callback import Callback as HydraCallback
-
 from perf.common import REPO_ROOT, base_parser, machine_header, median, setup, table
 
 JOB = [
@@ -56,63 +55,30 @@ JOB = [
 ]
 
 
-class PhaseClock(pl.Callback):
-    """Wall-clock stamps (``time.time()``) at the hooks that bound each phase, written to
-    ``path`` as JSON when the job ends (``on_test_end``, else ``teardown`` of fit)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = Path(path)
-        self.t: dict[str, float] = {"trainer_built": time.time()}
-        self.spans: dict[str, float] = {"validation": 0.0, "test": 0.0}
-        self._open: dict[str, float] = {}
-
-    def _write(self) -> None:
-        self.path.write_text(json.dumps({"t": self.t, "spans": self.spans}))
-
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:  # noqa: ANN001
-        self.t.setdefault("first_step", time.time())
-
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:  # noqa: ANN001
-        self.t["last_step_end"] = time.time()
-
-    def on_validation_start(self, trainer, pl_module) -> None:  # noqa: ANN001
-        self._open["validation"] = time.time()
-
-    def on_validation_end(self, trainer, pl_module) -> None:  # noqa: ANN001
-        # the n-gram reference is fitted in on_validation_epoch_end: inside this span
-        self.spans["validation"] += time.time() - self._open.pop("validation")
-
-    def on_test_start(self, trainer, pl_module) -> None:  # noqa: ANN001
-        self._open["test"] = time.time()
-
-    def on_test_end(self, trainer, pl_module) -> None:  # noqa: ANN001
-        self.spans["test"] += time.time() - self._open.pop("test")
-        self._write()
-
-    def teardown(self, trainer, pl_module, stage: str) -> None:  # noqa: ANN001
-        self._write()
+#: a module the jobs import the clocks from, whichever checkout runs them (written beside the cache)
+SHIM = "fixed_cost_clocks"
 
 
-class JobClock(HydraCallback):
-    """Hydra callback: each job's start and end (``time.time()``), its number in the multirun and
-    its process id, written to ``job_clock.json`` in the job's directory."""
-
-    def on_job_start(self, config, **kwargs) -> None:  # noqa: ANN001
-        self.start = time.time()
-
-    def on_job_end(self, config, job_return, **kwargs) -> None:  # noqa: ANN001
-        hydra = job_return.hydra_cfg.hydra
-        record = {"start": self.start, "end": time.time(), "num": hydra.job.num, "pid": os.getpid()}
-        (Path(hydra.runtime.output_dir) / "job_clock.json").write_text(json.dumps(record))
+def _write_shim(directory: Path) -> None:
+    clocks = Path(__file__).with_name("phase_clocks.py")
+    (directory / f"{SHIM}.py").write_text(
+        "import importlib.util\n"
+        f"_spec = importlib.util.spec_from_file_location('_phase_clocks', {str(clocks)!r})\n"
+        "_module = importlib.util.module_from_spec(_spec)\n"
+        "_spec.loader.exec_module(_module)\n"
+        "PhaseClock, JobClock = _module.PhaseClock, _module.JobClock\n"
+    )
 
 
-def _train(args: list[str], cache: Path) -> tuple[float, float]:
-    """``python -m src.train <args>`` in a fresh process: its start and exit times."""
-    env = dict(os.environ, TRANSFORMER_LAB_CACHE=str(cache), PYTHONPATH=str(REPO_ROOT))
+def _train(args: list[str], cache: Path, repo: Path = REPO_ROOT) -> tuple[float, float]:
+    """``python -m src.train <args>`` of the checkout ``repo`` in a fresh process (the clocks'
+    module beside ``cache``): its start and exit times."""
+    path = os.pathsep.join([str(repo), str(cache.parent)])
+    env = dict(os.environ, TRANSFORMER_LAB_CACHE=str(cache), PYTHONPATH=path)
     t0 = time.time()
     proc = subprocess.run(
         [sys.executable, "-m", "src.train", *args],
-        cwd=REPO_ROOT,
+        cwd=repo,
         env=env,
         capture_output=True,
         text=True,
@@ -128,7 +94,7 @@ def _steps_args(steps: int) -> list[str]:
         *JOB,
         f"trainer.max_steps={steps}",
         f"trainer.val_check_interval={steps}",
-        "+callbacks.phase_clock._target_=perf.job_fixed_cost.PhaseClock",
+        f"+callbacks.phase_clock._target_={SHIM}.PhaseClock",
     ]
 
 
@@ -159,20 +125,21 @@ PHASES = (
 )
 
 
-def run_alone(steps: int, workdir: Path, cache: Path, seed: int = 1) -> dict[str, float]:
-    """One job in a fresh process; the phase durations in seconds."""
+def run_alone(steps: int, workdir: Path, cache: Path, repo: Path = REPO_ROOT) -> dict[str, float]:
+    """One job (seed 1) of the checkout ``repo`` in a fresh process; the phase durations in
+    seconds."""
     stamps = workdir / "phases.json"
     args = [
         *_steps_args(steps),
-        f"seed={seed}",
+        "seed=1",
         f"+callbacks.phase_clock.path={stamps}",
         f"hydra.run.dir={workdir / 'run'}",
     ]
-    t0, t_exit = _train(args, cache)
+    t0, t_exit = _train(args, cache, repo)
     return _phases(json.loads(stamps.read_text()), t0, t_exit)
 
 
-def run_shared(steps: int, jobs: int, workdir: Path, cache: Path) -> dict:
+def run_shared(steps: int, jobs: int, workdir: Path, cache: Path, repo: Path = REPO_ROOT) -> dict:
     """``jobs`` jobs (seeds 1..jobs) in one multirun process: each job's phases (from the previous
     job's end; the first from the process start), the process's wall time and its process ids."""
     sweep = workdir / "sweep"
@@ -181,10 +148,10 @@ def run_shared(steps: int, jobs: int, workdir: Path, cache: Path) -> dict:
         *_steps_args(steps),
         f"seed={','.join(str(s) for s in range(1, jobs + 1))}",
         "+callbacks.phase_clock.path=${paths.output_dir}/phases.json",
-        "+hydra.callbacks.job_clock._target_=perf.job_fixed_cost.JobClock",
+        f"+hydra.callbacks.job_clock._target_={SHIM}.JobClock",
         f"hydra.sweep.dir={sweep}",
     ]
-    t0, t_exit = _train(args, cache)
+    t0, t_exit = _train(args, cache, repo)
     done = [d for d in sweep.iterdir() if (d / "job_clock.json").is_file()]
     clocks = sorted(
         ((json.loads((d / "job_clock.json").read_text()), d) for d in done),
@@ -209,6 +176,13 @@ def main(argv: list[str] | None = None) -> dict:
     p = base_parser(__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=20, help="optimizer steps of the job")
     p.add_argument("--jobs", type=int, default=8, help="jobs in the shared process (seeds 1..K)")
+    p.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="a checkout of an earlier commit (git worktree add <dir> <commit>): its job alone, "
+        "measured in the same run, is the baseline of the ratio",
+    )
     args = p.parse_args(argv)
     setup(args)
     if args.quick:
@@ -218,60 +192,84 @@ def main(argv: list[str] | None = None) -> dict:
     repeats = args.repeats or (1 if args.quick else 3)
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "cache"
+        _write_shim(Path(tmp))
         run_alone(args.steps, Path(tmp) / "warm-up", cache)  # fills the caches; not counted
         alone = [run_alone(args.steps, Path(tmp) / f"alone{i}", cache) for i in range(repeats)]
+        before = [
+            run_alone(args.steps, Path(tmp) / f"before{i}", cache, args.before)
+            for i in range(repeats if args.before else 0)
+        ]
         imports = [import_lightning_s() for _ in range(repeats)]
         shared = run_shared(args.steps, args.jobs, Path(tmp) / "shared", cache)
-    a = {k: median([r[k] for r in alone]) for k in PHASES}
-    s = {k: median([r[k] for r in shared["jobs"][1:]]) for k in PHASES}
-    fixed_alone = a["whole job"] - a["training steps"]
-    fixed_shared = s["whole job"] - s["training steps"]
-    steps_all = sum(r["training steps"] for r in shared["jobs"])
-    amortized = (shared["wall_s"] - steps_all) / args.jobs
-    per_hour_alone = 3600 / a["whole job"]
-    per_hour_shared = 3600 * args.jobs / shared["wall_s"]
+        before_shared = None
+        if args.before:
+            before_shared = run_shared(
+                args.steps, args.jobs, Path(tmp) / "before-shared", cache, args.before
+            )
+    # the columns: (name, phases, the fixed cost with the process start and exit, jobs per hour)
+    columns = []
+    for name, runs in (("before, alone", before), ("alone", alone)):
+        if runs:
+            ph = {k: median([r[k] for r in runs]) for k in PHASES}
+            fixed = ph["whole job"] - ph["training steps"]
+            columns.append((name, ph, fixed, 3600 / ph["whole job"]))
+    for name, sh in (("before, shared", before_shared), ("shared", shared)):
+        if sh:
+            ph = {k: median([r[k] for r in sh["jobs"][1:]]) for k in PHASES}
+            steps_all = sum(r["training steps"] for r in sh["jobs"])
+            spread = (sh["wall_s"] - steps_all) / args.jobs  # the one start and exit spread
+            columns.append((name, ph, spread, 3600 * args.jobs / sh["wall_s"]))
+    by = {c[0]: c for c in columns}
+    baseline = by["before, alone" if before else "alone"][2]
+    extra = {
+        "job": f"python -m src.train {' '.join(JOB)} trainer.max_steps={args.steps}",
+        "alone": f"a fresh process per job; median of {repeats} job(s), after a warm-up job "
+        "that filled the caches",
+        "shared": f"{args.jobs} jobs (seeds 1..{args.jobs}) in one multirun process; its phases "
+        f"are the median of jobs 2..{args.jobs}, its fixed cost spreads the one process start "
+        f"and exit over the {args.jobs} jobs: (process wall − every job's steps) / {args.jobs}",
+        "this checkout": str(REPO_ROOT),
+    }
+    if before:
+        extra["before"] = f"the checkout {args.before}, measured in this same run"
     print(
         machine_header(
             "Per-job fixed cost: one synthetic job of study 2 alone, and jobs several to a process",
-            {
-                "job": f"python -m src.train {' '.join(JOB)} trainer.max_steps={args.steps}",
-                "alone": f"a fresh process per job; median of {repeats} job(s) after a warm-up "
-                "job that filled the caches",
-                "shared": f"{args.jobs} jobs (seeds 1..{args.jobs}) in one multirun process "
-                f"(process ids {shared['pids']}); median of jobs 2..{args.jobs}",
-            },
+            extra,
         )
     )
     print()
-    nan = float("nan")
-    rows = [
-        [k, a[k], s[k]] if k in ("training steps", "whole job") else [k, a[k], s[k]] for k in PHASES
-    ]
+    rows = [[k, *(c[1][k] for c in columns)] for k in PHASES]
     rows += [
-        ["fixed cost (whole job − training steps)", fixed_alone, fixed_shared],
         [
-            f"fixed cost, the process start and exit spread over {args.jobs} jobs",
-            fixed_alone,
-            amortized,
+            "fixed cost (whole job − training steps)",
+            *(c[1]["whole job"] - c[1]["training steps"] for c in columns),
         ],
-        ["fixed cost, shared / alone (goal ≤ 0.25)", 1.0, amortized / fixed_alone],
-        [f"jobs per hour at {args.steps} steps", per_hour_alone, per_hour_shared],
-        ['python -c "import lightning" (its own process)', median(imports), nan],
+        ["fixed cost, with the process start and exit", *(c[2] for c in columns)],
+        [
+            f"fixed cost / {'before, alone' if before else 'alone'} (goal ≤ 0.25)",
+            *(c[2] / baseline for c in columns),
+        ],
+        [f"jobs per hour at {args.steps} steps", *(c[3] for c in columns)],
     ]
-    print(table(["phase", "alone s", "shared s"], rows))
+    print(table(["phase", *(f"{c[0]} s" for c in columns)], rows))
+    print(f'\npython -c "import lightning" (its own process): {median(imports):.2f} s')
     print(
-        f"\nper-job fixed cost: {fixed_alone:.2f} s alone, {amortized:.2f} s with {args.jobs} "
-        f"jobs to a process ({amortized / fixed_alone:.2f}×); "
-        f"{per_hour_alone:.0f} → {per_hour_shared:.0f} jobs per hour at {args.steps} steps"
+        "per-job fixed cost: "
+        + ", ".join(f"{c[0]} {c[2]:.2f} s ({c[2] / baseline:.2f}×)" for c in columns)
+        + f"; jobs per hour at {args.steps} steps: "
+        + ", ".join(f"{c[0]} {c[3]:.0f}" for c in columns)
     )
+    a, sh = by["alone"], by["shared"]
     return {
-        "phases": a,
-        "fixed_s": fixed_alone,
-        "shared_phases": s,
-        "shared_fixed_s": fixed_shared,
-        "amortized_fixed_s": amortized,
-        "ratio": amortized / fixed_alone,
-        "jobs_per_hour": {"alone": per_hour_alone, "shared": per_hour_shared},
+        "phases": a[1],
+        "fixed_s": a[2],
+        "shared_phases": sh[1],
+        "shared_fixed_s": sh[1]["whole job"] - sh[1]["training steps"],
+        "amortized_fixed_s": sh[2],
+        "before": {c[0]: c[2] for c in columns if c[0].startswith("before")},
+        "ratio": sh[2] / baseline,
+        "jobs_per_hour": {c[0]: c[3] for c in columns},
         "import_lightning_s": median(imports),
     }
 
