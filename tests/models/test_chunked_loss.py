@@ -93,7 +93,7 @@ def test_gradient_to_hidden_and_head_weight(chunk: int) -> None:
 
     plain = cross_entropy(logits_fn(hidden), target)
     want = torch.autograd.grad(plain, (hidden, head.weight, head.bias))
-    got_loss = chunked_cross_entropy(hidden, target, logits_fn, list(head.parameters()), chunk)
+    got_loss = chunked_cross_entropy(hidden, target, logits_fn, head.parameters, chunk)
     got = torch.autograd.grad(got_loss, (hidden, head.weight, head.bias))
     torch.testing.assert_close(got_loss, plain, rtol=0, atol=1e-6)
     for a, b in zip(got, want):
@@ -106,12 +106,12 @@ def test_scaled_upstream_gradient_and_no_grad_value() -> None:
     head = torch.nn.Linear(8, 17).double()
     hidden = torch.randn(12, 8, dtype=torch.float64, requires_grad=True)
     target = torch.randint(0, 17, (12,))
-    loss = chunked_cross_entropy(hidden, target, head, list(head.parameters()), 5)
+    loss = chunked_cross_entropy(hidden, target, head, head.parameters, 5)
     (g,) = torch.autograd.grad(3.0 * loss, hidden)
     (want,) = torch.autograd.grad(3.0 * cross_entropy(head(hidden), target), hidden)
     torch.testing.assert_close(g, want, rtol=0, atol=1e-6)
     with torch.no_grad():
-        value = chunked_cross_entropy(hidden, target, head, list(head.parameters()), 5)
+        value = chunked_cross_entropy(hidden, target, head, head.parameters, 5)
         torch.testing.assert_close(value, cross_entropy(head(hidden), target), rtol=0, atol=1e-6)
 
 
@@ -195,7 +195,7 @@ def test_an_old_causal_lm_checkpoint_gets_the_chunk_size_and_no_other_objective_
 def test_a_second_backward_fails_loudly_instead_of_scaling_twice() -> None:
     head = torch.nn.Linear(8, 17).double()
     hidden = torch.randn(12, 8, dtype=torch.float64, requires_grad=True)
-    loss = chunked_cross_entropy(hidden, torch.randint(0, 17, (12,)), head, [*head.parameters()], 5)
+    loss = chunked_cross_entropy(hidden, torch.randint(0, 17, (12,)), head, head.parameters, 5)
     loss.backward(retain_graph=True)
     with pytest.raises(RuntimeError, match="differentiated twice"):
         loss.backward()

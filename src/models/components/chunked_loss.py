@@ -18,7 +18,7 @@ the order of floating-point sums.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 
 import torch
 from torch import Tensor, nn
@@ -80,15 +80,15 @@ def chunked_cross_entropy(
     hidden: Tensor,
     target: Tensor,
     logits_fn: Callable[[Tensor], Tensor],
-    params: Sequence[nn.Parameter],
+    params: Callable[[], Iterable[nn.Parameter]],
     chunk: int,
     ignore_index: int = -100,
 ) -> Tensor:
     """``cross_entropy(logits_fn(hidden), target)`` computed ``chunk`` rows at a time.
 
     hidden [N, C]; target [N] (``ignore_index`` = not scored); logits_fn: [n, C] -> [n, V];
-    params: every trainable parameter ``logits_fn`` reads (the head's). N ≤ ``chunk`` is one
-    chunk: the plain path itself. Without gradients (or under ``torch.compile``) the chunks are
+    params: returns every trainable parameter ``logits_fn`` reads (the head's), called only
+    when the rows are chunked. N ≤ ``chunk`` is one chunk: the plain path itself. Without gradients (or under ``torch.compile``) the chunks are
     plain ``cross_entropy`` calls summed.
     """
     if hidden.shape[0] <= chunk:
@@ -101,7 +101,7 @@ def chunked_cross_entropy(
             )
             for s in range(0, hidden.shape[0], chunk)
         )
-    trainable = tuple(p for p in params if p.requires_grad)
+    trainable = tuple(p for p in params() if p.requires_grad)
     return _ChunkedHeadCrossEntropy.apply(
         hidden, target, logits_fn, chunk, ignore_index, *trainable
     )

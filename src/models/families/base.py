@@ -298,7 +298,7 @@ class TransformerModel(nn.Module):
             hidden.reshape(-1, hidden.shape[-1]),  # [B, T, C] -> [B·T, C]
             target.reshape(-1),  # [B·T]
             self.logits,
-            self.head_parameters(),
+            self.head_parameters,  # read only when the rows are chunked
             chunk_tokens,
             IGNORE_INDEX,
         )
