@@ -49,6 +49,8 @@ SHAPES = {
     "tiny (quickstart)": (2, 64, 4, 64, 16, "gpt2"),
     # characters: ~100-token vocabulary, a step of a few ms, so the framework's fixed cost per step shows
     "tiny, char vocab": (2, 64, 4, 64, 16, "char"),
+    # the issue's "step of about 40 ms" on an idle core (round 2's tiny step took that under load)
+    "d128, char vocab": (2, 128, 4, 64, 16, "char"),
     "toy": (2, 64, 4, 32, 2, "char"),  # --quick
 }
 
