@@ -90,13 +90,19 @@ def parse_args(argv: list[str] | None = None):
         help="a third subprocess: ours with the forward's loss over the full logits",
     )
     p.add_argument(
+        "--with-activation-checkpointing",
+        action="store_true",
+        help="another subprocess: ours with trainer.activation_checkpointing=true (each block "
+        "recomputed in the backward, src.training.parallel.checkpoint_blocks)",
+    )
+    p.add_argument(
         "--no-memory",
         action="store_true",
         help="skip the peak-memory subprocesses (--quick skips them)",
     )
     p.add_argument(
         "--memory-child",
-        choices=["ours", "ours-full-logits", "transformers"],
+        choices=["ours", "ours-full-logits", "ours-checkpointed", "transformers"],
         help=argparse_hidden(),
     )
     p.add_argument("--weights", help=argparse_hidden())
@@ -191,11 +197,16 @@ def memory_child(args) -> None:
     model.load_state_dict(torch.load(args.weights, weights_only=True))
     if args.memory_child == "transformers":
         model = hf_gpt2_like(model)
+    if args.memory_child == "ours-checkpointed":
+        from src.training.parallel import checkpoint_blocks
+
+        checkpoint_blocks(model)  # what trainer.activation_checkpointing=true does
     gc.collect()
     ids = torch.randint(
         0, args.vocab, (args.batch, args.seq_len), generator=torch.Generator().manual_seed(1)
     )
-    step = make_step(model, ids, args.loss_chunk if args.memory_child == "ours" else 0)
+    ours_loss = args.memory_child in ("ours", "ours-checkpointed")
+    step = make_step(model, ids, args.loss_chunk if ours_loss else 0)
     rss_setup = rss_bytes()
     try:
         Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
@@ -262,6 +273,7 @@ def measure_memory(args, ours, who: tuple[str, ...] = ("ours", "transformers")) 
 def memory_report(args, ours, diff: float) -> dict:
     """--memory-only: each model's peak training memory and step time in its own process."""
     who = ("ours", "transformers") + (("ours-full-logits",) if args.with_full_logits else ())
+    who += ("ours-checkpointed",) if args.with_activation_checkpointing else ()
     mem = measure_memory(args, ours, who)
     print(
         machine_header(
