@@ -10,8 +10,8 @@ F ``model.d_ff``, L layers, H heads, V ``model.vocab_size`` (when it is the mode
 tokenizer's: ``vocab_size_from=model``)::
 
     training batch    B·T · 2·L·(C + F)   each layer's input and FFN hidden, kept for backward
-    evaluation batch  B·T · 2·max(C, F)   the widest activation of a forward
-    greedy decoding   B·T · 2·2·L·K·D     the K/V cache of a synthetic test (K kv heads of D)
+    evaluation batch  B·T · 2·max(C, F)   the widest activation of a forward (also a synthetic
+                                          test's, whose exact match reads the forward)
     held examples     N · (object + n)    a synthetic split's examples, all generated at setup
     probe batch       B · 2·(L·H·T² + T·C) the attention probabilities the probes read
 
@@ -108,10 +108,6 @@ def eval_token_bytes(model: ModelConfig, vocab: int | None) -> int:
     return FLOAT_BYTES * (max(model.d_model, model.d_ff) + (vocab or 0))
 
 
-def cache_token_bytes(model: ModelConfig) -> int:
-    return FLOAT_BYTES * 2 * layers(model) * model.kv_heads * model.head_dim
-
-
 def probe_bytes(model: ModelConfig, batch: int, length: int) -> int:
     """Bytes of a probe batch: every layer's attention probabilities [B, H, T, T] and one hidden
     state [B, T, C]."""
@@ -178,8 +174,8 @@ def check_synthetic(
     memory: Memory,
 ) -> None:
     """A synthetic task's sizes against memory, before ``check_run`` generates an example: the
-    validation and test examples that setup holds, a training batch's tokens, and greedy decoding
-    at the longest test length. A sequence at size n has at least n tokens. Values that are not
+    validation and test examples that setup holds, a training batch's tokens, and the test's
+    forward at the longest test length. A sequence at size n has at least n tokens. Values that are not
     integers are left to ``check_run``, which names them."""
     key = source_cls.length_key
     name = source_cls.registry_name
@@ -227,10 +223,9 @@ def check_synthetic(
         memory.check(
             "data.test_lengths",
             list(args.get("test_lengths") or lengths),
-            val_batch * longest * (cache_token_bytes(model) + eval_token_bytes(model, None)),
-            f"the test at data.{key}={longest}: greedy decoding of {val_batch} sequences of at "
-            f"least {longest} tokens (their K/V cache in {layers(model)} layers and one "
-            "activation)",
+            val_batch * longest * eval_token_bytes(model, None),
+            f"the test at data.{key}={longest}: a forward over {val_batch} sequences of at "
+            f"least {longest} tokens (its widest activation)",
             "lower the longest data.test_lengths or data.val_batch_size",
             DataError,
         )
