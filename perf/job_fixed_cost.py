@@ -180,8 +180,8 @@ def main(argv: list[str] | None = None) -> dict:
         "--before",
         type=Path,
         default=None,
-        help="a checkout of an earlier commit (git worktree add <dir> <commit>): its job alone, "
-        "measured in the same run, is the baseline of the ratio",
+        help="a checkout of an earlier commit (git worktree add <dir> <commit>): its job alone "
+        "and shared, measured in the same run; its job alone is the ratio's baseline",
     )
     args = p.parse_args(argv)
     setup(args)
