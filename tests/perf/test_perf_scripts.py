@@ -320,7 +320,9 @@ def test_job_fixed_cost_quick(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     _header_ok(out)
     rows = _table_rows(out, "phase")
-    assert rows[0][0].startswith("start → trainer built") and rows[-1][0].startswith("jobs per hour")
+    assert rows[0][0].startswith("start → trainer built") and rows[-1][0].startswith(
+        "jobs per hour"
+    )
     assert 'python -c "import lightning"' in out and "per-job fixed cost:" in out
     phases = res["phases"]
     assert all(v >= 0 for v in phases.values())
