@@ -145,8 +145,8 @@ def child(args: argparse.Namespace) -> None:
         if i == 0:
             step()  # warm-up: lazy imports, kernels' first-call setup, allocator pools
         model.zero_grad(set_to_none=True)
-        base = _status("VmRSS")
         Path("/proc/self/clear_refs").write_text("5")  # VmHWM := the current RSS
+        base = _status("VmHWM")  # that RSS, read after the reset: the mark never falls below it
         step()
         peaks[T] = _status("VmHWM") - base
     print(json.dumps(peaks))

@@ -37,7 +37,9 @@ def test_default_sizes_have_equal_parameters() -> None:
 def test_peak_memory_subprocess_grows_with_t() -> None:
     args = mixer_cost.parse_args(["--quick"])
     peaks = mixer_cost.measure_memory(args, "linear_attention", [64, 512])
-    assert set(peaks) == {64, 512} and peaks[512] > peaks[64] > 0
+    # the mark is read against the RSS at its reset, so never negative; T = 64's step may fit in
+    # freed pages (0), T = 512's may not
+    assert set(peaks) == {64, 512} and peaks[512] > peaks[64] >= 0
 
 
 def test_slope_and_crossover_on_made_up_curves() -> None:
